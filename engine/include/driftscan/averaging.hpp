@@ -1,0 +1,50 @@
+#pragma once
+// Averaging a registered series in frame 0's coordinates. Every frame is
+// warped with its T_{0,k} (cubic interpolation by default, Fourier shift for
+// pure translations on request) and accumulated with per-pixel coverage
+// weights, so pixels outside the overlap do not bias the result. Frames are
+// streamed from the source; the median works tile by tile so memory stays
+// bounded whatever the series length.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "driftscan/cancel_token.hpp"
+#include "driftscan/frame.hpp"
+#include "driftscan/frame_source.hpp"
+#include "driftscan/progress.hpp"
+#include "driftscan/transform.hpp"
+
+namespace driftscan {
+
+enum class AverageMethod { mean, median, clipped };
+enum class Interpolation { cubic, fourier };
+
+struct AveragingOptions {
+  AverageMethod method = AverageMethod::mean;
+  double clip_sigma = 3.0;                   // for `clipped`
+  Interpolation interpolation = Interpolation::cubic;
+  double min_quality = 0.0;                  // frames with quality below are excluded
+  std::vector<std::size_t> exclude_frames;   // explicit rejections
+  int median_tile = 128;                     // tile edge for the bounded-memory median
+};
+
+struct AverageResult {
+  Frame average;                  // NaN-free; 0 where coverage is 0
+  Frame coverage;                 // number (or weight) of frames contributing per pixel
+  std::vector<double> quality;    // per frame: NCC with the average/reference after warping
+  std::vector<bool> used;         // per frame: contributed to the average
+  std::vector<std::string> warnings;
+};
+
+// transforms[k] = T_{0,k} (maps frame-k coordinates to frame-0 coordinates).
+AverageResult average_series(const FrameSource& frames, const std::vector<Transform>& transforms,
+                             const AveragingOptions& options, Progress* progress = nullptr,
+                             const CancelToken* cancel = nullptr);
+
+// Warps one frame into the reference coordinates: out(p) = f(T^{-1}(p));
+// pixels that fall outside f are NaN in `out` unless `outside` is given.
+Frame warp_to_reference(const Frame& f, const Transform& to_reference, Interpolation interpolation,
+                        float outside);
+
+}  // namespace driftscan
