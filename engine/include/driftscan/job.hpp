@@ -1,0 +1,51 @@
+#pragma once
+// A job: every setting of one engine run, as stored in a job file (JSON; the
+// desktop app's project file is exactly this). Schema in docs/protocol.md.
+// Every command-line flag of driftscan-engine maps to one field here.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "driftscan/averaging.hpp"
+#include "driftscan/registration_settings.hpp"
+#include "driftscan/synthetic_series.hpp"
+
+namespace driftscan {
+
+struct SpectrumSettings {
+  int frame = 0;          // the frame whose 2-D power spectrum is written
+};
+
+struct ExecutionSettings {
+  std::string profile = "local";                 // launcher profile name
+  int ranks = 1;
+  int threads = 1;
+  std::string scan_algorithm = "dissemination";  // mpi-scan | dissemination | blelloch | ladner-fischer
+  std::string local_strategy = "reduce-then-scan";  // or scan-then-map
+  bool work_stealing = true;
+  double frame_cache_mb = 256;
+  double checkpoint_interval_s = 60;
+  bool resume = false;
+};
+
+struct Job {
+  int version = 1;
+  std::string command = "register";  // register | average | spectrum | synth
+  std::string input;
+  std::string output;
+  RegistrationSettings registration;
+  AveragingOptions averaging;
+  SpectrumSettings spectrum;
+  SynthOptions synth;
+  ExecutionSettings execution;
+};
+
+nlohmann::json to_json(const Job& job);
+// Throws driftscan::Error (bad_input) naming `source` and the offending field.
+Job job_from_json(const nlohmann::json& j, const std::string& source);
+Job load_job(const std::string& path);
+void save_job(const Job& job, const std::string& path);  // atomic
+// Throws bad_input on inconsistent settings (ROI outside frame is checked later, with the input).
+void validate(const Job& job);
+
+}  // namespace driftscan
