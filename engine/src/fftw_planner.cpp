@@ -1,67 +1,262 @@
+// FFTW plan cache: see fftw_planner.hpp for the rules it enforces.
 #include "driftscan/fftw_planner.hpp"
 
-#include <stdexcept>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
 #include <string>
+#include <utility>
+
+#include <fftw3.h>
+
+#include "driftscan/error.hpp"
 
 namespace driftscan {
+
+namespace {
+
+template <class T>
+struct Fftw;
+
+template <>
+struct Fftw<float> {
+  using plan = fftwf_plan;
+  using complex = fftwf_complex;
+  static void* malloc(std::size_t n) { return fftwf_malloc(n); }
+  static void free(void* p) { fftwf_free(p); }
+  static plan r2c(int h, int w, float* in, complex* out, unsigned flags) {
+    return fftwf_plan_dft_r2c_2d(h, w, in, out, flags);
+  }
+  static plan c2r(int h, int w, complex* in, float* out, unsigned flags) {
+    return fftwf_plan_dft_c2r_2d(h, w, in, out, flags);
+  }
+  static void exec_r2c(plan p, float* in, complex* out) { fftwf_execute_dft_r2c(p, in, out); }
+  static void exec_c2r(plan p, complex* in, float* out) { fftwf_execute_dft_c2r(p, in, out); }
+  static void destroy(plan p) { fftwf_destroy_plan(p); }
+  static int alignment_of(float* p) { return fftwf_alignment_of(p); }
+  static int import_wisdom(const char* f) { return fftwf_import_wisdom_from_filename(f); }
+  static int export_wisdom(const char* f) { return fftwf_export_wisdom_to_filename(f); }
+  static const char* wisdom_name() { return "fftw3f.wisdom"; }
+};
+
+template <>
+struct Fftw<double> {
+  using plan = fftw_plan;
+  using complex = fftw_complex;
+  static void* malloc(std::size_t n) { return fftw_malloc(n); }
+  static void free(void* p) { fftw_free(p); }
+  static plan r2c(int h, int w, double* in, complex* out, unsigned flags) {
+    return fftw_plan_dft_r2c_2d(h, w, in, out, flags);
+  }
+  static plan c2r(int h, int w, complex* in, double* out, unsigned flags) {
+    return fftw_plan_dft_c2r_2d(h, w, in, out, flags);
+  }
+  static void exec_r2c(plan p, double* in, complex* out) { fftw_execute_dft_r2c(p, in, out); }
+  static void exec_c2r(plan p, complex* in, double* out) { fftw_execute_dft_c2r(p, in, out); }
+  static void destroy(plan p) { fftw_destroy_plan(p); }
+  static int alignment_of(double* p) { return fftw_alignment_of(p); }
+  static int import_wisdom(const char* f) { return fftw_import_wisdom_from_filename(f); }
+  static int export_wisdom(const char* f) { return fftw_export_wisdom_to_filename(f); }
+  static const char* wisdom_name() { return "fftw3.wisdom"; }
+};
+
+FftRigor initial_rigor() {
+  const char* env = std::getenv("DRIFTSCAN_FFTW_RIGOR");
+  return env && std::string(env) == "measure" ? FftRigor::measure : FftRigor::estimate;
+}
+
+FftRigor& rigor_setting() {
+  static FftRigor rigor = initial_rigor();
+  return rigor;
+}
+
+std::filesystem::path wisdom_dir() {
+  namespace fs = std::filesystem;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "driftscan";
+  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "driftscan";
+  return {};
+}
+
+// Both called with the planner mutex held.
+template <class T>
+void load_wisdom_once() {
+  static bool loaded = false;
+  if (loaded) return;
+  loaded = true;
+  auto dir = wisdom_dir();
+  if (dir.empty()) return;
+  auto file = dir / Fftw<T>::wisdom_name();
+  std::error_code ec;
+  if (std::filesystem::exists(file, ec)) Fftw<T>::import_wisdom(file.c_str());  // stale/corrupt: ignored
+}
+
+template <class T>
+void save_wisdom() {
+  namespace fs = std::filesystem;
+  auto dir = wisdom_dir();
+  if (dir.empty()) return;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return;  // wisdom is an optimisation: a read-only cache folder is not an error
+  auto file = dir / Fftw<T>::wisdom_name();
+  auto tmp = file;
+  tmp += ".tmp" + std::to_string(static_cast<unsigned long>(reinterpret_cast<std::uintptr_t>(&ec) & 0xffffff));
+  if (Fftw<T>::export_wisdom(tmp.c_str())) fs::rename(tmp, file, ec);
+  if (ec) fs::remove(tmp, ec);
+}
+
+}  // namespace
 
 std::mutex& fftw_planner_mutex() {
   static std::mutex m;
   return m;
 }
 
-namespace {
-template <class P>
-P checked(P p, const char* what, int ny, int nx) {
-  if (!p) throw std::runtime_error(std::string("FFTW could not plan a ") + what + " of " +
-                                   std::to_string(nx) + "x" + std::to_string(ny));
-  return p;
+void set_fft_rigor(FftRigor rigor) {
+  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
+  rigor_setting() = rigor;
 }
+
+FftRigor fft_rigor() {
+  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
+  return rigor_setting();
+}
+
+// ---- FftBuffer --------------------------------------------------------------
+
+template <class T>
+FftBuffer<T>::FftBuffer(std::size_t n) : size_(n) {
+  if (n == 0) return;
+  using Real = std::conditional_t<std::is_same_v<T, std::complex<double>> || std::is_same_v<T, double>, double, float>;
+  data_ = static_cast<T*>(Fftw<Real>::malloc(n * sizeof(T)));
+  if (!data_) throw failure("out of memory allocating an FFT buffer of " + std::to_string(n) + " elements");
+  for (std::size_t i = 0; i < n; ++i) data_[i] = T{};
+}
+
+template <class T>
+FftBuffer<T>::~FftBuffer() {
+  using Real = std::conditional_t<std::is_same_v<T, std::complex<double>> || std::is_same_v<T, double>, double, float>;
+  if (data_) Fftw<Real>::free(data_);
+}
+
+template <class T>
+FftBuffer<T>& FftBuffer<T>::operator=(FftBuffer&& o) noexcept {
+  if (this != &o) {
+    FftBuffer tmp(std::move(*this));
+    data_ = o.data_;
+    size_ = o.size_;
+    o.data_ = nullptr;
+    o.size_ = 0;
+  }
+  return *this;
+}
+
+template class FftBuffer<float>;
+template class FftBuffer<double>;
+template class FftBuffer<std::complex<float>>;
+template class FftBuffer<std::complex<double>>;
+
+// ---- RealFft2d --------------------------------------------------------------
+
+template <class T>
+struct RealFft2d<T>::Plans {
+  using F = Fftw<T>;
+  typename F::plan forward = nullptr, inverse = nullptr;                       // SIMD-aligned arrays
+  typename F::plan forward_unaligned = nullptr, inverse_unaligned = nullptr;  // made on first need
+  ~Plans() {
+    // Never reached in practice (the cache keeps every size alive); kept
+    // correct anyway: destruction goes through the planner lock.
+    std::lock_guard<std::mutex> lock(fftw_planner_mutex());
+    for (auto p : {forward, inverse, forward_unaligned, inverse_unaligned})
+      if (p) F::destroy(p);
+  }
+};
+
+namespace {
+
+unsigned planner_flags() { return rigor_setting() == FftRigor::measure ? FFTW_MEASURE : FFTW_ESTIMATE; }
+
+// Creates a pair of plans; caller holds the planner mutex.
+template <class T, class Plan>
+void make_plans(int w, int h, unsigned extra, Plan& fwd, Plan& inv) {
+  using F = Fftw<T>;
+  load_wisdom_once<T>();
+  std::size_t nr = static_cast<std::size_t>(w) * h, nc = static_cast<std::size_t>(w / 2 + 1) * h;
+  T* r = static_cast<T*>(F::malloc(nr * sizeof(T)));
+  auto* c = static_cast<typename F::complex*>(F::malloc(nc * sizeof(typename F::complex)));
+  if (!r || !c) {
+    if (r) F::free(r);
+    if (c) F::free(c);
+    throw failure("out of memory planning a " + std::to_string(w) + "x" + std::to_string(h) + " FFT");
+  }
+  unsigned flags = planner_flags() | extra;
+  fwd = F::r2c(h, w, r, c, flags);
+  inv = F::c2r(h, w, c, r, flags);
+  F::free(r);
+  F::free(c);
+  if (!fwd || !inv) throw failure("FFTW could not plan a " + std::to_string(w) + "x" + std::to_string(h) + " transform");
+  if (rigor_setting() == FftRigor::measure) save_wisdom<T>();
+}
+
 }  // namespace
 
-void FftwPlan::reset() {
-  if (!plan_) return;
+template <class T>
+RealFft2d<T>::RealFft2d(int width, int height) : width_(width), height_(height) {
+  if (width < 1 || height < 1 || width > (1 << 20) || height > (1 << 20))
+    throw bad_input("FFT size " + std::to_string(width) + "x" + std::to_string(height) + " is not supported");
   std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-  fftw_destroy_plan(plan_);
-  plan_ = nullptr;
+  // Process lifetime, never destroyed: plans stay valid for objects that
+  // outlive static destruction order (guarded by the planner mutex).
+  static auto* cache = new std::map<std::pair<int, int>, std::shared_ptr<Plans>>();
+  auto& slot = (*cache)[{width, height}];
+  if (!slot) {
+    auto p = std::make_shared<Plans>();
+    make_plans<T>(width, height, 0u, p->forward, p->inverse);
+    slot = std::move(p);
+  }
+  plans_ = slot;
 }
 
-FftwPlan FftwPlan::r2c_2d(int ny, int nx, double* in, fftw_complex* out, unsigned flags) {
-  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-  return FftwPlan(checked(fftw_plan_dft_r2c_2d(ny, nx, in, out, flags), "r2c transform", ny, nx));
+template <class T>
+void RealFft2d<T>::forward(const T* in, std::complex<T>* out) const {
+  using F = Fftw<T>;
+  T* rin = const_cast<T*>(in);  // r2c out-of-place preserves its input (FFTW's default)
+  auto* cout = reinterpret_cast<typename F::complex*>(out);
+  if (F::alignment_of(rin) == 0 && F::alignment_of(reinterpret_cast<T*>(out)) == 0) {
+    F::exec_r2c(plans_->forward, rin, cout);
+    return;
+  }
+  typename F::plan p;
+  {
+    std::lock_guard<std::mutex> lock(fftw_planner_mutex());
+    if (!plans_->forward_unaligned)
+      make_plans<T>(width_, height_, FFTW_UNALIGNED, plans_->forward_unaligned, plans_->inverse_unaligned);
+    p = plans_->forward_unaligned;
+  }
+  F::exec_r2c(p, rin, cout);
 }
 
-FftwPlan FftwPlan::c2r_2d(int ny, int nx, fftw_complex* in, double* out, unsigned flags) {
-  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-  return FftwPlan(checked(fftw_plan_dft_c2r_2d(ny, nx, in, out, flags), "c2r transform", ny, nx));
+template <class T>
+void RealFft2d<T>::inverse(std::complex<T>* in, T* out) const {
+  using F = Fftw<T>;
+  auto* cin = reinterpret_cast<typename F::complex*>(in);
+  if (F::alignment_of(reinterpret_cast<T*>(in)) == 0 && F::alignment_of(out) == 0) {
+    F::exec_c2r(plans_->inverse, cin, out);
+    return;
+  }
+  typename F::plan p;
+  {
+    std::lock_guard<std::mutex> lock(fftw_planner_mutex());
+    if (!plans_->inverse_unaligned)
+      make_plans<T>(width_, height_, FFTW_UNALIGNED, plans_->forward_unaligned, plans_->inverse_unaligned);
+    p = plans_->inverse_unaligned;
+  }
+  F::exec_c2r(p, cin, out);
 }
 
-FftwPlan FftwPlan::dft_2d(int ny, int nx, fftw_complex* in, fftw_complex* out, int sign, unsigned flags) {
-  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-  return FftwPlan(checked(fftw_plan_dft_2d(ny, nx, in, out, sign, flags), "complex transform", ny, nx));
-}
-
-void FftwfPlan::reset() {
-  if (!plan_) return;
-  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-  fftwf_destroy_plan(plan_);
-  plan_ = nullptr;
-}
-
-FftwfPlan FftwfPlan::r2c_2d(int ny, int nx, float* in, fftwf_complex* out, unsigned flags) {
-  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-  return FftwfPlan(checked(fftwf_plan_dft_r2c_2d(ny, nx, in, out, flags), "r2c transform", ny, nx));
-}
-
-FftwfPlan FftwfPlan::c2r_2d(int ny, int nx, fftwf_complex* in, float* out, unsigned flags) {
-  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-  return FftwfPlan(checked(fftwf_plan_dft_c2r_2d(ny, nx, in, out, flags), "c2r transform", ny, nx));
-}
-
-FftwfPlan FftwfPlan::dft_2d(int ny, int nx, fftwf_complex* in, fftwf_complex* out, int sign,
-                            unsigned flags) {
-  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-  return FftwfPlan(checked(fftwf_plan_dft_2d(ny, nx, in, out, sign, flags), "complex transform", ny, nx));
-}
+template class RealFft2d<float>;
+template class RealFft2d<double>;
 
 }  // namespace driftscan

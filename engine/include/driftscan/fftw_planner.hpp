@@ -1,108 +1,89 @@
 #pragma once
-// FFTW plans, safely shared between threads. FFTW's rule: only the execute
-// functions are thread-safe; creating and destroying plans is not. Every
-// planner call of the process therefore goes through fftw_planner_mutex(),
-// and the plan owners below take it for creation and destruction. A plan
-// made once per size is then executed concurrently on per-thread buffers
-// with the new-array execute functions (fftw_execute_dft_r2c, ...), which
-// requires those buffers to be aligned like the planning buffers: allocate
-// them with FftwBuffer (fftw_malloc).
-#include <fftw3.h>
-
+// FFTW plans shared by the whole process. FFTW's planner is not thread-safe
+// (creating or destroying a plan must be serialised), but executing a plan on
+// new arrays is. So plans are created once per size under one process-wide
+// mutex, cached, and executed with the new-array functions from any thread.
+// Wisdom is loaded from (and, for measured plans, saved to)
+// $XDG_CACHE_HOME/driftscan (default ~/.cache/driftscan) when it exists.
+//
+//   RealFft2d<float> fft(w, h);                  // cheap after the first time
+//   FftBuffer<float> img(fft.real_size());       // SIMD-aligned
+//   FftBuffer<std::complex<float>> spec(fft.spectrum_size());
+//   fft.forward(img.data(), spec.data());        // thread-safe
+//
+// Anyone else calling the FFTW planner (fftw_plan_*, fftw_destroy_plan,
+// fftw_mpi_plan_*) must hold fftw_planner_mutex().
+#include <complex>
 #include <cstddef>
+#include <memory>
 #include <mutex>
-#include <new>
-#include <utility>
 
 namespace driftscan {
 
-// The process-wide lock for FFTW's planner (plan creation and destruction).
 std::mutex& fftw_planner_mutex();
 
-// Memory from fftw_malloc (SIMD-aligned), value-initialised, move-only.
+// How hard the planner works for new sizes. `estimate` (default) plans in
+// microseconds; `measure` times candidate algorithms (slow the first time
+// for each size, then remembered in the wisdom file). The environment
+// variable DRIFTSCAN_FFTW_RIGOR=measure selects `measure` at start-up.
+enum class FftRigor { estimate, measure };
+void set_fft_rigor(FftRigor rigor);
+FftRigor fft_rigor();
+
+// A SIMD-aligned array for FFTW (fftw_malloc), zero-initialised, move-only.
 template <class T>
-class FftwBuffer {
+class FftBuffer {
  public:
-  FftwBuffer() = default;
-  explicit FftwBuffer(std::size_t n) : n_(n) {
-    data_ = static_cast<T*>(fftw_malloc(sizeof(T) * (n ? n : 1)));
-    if (!data_) throw std::bad_alloc();
-    for (std::size_t i = 0; i < n; ++i) new (data_ + i) T();
-  }
-  ~FftwBuffer() { fftw_free(data_); }
-  FftwBuffer(FftwBuffer&& o) noexcept : data_(std::exchange(o.data_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-  FftwBuffer& operator=(FftwBuffer&& o) noexcept {
-    std::swap(data_, o.data_);
-    std::swap(n_, o.n_);
-    return *this;
-  }
-  FftwBuffer(const FftwBuffer&) = delete;
-  FftwBuffer& operator=(const FftwBuffer&) = delete;
+  FftBuffer() = default;
+  explicit FftBuffer(std::size_t n);
+  ~FftBuffer();
+  FftBuffer(FftBuffer&& o) noexcept : data_(o.data_), size_(o.size_) { o.data_ = nullptr; o.size_ = 0; }
+  FftBuffer& operator=(FftBuffer&& o) noexcept;
+  FftBuffer(const FftBuffer&) = delete;
+  FftBuffer& operator=(const FftBuffer&) = delete;
 
   T* data() { return data_; }
   const T* data() const { return data_; }
-  std::size_t size() const { return n_; }
+  std::size_t size() const { return size_; }
   T& operator[](std::size_t i) { return data_[i]; }
   const T& operator[](std::size_t i) const { return data_[i]; }
 
  private:
   T* data_ = nullptr;
-  std::size_t n_ = 0;
+  std::size_t size_ = 0;
 };
 
-// Owners of a double (FftwPlan) or single precision (FftwfPlan) plan. The
-// factories plan with FFTW_ESTIMATE by default (MEASURE would overwrite the
-// planning arrays and cost seconds per size) and throw std::runtime_error if
-// FFTW returns no plan.
-class FftwPlan {
+// 2-D real <-> complex transforms of one size (row-major, `height` rows of
+// `width` reals; the spectrum is `height` rows of width/2+1 complex values).
+// T is float or double. Copies share the cached plans.
+template <class T>
+class RealFft2d {
  public:
-  FftwPlan() = default;
-  explicit FftwPlan(fftw_plan p) : plan_(p) {}
-  ~FftwPlan() { reset(); }
-  FftwPlan(FftwPlan&& o) noexcept : plan_(std::exchange(o.plan_, nullptr)) {}
-  FftwPlan& operator=(FftwPlan&& o) noexcept {
-    std::swap(plan_, o.plan_);
-    return *this;
-  }
-  FftwPlan(const FftwPlan&) = delete;
-  FftwPlan& operator=(const FftwPlan&) = delete;
-  void reset();
-  fftw_plan get() const { return plan_; }
-  explicit operator bool() const { return plan_ != nullptr; }
+  RealFft2d(int width, int height);  // throws driftscan::Error on bad size or planner failure
 
-  // 2-D transforms of an ny x nx (rows x columns) array, row-major.
-  static FftwPlan r2c_2d(int ny, int nx, double* in, fftw_complex* out, unsigned flags = FFTW_ESTIMATE);
-  static FftwPlan c2r_2d(int ny, int nx, fftw_complex* in, double* out, unsigned flags = FFTW_ESTIMATE);
-  static FftwPlan dft_2d(int ny, int nx, fftw_complex* in, fftw_complex* out, int sign,
-                         unsigned flags = FFTW_ESTIMATE);
+  int width() const { return width_; }
+  int height() const { return height_; }
+  int spectrum_width() const { return width_ / 2 + 1; }
+  std::size_t real_size() const { return static_cast<std::size_t>(width_) * height_; }
+  std::size_t spectrum_size() const { return static_cast<std::size_t>(spectrum_width()) * height_; }
+
+  // r2c; `in` is preserved. Any alignment works (aligned buffers are faster).
+  void forward(const T* in, std::complex<T>* out) const;
+  // c2r, unnormalised (the result is w*h times the original); destroys `in`.
+  void inverse(std::complex<T>* in, T* out) const;
+
+  struct Plans;  // opaque, defined in the .cpp
 
  private:
-  fftw_plan plan_ = nullptr;
+  int width_ = 0, height_ = 0;
+  std::shared_ptr<Plans> plans_;
 };
 
-class FftwfPlan {
- public:
-  FftwfPlan() = default;
-  explicit FftwfPlan(fftwf_plan p) : plan_(p) {}
-  ~FftwfPlan() { reset(); }
-  FftwfPlan(FftwfPlan&& o) noexcept : plan_(std::exchange(o.plan_, nullptr)) {}
-  FftwfPlan& operator=(FftwfPlan&& o) noexcept {
-    std::swap(plan_, o.plan_);
-    return *this;
-  }
-  FftwfPlan(const FftwfPlan&) = delete;
-  FftwfPlan& operator=(const FftwfPlan&) = delete;
-  void reset();
-  fftwf_plan get() const { return plan_; }
-  explicit operator bool() const { return plan_ != nullptr; }
-
-  static FftwfPlan r2c_2d(int ny, int nx, float* in, fftwf_complex* out, unsigned flags = FFTW_ESTIMATE);
-  static FftwfPlan c2r_2d(int ny, int nx, fftwf_complex* in, float* out, unsigned flags = FFTW_ESTIMATE);
-  static FftwfPlan dft_2d(int ny, int nx, fftwf_complex* in, fftwf_complex* out, int sign,
-                          unsigned flags = FFTW_ESTIMATE);
-
- private:
-  fftwf_plan plan_ = nullptr;
-};
+extern template class FftBuffer<float>;
+extern template class FftBuffer<double>;
+extern template class FftBuffer<std::complex<float>>;
+extern template class FftBuffer<std::complex<double>>;
+extern template class RealFft2d<float>;
+extern template class RealFft2d<double>;
 
 }  // namespace driftscan
