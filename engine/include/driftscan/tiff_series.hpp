@@ -7,7 +7,9 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "driftscan/frame_cache.hpp"
 #include "driftscan/frame_source.hpp"
 
 namespace driftscan {
@@ -25,6 +27,20 @@ struct SeriesInfo {
   std::string unit;             // unit of pixel_size ("nm", "pm", "um", ...)
   bool bigtiff = false;
   bool multi_file = false;      // a folder or glob of single-frame files
+  std::size_t files = 1;        // number of files the frames come from
+  std::string compression;      // of frame 0, e.g. "none", "LZW", "Deflate"
+  bool tiled = false;           // frame 0 is stored in tiles (else strips)
+  std::string calibration_source;  // "OME-XML", "ImageJ", "resolution tags" or ""
+};
+
+struct TiffReadOptions {
+  std::size_t cache_bytes = std::size_t(256) << 20;  // frame cache budget (pixel bytes)
+  // Frames whose float32 copy would exceed this are refused at open: a
+  // corrupt 2-kB file must not make the reader allocate gigabytes.
+  std::size_t max_frame_bytes = std::size_t(4) << 30;
+  // libtiff handles kept open for concurrent frame() calls on one file
+  // (0: the number of hardware threads, at most 8).
+  int max_handles = 0;
 };
 
 class TiffSeries : public FrameSource {
@@ -35,6 +51,7 @@ class TiffSeries : public FrameSource {
   // unsupported sample format.
   static std::unique_ptr<TiffSeries> open(const std::string& path,
                                           std::size_t cache_bytes = std::size_t(256) << 20);
+  static std::unique_ptr<TiffSeries> open(const std::string& path, const TiffReadOptions& options);
   ~TiffSeries() override;
 
   const SeriesInfo& info() const;
@@ -45,6 +62,12 @@ class TiffSeries : public FrameSource {
   double pixel_size() const override;
   std::string pixel_unit() const override;
   std::string describe() const override;
+
+  // Conversions the reader made that the user should hear about (colour to
+  // luminance, extra samples dropped, non-finite pixels zeroed, non-square
+  // pixels). Grows as frames are decoded; thread-safe copy.
+  std::vector<std::string> warnings() const;
+  const FrameCache& cache() const;
 
   struct Impl;
 

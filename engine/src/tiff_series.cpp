@@ -1,0 +1,344 @@
+#include "driftscan/tiff_series.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "driftscan/error.hpp"
+#include "libtiff_diagnostics.hpp"
+#include "series_file_list.hpp"
+#include "tiff_directory_index.hpp"
+#include "tiff_metadata.hpp"
+#include "tiff_page_decoder.hpp"
+
+namespace driftscan {
+
+const char* to_string(PixelType type) {
+  switch (type) {
+    case PixelType::uint8: return "uint8";
+    case PixelType::uint16: return "uint16";
+    case PixelType::uint32: return "uint32";
+    case PixelType::int8: return "int8";
+    case PixelType::int16: return "int16";
+    case PixelType::int32: return "int32";
+    case PixelType::float32: return "float32";
+    case PixelType::float64: return "float64";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr std::size_t kMaxWarnings = 16;
+
+std::string compression_name(std::uint16_t c) {
+  switch (c) {
+    case COMPRESSION_NONE: return "none";
+    case COMPRESSION_LZW: return "LZW";
+    case COMPRESSION_ADOBE_DEFLATE:
+    case COMPRESSION_DEFLATE: return "Deflate";
+    case COMPRESSION_PACKBITS: return "PackBits";
+    case COMPRESSION_JPEG: return "JPEG";
+    case COMPRESSION_OJPEG: return "old JPEG";
+    case COMPRESSION_CCITTRLE: return "CCITT RLE";
+    case COMPRESSION_CCITTFAX3: return "CCITT G3";
+    case COMPRESSION_CCITTFAX4: return "CCITT G4";
+    case COMPRESSION_LZMA: return "LZMA";
+    case COMPRESSION_ZSTD: return "Zstd";
+    case COMPRESSION_WEBP: return "WebP";
+    case COMPRESSION_JBIG: return "JBIG";
+    case COMPRESSION_LERC: return "LERC";
+    default: return "compression " + std::to_string(c);
+  }
+}
+
+// libtiff handles on one file, lent to one thread at a time: concurrent
+// frame() calls decode in parallel without sharing a handle's state.
+class HandlePool {
+ public:
+  HandlePool(std::string path, std::size_t max_alloc, std::size_t max_handles)
+      : path_(std::move(path)), max_alloc_(max_alloc), max_handles_(max_handles) {}
+
+  class Lease {
+   public:
+    Lease(HandlePool& pool, std::unique_ptr<LibtiffFile> file) : pool_(pool), file_(std::move(file)) {}
+    ~Lease() { pool_.give_back(std::move(file_), healthy_); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    LibtiffFile& operator*() { return *file_; }
+    void mark_broken() { healthy_ = false; }
+
+   private:
+    HandlePool& pool_;
+    std::unique_ptr<LibtiffFile> file_;
+    bool healthy_ = true;
+  };
+
+  std::unique_ptr<LibtiffFile> take() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    available_.wait(lock, [&] { return !idle_.empty() || open_ < max_handles_; });
+    if (!idle_.empty()) {
+      auto file = std::move(idle_.back());
+      idle_.pop_back();
+      return file;
+    }
+    ++open_;
+    lock.unlock();
+    std::string why;
+    auto file = LibtiffFile::open(path_, "rh", max_alloc_, &why);  // header only: we seek
+    if (!file) {
+      give_back(nullptr, false);
+      throw bad_input(path_ + ": cannot open: " + why);
+    }
+    return file;
+  }
+
+ private:
+  void give_back(std::unique_ptr<LibtiffFile> file, bool healthy) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (file && healthy) {
+      idle_.push_back(std::move(file));
+    } else {
+      --open_;  // a handle that saw an error is closed, not reused
+    }
+    available_.notify_one();
+  }
+
+  std::string path_;
+  std::size_t max_alloc_;
+  std::size_t max_handles_;
+  std::mutex mutex_;
+  std::condition_variable available_;
+  std::vector<std::unique_ptr<LibtiffFile>> idle_;
+  std::size_t open_ = 0;
+};
+
+}  // namespace
+
+struct TiffSeries::Impl {
+  SeriesInfo info;
+  TiffReadOptions options;
+  std::vector<std::string> files;
+  std::vector<std::uint64_t> offsets;   // IFD offset of every frame
+  std::vector<std::uint32_t> file_of;   // file index of every frame (multi-file only)
+  TiffPageLayout layout;
+  PageFormat format;
+  std::unique_ptr<HandlePool> pool;     // single-file series
+  FrameCache cache;
+  mutable std::mutex warnings_mutex;
+  std::vector<std::string> warnings;
+
+  explicit Impl(const TiffReadOptions& o) : options(o), cache(o.cache_bytes) {}
+
+  std::size_t max_alloc() const { return options.max_frame_bytes * 2 + (std::size_t(64) << 20); }
+
+  void warn(const std::string& message) {
+    std::lock_guard<std::mutex> lock(warnings_mutex);
+    if (warnings.size() < kMaxWarnings &&
+        std::find(warnings.begin(), warnings.end(), message) == warnings.end())
+      warnings.push_back(message);
+  }
+
+  const std::string& file_of_frame(std::size_t k) const {
+    return files[file_of.empty() ? 0 : file_of[k]];
+  }
+
+  Frame decode_at(LibtiffFile& file, std::size_t k) {
+    const std::string where = file_of_frame(k) + ": frame " + std::to_string(k);
+    LibtiffThreadMessages scope(file.messages());
+    file.messages().clear();
+    if (!TIFFSetSubDirectory(file.get(), offsets[k]))
+      throw bad_input(where + ": corrupt IFD: " + file.error_or("libtiff cannot read it"));
+    std::size_t non_finite = 0;
+    Frame f = decode_page(file, layout, format, where, options.max_frame_bytes, &non_finite);
+    if (non_finite > 0)
+      warn(where + ": " + std::to_string(non_finite) + " non-finite pixels (NaN/Inf) set to 0");
+    return f;
+  }
+
+  Frame read(std::size_t k) {
+    if (pool) {
+      auto file = pool->take();
+      HandlePool::Lease lease(*pool, std::move(file));
+      try {
+        return decode_at(*lease, k);
+      } catch (...) {
+        lease.mark_broken();
+        throw;
+      }
+    }
+    const std::string& path = file_of_frame(k);
+    std::string why;
+    auto file = LibtiffFile::open(path, "rh", max_alloc(), &why);
+    if (!file) throw bad_input(path + ": frame " + std::to_string(k) + ": cannot open: " + why);
+    return decode_at(*file, k);
+  }
+
+  // Calibration and compression from the first page of the first file.
+  void read_first_page_metadata() {
+    const std::string& path = files.front();
+    std::string why;
+    auto file = LibtiffFile::open(path, "rh", max_alloc(), &why);
+    if (!file) throw bad_input(path + ": cannot open: " + why);
+    LibtiffThreadMessages scope(file->messages());
+    if (!TIFFSetSubDirectory(file->get(), offsets.front()))
+      throw bad_input(path + ": frame 0: corrupt IFD: " + file->error_or("libtiff cannot read it"));
+    TIFF* tif = file->get();
+    const char* description = nullptr;
+    std::string text;
+    if (TIFFGetField(tif, TIFFTAG_IMAGEDESCRIPTION, &description) && description) text = description;
+    TiffResolutionTags resolution;
+    float xr = 0.0f, yr = 0.0f;
+    std::uint16_t unit = RESUNIT_INCH;
+    if (TIFFGetField(tif, TIFFTAG_XRESOLUTION, &xr) && xr > 0) {
+      resolution.present = true;
+      resolution.x = xr;
+      resolution.y = TIFFGetField(tif, TIFFTAG_YRESOLUTION, &yr) ? yr : xr;
+      TIFFGetFieldDefaulted(tif, TIFFTAG_RESOLUTIONUNIT, &unit);
+      resolution.unit = unit;
+    }
+    PixelCalibration cal = read_pixel_calibration(text, resolution);
+    info.pixel_size = cal.size;
+    info.unit = cal.size > 0 ? cal.unit : "";
+    info.calibration_source = cal.source;
+    for (const auto& w : cal.warnings) warn(path + ": " + w);
+    std::uint16_t compression = COMPRESSION_NONE;
+    TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+    info.compression = compression_name(compression);
+    info.tiled = TIFFIsTiled(tif) != 0;
+  }
+};
+
+namespace {
+
+enum class PathKind { file, folder, glob };
+
+PathKind classify_path(const std::string& path) {
+  if (path.empty()) throw bad_input("(empty path): no input file given");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    int err = errno;
+    if (err == ENOENT && has_glob_characters(path)) return PathKind::glob;
+    if (err == ENOENT) throw bad_input(path + ": no such file or folder");
+    if (err == EACCES) throw bad_input(path + ": permission denied");
+    throw bad_input(path + ": cannot access: " + std::strerror(err));
+  }
+  if (S_ISDIR(st.st_mode)) return PathKind::folder;
+  if (!S_ISREG(st.st_mode)) throw bad_input(path + ": not a regular file or folder");
+  return PathKind::file;
+}
+
+}  // namespace
+
+std::unique_ptr<TiffSeries> TiffSeries::open(const std::string& path, std::size_t cache_bytes) {
+  TiffReadOptions options;
+  options.cache_bytes = cache_bytes;
+  return open(path, options);
+}
+
+std::unique_ptr<TiffSeries> TiffSeries::open(const std::string& path,
+                                             const TiffReadOptions& options) {
+  install_libtiff_handlers();
+  auto impl = std::make_unique<Impl>(options);
+  SeriesInfo& info = impl->info;
+  info.path = path;
+  PathKind kind = classify_path(path);
+  if (kind == PathKind::file) impl->files = {path};
+  else if (kind == PathKind::folder) impl->files = tiff_files_in_folder(path);
+  else impl->files = files_matching(path);
+  info.multi_file = kind != PathKind::file;
+  info.files = impl->files.size();
+
+  for (std::size_t f = 0; f < impl->files.size(); ++f) {
+    const std::string& file = impl->files[f];
+    TiffDirectoryIndex index = index_tiff_directories(file, impl->offsets.size());
+    if (f == 0) {
+      impl->layout = index.layout;
+      info.bigtiff = index.bigtiff;
+    } else if (index.layout != impl->layout) {
+      throw bad_input(file + ": frame " + std::to_string(impl->offsets.size()) + " is " +
+                      index.layout.describe() + " but frame 0 (" + impl->files.front() +
+                      ") is " + impl->layout.describe() +
+                      " (all frames must have one size and type)");
+    }
+    if (info.multi_file) impl->file_of.insert(impl->file_of.end(), index.offsets.size(),
+                                              static_cast<std::uint32_t>(f));
+    impl->offsets.insert(impl->offsets.end(), index.offsets.begin(), index.offsets.end());
+  }
+  impl->offsets.shrink_to_fit();
+  impl->file_of.shrink_to_fit();
+
+  const std::string first = impl->files.front() + ": frame 0";
+  impl->format = classify_page(impl->layout, first);
+  if (!impl->format.warning.empty()) impl->warn(impl->files.front() + ": " + impl->format.warning);
+  std::uint64_t frame_bytes = std::uint64_t(impl->layout.width) * impl->layout.height * 4;
+  if (frame_bytes > options.max_frame_bytes)
+    throw bad_input(first + ": a " + std::to_string(impl->layout.width) + "x" +
+                    std::to_string(impl->layout.height) +
+                    " frame exceeds the memory limit for one frame (corrupt size?)");
+  info.frames = impl->offsets.size();
+  info.width = static_cast<int>(impl->layout.width);
+  info.height = static_cast<int>(impl->layout.height);
+  info.pixel_type = impl->format.pixel_type;
+  impl->read_first_page_metadata();
+
+  if (!info.multi_file) {
+    std::size_t handles = options.max_handles > 0
+                              ? static_cast<std::size_t>(options.max_handles)
+                              : std::min<std::size_t>(8, std::max(1u, std::thread::hardware_concurrency()));
+    impl->pool = std::make_unique<HandlePool>(impl->files.front(), impl->max_alloc(), handles);
+  }
+  std::unique_ptr<TiffSeries> series(new TiffSeries(std::move(impl)));
+  // Decoding frame 0 now reports an undecodable series at open, not mid-run.
+  series->frame(0);
+  return series;
+}
+
+TiffSeries::TiffSeries(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TiffSeries::~TiffSeries() = default;
+
+const SeriesInfo& TiffSeries::info() const { return impl_->info; }
+std::size_t TiffSeries::frame_count() const { return impl_->info.frames; }
+int TiffSeries::width() const { return impl_->info.width; }
+int TiffSeries::height() const { return impl_->info.height; }
+double TiffSeries::pixel_size() const { return impl_->info.pixel_size; }
+std::string TiffSeries::pixel_unit() const { return impl_->info.unit; }
+const FrameCache& TiffSeries::cache() const { return impl_->cache; }
+
+std::vector<std::string> TiffSeries::warnings() const {
+  std::lock_guard<std::mutex> lock(impl_->warnings_mutex);
+  return impl_->warnings;
+}
+
+std::string TiffSeries::describe() const {
+  const SeriesInfo& i = impl_->info;
+  std::string s = i.path + ": " + std::to_string(i.frames) + " x " + std::to_string(i.width) + "x" +
+                  std::to_string(i.height) + " " + to_string(i.pixel_type);
+  if (i.multi_file) s += " in " + std::to_string(i.files) + " files";
+  if (i.bigtiff) s += ", BigTIFF";
+  if (i.compression != "none") s += ", " + i.compression;
+  if (i.pixel_size > 0) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, ", %.6g %s/pixel", i.pixel_size, i.unit.c_str());
+    s += buffer;
+  }
+  return s;
+}
+
+Frame TiffSeries::frame(std::size_t k) const {
+  if (k >= impl_->info.frames)
+    throw bad_input(impl_->info.path + ": frame " + std::to_string(k) + " out of range (" +
+                    std::to_string(impl_->info.frames) + " frames)");
+  if (auto cached = impl_->cache.find(k)) return *cached;
+  auto decoded = std::make_shared<const Frame>(impl_->read(k));
+  impl_->cache.insert(k, decoded);
+  return *decoded;
+}
+
+}  // namespace driftscan
