@@ -1,0 +1,49 @@
+#pragma once
+// A Qt6 QOpenGLWidget hosting a VTK render window. Debian's QVTKOpenGLNativeWidget
+// is built against Qt5, so this is the small adapter Qt6 needs: VTK renders
+// into its own framebuffer inside the widget's GL context, and paintGL blits
+// that into Qt's framebuffer (recipe and pitfalls in shared/notes/platform.md).
+#include <QOpenGLWidget>
+#include <vtkSmartPointer.h>
+
+class vtkGenericOpenGLRenderWindow;
+class vtkGenericRenderWindowInteractor;
+class vtkRenderer;
+class vtkObject;
+
+class VtkViewWidget : public QOpenGLWidget {
+  Q_OBJECT
+ public:
+  explicit VtkViewWidget(QWidget* parent = nullptr);
+  ~VtkViewWidget() override;
+
+  vtkRenderer* renderer() const;
+  vtkGenericOpenGLRenderWindow* renderWindow() const;
+  vtkGenericRenderWindowInteractor* interactor() const;
+  // Re-renders on the next paint (never renders outside paintGL).
+  void requestRender() { update(); }
+
+  // The default surface format VTK needs; call before constructing QApplication.
+  static void setDefaultSurfaceFormat();
+
+ protected:
+  void initializeGL() override;
+  void resizeGL(int w, int h) override;
+  void paintGL() override;
+  void mousePressEvent(QMouseEvent* e) override;
+  void mouseReleaseEvent(QMouseEvent* e) override;
+  void mouseMoveEvent(QMouseEvent* e) override;
+  void wheelEvent(QWheelEvent* e) override;
+
+ private slots:
+  void releaseGL();
+
+ private:
+  void onWindowEvent(vtkObject* caller, unsigned long event, void* data);
+  void forwardMouse(QMouseEvent* e, unsigned long vtkEvent);
+  void cleanupGL();
+
+  vtkSmartPointer<vtkGenericOpenGLRenderWindow> window_;
+  vtkSmartPointer<vtkGenericRenderWindowInteractor> interactor_;
+  vtkSmartPointer<vtkRenderer> renderer_;
+};
