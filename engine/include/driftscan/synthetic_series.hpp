@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "driftscan/cancel_token.hpp"
 #include "driftscan/frame_source.hpp"
 #include "driftscan/progress.hpp"
 #include "driftscan/transform.hpp"
@@ -36,6 +37,14 @@ struct SynthOptions {
   double vacancy_fraction = 0.02;
   bool grain_boundary = true;
   std::uint32_t seed = 1;
+  // Finer controls (not command-line flags):
+  double atom_sigma = 0.0;        // Gaussian std dev of a column, pixels (0: 0.12 * period)
+  double intensity_spread = 0.15; // column intensities uniform in 1 +- spread
+  double background = 0.05;       // constant background, as a fraction of a column peak
+  double grain_angle_deg = 17.0;  // misorientation of the grain beyond the boundary
+  // Custom columns in frame-0 pixels (intensity 1); when non-empty they
+  // replace the lattice (no vacancies, no boundary): single-atom tests.
+  std::vector<Point> atoms;
 };
 
 class SyntheticSeries : public FrameSource {
@@ -47,24 +56,40 @@ class SyntheticSeries : public FrameSource {
   Frame frame(std::size_t k) const override;  // noisy, deterministic in (seed, k)
   std::string describe() const override;
 
-  Frame clean_frame(std::size_t k) const;     // noise-free
-  Transform truth(std::size_t k) const;       // T_{0,k}; translation part is (dx, dy)
+  // Noise-free frame k as drawn (with scan-line jitter when enabled):
+  // frame(k) is Poisson/read noise applied to exactly this.
+  Frame clean_frame(std::size_t k) const;
+  // The sample in frame k's coordinates without jitter or noise: the ideal
+  // the registration and averaging are judged against.
+  Frame ideal_frame(std::size_t k) const;
+  // T_{0,k}: f_k(p) ~ f_0(T_{0,k}(p)). A rigid motion (rotation by angle(k)
+  // about the frame centre c, then the shift): truth(k)(c) = c + drift(k).
+  Transform truth(std::size_t k) const;
+  Point drift(std::size_t k) const;           // (dx, dy) of the truth CSV: displacement at the frame centre
+  double angle_deg(std::size_t k) const;      // rotation of frame k relative to frame 0
+  Point centre() const;                       // ((width-1)/2, (height-1)/2)
+  double counts_scale() const;                // counts of a unit-intensity column peak (dose, or 1)
   const SynthOptions& options() const;
 
  private:
   SynthOptions options_;
   std::vector<Transform> truth_;
+  std::vector<Point> drift_;
+  std::vector<double> angle_deg_;
   // lattice sites, intensities etc. live in the .cpp's private state
   struct Model;
   std::shared_ptr<const Model> model_;
 };
 
-// Writes OUT (a float32 TIFF stack), OUT_truth.csv (frame,dx,dy[,angle_deg])
-// and OUT_reference.tif (noise-free frame 0). Returns the paths written.
+// Writes OUT (a float32 TIFF stack), OUT_truth.csv (frame,dx,dy and
+// angle_deg when rotating; OUT's extension dropped: series.tif ->
+// series_truth.csv) and OUT_reference.tif (the ideal frame 0: no noise, no
+// jitter). Every file appears under its name only when complete; the series
+// is committed last. Returns the paths written.
 struct SynthOutputs {
   std::string series, truth, reference;
 };
 SynthOutputs write_synthetic_series(const SynthOptions& options, const std::string& out_path,
-                                    Progress* progress = nullptr);
+                                    Progress* progress = nullptr, const CancelToken* cancel = nullptr);
 
 }  // namespace driftscan

@@ -1,0 +1,314 @@
+#include "driftscan/synthetic_series.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <sstream>
+
+#include "driftscan/error.hpp"
+
+namespace driftscan {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// splitmix64 finaliser: a cheap, well-mixed hash, so every random quantity is
+// a pure function of (seed, what, indices) and any frame can be drawn alone.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+std::uint64_t hash(std::uint64_t seed, std::uint64_t stream, std::uint64_t a, std::uint64_t b = 0) {
+  return mix(mix(mix(mix(seed) ^ stream) ^ a) ^ b);
+}
+double unit(std::uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }  // [0, 1)
+
+enum Stream : std::uint64_t { kWalk = 1, kOrigin, kSite, kJitter, kNoise };
+
+// splitmix64 as a standard random bit generator: free to seed, so every row
+// of every frame gets its own stream (deterministic whatever the threads).
+struct SplitMix64 {
+  using result_type = std::uint64_t;
+  std::uint64_t state;
+  explicit SplitMix64(std::uint64_t seed) : state(seed) {}
+  static constexpr result_type min() { return 0; }
+  static constexpr result_type max() { return ~result_type(0); }
+  result_type operator()() {
+    state += 0x9e3779b97f4a7c15ULL;
+    std::uint64_t x = state;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  }
+};
+
+// Poisson deviate of mean `mean`. Most pixels of a low-dose frame have means
+// of a few counts, where inversion by sequential search (one uniform, about
+// mean+1 steps) is several times faster than building libstdc++'s
+// distribution parameters per pixel; larger means use the library.
+double poisson_sample(double mean, SplitMix64& g, std::poisson_distribution<int>& library) {
+  if (!(mean > 0.0)) return 0.0;
+  if (mean >= 12.0) return library(g, std::poisson_distribution<int>::param_type(mean));
+  double u = unit(g());
+  double p = std::exp(-mean), cdf = p;
+  int k = 0;
+  while (u > cdf && k < 200) {
+    ++k;
+    p *= mean / k;
+    cdf += p;
+  }
+  return k;
+}
+
+}  // namespace
+
+// One lattice orientation: sites origin + i a1 + j a2; the inverse basis
+// finds the index range of the sites under a frame's footprint.
+struct LatticeGrain {
+  double ox = 0, oy = 0;
+  double a1x = 0, a1y = 0, a2x = 0, a2y = 0;
+  double r1x = 0, r1y = 0, r2x = 0, r2y = 0;  // rows of the inverse basis
+  std::uint64_t id = 0;
+
+  void set(double ox_, double oy_, double b1x, double b1y, double b2x, double b2y) {
+    ox = ox_, oy = oy_, a1x = b1x, a1y = b1y, a2x = b2x, a2y = b2y;
+    double det = a1x * a2y - a2x * a1y;
+    r1x = a2y / det, r1y = -a2x / det;
+    r2x = -a1y / det, r2y = a1x / det;
+  }
+};
+
+struct SyntheticSeries::Model {
+  SynthOptions o;
+  double sigma = 1.0, inv_two_sigma2 = 0.5, cutoff = 0.0;
+  LatticeGrain grain[2];
+  // Grain boundary: signed distance s = n . (q - b); grain 0 where s < -gap/2, grain 1 where s > gap/2.
+  double bx = 0, by = 0, nx = 1, ny = 0, half_gap = 0;
+
+  double site_intensity(const LatticeGrain& g, long i, long j) const {
+    std::uint64_t h = hash(o.seed, kSite + 16 * g.id, static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(j));
+    if (unit(h) < o.vacancy_fraction) return 0.0;
+    return 1.0 + o.intensity_spread * (2.0 * unit(mix(h)) - 1.0);
+  }
+
+  // Frame k = the model sampled at T_{0,k}(x + jitter(y), y). T is rigid
+  // (distance-preserving), so a column at s appears as the same isotropic
+  // Gaussian centred at T^{-1}(s) in frame k: each visible column is added
+  // analytically to the pixels within the cutoff (no interpolation anywhere),
+  // separably (one exp per row and per column) unless rows are jittered.
+  Frame render(const Transform& t, std::uint64_t k, double jitter, double scale) const {
+    const int w = o.width, h = o.height;
+    Frame f(w, h, static_cast<float>(scale * o.background));
+    std::vector<double> jx(static_cast<std::size_t>(h), 0.0);
+    double jmax = 0.0;
+    if (jitter > 0) {
+      for (int y = 0; y < h; ++y) {
+        SplitMix64 g(hash(o.seed, kJitter, k, static_cast<std::uint64_t>(y)));
+        jx[static_cast<std::size_t>(y)] = jitter * std::normal_distribution<double>(0.0, 1.0)(g);
+        jmax = std::max(jmax, std::fabs(jx[static_cast<std::size_t>(y)]));
+      }
+    }
+    const Transform inv = t.inverse();
+    const double margin = cutoff + jmax + 1.0;
+    std::vector<double> gx, gy;
+
+    auto splat = [&](double sx, double sy, double amplitude) {
+      Point p = inv.apply(sx, sy);  // the column in frame-k pixels
+      if (p.x < -margin || p.x > w - 1 + margin || p.y < -margin || p.y > h - 1 + margin) return;
+      int y0 = std::max(0, static_cast<int>(std::ceil(p.y - cutoff)));
+      int y1 = std::min(h - 1, static_cast<int>(std::floor(p.y + cutoff)));
+      if (y0 > y1) return;
+      gy.resize(static_cast<std::size_t>(y1 - y0 + 1));
+      for (int y = y0; y <= y1; ++y) {
+        double d = y - p.y;
+        gy[static_cast<std::size_t>(y - y0)] = amplitude * std::exp(-d * d * inv_two_sigma2);
+      }
+      if (jitter <= 0) {
+        int x0 = std::max(0, static_cast<int>(std::ceil(p.x - cutoff)));
+        int x1 = std::min(w - 1, static_cast<int>(std::floor(p.x + cutoff)));
+        if (x0 > x1) return;
+        gx.resize(static_cast<std::size_t>(x1 - x0 + 1));
+        for (int x = x0; x <= x1; ++x) {
+          double d = x - p.x;
+          gx[static_cast<std::size_t>(x - x0)] = std::exp(-d * d * inv_two_sigma2);
+        }
+        for (int y = y0; y <= y1; ++y) {
+          float* row = f.row(y);
+          double a = gy[static_cast<std::size_t>(y - y0)];
+          for (int x = x0; x <= x1; ++x) row[x] += static_cast<float>(a * gx[static_cast<std::size_t>(x - x0)]);
+        }
+        return;
+      }
+      for (int y = y0; y <= y1; ++y) {  // row y samples x + jx[y]
+        double cx = p.x - jx[static_cast<std::size_t>(y)];
+        int x0 = std::max(0, static_cast<int>(std::ceil(cx - cutoff)));
+        int x1 = std::min(w - 1, static_cast<int>(std::floor(cx + cutoff)));
+        float* row = f.row(y);
+        double a = gy[static_cast<std::size_t>(y - y0)];
+        for (int x = x0; x <= x1; ++x) {
+          double d = x - cx;
+          row[x] += static_cast<float>(a * std::exp(-d * d * inv_two_sigma2));
+        }
+      }
+    };
+
+    if (!o.atoms.empty()) {
+      for (const Point& a : o.atoms) splat(a.x, a.y, scale);
+      return f;
+    }
+    // The frame's footprint in model coordinates, widened by the margin.
+    Point corners[4] = {t.apply(-margin, -margin), t.apply(w - 1 + margin, -margin),
+                        t.apply(-margin, h - 1 + margin), t.apply(w - 1 + margin, h - 1 + margin)};
+    const int grains = o.grain_boundary ? 2 : 1;
+    for (int gi = 0; gi < grains; ++gi) {
+      const LatticeGrain& g = grain[gi];
+      double umin = 1e300, umax = -1e300, vmin = 1e300, vmax = -1e300;
+      for (const Point& c : corners) {
+        double rx = c.x - g.ox, ry = c.y - g.oy;
+        double u = g.r1x * rx + g.r1y * ry, v = g.r2x * rx + g.r2y * ry;
+        umin = std::min(umin, u), umax = std::max(umax, u), vmin = std::min(vmin, v), vmax = std::max(vmax, v);
+      }
+      for (long i = static_cast<long>(std::floor(umin)); i <= static_cast<long>(std::ceil(umax)); ++i) {
+        for (long j = static_cast<long>(std::floor(vmin)); j <= static_cast<long>(std::ceil(vmax)); ++j) {
+          double sx = g.ox + i * g.a1x + j * g.a2x, sy = g.oy + i * g.a1y + j * g.a2y;
+          if (o.grain_boundary) {
+            double s = nx * (sx - bx) + ny * (sy - by);
+            if (gi == 0 ? s >= -half_gap : s <= half_gap) continue;
+          }
+          double amplitude = site_intensity(g, i, j);
+          if (amplitude > 0.0) splat(sx, sy, scale * amplitude);
+        }
+      }
+    }
+    return f;
+  }
+};
+
+SyntheticSeries::SyntheticSeries(const SynthOptions& options) : options_(options) {
+  const SynthOptions& o = options_;
+  auto check = [](bool ok, const std::string& what) {
+    if (!ok) throw bad_input("synthetic series: " + what);
+  };
+  check(o.frames >= 1, "needs at least 1 frame");
+  check(o.width >= 1 && o.height >= 1 && o.width <= 65536 && o.height <= 65536,
+        "frame size " + std::to_string(o.width) + "x" + std::to_string(o.height) + " is out of range");
+  check(std::isfinite(o.period) && o.period > 1.0, "the lattice period must be more than 1 pixel");
+  check(std::isfinite(o.drift_step) && o.drift_step >= 0, "drift step must be >= 0");
+  check(std::isfinite(o.drift_linear_x) && std::isfinite(o.drift_linear_y), "linear drift must be finite");
+  check(std::isfinite(o.rotation_step_deg) && std::fabs(o.rotation_step_deg) <= 10, "rotation step must be within 10 degrees");
+  check(std::isfinite(o.jitter) && o.jitter >= 0, "jitter must be >= 0");
+  check(std::isfinite(o.dose) && o.dose < 1e9, "dose must be finite");
+  check(std::isfinite(o.read_noise) && o.read_noise >= 0, "read noise must be >= 0");
+  check(o.vacancy_fraction >= 0 && o.vacancy_fraction < 1, "vacancy fraction must be in [0, 1)");
+  check(std::isfinite(o.atom_sigma) && o.atom_sigma >= 0, "atom sigma must be >= 0");
+  check(std::isfinite(o.background) && o.background >= 0, "background must be >= 0");
+  check(std::isfinite(o.intensity_spread) && o.intensity_spread >= 0 && o.intensity_spread < 1,
+        "intensity spread must be in [0, 1)");
+
+  // Truth: random walk + linear drift of the frame centre, rotation k * step.
+  const std::size_t n = o.frames;
+  truth_.resize(n);
+  drift_.resize(n);
+  angle_deg_.resize(n);
+  std::mt19937_64 walk(hash(o.seed, kWalk, 0));
+  std::normal_distribution<double> step(0.0, 1.0);
+  Point c = centre();
+  double dx = 0, dy = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (k > 0) {
+      dx += o.drift_linear_x + o.drift_step * step(walk);
+      dy += o.drift_linear_y + o.drift_step * step(walk);
+    }
+    drift_[k] = {dx, dy};
+    angle_deg_[k] = o.rotation_step_deg * static_cast<double>(k);
+    truth_[k] = k == 0 ? Transform::identity()
+                       : Transform::rigid(angle_deg_[k] * kPi / 180.0, dx, dy, c);
+  }
+
+  auto m = std::make_shared<Model>();
+  m->o = o;
+  m->sigma = o.atom_sigma > 0 ? o.atom_sigma : 0.12 * o.period;
+  m->inv_two_sigma2 = 1.0 / (2.0 * m->sigma * m->sigma);
+  m->cutoff = 4.5 * m->sigma;  // exp(-4.5^2/2) ~ 4e-5 of a peak
+
+  const double p = o.period;
+  double b1x = p, b1y = 0, b2x, b2y;
+  if (o.lattice == Lattice::hex) b2x = 0.5 * p, b2y = p * std::sqrt(3.0) / 2.0;
+  else b2x = 0, b2y = p;
+  double ox = p * unit(hash(o.seed, kOrigin, 0)), oy = p * unit(hash(o.seed, kOrigin, 1));
+  m->grain[0].set(ox, oy, b1x, b1y, b2x, b2y);
+  m->grain[0].id = 0;
+
+  // The boundary passes through where the frame centres are on average, so
+  // it stays in view as the drift accumulates; tilted 8 degrees off vertical.
+  double mx = 0, my = 0;
+  for (const Point& d : drift_) mx += d.x, my += d.y;
+  m->bx = c.x + mx / static_cast<double>(n);
+  m->by = c.y + my / static_cast<double>(n);
+  double tilt = 8.0 * kPi / 180.0;
+  m->nx = std::cos(tilt), m->ny = -std::sin(tilt);
+  m->half_gap = 0.15 * p;
+  double th = o.grain_angle_deg * kPi / 180.0, cs = std::cos(th), sn = std::sin(th);
+  auto rot = [&](double x, double y, double& rx, double& ry) { rx = cs * x - sn * y, ry = sn * x + cs * y; };
+  double r1x, r1y, r2x, r2y, gx, gy;
+  rot(b1x, b1y, r1x, r1y);
+  rot(b2x, b2y, r2x, r2y);
+  rot(ox - m->bx, oy - m->by, gx, gy);
+  m->grain[1].set(m->bx + gx + 0.3 * p, m->by + gy + 0.2 * p, r1x, r1y, r2x, r2y);
+  m->grain[1].id = 1;
+  model_ = std::move(m);
+}
+
+std::size_t SyntheticSeries::frame_count() const { return options_.frames; }
+int SyntheticSeries::width() const { return options_.width; }
+int SyntheticSeries::height() const { return options_.height; }
+const SynthOptions& SyntheticSeries::options() const { return options_; }
+Point SyntheticSeries::centre() const { return {(options_.width - 1) / 2.0, (options_.height - 1) / 2.0}; }
+double SyntheticSeries::counts_scale() const { return options_.dose > 0 ? options_.dose : 1.0; }
+
+Transform SyntheticSeries::truth(std::size_t k) const { return truth_.at(k); }
+Point SyntheticSeries::drift(std::size_t k) const { return drift_.at(k); }
+double SyntheticSeries::angle_deg(std::size_t k) const { return angle_deg_.at(k); }
+
+std::string SyntheticSeries::describe() const {
+  const SynthOptions& o = options_;
+  std::ostringstream s;
+  s << "synthetic: " << o.frames << " x " << o.width << "x" << o.height << " float32, "
+    << (o.atoms.empty() ? (o.lattice == Lattice::hex ? "hex" : "square") : "custom") << " lattice period "
+    << o.period << " px, dose " << o.dose << ", seed " << o.seed;
+  return s.str();
+}
+
+Frame SyntheticSeries::clean_frame(std::size_t k) const {
+  return model_->render(truth(k), k, options_.jitter, counts_scale());
+}
+
+Frame SyntheticSeries::ideal_frame(std::size_t k) const {
+  return model_->render(truth(k), k, 0.0, counts_scale());
+}
+
+Frame SyntheticSeries::frame(std::size_t k) const {
+  Frame f = clean_frame(k);
+  const SynthOptions& o = options_;
+  if (o.dose <= 0 && o.read_noise <= 0) return f;
+  const int w = f.width, h = f.height;
+#pragma omp parallel for schedule(static) if (static_cast<long>(w) * h >= 16384)
+  for (int y = 0; y < h; ++y) {
+    // One generator per row: the noise is the same whatever the thread count.
+    SplitMix64 g(hash(o.seed, kNoise, k, static_cast<std::uint64_t>(y)));
+    std::poisson_distribution<int> poisson;
+    std::normal_distribution<double> normal(0.0, 1.0);
+    float* row = f.row(y);
+    for (int x = 0; x < w; ++x) {
+      double v = row[x];
+      if (o.dose > 0) v = poisson_sample(v, g, poisson);
+      if (o.read_noise > 0) v += o.read_noise * normal(g);
+      row[x] = static_cast<float>(v);
+    }
+  }
+  return f;
+}
+
+}  // namespace driftscan
