@@ -1,0 +1,246 @@
+#pragma once
+// The hierarchical distributed inclusive scan: MPI ranks × OpenMP threads.
+//
+// The sequence is block-distributed over ranks (rank r holds a contiguous
+// block, ranks in order, blocks may be empty) and each rank's block over its
+// threads. Phases, per rank:
+//   1. local: every thread reduces (reduce-then-scan, optionally with work
+//      stealing between neighbouring threads) or scans (scan-then-map) its
+//      segment;
+//   2. the master thread combines its threads' sums into the rank's sum, runs
+//      the global scan over ranks (only ranks take part — global_scan.hpp)
+//      and receives the exclusive prefix of the ranks before it;
+//   3. local: every thread scans its segment — as stealing left it — from the
+//      carried-in prefix (reduce-then-scan), or maps its local prefixes
+//      (scan-then-map).
+// Results equal sequential_inclusive_scan for any associative operator, in
+// any configuration; the operator must be thread-safe (it is applied
+// concurrently) and may be expensive and of unpredictable cost. Only the
+// master thread calls MPI (MPI_THREAD_FUNNELED suffices).
+//
+//   WorkStealingScan scan(MPI_COMM_WORLD, options);      // plan (collective)
+//   std::vector<T> prefixes = scan.run(block, op, &trace);  // execute (collective)
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+#include <omp.h>
+
+#include "driftscan/error.hpp"
+#include "driftscan/mpi/global_scan.hpp"
+#include "driftscan/mpi/local_scan.hpp"
+#include "driftscan/mpi/scan_element_codec.hpp"
+#include "driftscan/mpi/scan_partial.hpp"
+#include "driftscan/mpi/scan_trace.hpp"
+#include "driftscan/mpi/stealing_reduce.hpp"
+
+namespace driftscan::mpi {
+
+struct ScanOptions {
+  GlobalScanAlgorithm algorithm = GlobalScanAlgorithm::dissemination;
+  LocalStrategy strategy = LocalStrategy::reduce_then_scan;
+  bool work_stealing = true;  // reduce-then-scan only; scan-then-map is always static
+  int threads = 1;            // OpenMP threads per rank
+};
+
+class WorkStealingScan {
+ public:
+  // Collective over `comm` (duplicates it, so the scan's messages never meet the caller's).
+  WorkStealingScan(MPI_Comm comm, ScanOptions options) : options_(options) {
+    if (options_.threads < 1) throw bad_input("scan: threads must be at least 1");
+    MPI_Comm_dup(comm, &comm_);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+  }
+  ~WorkStealingScan() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm_);
+  }
+  WorkStealingScan(const WorkStealingScan&) = delete;
+  WorkStealingScan& operator=(const WorkStealingScan&) = delete;
+
+  const ScanOptions& options() const { return options_; }
+  // Whether the reduce phase steals (it needs reduce-then-scan).
+  bool steals() const { return options_.work_stealing && options_.strategy == LocalStrategy::reduce_then_scan; }
+
+  // Collective. `block`: this rank's elements; returns their inclusive
+  // prefixes over the whole distributed sequence. `op(a, b)` returns a ⊕ b.
+  // On an operator failure on any rank, every rank throws the same Error.
+  // With `trace`, every application is recorded (trace->gather() afterwards).
+  template <class T, class Op, class Codec = ScanElementCodec<T>>
+  std::vector<T> run(const std::vector<T>& block, Op&& op, ScanTrace* trace = nullptr) {
+    const std::size_t n = block.size();
+    if (n >= (std::size_t(1) << 32) - 1) throw bad_input("scan: more than 2^32 elements on one rank");
+    long long count = static_cast<long long>(n), before = 0;
+    MPI_Exscan(&count, &before, 1, MPI_LONG_LONG, MPI_SUM, comm_);
+    const std::int64_t offset = rank_ == 0 ? 0 : before;
+
+    if (trace) {
+      trace->begin(comm_, options_.threads);
+      trace->details() = {{"algorithm", to_string(options_.algorithm)},
+                          {"strategy", to_string(options_.strategy)},
+                          {"work_stealing", steals()}};
+    }
+    const ScanClock clock = trace ? trace->clock() : ScanClock();
+    // The operator, timed and recorded when tracing.
+    auto applier = [&](int thread, ScanPhase phase, bool stolen) {
+      return [&, thread, phase, stolen](const ScanPartial<T>& l, const ScanPartial<T>& r) -> T {
+        if (!trace) return op(l.value(), r.value());
+        const double start = clock.now();
+        T result = op(l.value(), r.value());
+        trace->record(thread, ScanRecord{rank_, thread, l.first(), r.last(), phase,
+                                         static_cast<std::uint8_t>(stolen ? 1 : 0), start, clock.now()});
+        return result;
+      };
+    };
+    auto element = [&](std::size_t k) {
+      return ScanPartial<T>::of(block[k], offset + static_cast<std::int64_t>(k), offset + static_cast<std::int64_t>(k));
+    };
+
+    std::vector<std::optional<T>> out(n);
+    std::vector<ScanPartial<T>> sums, carried;  // per thread: segment sum; what precedes its segment
+    std::vector<SegmentRange> segments;
+    std::vector<SegmentGap> gaps(options_.threads > 1 ? static_cast<std::size_t>(options_.threads - 1) : 0);
+    std::vector<WorkerPace> paces(static_cast<std::size_t>(options_.threads));
+    ScanPartial<T> exclusive;
+    std::exception_ptr global_error;
+    std::vector<ScanPartial<T>> final_status;
+
+    // Master thread only: rank sum → global scan → exclusive prefix of this rank.
+    auto global_phase = [&](std::size_t workers) {
+      carried.assign(workers, {});
+      ScanPartial<T> total;
+      for (std::size_t t = 0; t < workers; ++t) {
+        if (t > 0) carried[t] = total;
+        total = combine_partials(total, sums[t], applier(0, ScanPhase::thread_combine, false));
+      }
+      ScanPartial<T> inclusive =
+          global_inclusive_scan<T, Codec>(comm_, total, options_.algorithm, applier(0, ScanPhase::global, false));
+      exclusive = exclusive_from_inclusive<T, Codec>(comm_, inclusive);
+      const ScanPartial<T>& bad = total.failed() ? total : inclusive.failed() ? inclusive : exclusive;
+      agree_on_failure(comm_, bad.failed(), bad.error_kind(), bad.message());
+    };
+
+    if (n == 0) {
+      global_phase(0);
+    } else {
+      const std::size_t wanted = std::min<std::size_t>(static_cast<std::size_t>(options_.threads), n);
+#pragma omp parallel num_threads(static_cast<int>(wanted))
+      {
+        const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
+#pragma omp single
+        {  // OpenMP may grant fewer threads than asked: size everything by what it gave.
+          const std::size_t workers = static_cast<std::size_t>(omp_get_num_threads());
+          sums.assign(workers, {});
+          final_status.assign(workers, {});
+          segments.assign(workers, {});
+          for (std::size_t g = 0; g + 1 < workers; ++g)
+            gaps[g].reset(stealing_start(n, workers, g) + 1, stealing_start(n, workers, g + 1));
+          for (std::size_t w = 0; w < workers; ++w) paces[w].start();
+        }  // implicit barrier
+        const std::size_t workers = sums.size();
+        const int thread = static_cast<int>(t);
+
+        // Phase 1.
+        SegmentRange seg = static_segment(n, workers, t);
+        if (options_.strategy == LocalStrategy::scan_then_map) {
+          ScanPartial<T> acc = element(seg.lo);
+          out[seg.lo] = block[seg.lo];
+          for (std::size_t k = seg.lo + 1; k < seg.hi && !acc.failed(); ++k) {
+            acc = combine_partials(acc, element(k), applier(thread, ScanPhase::local_scan, false));
+            if (acc.has_value()) out[k] = acc.value();
+          }
+          sums[t] = std::move(acc);
+        } else if (steals() && workers > 1) {
+          auto apply = [&](const ScanPartial<T>& l, const ScanPartial<T>& r, bool stolen) {
+            return applier(thread, ScanPhase::local_reduce, stolen)(l, r);
+          };
+          sums[t] = stealing_reduce(block, offset, t, workers, gaps, paces, apply, seg);
+        } else {
+          ScanPartial<T> acc = element(seg.lo);
+          for (std::size_t k = seg.lo + 1; k < seg.hi && !acc.failed(); ++k)
+            acc = combine_partials(acc, element(k), applier(thread, ScanPhase::local_reduce, false));
+          sums[t] = std::move(acc);
+        }
+        segments[t] = seg;
+#pragma omp barrier
+
+        // Phase 2 (master only: MPI_THREAD_FUNNELED).
+        if (t == 0) {
+          try {
+            global_phase(workers);
+          } catch (...) {
+            global_error = std::current_exception();
+          }
+        }
+#pragma omp barrier
+
+        // Phase 3.
+        if (!global_error) {
+          seg = segments[t];
+          if (options_.strategy == LocalStrategy::scan_then_map) {
+            ScanPartial<T> prefix =
+                combine_partials(exclusive, carried[t], applier(thread, ScanPhase::map, false));
+            if (prefix.has_value()) {
+              for (std::size_t k = seg.lo; k < seg.hi && !prefix.failed(); ++k) {
+                auto local_prefix = ScanPartial<T>::of(*out[k], offset + static_cast<std::int64_t>(seg.lo),
+                                                       offset + static_cast<std::int64_t>(k));
+                auto r = combine_partials(prefix, local_prefix, applier(thread, ScanPhase::map, false));
+                if (r.has_value()) out[k] = r.value();
+                else final_status[t] = r;
+              }
+            } else if (prefix.failed()) {
+              final_status[t] = prefix;
+            }
+          } else {
+            ScanPartial<T> acc =
+                combine_partials(exclusive, carried[t], applier(thread, ScanPhase::final_scan, false));
+            for (std::size_t k = seg.lo; k < seg.hi && !acc.failed(); ++k) {
+              acc = combine_partials(acc, element(k), applier(thread, ScanPhase::final_scan, false));
+              if (acc.has_value()) out[k] = acc.value();
+            }
+            if (acc.failed()) final_status[t] = acc;
+          }
+        }
+      }
+      if (global_error) {
+        if (trace) trace->end();
+        std::rethrow_exception(global_error);
+      }
+    }
+    if (trace) trace->end();
+
+    // Every element must have its prefix unless something failed; a gap here
+    // would be a bug in the scan, reported like any failure (on all ranks).
+    std::optional<std::size_t> missing;
+    for (std::size_t k = 0; k < n && !missing; ++k)
+      if (!out[k]) missing = k;
+    const ScanPartial<T>* bad = nullptr;
+    for (const auto& s : final_status)
+      if (s.failed()) bad = &s;
+    if (bad) agree_on_failure(comm_, true, bad->error_kind(), bad->message());
+    else if (missing)
+      agree_on_failure(comm_, true, ErrorKind::failure,
+                       "scan: internal error: element " + std::to_string(offset + std::int64_t(*missing)) +
+                           " has no prefix");
+    else agree_on_failure(comm_, false, ErrorKind::failure, "");
+
+    std::vector<T> result;
+    result.reserve(n);
+    for (auto& v : out) result.push_back(std::move(*v));
+    return result;
+  }
+
+ private:
+  ScanOptions options_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+}  // namespace driftscan::mpi

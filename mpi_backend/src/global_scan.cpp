@@ -1,0 +1,109 @@
+#include "driftscan/mpi/global_scan.hpp"
+
+#include <climits>
+
+#include "driftscan/error.hpp"
+
+namespace driftscan::mpi {
+
+const char* to_string(GlobalScanAlgorithm algorithm) {
+  switch (algorithm) {
+    case GlobalScanAlgorithm::mpi_scan: return "mpi-scan";
+    case GlobalScanAlgorithm::dissemination: return "dissemination";
+    case GlobalScanAlgorithm::blelloch: return "blelloch";
+    case GlobalScanAlgorithm::ladner_fischer: return "ladner-fischer";
+  }
+  return "unknown";
+}
+
+const std::vector<GlobalScanAlgorithm>& all_global_scan_algorithms() {
+  static const std::vector<GlobalScanAlgorithm> all{GlobalScanAlgorithm::mpi_scan, GlobalScanAlgorithm::dissemination,
+                                                    GlobalScanAlgorithm::blelloch, GlobalScanAlgorithm::ladner_fischer};
+  return all;
+}
+
+GlobalScanAlgorithm global_scan_algorithm_from_string(const std::string& name) {
+  for (auto a : all_global_scan_algorithms())
+    if (name == to_string(a)) return a;
+  throw bad_input("unknown scan algorithm '" + name + "' (expected mpi-scan, dissemination, blelloch or ladner-fischer)");
+}
+
+void agree_on_failure(MPI_Comm comm, bool failed, ErrorKind kind, const std::string& message) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  int mine = failed ? rank : size, first = size;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+  if (first == size) return;
+  // The lowest failing rank tells everyone what went wrong.
+  int header[2] = {static_cast<int>(kind), static_cast<int>(std::min<std::size_t>(message.size(), 4096))};
+  MPI_Bcast(header, 2, MPI_INT, first, comm);
+  std::string text = rank == first ? message.substr(0, static_cast<std::size_t>(header[1]))
+                                   : std::string(static_cast<std::size_t>(header[1]), '\0');
+  MPI_Bcast(text.data(), header[1], MPI_CHAR, first, comm);
+  auto error_kind = static_cast<ErrorKind>(header[0]);
+  if (error_kind == ErrorKind::cancelled) throw Error(error_kind, text);
+  throw Error(error_kind, "rank " + std::to_string(first) + ": " + text);
+}
+
+namespace detail {
+
+void isend_bytes(MPI_Comm comm, int dest, int tag, std::deque<PendingSend>& pending, ByteBuffer bytes) {
+  if (bytes.size() > static_cast<std::size_t>(INT_MAX)) throw failure("scan: a partial result exceeds 2 GiB");
+  pending.push_back(PendingSend{std::move(bytes), MPI_REQUEST_NULL});
+  auto& p = pending.back();
+  MPI_Isend(p.bytes.data(), static_cast<int>(p.bytes.size()), MPI_BYTE, dest, tag, comm, &p.request);
+}
+
+ByteBuffer recv_bytes(MPI_Comm comm, int source, int tag) {
+  MPI_Status status;
+  MPI_Probe(source, tag, comm, &status);
+  int count = 0;
+  MPI_Get_count(&status, MPI_BYTE, &count);
+  ByteBuffer bytes(static_cast<std::size_t>(count));
+  MPI_Recv(bytes.data(), count, MPI_BYTE, source, tag, comm, MPI_STATUS_IGNORE);
+  return bytes;
+}
+
+void wait_all(std::deque<PendingSend>& pending) {
+  for (auto& p : pending) MPI_Wait(&p.request, MPI_STATUS_IGNORE);
+  pending.clear();
+}
+
+namespace {
+// MPI calls the user function on the thread that called MPI_Scan, so a
+// thread-local pointer hands it the (generic) combiner without globals
+// shared between threads.
+struct ScanOpContext {
+  const RecordCombiner* combine = nullptr;
+  std::size_t record_size = 0;
+};
+thread_local ScanOpContext g_context;
+
+extern "C" void scan_record_op(void* invec, void* inoutvec, int* len, MPI_Datatype*) {
+  // MPI guarantees for a non-commutative op: inout = in ⊕ inout, `in` from the lower ranks.
+  auto* in = static_cast<const unsigned char*>(invec);
+  auto* inout = static_cast<unsigned char*>(inoutvec);
+  for (int i = 0; i < *len; ++i)
+    (*g_context.combine)(in + i * g_context.record_size, inout + i * g_context.record_size);
+}
+}  // namespace
+
+void mpi_scan_records(MPI_Comm comm, const unsigned char* in, unsigned char* out, std::size_t record_size,
+                      const RecordCombiner& combine) {
+  if (record_size > static_cast<std::size_t>(INT_MAX)) throw failure("scan: MPI_Scan record exceeds 2 GiB");
+  MPI_Datatype type;
+  MPI_Type_contiguous(static_cast<int>(record_size), MPI_BYTE, &type);
+  MPI_Type_commit(&type);
+  MPI_Op op;
+  MPI_Op_create(&scan_record_op, /*commute=*/0, &op);
+  ScanOpContext saved = g_context;
+  g_context = ScanOpContext{&combine, record_size};
+  MPI_Scan(in, out, 1, type, op, comm);
+  g_context = saved;
+  MPI_Op_free(&op);
+  MPI_Type_free(&type);
+}
+
+}  // namespace detail
+}  // namespace driftscan::mpi
