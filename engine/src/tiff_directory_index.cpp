@@ -19,7 +19,10 @@ class WindowedFile {
  public:
   WindowedFile(const std::string& path) : path_(path) {
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw bad_input(path + ": cannot open: " + std::strerror(errno));
+    if (fd_ < 0) {
+      if (errno == EACCES) throw bad_input(path + ": permission denied");
+      throw bad_input(path + ": cannot open: " + std::strerror(errno));
+    }
     struct stat st {};
     if (::fstat(fd_, &st) != 0) throw bad_input(path + ": cannot stat: " + std::strerror(errno));
     size_ = static_cast<std::uint64_t>(st.st_size);
@@ -93,10 +96,10 @@ class IfdWalker {
     index.bigtiff = bigtiff_;
 
     std::unordered_set<std::uint64_t> seen;
-    std::size_t page = 0;
     bool have_layout = false;
     while (next != 0) {
-      std::string where = "page " + std::to_string(first_frame_ + page);
+      // Pages are named by the frame number they would get (thumbnails skipped).
+      std::string where = "frame " + std::to_string(first_frame_ + index.offsets.size());
       if (next >= file_.size())
         fail(where + ": IFD offset " + std::to_string(next) +
              " lies beyond the end of the file (truncated file?)");
@@ -106,7 +109,7 @@ class IfdWalker {
       if (layout.reduced_resolution()) {
         ++index.skipped_reduced;
       } else {
-        std::string frame = "frame " + std::to_string(first_frame_ + index.offsets.size());
+        const std::string& frame = where;
         if (layout.width == 0 || layout.height == 0)
           fail(frame + ": corrupt IFD (image width or height missing or zero)");
         if (!have_layout) {
@@ -119,7 +122,6 @@ class IfdWalker {
         index.offsets.push_back(next);
       }
       next = following;
-      ++page;
     }
     if (index.offsets.empty()) {
       if (index.skipped_reduced > 0) fail("only reduced-resolution pages, no full-size frame");

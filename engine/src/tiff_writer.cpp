@@ -45,6 +45,7 @@ struct TiffStackWriter::Impl {
   TiffWriteOptions options;
   std::unique_ptr<LibtiffFile> file;
   bool committed = false;
+  bool bigtiff = false;
   std::vector<unsigned char> row;
 
   [[noreturn]] void fail_write(const std::string& what) {
@@ -84,6 +85,7 @@ TiffStackWriter::TiffStackWriter(const std::string& path, int width, int height,
   const std::uint64_t estimate =
       std::uint64_t(frames) * (std::uint64_t(width) * std::uint64_t(height) * sample + 512) + 4096;
   const bool bigtiff = options.force_bigtiff || estimate > kClassicLimit;
+  w.bigtiff = bigtiff;
   w.temp = temporary_name(path);
   std::string why;
   w.file = LibtiffFile::open(w.temp, bigtiff ? "w8" : "w", 0, &why);
@@ -98,6 +100,8 @@ TiffStackWriter::~TiffStackWriter() {
 }
 
 const std::string& TiffStackWriter::path() const { return impl_->path; }
+bool TiffStackWriter::bigtiff() const { return impl_->bigtiff; }
+const std::string& TiffStackWriter::temporary_path() const { return impl_->temp; }
 
 void TiffStackWriter::append(const Frame& frame) {
   Impl& w = *impl_;
