@@ -26,7 +26,8 @@ struct AveragingOptions {
   Interpolation interpolation = Interpolation::cubic;
   double min_quality = 0.0;                  // frames with quality below are excluded
   std::vector<std::size_t> exclude_frames;   // explicit rejections
-  int median_tile = 128;                     // tile edge for the bounded-memory median
+  int median_tile = 128;                     // rows per tile band of the bounded-memory median
+  double median_memory_mb = 512;             // bound on the median's buffers; bands shrink to fit
 };
 
 struct AverageResult {
@@ -38,6 +39,22 @@ struct AverageResult {
 };
 
 // transforms[k] = T_{0,k} (maps frame-k coordinates to frame-0 coordinates).
+//
+// Passes over the frames (each read and warped again, never all held):
+//  1. the mean of the candidate frames (not listed in exclude_frames, not
+//     blank), with per-pixel sums of squares for `clipped`;
+//  2. quality[k] = NCC of warped frame k with that first-pass mean over their
+//     overlap (for every non-blank frame); frames below min_quality are taken
+//     out of the sums again;
+//  3. `median`: per band of rows, every used frame's warped band is held and
+//     the per-pixel median taken; `clipped`: samples further than
+//     clip_sigma standard deviations (of pass 1) from the mean are dropped.
+// NaN/Inf input pixels are missing data (a warning names the frame); blank
+// frames (no finite pixel, or constant) and frames that do not overlap frame
+// 0 are excluded with a warning. Throws bad_input when the transforms do not
+// match the frames, a frame's size differs, `fourier` meets a transform that
+// is not a translation, or no frame is left. Results do not depend on the
+// number of OpenMP threads.
 AverageResult average_series(const FrameSource& frames, const std::vector<Transform>& transforms,
                              const AveragingOptions& options, Progress* progress = nullptr,
                              const CancelToken* cancel = nullptr);
