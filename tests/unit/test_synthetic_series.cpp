@@ -4,11 +4,17 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 
 #include "driftscan/error.hpp"
 #include "driftscan/synthetic_series.hpp"
+#include "driftscan/tiff_series.hpp"
 
 using namespace driftscan;
 
@@ -245,4 +251,78 @@ TEST(SyntheticSeries, BadOptionsAreBadInput) {
   o = {};
   o.drift_step = std::nan("");
   EXPECT_TRUE(bad(o));
+}
+
+namespace {
+// Records the progress events a writer reports.
+class RecordingProgress : public Progress {
+ public:
+  void start(const std::string&, const nlohmann::json&) override {}
+  void phase(const std::string& name, std::size_t total) override { phases.emplace_back(name, total); }
+  void advance(std::size_t done) override { last_done = done; }
+  void log(LogLevel, const std::string&) override {}
+  void result(const nlohmann::json&) override {}
+  void error(const std::string&, int) override {}
+  void cancelled() override {}
+  std::vector<std::pair<std::string, std::size_t>> phases;
+  std::size_t last_done = 0;
+};
+}  // namespace
+
+TEST(SyntheticSeries, WritesSeriesTruthAndReference) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("driftscan_synth_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  SynthOptions o;
+  o.frames = 6;
+  o.width = 40;
+  o.height = 32;
+  o.rotation_step_deg = 0.05;
+  RecordingProgress progress;
+  SynthOutputs out = write_synthetic_series(o, (dir / "series.tif").string(), &progress);
+  EXPECT_EQ(out.truth, (dir / "series_truth.csv").string());
+  EXPECT_EQ(out.reference, (dir / "series_reference.tif").string());
+  ASSERT_EQ(progress.phases.size(), 1u);
+  EXPECT_EQ(progress.phases[0].second, 6u);
+  EXPECT_EQ(progress.last_done, 6u);
+
+  SyntheticSeries s(o);
+  auto series = TiffSeries::open(out.series);
+  ASSERT_EQ(series->frame_count(), 6u);
+  EXPECT_EQ(series->width(), 40);
+  EXPECT_EQ(series->info().pixel_type, PixelType::float32);
+  for (std::size_t k = 0; k < 6; ++k) EXPECT_EQ(series->frame(k).pixels, s.frame(k).pixels) << k;
+  EXPECT_EQ(TiffSeries::open(out.reference)->frame(0).pixels, s.ideal_frame(0).pixels);
+
+  std::ifstream csv(out.truth);
+  std::string line;
+  std::getline(csv, line);
+  EXPECT_EQ(line, "frame,dx,dy,angle_deg");
+  for (std::size_t k = 0; k < 6; ++k) {
+    ASSERT_TRUE(std::getline(csv, line));
+    std::size_t frame;
+    double dx, dy, angle;
+    ASSERT_EQ(std::sscanf(line.c_str(), "%zu,%lf,%lf,%lf", &frame, &dx, &dy, &angle), 4) << line;
+    EXPECT_EQ(frame, k);
+    EXPECT_NEAR(dx, s.drift(k).x, 1e-6);
+    EXPECT_NEAR(dy, s.drift(k).y, 1e-6);
+    EXPECT_NEAR(angle, 0.05 * double(k), 1e-8);
+  }
+  EXPECT_FALSE(std::getline(csv, line));
+
+  // cancelled before the end: no file that looks complete, no leftovers
+  fs::path dir2 = dir / "cancelled";
+  fs::create_directories(dir2);
+  CancelToken cancel;
+  cancel.request();
+  EXPECT_THROW(write_synthetic_series(o, (dir2 / "s.tif").string(), nullptr, &cancel), Error);
+  EXPECT_TRUE(fs::is_empty(dir2));
+  // an output folder that does not exist: an error naming it
+  try {
+    write_synthetic_series(o, (dir / "missing" / "s.tif").string());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("missing"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
 }
