@@ -1,0 +1,68 @@
+#pragma once
+// Local batched 1-D transforms of the distributed DFT, through FFTW's guru64
+// interface: one transform axis with its input/output strides, any number of
+// batch ("howmany") dimensions with theirs. That expresses, without extra
+// copies, transforms along strided axes and transforms whose output is
+// written transposed or straight into per-destination all-to-all blocks.
+//
+// FFTW's planner is not thread-safe: every plan is created (and destroyed)
+// under one process-wide mutex. Plans run on the arrays they were made for or,
+// through execute(in, out), on other arrays of the same alignment.
+#include <cstdint>
+#include <vector>
+
+#include <fftw3.h>
+
+namespace driftscan::mpi {
+
+enum class FftKind { c2c, r2c, c2r };
+enum class FftPlanner { estimate, measure, patient };
+
+struct FftDim {
+  std::int64_t n = 1;
+  std::int64_t in_stride = 1;   // in elements of the input type (double or complex)
+  std::int64_t out_stride = 1;  // in elements of the output type
+};
+
+class LocalFft {
+ public:
+  // `transform.n` is the logical (real) length for r2c/c2r. `sign` is
+  // FFTW_FORWARD or FFTW_BACKWARD (ignored for r2c/c2r). MEASURE planning
+  // overwrites `in` and `out`; `preserve_input` keeps `in` intact at execution.
+  LocalFft(FftKind kind, int sign, FftDim transform, const std::vector<FftDim>& batch, void* in,
+           void* out, FftPlanner planner, int threads, bool preserve_input);
+  ~LocalFft();
+  LocalFft(LocalFft&& other) noexcept;
+  LocalFft& operator=(LocalFft&& other) noexcept;
+  LocalFft(const LocalFft&) = delete;
+  LocalFft& operator=(const LocalFft&) = delete;
+
+  void execute(const void* in, void* out) const;
+
+ private:
+  FftKind kind_ = FftKind::c2c;
+  fftw_plan plan_ = nullptr;
+};
+
+// fftw_init_threads once per process (safe to call repeatedly).
+void init_fftw_threads();
+// True when `p` has the alignment FFTW planned our internal buffers with.
+bool fftw_aligned(const void* p);
+// Buffers for plans: fftw_malloc'd, freed with fftw_free.
+struct FftwBuffer {
+  FftwBuffer() = default;
+  explicit FftwBuffer(std::size_t bytes);
+  ~FftwBuffer();
+  FftwBuffer(FftwBuffer&& other) noexcept;
+  FftwBuffer& operator=(FftwBuffer&& other) noexcept;
+  FftwBuffer(const FftwBuffer&) = delete;
+  FftwBuffer& operator=(const FftwBuffer&) = delete;
+  char* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  char* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace driftscan::mpi

@@ -1,0 +1,694 @@
+// The distributed DFT plan compiles the decomposition's chain of layouts into
+// a flat list of steps (local FFT, copy, exchange) over six buffers: the
+// user's input and output and four internal ones. Packing and unpacking are
+// fused into the FFTs whenever the block structure allows:
+//  (a) the last FFT of a stage writes each destination's block straight into
+//      the send buffer (one guru plan per block) when the transform axis is
+//      not split among the destinations;
+//  (b) otherwise, when the destinations split only the transform axis, the
+//      FFT writes with that axis slowest, so the blocks come out contiguous;
+//  (c) on the receiving side no unpack is needed when the received blocks,
+//      concatenated, are already the new box in some memory order (the next
+//      FFT reads any strides).
+// Only what cannot be fused becomes an explicit strided copy.
+#include "driftscan/mpi/dft_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include <omp.h>
+
+#include "driftscan/error.hpp"
+#include "driftscan/mpi/dft_reshape.hpp"
+
+namespace driftscan::mpi {
+
+std::string to_string(DftLayout l) { return l == DftLayout::natural ? "natural" : "transposed"; }
+
+DftLayout parse_layout(const std::string& name) {
+  if (name == "natural") return DftLayout::natural;
+  if (name == "transposed") return DftLayout::transposed;
+  throw bad_input("unknown DFT layout '" + name + "' (expected natural or transposed)");
+}
+
+DftTimes& DftTimes::operator+=(const DftTimes& o) {
+  fft += o.fft, pack += o.pack, alltoall += o.alltoall, unpack += o.unpack, total += o.total;
+  return *this;
+}
+
+void agree_on_errors(MPI_Comm comm, const std::string& local_error) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  struct {
+    int bad;
+    int rank;
+  } mine{local_error.empty() ? 0 : 1, rank}, worst{0, 0};
+  MPI_Allreduce(&mine, &worst, 1, MPI_2INT, MPI_MAXLOC, comm);
+  if (!worst.bad) return;
+  std::string msg = local_error;
+  int len = static_cast<int>(msg.size());
+  MPI_Bcast(&len, 1, MPI_INT, worst.rank, comm);
+  msg.resize(static_cast<std::size_t>(len));
+  MPI_Bcast(msg.data(), len, MPI_CHAR, worst.rank, comm);
+  throw bad_input(msg);
+}
+
+namespace {
+
+enum Buf { IN = 0, OUT = 1, W0 = 2, W1 = 3, SEND = 4, RECV = 5, NBUF = 6 };
+enum Phase { ph_fft = 0, ph_pack = 1, ph_alltoall = 2, ph_unpack = 3 };
+
+struct FftDesc {
+  FftKind kind = FftKind::c2c;
+  int axis = 0;
+  std::int64_t n = 0;  // logical length
+};
+
+struct Step {
+  enum Kind { fft, copy, exchange, scale } kind = copy;
+  Phase phase = ph_fft;
+  int src = IN, dst = OUT;
+  StridedView src_view, dst_view;
+  // fft
+  FftDesc desc;
+  bool src_real = false, dst_real = false;
+  LocalFft* plan = nullptr;
+  // exchange
+  int comm = -1;
+  ExchangeCounts counts;
+  // copy: element bytes; scale: count of doubles and factor
+  std::size_t elem = 16;
+  std::int64_t doubles = 0;
+  double factor = 1.0;
+};
+
+// Where the data is now. `order` is carried explicitly (not derived from the
+// strides, which tie on axes of extent 1 and would differ between ranks).
+struct Cursor {
+  int buf = IN;
+  StridedView view;
+  bool real = false;
+  AxisOrder order = row_major_order;
+};
+
+// One node of the traversal: a stage layout entered through `comm` (index in
+// the plan's communicator list, -1 for the first node), then FFTs on `axes`.
+struct Node {
+  int stage = 0;
+  std::vector<int> axes;
+  int comm = -1;
+};
+
+std::size_t view_end_bytes(const StridedView& v, std::size_t elem) {
+  if (v.box.empty()) return 0;
+  std::int64_t last = v.offset;
+  for (int d = 0; d < 3; ++d) last += (v.box.size(d) - 1) * v.stride[d];
+  return static_cast<std::size_t>(last + 1) * elem;
+}
+
+// Do the nonempty `parts` (in order) tile `whole` along `axis` only, each
+// spanning `whole` in the other axes?
+bool tiles_along(const Box3& whole, const std::vector<Box3>& parts, int axis) {
+  std::int64_t next = whole.lo[axis];
+  for (const Box3& p : parts) {
+    if (p.empty()) continue;
+    for (int d = 0; d < 3; ++d)
+      if (d != axis && (p.lo[d] != whole.lo[d] || p.hi[d] != whole.hi[d])) return false;
+    if (p.lo[axis] != next) return false;
+    next = p.hi[axis];
+  }
+  return whole.empty() || next == whole.hi[axis];
+}
+
+AxisOrder with_first(int first, const AxisOrder& rest_from) {
+  AxisOrder o{first, 0, 0};
+  int k = 1;
+  for (int a : rest_from)
+    if (a != first) o[k++] = a;
+  return o;
+}
+
+}  // namespace
+
+struct DftPlan::Impl {
+  MPI_Comm world = MPI_COMM_NULL;  // the caller's communicator (not owned)
+  MPI_Comm cart = MPI_COMM_NULL;
+  std::vector<MPI_Comm> comms;  // sub-communicators (and cart itself) used by exchanges
+  std::vector<std::vector<int>> comm_members;  // cart ranks of each comm, in comm order
+  int rank = 0, size = 1;
+  DftOptions opt;
+  Decomposition decomp = Decomposition::slab_pencil;
+  std::vector<int> grid;
+  std::vector<std::vector<int>> coords;  // of every cart rank
+  Extent3 n_real{0, 0, 0}, n_cplx{0, 0, 0};
+  Box3 in_box, out_box;
+  bool in_real = false, out_real = false;
+  std::vector<Step> steps;
+  std::vector<LocalFft> plans;
+  std::vector<std::size_t> need = std::vector<std::size_t>(NBUF, 0);
+  FftwBuffer buffers[NBUF];
+  std::vector<DftExchangeInfo> exchange_info;
+
+  Extent3 dims(bool real) const { return real ? n_real : n_cplx; }
+  Box3 box_of(int stage, int cart_rank, bool real) const {
+    return stage_box(decomp, stage, grid, coords[cart_rank], dims(real));
+  }
+
+  int comm_for(const std::vector<int>& keep) {
+    // keep empty: the whole cart communicator
+    std::vector<int> members;
+    const int nd = static_cast<int>(grid.size());
+    if (keep.empty()) {
+      for (int r = 0; r < size; ++r) members.push_back(r);
+    } else {
+      int count = 1;
+      for (int k : keep) count *= grid[k];
+      for (int j = 0; j < count; ++j) {
+        std::vector<int> c = coords[rank];
+        int rem = j;
+        for (int k = static_cast<int>(keep.size()) - 1; k >= 0; --k) {
+          c[keep[k]] = rem % grid[keep[k]];
+          rem /= grid[keep[k]];
+        }
+        int r = 0;
+        for (int d = 0; d < nd; ++d) r = r * grid[d] + c[d];
+        members.push_back(r);
+      }
+    }
+    MPI_Comm c = MPI_COMM_NULL;
+    if (keep.empty()) {
+      MPI_Comm_dup(cart, &c);
+    } else {
+      std::vector<int> remain(nd, 0);
+      for (int k : keep) remain[k] = 1;
+      MPI_Cart_sub(cart, remain.data(), &c);
+    }
+    comms.push_back(c);
+    comm_members.push_back(members);
+    return static_cast<int>(comms.size()) - 1;
+  }
+
+  void use(int buf, const StridedView& v, std::size_t elem) {
+    need[buf] = std::max(need[buf], view_end_bytes(v, elem));
+  }
+
+  int free_work(int a, int b = -1) const {
+    for (int w : {W0, W1})
+      if (w != a && w != b) return w;
+    return W1;
+  }
+
+  // Global agreement (every rank of the plan) on a locally evaluated condition.
+  bool all(bool local) const {
+    int v = local ? 1 : 0, r = 0;
+    MPI_Allreduce(&v, &r, 1, MPI_INT, MPI_MIN, cart);
+    return r == 1;
+  }
+
+  void add_fft(const FftDesc& d, const Cursor& src, int dst_buf, const StridedView& dst_view,
+               bool dst_real) {
+    if (src.view.box.empty()) return;
+    Step s;
+    s.kind = Step::fft;
+    s.phase = ph_fft;
+    s.desc = d;
+    s.src = src.buf, s.src_view = src.view, s.src_real = src.real;
+    s.dst = dst_buf, s.dst_view = dst_view, s.dst_real = dst_real;
+    use(s.src, s.src_view, src.real ? 8 : 16);
+    use(s.dst, s.dst_view, dst_real ? 8 : 16);
+    steps.push_back(s);
+  }
+
+  void add_copy(Phase ph, int src, const StridedView& sv, int dst, const StridedView& dv, bool real) {
+    if (sv.box.empty()) return;
+    Step s;
+    s.kind = Step::copy;
+    s.phase = ph;
+    s.src = src, s.src_view = sv, s.dst = dst, s.dst_view = dv;
+    s.elem = real ? 8 : 16;
+    use(src, sv, s.elem);
+    use(dst, dv, s.elem);
+    steps.push_back(s);
+  }
+
+  FftKind kind_for(int axis, bool real_now) const {
+    if (!opt.real_to_complex || axis != 2) return FftKind::c2c;
+    if (opt.direction == DftDirection::forward) return real_now ? FftKind::r2c : FftKind::c2c;
+    return FftKind::c2r;
+  }
+
+  // Applies `d` (or the identity when !has_fft) to `cur`, delivering the
+  // result to `next` through an exchange on comm `ci`, or to OUT when
+  // next_stage < 0 (the end of the plan).
+  void deliver(Cursor& cur, bool has_fft, const FftDesc& d, int next_stage, bool next_is_final,
+               int ci) {
+    const bool real_after = has_fft ? (d.kind == FftKind::c2r ? true : d.kind == FftKind::r2c ? false : cur.real)
+                                    : cur.real;
+    const int dpe = real_after ? 1 : 2;
+    // The box this rank holds after the op (axis-2 extent changes for r2c/c2r).
+    Box3 after = cur.view.box;
+    if (has_fft && d.kind != FftKind::c2c) {
+      const Extent3 nn = dims(real_after);
+      after.lo[2] = 0, after.hi[2] = nn[2];
+    }
+    auto src_part = [&](const Box3& part) {
+      // Input view for an output part: same ranges except along the transform axis.
+      Box3 b = part;
+      b.lo[d.axis] = cur.view.box.lo[d.axis], b.hi[d.axis] = cur.view.box.hi[d.axis];
+      return cur.view.sub(b);
+    };
+
+    if (next_stage < 0) {  // final: into OUT, row-major
+      if (!has_fft && cur.buf == OUT) return;
+      const StridedView ov = StridedView::dense(0, after, row_major_order);
+      if (has_fft) add_fft(d, cur, OUT, ov, real_after);
+      else add_copy(ph_unpack, cur.buf, cur.view, OUT, ov, real_after);
+      cur = {OUT, ov, real_after, row_major_order};
+      return;
+    }
+
+    const std::vector<int>& members = comm_members[ci];
+    const int p = static_cast<int>(members.size());
+    int me = 0;
+    for (int j = 0; j < p; ++j)
+      if (members[j] == rank) me = j;
+    std::vector<Box3> src(p), dst(p);
+    for (int j = 0; j < p; ++j) {
+      src[j] = box_of_current(members[j], real_after);
+      dst[j] = box_of(next_stage, members[j], real_after);
+    }
+    const Box3 next_box = dst[me];
+
+    if (all(p == 1)) {
+      // A size-1 communicator: the box stays; only the memory order may change.
+      if (next_box != after) throw failure("DFT plan: inconsistent local reshape");
+      if (!has_fft) return;
+      if (next_is_final) {
+        const StridedView ov = StridedView::dense(0, after, row_major_order);
+        add_fft(d, cur, OUT, ov, real_after);
+        cur = {OUT, ov, real_after, row_major_order};
+        return;
+      }
+      const bool in_place = cur.buf != IN && d.kind == FftKind::c2c;
+      const int out_buf = in_place ? cur.buf : free_work(cur.buf);
+      const StridedView ov = in_place ? cur.view : StridedView::dense(0, after, cur.order);
+      add_fft(d, cur, out_buf, ov, real_after);
+      cur = {out_buf, ov, real_after, cur.order};
+      return;
+    }
+
+    // Blocks this rank sends (I_s) and receives (J_r).
+    std::vector<Box3> sends(p), recvs(p);
+    for (int j = 0; j < p; ++j) sends[j] = after.intersect(dst[j]), recvs[j] = src[j].intersect(next_box);
+    ExchangeCounts counts = exchange_counts(src, dst, me, dpe);
+
+    // The axis along which the members' source boxes differ (the receivers'
+    // block axis); -1 when none or several.
+    int q = -1, nq = 0;
+    for (int a = 0; a < 3; ++a) {
+      bool differs = false;
+      for (int j = 1; j < p; ++j)
+        if (src[j].lo[a] != src[0].lo[a] || src[j].hi[a] != src[0].hi[a]) differs = true;
+      if (differs) q = a, ++nq;
+    }
+    if (nq != 1) q = -1;
+    {
+      int qs[2] = {q, -q}, r[2] = {0, 0};
+      MPI_Allreduce(qs, r, 2, MPI_INT, MPI_MAX, cart);
+      if (r[0] != -r[1]) q = -1;  // not the same axis everywhere
+    }
+    const AxisOrder target = next_is_final ? row_major_order : cur.order;
+
+    bool a_ok = true;  // transform axis whole in every block
+    if (has_fft)
+      for (const Box3& s : sends)
+        if (!s.empty() && s.size(d.axis) != after.size(d.axis)) a_ok = false;
+    a_ok = all(a_ok);
+    const bool b_ok = has_fft && all(tiles_along(after, sends, d.axis));
+    const bool contiguous_now = !has_fft && all(tiles_along(after, sends, cur.order[0]));
+
+    // Choose how the send buffer is filled and in which block order.
+    enum { fused_blocks, fused_slowest, send_as_is, pack } how = pack;
+    AxisOrder sigma = cur.order;
+    auto recv_is_box = [&](const AxisOrder& o) { return all(tiles_along(next_box, recvs, o[0])); };
+    if (has_fft) {
+      AxisOrder sa = sigma;
+      bool a_box = false;
+      if (a_ok) {
+        if (q >= 0 && (!next_is_final || q == 0)) sa = with_first(q, target);
+        else sa = target;
+        a_box = recv_is_box(sa);
+      }
+      if (a_ok && a_box) how = fused_blocks, sigma = sa;
+      else if (b_ok) how = fused_slowest, sigma = with_first(d.axis, target);
+      else if (a_ok) how = fused_blocks, sigma = sa;
+      else how = pack, sigma = cur.order;
+    } else if (contiguous_now) {
+      how = send_as_is;
+      sigma = cur.order;
+    } else {
+      how = pack;
+      sigma = cur.order;  // keeps the source's contiguous runs
+    }
+
+    int send_buf = SEND;
+    auto block_view = [&](const ExchangeCounts& x, bool sending, int j, const Box3& b) {
+      const std::int64_t displ = (sending ? x.send_displs[j] : x.recv_displs[j]) / dpe;
+      return StridedView::dense(displ, b, sigma);
+    };
+    switch (how) {
+      case fused_blocks:
+        for (int j = 0; j < p; ++j) {
+          if (sends[j].empty()) continue;
+          Cursor part{cur.buf, src_part(sends[j]), cur.real, cur.order};
+          add_fft(d, part, SEND, block_view(counts, true, j, sends[j]), real_after);
+        }
+        break;
+      case fused_slowest: {
+        const StridedView ov = StridedView::dense(0, after, sigma);
+        add_fft(d, cur, SEND, ov, real_after);
+        break;
+      }
+      case send_as_is:
+        send_buf = cur.buf;
+        break;
+      case pack: {
+        Cursor c = cur;
+        if (has_fft) {
+          const bool in_place = cur.buf != IN && d.kind == FftKind::c2c;
+          const int out_buf = in_place ? cur.buf : free_work(cur.buf);
+          const StridedView ov = in_place ? cur.view : StridedView::dense(0, after, sigma);
+          add_fft(d, cur, out_buf, ov, real_after);
+          c = {out_buf, ov, real_after, sigma};
+        }
+        for (int j = 0; j < p; ++j)
+          add_copy(ph_pack, c.buf, c.view.sub(sends[j]), SEND, block_view(counts, true, j, sends[j]), real_after);
+        break;
+      }
+    }
+
+    // Where the blocks land, and whether they need unpacking.
+    const bool box_now = recv_is_box(sigma);
+    const StridedView as_box = StridedView::dense(0, next_box, sigma);
+    const StridedView final_view = StridedView::dense(0, next_box, row_major_order);
+    const bool direct_out = next_is_final && box_now && as_box.stride == final_view.stride;
+    int recv_buf = direct_out ? OUT : (send_buf == RECV ? free_work(cur.buf) : RECV);
+
+    Step x;
+    x.kind = Step::exchange;
+    x.phase = ph_alltoall;
+    x.src = send_buf, x.dst = recv_buf, x.comm = ci, x.counts = counts;
+    {
+      StridedView sv = StridedView::dense(0, after, sigma), rv = StridedView::dense(0, next_box, sigma);
+      use(send_buf, sv, real_after ? 8 : 16);
+      use(recv_buf, rv, real_after ? 8 : 16);
+    }
+    steps.push_back(x);
+    exchange_info.push_back({p, counts.total_doubles * static_cast<std::int64_t>(sizeof(double)), counts.even});
+
+    if (direct_out) {
+      cur = {OUT, final_view, real_after, row_major_order};
+    } else if (box_now && !next_is_final) {
+      cur = {recv_buf, as_box, real_after, sigma};
+    } else {
+      const int out_buf = next_is_final ? OUT : free_work(recv_buf);
+      const StridedView ov = next_is_final ? final_view : StridedView::dense(0, next_box, sigma);
+      for (int j = 0; j < p; ++j)
+        add_copy(ph_unpack, recv_buf, block_view(counts, false, j, recvs[j]), out_buf, ov.sub(recvs[j]), real_after);
+      cur = {out_buf, ov, real_after, next_is_final ? row_major_order : sigma};
+    }
+  }
+
+  int current_stage = 0;
+  Box3 box_of_current(int cart_rank, bool real) const { return box_of(current_stage, cart_rank, real); }
+
+  void compile() {
+    const int K = stage_count(decomp);
+    const bool real = opt.real_to_complex;
+    const bool fwd = opt.direction == DftDirection::forward;
+    std::vector<Node> nodes;
+    std::vector<int> seq;
+    bool prefix = false;
+    if (opt.input_layout == DftLayout::natural) {
+      if (real && !fwd) prefix = true;
+    }
+    const bool from_end = opt.input_layout == DftLayout::transposed || prefix;
+    for (int k = 0; k < K; ++k) seq.push_back(from_end ? K - 1 - k : k);
+    if (prefix) nodes.push_back({0, {}, -1});
+    for (std::size_t i = 0; i < seq.size(); ++i) {
+      Node nd{seq[i], stage_axes(decomp, seq[i]), -1};
+      if (i > 0) nd.comm = comm_for(stage_comm_dims(decomp, std::max(seq[i], seq[i - 1])));
+      else if (prefix) nd.comm = comm_for({});
+      nodes.push_back(nd);
+    }
+    const int out_stage = opt.output_layout == DftLayout::natural ? 0 : K - 1;
+    if (nodes.back().stage != out_stage) nodes.push_back({out_stage, {}, comm_for({})});
+
+    in_real = real && fwd;
+    out_real = real && !fwd;
+    in_box = box_of(nodes.front().stage, rank, in_real);
+    out_box = box_of(out_stage, rank, out_real);
+
+    Cursor cur{IN, StridedView::dense(0, in_box, row_major_order), in_real, row_major_order};
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      current_stage = nodes[i].stage;
+      std::vector<int> axes = nodes[i].axes;
+      if (real && std::find(axes.begin(), axes.end(), 2) != axes.end()) {
+        // r2c must come first (the data is real), c2r last (the result is real).
+        axes.erase(std::find(axes.begin(), axes.end(), 2));
+        if (fwd) axes.insert(axes.begin(), 2);
+        else axes.push_back(2);
+      }
+      for (std::size_t k = 0; k + 1 < axes.size(); ++k) {
+        FftDesc d{kind_for(axes[k], cur.real), axes[k], n_real[axes[k]]};
+        const bool real_after = d.kind == FftKind::c2r ? true : d.kind == FftKind::r2c ? false : cur.real;
+        Box3 after = cur.view.box;
+        if (d.kind != FftKind::c2c) after.lo[2] = 0, after.hi[2] = dims(real_after)[2];
+        const bool in_place = cur.buf != IN && d.kind == FftKind::c2c;
+        const int out_buf = in_place ? cur.buf : free_work(cur.buf);
+        const StridedView ov = in_place ? cur.view : StridedView::dense(0, after, cur.order);
+        add_fft(d, cur, out_buf, ov, real_after);
+        cur = {out_buf, ov, real_after, cur.order};
+      }
+      const bool has_fft = !axes.empty();
+      FftDesc last{};
+      if (has_fft) last = {kind_for(axes.back(), cur.real), axes.back(), n_real[axes.back()]};
+      if (i + 1 < nodes.size()) {
+        const bool next_final = (i + 2 == nodes.size()) && nodes[i + 1].axes.empty();
+        deliver(cur, has_fft, last, nodes[i + 1].stage, next_final, nodes[i + 1].comm);
+      } else {
+        deliver(cur, has_fft, last, -1, true, -1);
+      }
+    }
+    if (cur.buf != OUT) throw failure("DFT plan: result not delivered to the output");
+    if (opt.normalize) {
+      Step s;
+      s.kind = Step::scale;
+      s.phase = ph_fft;
+      s.doubles = out_box.count() * (out_real ? 1 : 2);
+      s.factor = 1.0 / (static_cast<double>(n_real[0]) * n_real[1] * n_real[2]);
+      steps.push_back(s);
+    }
+  }
+
+  void allocate_and_plan() {
+    // FFTs that read the user's input or write the user's output are planned
+    // on a stand-in internal buffer of the same alignment.
+    for (Step& s : steps) {
+      if (s.kind != Step::fft) continue;
+      const auto [sb, db] = planning_buffers(s);
+      use(sb, s.src_view, s.src_real ? 8 : 16);
+      use(db, s.dst_view, s.dst_real ? 8 : 16);
+    }
+    for (int b = W0; b < NBUF; ++b) buffers[b] = FftwBuffer(need[b]);
+    plans.reserve(steps.size());
+    const int sign = opt.direction == DftDirection::forward ? FFTW_FORWARD : FFTW_BACKWARD;
+    for (Step& s : steps) {
+      if (s.kind != Step::fft) continue;
+      const auto [sb, db] = planning_buffers(s);
+      char* ip = buffers[sb].data() + s.src_view.offset * (s.src_real ? 8 : 16);
+      char* op = buffers[db].data() + s.dst_view.offset * (s.dst_real ? 8 : 16);
+      const int t = s.desc.axis;
+      FftDim tr{s.desc.n, s.src_view.stride[t], s.dst_view.stride[t]};
+      std::vector<FftDim> batch;
+      for (int a = 0; a < 3; ++a)
+        if (a != t && s.src_view.box.size(a) > 1)
+          batch.push_back({s.src_view.box.size(a), s.src_view.stride[a], s.dst_view.stride[a]});
+      plans.emplace_back(s.desc.kind, sign, tr, batch, ip, op, opt.planner, opt.threads, s.src == IN);
+    }
+    std::size_t k = 0;
+    for (Step& s : steps)
+      if (s.kind == Step::fft) s.plan = &plans[k++];
+  }
+
+  // Internal buffers to plan a step on: the user's arrays are replaced by
+  // stand-ins distinct from the step's other buffer.
+  static std::pair<int, int> planning_buffers(const Step& s) {
+    int sb = s.src, db = s.dst;
+    auto pick = [](int avoid1, int avoid2) -> int {
+      for (int b : {W0, W1, SEND, RECV})
+        if (b != avoid1 && b != avoid2) return b;
+      return W0;
+    };
+    if (sb == IN) sb = pick(db, db);
+    if (db == OUT) db = pick(sb, s.src);
+    return {sb, db};
+  }
+
+  DftTimes run(const void* in, void* out) {
+    char* ptr[NBUF];
+    ptr[IN] = static_cast<char*>(const_cast<void*>(in));
+    ptr[OUT] = static_cast<char*>(out);
+    for (int b = W0; b < NBUF; ++b) ptr[b] = buffers[b].data();
+    double t[4] = {0, 0, 0, 0};
+    const double t0 = MPI_Wtime();
+    for (const Step& s : steps) {
+      const double a = MPI_Wtime();
+      switch (s.kind) {
+        case Step::fft:
+          s.plan->execute(ptr[s.src] + s.src_view.offset * (s.src_real ? 8 : 16),
+                          ptr[s.dst] + s.dst_view.offset * (s.dst_real ? 8 : 16));
+          break;
+        case Step::copy:
+          copy_box(ptr[s.src], s.src_view, ptr[s.dst], s.dst_view, s.elem, opt.threads);
+          break;
+        case Step::exchange:
+          run_exchange(s.counts, ptr[s.src], ptr[s.dst], comms[s.comm]);
+          break;
+        case Step::scale: {
+          double* p = reinterpret_cast<double*>(ptr[OUT]);
+          const std::int64_t n = s.doubles;
+          const double f = s.factor;
+#pragma omp parallel for schedule(static) num_threads(opt.threads) if (opt.threads > 1)
+          for (std::int64_t i = 0; i < n; ++i) p[i] *= f;
+          break;
+        }
+      }
+      t[s.phase] += MPI_Wtime() - a;
+    }
+    DftTimes r;
+    r.fft = t[ph_fft], r.pack = t[ph_pack], r.alltoall = t[ph_alltoall], r.unpack = t[ph_unpack];
+    r.total = MPI_Wtime() - t0;
+    return r;
+  }
+
+  DftTimes execute(const void* in, std::size_t in_count, bool in_is_real, void* out, std::size_t out_count,
+                   bool out_is_real) {
+    std::string err;
+    const char* kind = in_real ? "real" : "complex";
+    const char* okind = out_real ? "real" : "complex";
+    if (in_is_real != in_real || out_is_real != out_real)
+      err = std::string("distributed DFT: this plan maps ") + kind + " input to " + okind + " output";
+    else if (in_count != static_cast<std::size_t>(in_box.count()))
+      err = "distributed DFT: rank " + std::to_string(rank) + " was given an input of " + std::to_string(in_count) +
+            " elements, its box " + in_box.to_string() + " holds " + std::to_string(in_box.count());
+    else if (out_count != static_cast<std::size_t>(out_box.count()))
+      err = "distributed DFT: rank " + std::to_string(rank) + " was given an output of " + std::to_string(out_count) +
+            " elements, its box " + out_box.to_string() + " holds " + std::to_string(out_box.count());
+    else if ((in_count && !in) || (out_count && !out))
+      err = "distributed DFT: rank " + std::to_string(rank) + " was given a null buffer";
+    else if ((in_count && !fftw_aligned(in)) || (out_count && !fftw_aligned(out)))
+      err = "distributed DFT: rank " + std::to_string(rank) + " was given a buffer not aligned to 16 bytes";
+    else if (in_count && out_count && in == out)
+      err = "distributed DFT: in-place execution is not supported (input and output are one buffer)";
+    agree_on_errors(world, err);
+    return run(in, out);
+  }
+};
+
+DftPlan::DftPlan(MPI_Comm comm, const DftOptions& o) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.world = comm;
+  m.opt = o;
+  MPI_Comm_rank(comm, &m.rank);
+  MPI_Comm_size(comm, &m.size);
+
+  // Validate everything on every rank before any other communication.
+  std::string err;
+  std::ostringstream e;
+  if (o.size[0] < 1 || o.size[1] < 1 || o.size[2] < 1) {
+    e << "distributed DFT: size " << o.size[0] << "x" << o.size[1] << "x" << o.size[2]
+      << " has an empty dimension";
+  } else if (o.threads < 1) {
+    e << "distributed DFT: threads must be at least 1 (got " << o.threads << ")";
+  } else if (o.real_to_complex && o.direction == DftDirection::forward && o.input_layout != DftLayout::natural) {
+    e << "distributed DFT: a real-to-complex transform takes natural input";
+  } else if (o.real_to_complex && o.direction == DftDirection::backward && o.output_layout != DftLayout::natural) {
+    e << "distributed DFT: a complex-to-real transform gives natural output";
+  } else {
+    m.decomp = o.decomposition == Decomposition::automatic ? choose_decomposition(o.size, m.size) : o.decomposition;
+    const int gr = grid_rank(m.decomp);
+    if (o.grid.empty()) {
+      m.grid = min_surface_grid(m.decomp, o.size, m.size);
+    } else if (static_cast<int>(o.grid.size()) != gr) {
+      e << "distributed DFT: " << to_string(m.decomp) << " needs a " << gr << "-D process grid, got "
+        << o.grid.size() << " dimension(s)";
+    } else {
+      long long prod = 1;
+      bool positive = true;
+      for (int g : o.grid) prod *= g, positive = positive && g >= 1;
+      std::string gs;
+      for (std::size_t i = 0; i < o.grid.size(); ++i) gs += (i ? "x" : "") + std::to_string(o.grid[i]);
+      if (!positive || prod != m.size)
+        e << "distributed DFT: process grid " << gs << " does not fit " << m.size << " ranks";
+      else
+        m.grid = o.grid;
+    }
+  }
+  err = e.str();
+  agree_on_errors(comm, err);
+
+  m.n_real = o.size;
+  m.n_cplx = o.size;
+  if (o.real_to_complex) m.n_cplx[2] = o.size[2] / 2 + 1;
+  const int nd = static_cast<int>(m.grid.size());
+  std::vector<int> periods(nd, 0);
+  MPI_Cart_create(comm, nd, m.grid.data(), periods.data(), 0, &m.cart);
+  int cart_rank = 0;
+  MPI_Comm_rank(m.cart, &cart_rank);
+  m.rank = cart_rank;
+  m.coords.assign(m.size, std::vector<int>(nd, 0));
+  for (int r = 0; r < m.size; ++r) MPI_Cart_coords(m.cart, r, nd, m.coords[r].data());
+  m.compile();
+  // Allocation and FFTW planning can fail on one rank only: tell everyone.
+  std::string plan_error;
+  try {
+    m.allocate_and_plan();
+  } catch (const std::exception& ex) {
+    plan_error = ex.what();
+  }
+  agree_on_errors(comm, plan_error);
+}
+
+DftPlan::~DftPlan() {
+  if (!impl_) return;
+  for (MPI_Comm& c : impl_->comms)
+    if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
+  if (impl_->cart != MPI_COMM_NULL) MPI_Comm_free(&impl_->cart);
+}
+
+DftTimes DftPlan::execute(const cplx* in, std::size_t ni, cplx* out, std::size_t no) {
+  return impl_->execute(in, ni, false, out, no, false);
+}
+DftTimes DftPlan::execute(const double* in, std::size_t ni, cplx* out, std::size_t no) {
+  return impl_->execute(in, ni, true, out, no, false);
+}
+DftTimes DftPlan::execute(const cplx* in, std::size_t ni, double* out, std::size_t no) {
+  return impl_->execute(in, ni, false, out, no, true);
+}
+
+const Box3& DftPlan::input_box() const { return impl_->in_box; }
+const Box3& DftPlan::output_box() const { return impl_->out_box; }
+Decomposition DftPlan::decomposition() const { return impl_->decomp; }
+const std::vector<int>& DftPlan::grid() const { return impl_->grid; }
+std::string DftPlan::grid_string() const {
+  std::string s;
+  for (std::size_t i = 0; i < impl_->grid.size(); ++i) s += (i ? "x" : "") + std::to_string(impl_->grid[i]);
+  return s;
+}
+const std::vector<DftExchangeInfo>& DftPlan::exchanges() const { return impl_->exchange_info; }
+const DftOptions& DftPlan::options() const { return impl_->opt; }
+
+}  // namespace driftscan::mpi
