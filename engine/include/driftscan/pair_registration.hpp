@@ -1,0 +1,78 @@
+#pragma once
+// Registration of a pair of frames by cross-correlation in Fourier space: the
+// unambiguous first guess of the scan (consecutive frames move by much less
+// than a lattice period) and the element e_k = (k-1 -> k, T_{k-1,k}).
+//
+// Both frames (or the same ROI of both) have their mean removed and are
+// apodised (Hann or Tukey window, so the frame edges do not correlate), are
+// transformed with FFTW (r2c, plans cached per size), multiplied, optionally
+// band-passed, and transformed back. The integer peak is searched within the
+// max-shift bound; the subpixel position is the maximum of the correlation
+// interpolated exactly from the cross-power spectrum (the peak an upsampled
+// DFT converges to, Guizar-Sicairos, Thurman & Fienup, Opt. Lett. 33, 156
+// (2008)), found by Newton steps whose gradient and Hessian are DFT sums, so
+// no surface is upsampled and no peak shape is fitted (no pixel locking).
+//
+// Plan/execute: make one PairRegistrationPlan per frame size; execute() is
+// const and thread-safe (scratch buffers are per call).
+#include <cstddef>
+#include <memory>
+
+#include "driftscan/frame.hpp"
+#include "driftscan/registration_settings.hpp"
+#include "driftscan/transform.hpp"
+
+namespace driftscan {
+
+enum class Apodisation { none, hann, tukey };
+
+struct PairRegistrationOptions {
+  Apodisation window = Apodisation::tukey;
+  double tukey_alpha = 0.5;     // fraction of each axis inside the cosine taper
+  double bandpass_low = 0.0;    // keep spatial periods >= low px (0: off)
+  double bandpass_high = 0.0;   // ... and <= high px (0: off)
+  double whitening = 0.0;       // 0: cross-correlation, 1: phase correlation (|X|^-w weighting)
+  double max_shift = 0.0;       // bound on |dx|, |dy| in px (0: up to a quarter of the size)
+  bool dft_subpixel = true;     // false: parabola through the integer neighbours only
+  Roi roi;                      // region of both frames used (whole frame when empty)
+
+  static PairRegistrationOptions from(const RegistrationSettings& settings);
+};
+
+struct PairShift {
+  // T_{i,k} as a translation: f_k(p) ~ f_i(p + (dx, dy)).
+  double dx = 0.0, dy = 0.0;
+  // Peak-to-sidelobe ratio: (peak - mean) / std of the correlation outside
+  // a small zone around the peak. Noise-only pairs give ~ 4-6.
+  double psr = 0.0;
+  // Highest other local maximum (beyond 2 px of the peak) relative to the
+  // peak, both above the correlation mean: near 1 means an ambiguous match
+  // (e.g. a lattice period away).
+  double second_peak = 0.0;
+  bool at_bound = false;        // the peak sits on the max-shift bound (likely wrong)
+
+  Transform transform() const { return Transform::translation(dx, dy); }
+};
+
+class PairRegistrationPlan {
+ public:
+  // Throws bad_input when the ROI does not fit in a width x height frame or is too small.
+  PairRegistrationPlan(int width, int height, const PairRegistrationOptions& options = {});
+
+  // f_i reference, f_k moving; both width x height. Throws bad_input for a
+  // frame of the wrong size, with non-finite pixels or no contrast.
+  PairShift execute(const Frame& fi, const Frame& fk) const;
+
+  int width() const { return width_; }
+  int height() const { return height_; }
+  const PairRegistrationOptions& options() const { return options_; }
+
+  struct State;
+
+ private:
+  int width_, height_;
+  PairRegistrationOptions options_;
+  std::shared_ptr<const State> state_;
+};
+
+}  // namespace driftscan

@@ -1,0 +1,115 @@
+#pragma once
+// The scan element and operator of DriftScan (method.md):
+//   element   e_k = (k-1 -> k, T_{k-1,k})        from a pair registration;
+//   operator  (i -> j, A) (+) (j -> k, B) = (i -> k, refine(f_i, f_k, init = A o B))
+// with T_{i,k} = T_{i,j} o T_{j,k} (transform.hpp). The inclusive scan of
+// e_0 = (0 -> 0, identity), e_1, ..., e_{N-1} yields (0 -> k, T_{0,k}).
+//
+// The operator is a pure function of its two arguments and the frames (it is
+// associative up to the refinement's accuracy), thread-safe, and reads
+// frames through a FrameSource: any worker may need any frame.
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <type_traits>
+
+#include "driftscan/frame_source.hpp"
+#include "driftscan/pair_registration.hpp"
+#include "driftscan/refinement.hpp"
+#include "driftscan/registration_settings.hpp"
+#include "driftscan/transform.hpp"
+
+namespace driftscan {
+
+// Bits of Registration::flags.
+enum RegistrationFlag : std::uint32_t {
+  kBadFrame = 1u << 0,      // frame `to` is unusable (non-finite pixels, blank): exclude it
+  kPairFailed = 1u << 1,    // the pair registration could not be trusted (peak on the bound)
+  kRefineFailed = 1u << 2,  // refinement impossible (no overlap...): transform is the chained guess
+  kNotConverged = 1u << 3,  // refinement stopped at max_iterations
+};
+
+// A scan element: frame `from` -> frame `to` and T_{from,to}, plus the
+// diagnostics of the operation that produced it. Trivially copyable: the
+// distributed scan sends it as bytes.
+struct Registration {
+  std::uint64_t from = 0, to = 0;
+  Transform transform;       // T_{from,to}: f_to(p) ~ f_from(T(p))
+  std::int32_t iterations = 0;  // refinement iterations of the application that made it
+  std::uint32_t flags = 0;      // RegistrationFlag bits
+  double cost = 0.0;            // refinement cost (1 - NCC^2); for pair elements 0
+  double quality = 0.0;         // NCC over the overlap (pair elements: peak-to-sidelobe ratio)
+  double seconds = 0.0;         // wall time of the application
+
+  static Registration identity(std::uint64_t frame) {
+    Registration r;
+    r.from = r.to = frame;
+    return r;
+  }
+
+  static constexpr std::size_t byte_size = sizeof(Transform) + 2 * sizeof(std::uint64_t) + 8 + 3 * sizeof(double);
+  std::array<unsigned char, byte_size> to_bytes() const;
+  // Throws driftscan::Error (failure) on a wrong size.
+  static Registration from_bytes(const unsigned char* data, std::size_t size);
+};
+static_assert(std::is_trivially_copyable_v<Registration>, "the scan sends Registration bitwise");
+
+class RegistrationOperator {
+ public:
+  // `frames` must outlive the operator. Reads the mask file named in the
+  // settings, if any. Throws bad_input on bad settings (ROI outside the
+  // frame, mask of the wrong size...).
+  RegistrationOperator(const FrameSource& frames, const RegistrationSettings& settings,
+                       std::size_t prepared_cache_bytes = std::size_t(64) << 20);
+
+  // (i -> j, a) (+) (j -> k, b) = (i -> k, refined). Thread-safe. Throws
+  // failure when a.to != b.from. A refinement that is impossible (frames
+  // without overlap, blank or non-finite frame i) yields the chained guess
+  // flagged kRefineFailed; an element whose frame `to` is flagged bad is
+  // chained without refinement.
+  Registration operator()(const Registration& a, const Registration& b) const;
+
+  // The element e_k = (k-1 -> k) by pair registration; e_0 = identity(0).
+  // Frame k unusable -> (identity, kBadFrame). Frame k-1 unusable -> frame k
+  // is registered with the closest usable frame before it, and the element
+  // still spans k-1 -> k (the bad frame stands in for that one).
+  Registration element(std::size_t k) const;
+
+  const FrameSource& frames() const { return frames_; }
+  const RegistrationSettings& settings() const { return settings_; }
+  const PairRegistrationPlan& pair_plan() const { return pair_; }
+  const Refinement& refinement() const { return refine_; }
+
+ private:
+  std::shared_ptr<const Refinement::Prepared> prepared(std::size_t k, bool reference, int levels) const;
+
+  const FrameSource& frames_;
+  RegistrationSettings settings_;
+  PairRegistrationPlan pair_;
+  Refinement refine_;
+  // Prepared frames (pyramids): frame 0 is the reference of every
+  // application in the sequential scan. Small LRU guarded by a mutex.
+  struct CacheEntry {
+    std::size_t frame;
+    bool reference;
+    int levels;
+    std::shared_ptr<const Refinement::Prepared> prepared;
+    std::size_t bytes;
+  };
+  mutable std::mutex cache_mutex_;
+  mutable std::list<CacheEntry> cache_;
+  mutable std::size_t cache_bytes_ = 0;
+  std::size_t cache_capacity_;
+};
+
+// Reads a mask TIFF (non-zero = use) for the given frame size; throws
+// bad_input naming the file when it cannot be read or has the wrong size.
+std::shared_ptr<const Frame> load_registration_mask(const std::string& path, int width, int height);
+
+}  // namespace driftscan

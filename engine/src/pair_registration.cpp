@@ -1,0 +1,280 @@
+// Pair registration by Fourier cross-correlation; see pair_registration.hpp.
+#include "driftscan/pair_registration.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <string>
+#include <vector>
+
+#include "driftscan/error.hpp"
+#include "driftscan/fftw_planner.hpp"
+
+namespace driftscan {
+
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+std::vector<float> window_1d(int n, Apodisation kind, double alpha) {
+  std::vector<float> w(static_cast<std::size_t>(n), 1.0f);
+  if (kind == Apodisation::none || n < 3) return w;
+  for (int i = 0; i < n; ++i) {
+    double x = (i + 0.5) / n;  // in (0, 1), symmetric, never exactly zero at the edges
+    double v = 1.0;
+    if (kind == Apodisation::hann) {
+      v = 0.5 - 0.5 * std::cos(2 * kPi * x);
+    } else {
+      double a = std::clamp(alpha, 1e-6, 1.0);
+      if (x < a / 2) v = 0.5 - 0.5 * std::cos(2 * kPi * x / a);
+      else if (x > 1 - a / 2) v = 0.5 - 0.5 * std::cos(2 * kPi * (1 - x) / a);
+    }
+    w[static_cast<std::size_t>(i)] = static_cast<float>(v);
+  }
+  return w;
+}
+
+int signed_index(int i, int n) { return i <= n / 2 ? i : i - n; }
+
+}  // namespace
+
+PairRegistrationOptions PairRegistrationOptions::from(const RegistrationSettings& settings) {
+  PairRegistrationOptions o;
+  o.bandpass_low = settings.bandpass_low;
+  o.bandpass_high = settings.bandpass_high;
+  o.max_shift = settings.max_shift;
+  o.roi = settings.roi;
+  return o;
+}
+
+struct PairRegistrationPlan::State {
+  int x0 = 0, y0 = 0, w = 0, h = 0;  // the ROI
+  std::vector<float> wx, wy;         // separable apodisation
+  std::vector<float> weight;         // band-pass weight per spectrum element (empty: none)
+  RealFft2d<float> fft;
+  int max_sx = 0, max_sy = 0;        // integer search bound
+  State(int w_, int h_) : w(w_), h(h_), fft(w_, h_) {}
+};
+
+PairRegistrationPlan::PairRegistrationPlan(int width, int height, const PairRegistrationOptions& options)
+    : width_(width), height_(height), options_(options) {
+  if (width < 8 || height < 8)
+    throw bad_input("frames of " + std::to_string(width) + "x" + std::to_string(height) +
+                    " are too small to register (at least 8x8)");
+  Roi r = options.roi;
+  if (r.whole_frame()) r = Roi{0, 0, width, height};
+  if (r.x < 0 || r.y < 0 || r.x + r.w > width || r.y + r.h > height)
+    throw bad_input("ROI " + std::to_string(r.x) + "," + std::to_string(r.y) + "," + std::to_string(r.w) + "," +
+                    std::to_string(r.h) + " lies outside the " + std::to_string(width) + "x" +
+                    std::to_string(height) + " frame");
+  if (r.w < 8 || r.h < 8) throw bad_input("ROI smaller than 8x8 pixels cannot be registered");
+  if (options.bandpass_low < 0 || options.bandpass_high < 0 ||
+      (options.bandpass_high > 0 && options.bandpass_low > 0 && options.bandpass_high <= options.bandpass_low))
+    throw bad_input("band-pass: need 0 <= low < high (spatial periods in px)");
+
+  auto st = std::make_shared<State>(r.w, r.h);
+  st->x0 = r.x;
+  st->y0 = r.y;
+  st->wx = window_1d(r.w, options.window, options.tukey_alpha);
+  st->wy = window_1d(r.h, options.window, options.tukey_alpha);
+  if (options.bandpass_low > 0 || options.bandpass_high > 0) {
+    // Gaussian roll-offs: periods shorter than `low` (noise) and longer than
+    // `high` (background) are attenuated to 1/e^0.5 at the cut-off.
+    int sw = st->fft.spectrum_width();
+    st->weight.assign(st->fft.spectrum_size(), 1.0f);
+    for (int ky = 0; ky < r.h; ++ky)
+      for (int kx = 0; kx < sw; ++kx) {
+        double fy = static_cast<double>(signed_index(ky, r.h)) / r.h, fx = static_cast<double>(kx) / r.w;
+        double f = std::hypot(fx, fy);  // cycles per pixel
+        double g = 1.0;
+        if (options.bandpass_low > 0) g *= std::exp(-0.5 * std::pow(f * options.bandpass_low, 2));
+        if (options.bandpass_high > 0) g *= 1.0 - std::exp(-0.5 * std::pow(f * options.bandpass_high, 2));
+        st->weight[static_cast<std::size_t>(ky) * sw + kx] = static_cast<float>(g);
+      }
+  }
+  int qx = std::max(1, r.w / 4), qy = std::max(1, r.h / 4);
+  if (options.max_shift > 0) {
+    qx = std::min(r.w / 2 - 1, static_cast<int>(std::ceil(options.max_shift)));
+    qy = std::min(r.h / 2 - 1, static_cast<int>(std::ceil(options.max_shift)));
+  }
+  st->max_sx = std::max(1, qx);
+  st->max_sy = std::max(1, qy);
+  state_ = std::move(st);
+}
+
+PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const {
+  const State& s = *state_;
+  for (const Frame* f : {&fi, &fk})
+    if (f->width != width_ || f->height != height_ || f->size() != static_cast<std::size_t>(width_) * height_)
+      throw bad_input("pair registration: frame is " + std::to_string(f->width) + "x" + std::to_string(f->height) +
+                      ", expected " + std::to_string(width_) + "x" + std::to_string(height_));
+  const std::size_t n = s.fft.real_size(), ns = s.fft.spectrum_size();
+  const int sw = s.fft.spectrum_width();
+  // Per-thread scratch, reused across calls (allocation and page faults
+  // would otherwise cost as much as the transforms).
+  thread_local struct Scratch {
+    FftBuffer<float> a, b;
+    FftBuffer<std::complex<float>> A, B;
+    std::vector<std::complex<float>> R;
+  } scratch;
+  if (scratch.a.size() != n || scratch.A.size() != ns) {
+    scratch.a = FftBuffer<float>(n);
+    scratch.b = FftBuffer<float>(n);
+    scratch.A = FftBuffer<std::complex<float>>(ns);
+    scratch.B = FftBuffer<std::complex<float>>(ns);
+    scratch.R.resize(ns);
+  }
+  FftBuffer<float>&a = scratch.a, &b = scratch.b;
+  FftBuffer<std::complex<float>>&A = scratch.A, &B = scratch.B;
+  std::vector<std::complex<float>>& R = scratch.R;
+
+  // Mean removal and apodisation; the mean of the windowed ROI is removed so
+  // the DC term (and the window's own spectrum) does not dominate.
+  auto prepare = [&](const Frame& f, FftBuffer<float>& out, const char* which) {
+    double sum = 0.0, sum2 = 0.0;
+    for (int y = 0; y < s.h; ++y) {
+      const float* row = f.row(s.y0 + y) + s.x0;
+      for (int x = 0; x < s.w; ++x) {
+        double v = row[x];
+        if (!std::isfinite(v))
+          throw bad_input(std::string("pair registration: ") + which + " frame has a non-finite pixel at (" +
+                          std::to_string(s.x0 + x) + ", " + std::to_string(s.y0 + y) + ")");
+        sum += v;
+        sum2 += v * v;
+      }
+    }
+    double mean = sum / static_cast<double>(n);
+    double var = sum2 / static_cast<double>(n) - mean * mean;
+    if (!(var > 1e-12 * std::max(1.0, mean * mean)))
+      throw bad_input(std::string("pair registration: ") + which + " frame is blank (no contrast in the region)");
+    for (int y = 0; y < s.h; ++y) {
+      const float* row = f.row(s.y0 + y) + s.x0;
+      float* o = out.data() + static_cast<std::size_t>(y) * s.w;
+      for (int x = 0; x < s.w; ++x) o[x] = static_cast<float>((row[x] - mean) * s.wy[y] * s.wx[x]);
+    }
+  };
+  prepare(fi, a, "reference");
+  prepare(fk, b, "moving");
+  s.fft.forward(a.data(), A.data());
+  s.fft.forward(b.data(), B.data());
+
+  // Cross-power spectrum R = A conj(B) (weighted); IFFT(R)[s] = sum_p a(p+s) b(p).
+  const double wexp = std::clamp(options_.whitening, 0.0, 1.0);
+  for (std::size_t i = 0; i < ns; ++i) {
+    std::complex<float> r = A[i] * std::conj(B[i]);
+    if (!s.weight.empty()) r *= s.weight[i];
+    if (wexp > 0) r /= static_cast<float>(std::pow(std::abs(r) + 1e-20, wexp));
+    R[i] = r;
+  }
+  R[0] = 0.0f;  // no DC: the correlation has zero mean
+  std::copy(R.begin(), R.end(), A.data());
+  s.fft.inverse(A.data(), a.data());  // a now holds the correlation surface
+  const float* c = a.data();
+  auto at = [&](int sx, int sy) {
+    int ix = (sx % s.w + s.w) % s.w, iy = (sy % s.h + s.h) % s.h;
+    return c[static_cast<std::size_t>(iy) * s.w + ix];
+  };
+
+  // Integer peak within the bound.
+  int px = 0, py = 0;
+  float best = -INFINITY;
+  for (int sy = -s.max_sy; sy <= s.max_sy; ++sy)
+    for (int sx = -s.max_sx; sx <= s.max_sx; ++sx) {
+      float v = at(sx, sy);
+      if (v > best) best = v, px = sx, py = sy;
+    }
+  PairShift out;
+  out.at_bound = std::abs(px) == s.max_sx || std::abs(py) == s.max_sy;
+
+  // Peak-to-sidelobe ratio and second peak, over the whole surface (its
+  // mean is 0 since the DC term was removed; computed anyway for clarity).
+  double sum = 0.0, sum2 = 0.0;
+  std::size_t cnt = 0;
+  float second = -INFINITY;
+  for (int iy = 0; iy < s.h; ++iy)
+    for (int ix = 0; ix < s.w; ++ix) {
+      int sx = signed_index(ix, s.w), sy = signed_index(iy, s.h);
+      int ddx = sx - px, ddy = sy - py;
+      ddx = std::min(std::abs(ddx), s.w - std::abs(ddx));
+      ddy = std::min(std::abs(ddy), s.h - std::abs(ddy));
+      float v = c[static_cast<std::size_t>(iy) * s.w + ix];
+      if (ddx <= 2 && ddy <= 2) continue;
+      sum += v;
+      sum2 += static_cast<double>(v) * v;
+      ++cnt;
+      if (v > second && v >= at(sx - 1, sy) && v >= at(sx + 1, sy) && v >= at(sx, sy - 1) && v >= at(sx, sy + 1))
+        second = v;
+    }
+  double mean = cnt ? sum / cnt : 0.0;
+  double sd = cnt ? std::sqrt(std::max(0.0, sum2 / cnt - mean * mean)) : 0.0;
+  out.psr = sd > 0 ? (best - mean) / sd : 0.0;
+  out.second_peak = best > mean && std::isfinite(second) ? std::max(0.0, (second - mean) / (best - mean)) : 0.0;
+
+  // Subpixel: a parabola through the integer neighbours, then Newton steps
+  // on the correlation evaluated exactly from the cross-power spectrum
+  // (band-limited interpolation: the peak of the DFT-upsampled surface
+  // without computing the surface).
+  auto parabola = [](double l, double m, double r) {
+    double den = l - 2 * m + r;
+    return den < 0 ? std::clamp(0.5 * (l - r) / den, -0.5, 0.5) : 0.0;
+  };
+  double ex = px + parabola(at(px - 1, py), best, at(px + 1, py));
+  double ey = py + parabola(at(px, py - 1), best, at(px, py + 1));
+  if (options_.dft_subpixel) {
+    std::vector<double> mult(static_cast<std::size_t>(sw)), wxk(static_cast<std::size_t>(sw));
+    for (int kx = 0; kx < sw; ++kx) {
+      mult[static_cast<std::size_t>(kx)] = (kx == 0 || (s.w % 2 == 0 && kx == s.w / 2)) ? 1.0 : 2.0;  // Hermitian half
+      wxk[static_cast<std::size_t>(kx)] = 2 * kPi * kx / s.w;
+    }
+    std::vector<std::complex<double>> phx(static_cast<std::size_t>(sw));
+    const double start_x = ex, start_y = ey;
+    // c(s) = sum m Re(R e^{i w.s}); gradient and Hessian follow from the
+    // three row sums T_n = sum_kx m wx^n R e^{i wx sx}.
+    for (int it = 0; it < 5; ++it) {
+      for (int kx = 0; kx < sw; ++kx)
+        phx[static_cast<std::size_t>(kx)] = std::polar(1.0, wxk[static_cast<std::size_t>(kx)] * ex);
+      double gx = 0, gy = 0, hxx = 0, hxy = 0, hyy = 0;
+      for (int ky = 0; ky < s.h; ++ky) {
+        const std::complex<float>* row = R.data() + static_cast<std::size_t>(ky) * sw;
+        double t0r = 0, t0i = 0, t1r = 0, t1i = 0, t2r = 0, t2i = 0;
+        for (int kx = 0; kx < sw; ++kx) {
+          const auto& e = phx[static_cast<std::size_t>(kx)];
+          double rr = row[kx].real(), ri = row[kx].imag();
+          double m = mult[static_cast<std::size_t>(kx)], w = wxk[static_cast<std::size_t>(kx)];
+          double zr = m * (rr * e.real() - ri * e.imag()), zi = m * (rr * e.imag() + ri * e.real());
+          t0r += zr, t0i += zi;
+          t1r += w * zr, t1i += w * zi;
+          t2r += w * w * zr, t2i += w * w * zi;
+        }
+        double wy = 2 * kPi * signed_index(ky, s.h) / s.h;
+        double cr = std::cos(wy * ey), ci = std::sin(wy * ey);
+        double z0r = t0r * cr - t0i * ci, z0i = t0r * ci + t0i * cr;
+        double z1r = t1r * cr - t1i * ci, z1i = t1r * ci + t1i * cr;
+        double z2r = t2r * cr - t2i * ci;
+        gx -= z1i;
+        gy -= wy * z0i;
+        hxx -= z2r;
+        hxy -= wy * z1r;
+        hyy -= wy * wy * z0r;
+      }
+      double det = hxx * hyy - hxy * hxy;
+      if (!(hxx < 0 && det > 0)) break;  // not at a maximum's cap: keep what we have
+      double sx = -(hyy * gx - hxy * gy) / det, sy = -(hxx * gy - hxy * gx) / det;
+      double len = std::hypot(sx, sy);
+      if (len > 0.25) sx *= 0.25 / len, sy *= 0.25 / len;  // trust region
+      ex += sx;
+      ey += sy;
+      if (std::abs(ex - start_x) > 1.0 || std::abs(ey - start_y) > 1.0) {  // wandered off: undo
+        ex = start_x;
+        ey = start_y;
+        break;
+      }
+      if (len < 1e-4) break;
+    }
+  }
+  out.dx = ex;
+  out.dy = ey;
+  return out;
+}
+
+}  // namespace driftscan

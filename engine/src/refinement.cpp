@@ -1,0 +1,521 @@
+// Intensity-based refinement (inverse-compositional Gauss-Newton with
+// gain/offset and LM damping); see refinement.hpp.
+#include "driftscan/refinement.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <string>
+
+#include "driftscan/error.hpp"
+#include "driftscan/cubic_bspline.hpp"
+
+namespace driftscan {
+
+namespace {
+
+// Clamped separable convolution with a symmetric kernel k[0..r].
+Frame convolve_separable(const Frame& f, const std::vector<float>& k) {
+  const int r = static_cast<int>(k.size()) - 1, w = f.width, h = f.height;
+  Frame tmp(w, h), out(w, h);
+  for (int y = 0; y < h; ++y) {
+    const float* in = f.row(y);
+    float* o = tmp.row(y);
+    for (int x = 0; x < w; ++x) {
+      float s = k[0] * in[x];
+      if (x >= r && x + r < w) {
+        for (int i = 1; i <= r; ++i) s += k[static_cast<std::size_t>(i)] * (in[x - i] + in[x + i]);
+      } else {
+        for (int i = 1; i <= r; ++i)
+          s += k[static_cast<std::size_t>(i)] * (in[std::max(0, x - i)] + in[std::min(w - 1, x + i)]);
+      }
+      o[x] = s;
+    }
+  }
+  for (int y = 0; y < h; ++y) {
+    float* o = out.row(y);
+    const float* c = tmp.row(y);
+    for (int x = 0; x < w; ++x) o[x] = k[0] * c[x];
+    for (int i = 1; i <= r; ++i) {
+      const float* up = tmp.row(std::max(0, y - i));
+      const float* dn = tmp.row(std::min(h - 1, y + i));
+      const float ki = k[static_cast<std::size_t>(i)];
+      for (int x = 0; x < w; ++x) o[x] += ki * (up[x] + dn[x]);
+    }
+  }
+  return out;
+}
+
+// Burt's 5-tap kernel then every other pixel: level L pixel i sits at 2^L i.
+Frame downsample(const Frame& f) {
+  Frame blurred = convolve_separable(f, {6.0f / 16, 4.0f / 16, 1.0f / 16});
+  Frame out((f.width + 1) / 2, (f.height + 1) / 2);
+  for (int y = 0; y < out.height; ++y)
+    for (int x = 0; x < out.width; ++x) out.at(x, y) = blurred.at(2 * x, 2 * y);
+  return out;
+}
+
+void gradients(const Frame& f, Frame& gx, Frame& gy) {
+  gx = Frame(f.width, f.height);
+  gy = Frame(f.width, f.height);
+  for (int y = 0; y < f.height; ++y)
+    for (int x = 0; x < f.width; ++x) {
+      int xl = std::max(0, x - 1), xr = std::min(f.width - 1, x + 1);
+      int yu = std::max(0, y - 1), yd = std::min(f.height - 1, y + 1);
+      gx.at(x, y) = (f.at(xr, y) - f.at(xl, y)) / static_cast<float>(std::max(1, xr - xl));
+      gy.at(x, y) = (f.at(x, yd) - f.at(x, yu)) / static_cast<float>(std::max(1, yd - yu));
+    }
+}
+
+int param_count(MotionModel m) { return m == MotionModel::translation ? 2 : m == MotionModel::rigid ? 3 : 6; }
+
+// Solves (H + lambda diag H) x = b for n <= 6 by Gaussian elimination with
+// partial pivoting; false when singular.
+bool solve(int n, const std::array<double, 36>& H, const std::array<double, 6>& b, double lambda,
+           std::array<double, 6>& x) {
+  double m[6][7];
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) m[i][j] = H[static_cast<std::size_t>(i * 6 + j)];
+    m[i][i] *= 1.0 + lambda;
+    m[i][n] = b[static_cast<std::size_t>(i)];
+  }
+  for (int c = 0; c < n; ++c) {
+    int p = c;
+    for (int r = c + 1; r < n; ++r)
+      if (std::abs(m[r][c]) > std::abs(m[p][c])) p = r;
+    if (!(std::abs(m[p][c]) > 1e-300)) return false;
+    if (p != c)
+      for (int j = 0; j <= n; ++j) std::swap(m[p][j], m[c][j]);
+    for (int r = c + 1; r < n; ++r) {
+      double f = m[r][c] / m[c][c];
+      for (int j = c; j <= n; ++j) m[r][j] -= f * m[c][j];
+    }
+  }
+  for (int i = n - 1; i >= 0; --i) {
+    double s = m[i][n];
+    for (int j = i + 1; j < n; ++j) s -= m[i][j] * x[static_cast<std::size_t>(j)];
+    x[static_cast<std::size_t>(i)] = s / m[i][i];
+    if (!std::isfinite(x[static_cast<std::size_t>(i)])) return false;
+  }
+  return true;
+}
+
+struct Span {
+  int y, x0, x1;  // inclusive
+};
+
+}  // namespace
+
+struct Refinement::Prepared {
+  std::vector<Frame> level, gx, gy;  // samples (+ gradients for a reference)
+  std::vector<Frame> coeff;          // cubic B-spline coefficients (for a moving frame)
+};
+
+RefineOptions RefineOptions::from(const RegistrationSettings& s) {
+  RefineOptions o;
+  o.model = s.model;
+  o.roi = s.roi;
+  o.pyramid_levels = s.pyramid_levels;
+  o.max_iterations = s.max_iterations;
+  o.tolerance = s.tolerance;
+  return o;
+}
+
+Frame gaussian_smooth(const Frame& f, double sigma) {
+  if (!(sigma > 0) || f.empty()) return f;
+  int r = std::max(1, static_cast<int>(std::ceil(3.0 * sigma)));
+  std::vector<float> k(static_cast<std::size_t>(r) + 1);
+  double sum = 0;
+  for (int i = 0; i <= r; ++i) {
+    k[static_cast<std::size_t>(i)] = static_cast<float>(std::exp(-0.5 * i * i / (sigma * sigma)));
+    sum += (i == 0 ? 1 : 2) * k[static_cast<std::size_t>(i)];
+  }
+  for (auto& v : k) v = static_cast<float>(v / sum);
+  return convolve_separable(f, k);
+}
+
+Refinement::Refinement(int width, int height, const RefineOptions& options)
+    : width_(width), height_(height), options_(options) {
+  roi_ = options.roi.whole_frame() ? Roi{0, 0, width, height} : options.roi;
+  if (roi_.x < 0 || roi_.y < 0 || roi_.x + roi_.w > width || roi_.y + roi_.h > height)
+    throw bad_input("ROI " + std::to_string(roi_.x) + "," + std::to_string(roi_.y) + "," + std::to_string(roi_.w) +
+                    "," + std::to_string(roi_.h) + " lies outside the " + std::to_string(width) + "x" +
+                    std::to_string(height) + " frame");
+  if (roi_.w < 8 || roi_.h < 8) throw bad_input("ROI smaller than 8x8 pixels cannot be registered");
+  if (options.mask && (options.mask->width != width || options.mask->height != height))
+    throw bad_input("mask is " + std::to_string(options.mask->width) + "x" + std::to_string(options.mask->height) +
+                    ", frames are " + std::to_string(width) + "x" + std::to_string(height));
+  if (options.max_iterations < 1) throw bad_input("max_iterations must be at least 1");
+  if (!(options.tolerance > 0)) throw bad_input("tolerance must be positive");
+  levels_ = 1;
+  int w = width, h = height;
+  while (levels_ < std::max(1, options.pyramid_levels) && (w + 1) / 2 >= options.min_level_size &&
+         (h + 1) / 2 >= options.min_level_size) {
+    w = (w + 1) / 2;
+    h = (h + 1) / 2;
+    ++levels_;
+  }
+  if (options.mask) {
+    auto masks = std::make_shared<std::vector<Frame>>();
+    Frame m(width, height);
+    for (std::size_t i = 0; i < m.size(); ++i) m.pixels[i] = options.mask->pixels[i] != 0.0f ? 1.0f : 0.0f;
+    masks->push_back(m);
+    for (int l = 1; l < levels_; ++l) masks->push_back(downsample(masks->back()));
+    level_masks_ = std::move(masks);
+  }
+}
+
+int Refinement::levels_for(double init_uncertainty) const {
+  int start = init_uncertainty >= 2.0 ? static_cast<int>(std::floor(std::log2(init_uncertainty))) : 0;
+  return std::clamp(start, 0, levels_ - 1) + 1;
+}
+
+std::shared_ptr<const Refinement::Prepared> Refinement::prepare(const Frame& f, bool as_reference, int levels) const {
+  if (f.width != width_ || f.height != height_ || f.size() != static_cast<std::size_t>(width_) * height_)
+    throw bad_input("refinement: frame is " + std::to_string(f.width) + "x" + std::to_string(f.height) +
+                    ", expected " + std::to_string(width_) + "x" + std::to_string(height_));
+  for (std::size_t i = 0; i < f.size(); ++i)
+    if (!std::isfinite(f.pixels[i]))
+      throw bad_input("refinement: non-finite pixel at (" + std::to_string(i % width_) + ", " +
+                      std::to_string(i / width_) + ")");
+  auto p = std::make_shared<Prepared>();
+  const int n = levels <= 0 ? levels_ : std::min(levels, levels_);
+  p->level.push_back(gaussian_smooth(f, options_.prefilter_sigma));
+  for (int l = 1; l < n; ++l) p->level.push_back(downsample(p->level.back()));
+  for (const Frame& l : p->level) {
+    p->coeff.push_back(l);
+    bspline_prefilter(p->coeff.back());
+  }
+  if (as_reference) {
+    p->gx.resize(p->level.size());
+    p->gy.resize(p->level.size());
+    for (std::size_t l = 0; l < p->level.size(); ++l) gradients(p->level[l], p->gx[l], p->gy[l]);
+  }
+  return p;
+}
+
+RefineResult Refinement::execute(const Frame& reference, const Frame& moving, const Transform& init,
+                                 double init_uncertainty) const {
+  return execute(*prepare(reference, true, levels_for(init_uncertainty)),
+                 *prepare(moving, false, levels_for(init_uncertainty)), init, init_uncertainty);
+}
+
+namespace {
+
+// One level of the inverse-compositional Gauss-Newton.
+class LevelSolver {
+ public:
+  LevelSolver(const Frame& ref, const Frame& gx, const Frame& gy, const Frame& mov, const Frame* mask,
+              MotionModel model, double rx0, double ry0, double rx1, double ry1)
+      : ref_(ref), gx_(gx), gy_(gy), mov_(mov), mask_(mask), model_(model), np_(param_count(model)) {
+    qx0_ = std::max(1, static_cast<int>(std::ceil(rx0)));
+    qy0_ = std::max(1, static_cast<int>(std::ceil(ry0)));
+    qx1_ = std::min(ref.width - 2, static_cast<int>(std::floor(rx1)));
+    qy1_ = std::min(ref.height - 2, static_cast<int>(std::floor(ry1)));
+    cx_ = 0.5 * (qx0_ + qx1_);
+    cy_ = 0.5 * (qy0_ + qy1_);
+    radius_ = std::max(1.0, 0.5 * std::max(qx1_ - qx0_, qy1_ - qy0_));
+  }
+
+  // Overlap at S with `margin` px of slack inside the safe sampling zone.
+  void build_set(const Transform& S, double margin) {
+    spans_.clear();
+    set_S_ = S;
+    const double lox = 1 + margin, hix = mov_.width - 3 - margin;
+    const double loy = 1 + margin, hiy = mov_.height - 3 - margin;
+    for (int y = qy0_; y <= qy1_; ++y) {
+      double a = qx0_, b = qx1_;
+      auto clip = [&](double slope, double offset, double lo, double hi) {
+        // lo <= slope * x + offset <= hi
+        if (std::abs(slope) < 1e-12) {
+          if (offset < lo || offset > hi) a = 1, b = 0;
+          return;
+        }
+        double u = (lo - offset) / slope, v = (hi - offset) / slope;
+        if (u > v) std::swap(u, v);
+        a = std::max(a, u);
+        b = std::min(b, v);
+      };
+      clip(S.a, S.b * y + S.tx, lox, hix);
+      clip(S.c, S.d * y + S.ty, loy, hiy);
+      int x0 = static_cast<int>(std::ceil(a)), x1 = static_cast<int>(std::floor(b));
+      if (x0 <= x1) spans_.push_back({y, x0, x1});
+    }
+    // Constants of the set: sums over it that do not depend on S.
+    n_ = sf_ = sff_ = 0;
+    H_.fill(0);
+    ssd_.fill(0);
+    ssdf_.fill(0);
+    for (const Span& s : spans_) {
+      for (int x = s.x0; x <= s.x1; ++x) {
+        if (mask_ && mask_->at(x, s.y) < 0.5f) continue;
+        double f = ref_.at(x, s.y);
+        std::array<double, 6> sd;
+        steepest(x, s.y, sd);
+        n_ += 1;
+        sf_ += f;
+        sff_ += f * f;
+        for (int i = 0; i < np_; ++i) {
+          ssd_[static_cast<std::size_t>(i)] += sd[static_cast<std::size_t>(i)];
+          ssdf_[static_cast<std::size_t>(i)] += sd[static_cast<std::size_t>(i)] * f;
+          for (int j = 0; j <= i; ++j)
+            H_[static_cast<std::size_t>(i * 6 + j)] += sd[static_cast<std::size_t>(i)] * sd[static_cast<std::size_t>(j)];
+        }
+      }
+    }
+    for (int i = 0; i < np_; ++i)
+      for (int j = i + 1; j < np_; ++j) H_[static_cast<std::size_t>(i * 6 + j)] = H_[static_cast<std::size_t>(j * 6 + i)];
+  }
+
+  double pixels() const { return n_; }
+  const Transform& set_transform() const { return set_S_; }
+
+  struct Pass {
+    double cost = 1, ncc = 0;
+    std::array<double, 6> b{};
+  };
+
+  // Samples the moving frame at S over the set; returns cost and the GN right-hand side.
+  Pass evaluate(const Transform& S) {
+    double sg = 0, sgg = 0, sfg = 0;
+    std::array<double, 6> ssdg{};
+    std::vector<float>& g = row_;
+    for (const Span& s : spans_) {
+      const int len = s.x1 - s.x0 + 1;
+      g.resize(static_cast<std::size_t>(len));
+      sample_span(S, s, g.data());
+      const float* fr = ref_.row(s.y);
+      const float* gxr = gx_.row(s.y);
+      const float* gyr = gy_.row(s.y);
+      const float* mr = mask_ ? mask_->row(s.y) : nullptr;
+      if (model_ == MotionModel::translation && !mr) {
+        double a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0;
+        for (int i = 0; i < len; ++i) {
+          const int x = s.x0 + i;
+          const double gv = g[static_cast<std::size_t>(i)];
+          a0 += gv;
+          a1 += gv * gv;
+          a2 += gv * fr[x];
+          a3 += gv * gxr[x];
+          a4 += gv * gyr[x];
+        }
+        sg += a0, sgg += a1, sfg += a2, ssdg[0] += a3, ssdg[1] += a4;
+      } else {
+        for (int i = 0; i < len; ++i) {
+          const int x = s.x0 + i;
+          if (mr && mr[x] < 0.5f) continue;
+          const double gv = g[static_cast<std::size_t>(i)];
+          sg += gv;
+          sgg += gv * gv;
+          sfg += gv * fr[x];
+          std::array<double, 6> sd;
+          steepest(x, s.y, sd);
+          for (int k = 0; k < np_; ++k) ssdg[static_cast<std::size_t>(k)] += sd[static_cast<std::size_t>(k)] * gv;
+        }
+      }
+    }
+    Pass p;
+    const double n = n_;
+    const double mf = sf_ / n, mg = sg / n;
+    const double vf = sff_ / n - mf * mf, vg = sgg / n - mg * mg, cov = sfg / n - mf * mg;
+    if (!(vf > 1e-20) || !(vg > 1e-20)) throw bad_input("refinement: a frame is blank over the overlap");
+    const double alpha = cov / vg, beta = mf - alpha * mg;
+    p.ncc = cov / std::sqrt(vf * vg);
+    p.cost = std::max(0.0, 1.0 - p.ncc * p.ncc);
+    for (int k = 0; k < np_; ++k) {
+      auto kk = static_cast<std::size_t>(k);
+      p.b[kk] = alpha * ssdg[kk] + beta * ssd_[kk] - ssdf_[kk];
+    }
+    return p;
+  }
+
+  // The warp increment W(delta) as an affine map of level coordinates.
+  Transform increment(const std::array<double, 6>& d) const {
+    if (model_ == MotionModel::translation) return Transform::translation(d[0], d[1]);
+    if (model_ == MotionModel::rigid) return Transform::rigid(d[0], d[1], d[2], Point{cx_, cy_});
+    Transform m{1 + d[0] / radius_, d[1] / radius_, d[2] / radius_, 1 + d[3] / radius_, 0, 0};
+    m.tx = cx_ - (m.a * cx_ + m.b * cy_) + d[4];
+    m.ty = cy_ - (m.c * cx_ + m.d * cy_) + d[5];
+    return m;
+  }
+
+  // Largest displacement of the ROI corners under m (level px).
+  double corner_motion(const Transform& m, const Transform& base) const {
+    double worst = 0;
+    for (double x : {double(qx0_), double(qx1_)})
+      for (double y : {double(qy0_), double(qy1_)}) {
+        Point p = m.apply(x, y), q = base.apply(x, y);
+        worst = std::max(worst, std::hypot(p.x - q.x, p.y - q.y));
+      }
+    return worst;
+  }
+
+  const std::array<double, 36>& hessian() const { return H_; }
+  int params() const { return np_; }
+  Point centre() const { return {cx_, cy_}; }
+
+ private:
+  void steepest(int x, int y, std::array<double, 6>& sd) const {
+    const double gx = gx_.at(x, y), gy = gy_.at(x, y);
+    if (model_ == MotionModel::translation) {
+      sd[0] = gx, sd[1] = gy;
+    } else if (model_ == MotionModel::rigid) {
+      sd[0] = -(y - cy_) * gx + (x - cx_) * gy;
+      sd[1] = gx, sd[2] = gy;
+    } else {
+      const double u = (x - cx_) / radius_, v = (y - cy_) / radius_;
+      sd[0] = u * gx, sd[1] = v * gx, sd[2] = u * gy, sd[3] = v * gy, sd[4] = gx, sd[5] = gy;
+    }
+  }
+
+  void sample_span(const Transform& S, const Span& s, float* out) {
+    const int len = s.x1 - s.x0 + 1;
+    if (model_ == MotionModel::translation) {
+      // Same fractional offset for every pixel: separable 4+4 taps.
+      const double sy = s.y + S.ty;
+      const int iy = static_cast<int>(std::floor(sy));
+      const int ftx = static_cast<int>(std::floor(S.tx));
+      double wy[4], wx[4];
+      bspline_weights(sy - iy, wy);
+      bspline_weights(S.tx - ftx, wx);
+      const int base = s.x0 + ftx - 1;
+      col_.resize(static_cast<std::size_t>(len) + 3);
+      const float* r0 = mov_.row(iy - 1) + base;
+      const float* r1 = mov_.row(iy) + base;
+      const float* r2 = mov_.row(iy + 1) + base;
+      const float* r3 = mov_.row(iy + 2) + base;
+      const float w0 = static_cast<float>(wy[0]), w1 = static_cast<float>(wy[1]), w2 = static_cast<float>(wy[2]),
+                  w3 = static_cast<float>(wy[3]);
+      for (int i = 0; i < len + 3; ++i) col_[static_cast<std::size_t>(i)] = w0 * r0[i] + w1 * r1[i] + w2 * r2[i] + w3 * r3[i];
+      const float v0 = static_cast<float>(wx[0]), v1 = static_cast<float>(wx[1]), v2 = static_cast<float>(wx[2]),
+                  v3 = static_cast<float>(wx[3]);
+      const float* c = col_.data();
+      for (int i = 0; i < len; ++i) out[i] = v0 * c[i] + v1 * c[i + 1] + v2 * c[i + 2] + v3 * c[i + 3];
+      return;
+    }
+    for (int i = 0; i < len; ++i) {
+      Point p = S.apply(s.x0 + i, s.y);
+      out[i] = sample_bspline(mov_, p.x, p.y);
+    }
+  }
+
+  const Frame &ref_, &gx_, &gy_, &mov_;
+  const Frame* mask_;
+  MotionModel model_;
+  int np_;
+  int qx0_, qy0_, qx1_, qy1_;
+  double cx_, cy_, radius_;
+  std::vector<Span> spans_;
+  Transform set_S_;
+  double n_ = 0, sf_ = 0, sff_ = 0;
+  std::array<double, 36> H_{};
+  std::array<double, 6> ssd_{}, ssdf_{};
+  std::vector<float> row_, col_;
+};
+
+Transform scale_translation(Transform t, double s) {
+  t.tx *= s;
+  t.ty *= s;
+  return t;
+}
+
+// Keeps a rigid estimate rigid: rotation part re-orthonormalised about `c`.
+Transform make_rigid(const Transform& t, Point c) {
+  Point pc = t.apply(c);
+  double th = t.angle(), cs = std::cos(th), sn = std::sin(th);
+  Transform r{cs, -sn, sn, cs, 0, 0};
+  r.tx = pc.x - (cs * c.x - sn * c.y);
+  r.ty = pc.y - (sn * c.x + cs * c.y);
+  return r;
+}
+
+}  // namespace
+
+RefineResult Refinement::execute(const Prepared& reference, const Prepared& moving, const Transform& init,
+                                 double init_uncertainty) const {
+  const int avail = static_cast<int>(std::min({reference.level.size(), moving.coeff.size(), reference.gx.size()}));
+  if (avail < 1) throw bad_input("refinement: frame not prepared (a reference needs gradients)");
+  const int start = std::min(levels_for(init_uncertainty), avail) - 1;
+  const MotionModel model = options_.model;
+
+  RefineResult res;
+  res.start_level = start;
+  // S maps reference coordinates to moving coordinates: S = T_{i,k}^{-1}.
+  if (!std::isfinite(init.a + init.b + init.c + init.d + init.tx + init.ty) || !(std::abs(init.determinant()) > 1e-9))
+    throw bad_input("refinement: the initial transform is not invertible");
+  Transform S = init.inverse();
+  if (model == MotionModel::translation) S = Transform::translation(S.tx, S.ty);
+
+  for (int L = start; L >= 0; --L) {
+    const double scale = std::ldexp(1.0, L);
+    const Frame* mask = level_masks_ ? &(*level_masks_)[static_cast<std::size_t>(L)] : nullptr;
+    LevelSolver solver(reference.level[static_cast<std::size_t>(L)], reference.gx[static_cast<std::size_t>(L)],
+                       reference.gy[static_cast<std::size_t>(L)], moving.coeff[static_cast<std::size_t>(L)], mask, model,
+                       roi_.x / scale, roi_.y / scale, (roi_.x + roi_.w - 1) / scale, (roi_.y + roi_.h - 1) / scale);
+    Transform SL = scale_translation(S, 1.0 / scale);
+    const double margin = 2.0;
+    solver.build_set(SL, margin);
+    const Frame& lvl = reference.level[static_cast<std::size_t>(L)];
+    const double min_pixels = std::max(64.0, 0.01 * (lvl.width * lvl.height));
+    auto check_overlap = [&] {
+      if (solver.pixels() < min_pixels)
+        throw bad_input("refinement: the frames overlap by only " + std::to_string(static_cast<long>(solver.pixels())) +
+                        " pixels at the guessed transform (level " + std::to_string(L) + ")");
+    };
+    check_overlap();
+    const double tol = L == 0 ? options_.tolerance : std::max(options_.tolerance, 0.05 * scale);
+    double lambda = 0;
+    bool have_prev = false;
+    Transform S_prev = SL;
+    LevelSolver::Pass prev;
+    bool converged = false;
+    for (int it = 0; it < options_.max_iterations; ++it) {
+      LevelSolver::Pass pass = solver.evaluate(SL);
+      ++res.iterations;
+      if (have_prev && pass.cost > prev.cost * (1 + 1e-9) + 1e-15) {
+        // The step raised the cost: back to the previous estimate, damp harder.
+        SL = S_prev;
+        pass = prev;
+        lambda = lambda > 0 ? lambda * 10 : 1e-3;
+        if (lambda > 1e8) {
+          converged = true;  // no descent direction left: a minimum to our resolution
+          break;
+        }
+      } else {
+        lambda = lambda > 1e-6 ? lambda / 10 : 0;
+        S_prev = SL;
+        prev = pass;
+        have_prev = true;
+      }
+      res.cost = pass.cost;
+      res.ncc = pass.ncc;
+      std::array<double, 6> delta{};
+      if (!solve(solver.params(), solver.hessian(), pass.b, lambda, delta))
+        throw bad_input("refinement: no gradient information in the overlap (flat or blank frames)");
+      Transform W = solver.increment(delta);
+      SL = compose(SL, W.inverse());
+      if (model == MotionModel::rigid) SL = make_rigid(SL, solver.centre());
+      const double step = solver.corner_motion(W, Transform::identity()) * scale;
+      if (solver.corner_motion(SL, solver.set_transform()) > margin - 0.25) {
+        solver.build_set(SL, margin);  // moved far: new overlap
+        check_overlap();
+        have_prev = false;
+        lambda = 0;
+      }
+      if (step < tol) {
+        converged = true;
+        break;
+      }
+    }
+    if (L == 0) {
+      res.converged = converged;
+      res.pixels = static_cast<std::size_t>(solver.pixels());
+    }
+    S = scale_translation(SL, scale);
+  }
+  res.transform = S.inverse();
+  if (model == MotionModel::translation) res.transform = Transform::translation(res.transform.tx, res.transform.ty);
+  return res;
+}
+
+}  // namespace driftscan

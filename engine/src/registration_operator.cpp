@@ -1,0 +1,182 @@
+// The scan element and operator; see registration_operator.hpp.
+#include "driftscan/registration_operator.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "driftscan/error.hpp"
+#include "driftscan/tiff_series.hpp"
+
+namespace driftscan {
+
+static_assert(sizeof(Registration) == Registration::byte_size, "Registration must have no padding");
+
+namespace {
+
+// Empty when the frame can be registered, else why not.
+std::string frame_problem(const Frame& f) {
+  if (f.empty()) return "empty";
+  double sum = 0, sum2 = 0;
+  for (float v : f.pixels) {
+    if (!std::isfinite(v)) return "has non-finite (NaN/Inf) pixels";
+    sum += v;
+    sum2 += static_cast<double>(v) * v;
+  }
+  double n = static_cast<double>(f.size()), mean = sum / n, var = sum2 / n - mean * mean;
+  if (!(var > 1e-12 * std::max(1.0, mean * mean))) return "is blank (constant)";
+  return {};
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::size_t prepared_bytes(const Frame& level0, int levels, bool reference) {
+  // a pyramid is at most 4/3 of its base; gradients triple it
+  double base = static_cast<double>(level0.size()) * sizeof(float) * (levels > 1 ? 4.0 / 3.0 : 1.0);
+  return static_cast<std::size_t>(base * (reference ? 3 : 1));
+}
+
+}  // namespace
+
+std::array<unsigned char, Registration::byte_size> Registration::to_bytes() const {
+  std::array<unsigned char, byte_size> out;
+  std::memcpy(out.data(), this, byte_size);
+  return out;
+}
+
+Registration Registration::from_bytes(const unsigned char* data, std::size_t size) {
+  if (size != byte_size)
+    throw failure("registration element of " + std::to_string(size) + " bytes received, expected " +
+                  std::to_string(byte_size));
+  Registration r;
+  std::memcpy(static_cast<void*>(&r), data, byte_size);
+  return r;
+}
+
+std::shared_ptr<const Frame> load_registration_mask(const std::string& path, int width, int height) {
+  auto series = TiffSeries::open(path);
+  if (series->frame_count() < 1) throw bad_input(path + ": the mask file has no image");
+  if (series->width() != width || series->height() != height)
+    throw bad_input(path + ": the mask is " + std::to_string(series->width()) + "x" +
+                    std::to_string(series->height()) + ", the frames are " + std::to_string(width) + "x" +
+                    std::to_string(height));
+  auto mask = std::make_shared<Frame>(series->frame(0));
+  std::size_t used = 0;
+  for (float v : mask->pixels) used += v != 0.0f;
+  if (used < 64) throw bad_input(path + ": the mask selects fewer than 64 pixels");
+  return mask;
+}
+
+namespace {
+
+RefineOptions refine_options(const FrameSource& frames, const RegistrationSettings& settings) {
+  RefineOptions o = RefineOptions::from(settings);
+  if (!settings.mask.empty()) o.mask = load_registration_mask(settings.mask, frames.width(), frames.height());
+  return o;
+}
+
+}  // namespace
+
+RegistrationOperator::RegistrationOperator(const FrameSource& frames, const RegistrationSettings& settings,
+                                           std::size_t prepared_cache_bytes)
+    : frames_(frames),
+      settings_(settings),
+      pair_(frames.width(), frames.height(), PairRegistrationOptions::from(settings)),
+      refine_(frames.width(), frames.height(), refine_options(frames, settings)),
+      cache_capacity_(prepared_cache_bytes) {}
+
+std::shared_ptr<const Refinement::Prepared> RegistrationOperator::prepared(std::size_t k, bool reference,
+                                                                           int levels) const {
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    for (auto it = cache_.begin(); it != cache_.end(); ++it)
+      if (it->frame == k && it->levels >= levels && (it->reference || !reference)) {
+        cache_.splice(cache_.begin(), cache_, it);
+        return cache_.front().prepared;
+      }
+  }
+  Frame f = frames_.frame(k);  // read errors propagate as they are
+  auto p = refine_.prepare(f, reference, levels);
+  std::size_t bytes = prepared_bytes(f, levels, reference);
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  if (bytes <= cache_capacity_) {
+    cache_.push_front({k, reference, levels, p, bytes});
+    cache_bytes_ += bytes;
+    while (cache_bytes_ > cache_capacity_ && !cache_.empty()) {
+      cache_bytes_ -= cache_.back().bytes;
+      cache_.pop_back();
+    }
+  }
+  return p;
+}
+
+Registration RegistrationOperator::operator()(const Registration& a, const Registration& b) const {
+  if (a.to != b.from)
+    throw failure("scan operator applied to non-adjacent elements (" + std::to_string(a.from) + "->" +
+                  std::to_string(a.to) + ") and (" + std::to_string(b.from) + "->" + std::to_string(b.to) + ")");
+  const auto t0 = std::chrono::steady_clock::now();
+  Registration r;
+  r.from = a.from;
+  r.to = b.to;
+  r.transform = compose(a.transform, b.transform);
+  r.flags = b.flags & kBadFrame;
+  if ((r.flags & kBadFrame) || r.from == r.to) {
+    r.seconds = seconds_since(t0);
+    return r;
+  }
+  // A guess built on a failed or stand-in registration may be further off.
+  const bool shaky = ((a.flags | b.flags) & (kBadFrame | kPairFailed | kRefineFailed)) != 0;
+  const double uncertainty = shaky ? 2.0 : 1.0;
+  const int levels = refine_.levels_for(uncertainty);
+  std::shared_ptr<const Refinement::Prepared> pi, pk;
+  try {
+    pi = prepared(r.from, true, levels);
+    pk = prepared(r.to, false, levels);
+    RefineResult res = refine_.execute(*pi, *pk, r.transform, uncertainty);
+    r.transform = res.transform;
+    r.iterations = res.iterations;
+    r.cost = res.cost;
+    r.quality = res.ncc;
+    if (!res.converged) r.flags |= kNotConverged;
+  } catch (const Error& e) {
+    // Bad frame data or no overlap: keep the chained guess, say so. Anything
+    // else (cancellation, a file that cannot be read) is not ours to hide.
+    if (e.kind() != ErrorKind::bad_input) throw;
+    if (std::string(e.what()).rfind("refinement:", 0) != 0) throw;
+    r.flags |= kRefineFailed;
+  }
+  r.seconds = seconds_since(t0);
+  return r;
+}
+
+Registration RegistrationOperator::element(std::size_t k) const {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (k == 0) return Registration::identity(0);
+  Registration e;
+  e.from = k - 1;
+  e.to = k;
+  Frame fk = frames_.frame(k);
+  if (!frame_problem(fk).empty()) {
+    e.flags = kBadFrame;
+    e.seconds = seconds_since(t0);
+    return e;
+  }
+  // The closest usable frame before k (frame k-1 unless that one is bad).
+  constexpr std::size_t max_look_back = 16;
+  for (std::size_t back = 1; back <= std::min(k, max_look_back); ++back) {
+    Frame fg = frames_.frame(k - back);
+    if (!frame_problem(fg).empty()) continue;
+    PairShift s = pair_.execute(fg, fk);
+    e.transform = s.transform();
+    e.quality = s.psr;
+    if (s.at_bound) e.flags |= kPairFailed;
+    e.seconds = seconds_since(t0);
+    return e;
+  }
+  e.flags = kPairFailed;  // nothing usable nearby: identity guess
+  e.seconds = seconds_since(t0);
+  return e;
+}
+
+}  // namespace driftscan
