@@ -13,8 +13,11 @@ static_assert(sizeof(Registration) == Registration::byte_size, "Registration mus
 
 namespace {
 
-// Empty when the frame can be registered, else why not.
-std::string frame_problem(const Frame& f) {
+double seconds_since(std::chrono::steady_clock::time_point t0);
+
+}  // namespace
+
+std::string unusable_frame_reason(const Frame& f) {
   if (f.empty()) return "empty";
   double sum = 0, sum2 = 0;
   for (float v : f.pixels) {
@@ -26,6 +29,8 @@ std::string frame_problem(const Frame& f) {
   if (!(var > 1e-12 * std::max(1.0, mean * mean))) return "is blank (constant)";
   return {};
 }
+
+namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -157,7 +162,7 @@ Registration RegistrationOperator::element(std::size_t k) const {
   e.from = k - 1;
   e.to = k;
   Frame fk = frames_.frame(k);
-  if (!frame_problem(fk).empty()) {
+  if (!unusable_frame_reason(fk).empty()) {
     e.flags = kBadFrame;
     e.seconds = seconds_since(t0);
     return e;
@@ -166,7 +171,7 @@ Registration RegistrationOperator::element(std::size_t k) const {
   constexpr std::size_t max_look_back = 16;
   for (std::size_t back = 1; back <= std::min(k, max_look_back); ++back) {
     Frame fg = frames_.frame(k - back);
-    if (!frame_problem(fg).empty()) continue;
+    if (!unusable_frame_reason(fg).empty()) continue;
     PairShift s = pair_.execute(fg, fk);
     e.transform = s.transform();
     e.quality = s.psr;

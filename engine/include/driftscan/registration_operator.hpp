@@ -108,6 +108,10 @@ class RegistrationOperator {
   std::size_t cache_capacity_;
 };
 
+// Why a frame cannot be registered ("is blank (constant)", "has non-finite
+// (NaN/Inf) pixels", ...), or empty when it can.
+std::string unusable_frame_reason(const Frame& f);
+
 // Reads a mask TIFF (non-zero = use) for the given frame size; throws
 // bad_input naming the file when it cannot be read or has the wrong size.
 std::shared_ptr<const Frame> load_registration_mask(const std::string& path, int width, int height);

@@ -1,0 +1,111 @@
+#pragma once
+// The serial reference pipeline of `driftscan-engine register`:
+//   pairs   — e_k = (k-1 -> k) for every k, independent (OpenMP threads);
+//   scan    — the inclusive scan of the elements with the operator, giving
+//             (0 -> k, T_{0,k}); sequential here, injectable so the
+//             distributed scan reuses everything else;
+//   average — every usable frame warped into frame 0 and averaged;
+//   write   — drift.csv, average.tif, coverage.tif, report.json in the
+//             output folder, each under a temporary name, then renamed.
+// The phases are separate functions so the MPI version can run each on its
+// share of the frames and combine.
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "driftscan/averaging.hpp"
+#include "driftscan/cancel_token.hpp"
+#include "driftscan/frame_source.hpp"
+#include "driftscan/progress.hpp"
+#include "driftscan/registration_operator.hpp"
+#include "driftscan/registration_settings.hpp"
+
+namespace driftscan {
+
+using RegistrationCombine = std::function<Registration(const Registration&, const Registration&)>;
+// An inclusive scan: out[k] = x[0] (+) ... (+) x[k] for the given operator.
+using RegistrationScan =
+    std::function<std::vector<Registration>(const std::vector<Registration>&, const RegistrationCombine&)>;
+
+// The reference: sequential_inclusive_scan (sequential_scan.hpp).
+RegistrationScan sequential_registration_scan();
+
+// One operator application as the report lists it.
+struct OperatorApplication {
+  std::uint64_t from = 0, to = 0;
+  int iterations = 0;
+  double seconds = 0.0;
+  double cost = 0.0;
+  std::uint32_t flags = 0;
+};
+
+struct PhaseSeconds {
+  double pairs = 0, scan = 0, average = 0, write = 0, total = 0;
+};
+
+struct RegisterOutputs {
+  std::string drift, average, coverage, report;
+};
+
+struct RegisterResult {
+  std::vector<Registration> elements;       // e_k, k = 0..N-1 (e_0 = identity)
+  std::vector<Registration> registrations;  // (0 -> k, T_{0,k}), k = 0..N-1
+  std::vector<OperatorApplication> applications;
+  AverageResult average;
+  std::vector<std::string> warnings;
+  PhaseSeconds seconds;
+  RegisterOutputs files;
+};
+
+// Phase "pairs": elements e_k for k in [begin, end), `threads` OpenMP
+// threads. Advances `progress` by one per element (offset by
+// `progress_offset`, so ranks can report a share of one phase).
+std::vector<Registration> compute_pair_elements(const RegistrationOperator& op, std::size_t begin, std::size_t end,
+                                                int threads, Progress* progress, const CancelToken* cancel,
+                                                std::size_t progress_offset = 0);
+
+// Phase "scan": runs `scan` over the elements with `op` wrapped so that
+// every application is recorded in `applications` (thread-safe), counted on
+// `progress` and checks `cancel`.
+std::vector<Registration> scan_registrations(const std::vector<Registration>& elements,
+                                             const RegistrationOperator& op, const RegistrationScan& scan,
+                                             std::vector<OperatorApplication>& applications, Progress* progress,
+                                             const CancelToken* cancel);
+
+// Warnings for flagged frames, and the frames the average must leave out.
+std::vector<std::string> registration_warnings(const std::vector<Registration>& registrations,
+                                               std::vector<std::size_t>& excluded);
+
+// Phase "average": average_series with the transforms of the scan; frames
+// flagged unusable are excluded (and said so in `warnings`).
+AverageResult average_registered(const FrameSource& frames, const std::vector<Registration>& registrations,
+                                 const AveragingOptions& options, std::vector<std::string>& warnings,
+                                 Progress* progress, const CancelToken* cancel);
+
+// Phase "write": the four files in `out_dir` (created), atomically each;
+// report.json is written last. `report_extra` is merged into the report
+// (timings, execution details of the caller).
+RegisterOutputs write_register_outputs(const std::string& out_dir, const FrameSource& frames,
+                                       const RegistrationSettings& settings, const AveragingOptions& averaging,
+                                       const std::vector<Registration>& registrations,
+                                       const std::vector<OperatorApplication>& applications,
+                                       const AverageResult& average, const std::vector<std::string>& warnings,
+                                       const nlohmann::json& report_extra);
+
+// drift.csv alone (atomically): frame,dx,dy [,angle_deg] [,a,b,c,d,tx,ty],
+// iterations,cost,ncc,quality,used,flags. (dx, dy) is the displacement
+// T_{0,k}(c) - c at the frame centre c — for a translation, everywhere.
+void write_drift_csv(const std::string& path, const std::vector<Registration>& registrations, MotionModel model,
+                     Point centre, const AverageResult* average);
+
+// The whole pipeline. Throws bad_input for a one-frame series, an unusable
+// frame 0, bad settings; cancellation throws Error(cancelled) and leaves no
+// output file that looks complete.
+RegisterResult register_series(const FrameSource& frames, const RegistrationSettings& settings,
+                               const AveragingOptions& averaging, const std::string& out_dir, Progress& progress,
+                               const CancelToken& cancel, int threads, const RegistrationScan& scan = {});
+
+}  // namespace driftscan

@@ -1,0 +1,338 @@
+// The serial reference pipeline; see register_pipeline.hpp.
+#include "driftscan/register_pipeline.hpp"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <cerrno>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include "driftscan/error.hpp"
+#include "driftscan/job.hpp"
+#include "driftscan/sequential_scan.hpp"
+#include "driftscan/tiff_writer.hpp"
+
+namespace driftscan {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Text written under a temporary name in the same folder, then renamed.
+void write_text_atomically(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw failure(path + ": cannot create (" + std::string(std::strerror(errno)) + ")");
+    out << text;
+    out.flush();
+    if (!out) {
+      out.close();
+      std::remove(tmp.c_str());
+      throw failure(path + ": write failed (disk full?)");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::remove(tmp.c_str());
+    throw failure(path + ": cannot rename into place (" + ec.message() + ")");
+  }
+}
+
+std::string flag_names(std::uint32_t flags) {
+  std::string s;
+  auto add = [&](std::uint32_t bit, const char* name) {
+    if (flags & bit) s += (s.empty() ? "" : "|") + std::string(name);
+  };
+  add(kBadFrame, "bad_frame");
+  add(kPairFailed, "pair_failed");
+  add(kRefineFailed, "refine_failed");
+  add(kNotConverged, "not_converged");
+  return s;
+}
+
+}  // namespace
+
+RegistrationScan sequential_registration_scan() {
+  return [](const std::vector<Registration>& x, const RegistrationCombine& op) {
+    return sequential_inclusive_scan(x, op);
+  };
+}
+
+std::vector<Registration> compute_pair_elements(const RegistrationOperator& op, std::size_t begin, std::size_t end,
+                                                int threads, Progress* progress, const CancelToken* cancel,
+                                                std::size_t progress_offset) {
+  if (end < begin) throw failure("compute_pair_elements: empty range");
+  std::vector<Registration> out(end - begin);
+  std::exception_ptr error;
+  std::mutex m;
+  std::size_t done = 0;
+  const long n = static_cast<long>(end - begin);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(std::max(1, threads))
+  for (long i = 0; i < n; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(m);
+      if (error) continue;
+    }
+    try {
+      if (cancel) cancel->throw_if_cancelled();
+      out[static_cast<std::size_t>(i)] = op.element(begin + static_cast<std::size_t>(i));
+      std::lock_guard<std::mutex> lock(m);
+      ++done;
+      if (progress) progress->advance(progress_offset + done);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(m);
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  return out;
+}
+
+std::vector<Registration> scan_registrations(const std::vector<Registration>& elements,
+                                             const RegistrationOperator& op, const RegistrationScan& scan,
+                                             std::vector<OperatorApplication>& applications, Progress* progress,
+                                             const CancelToken* cancel) {
+  std::mutex m;
+  RegistrationCombine combine = [&](const Registration& a, const Registration& b) {
+    if (cancel) cancel->throw_if_cancelled();
+    Registration r = op(a, b);
+    std::lock_guard<std::mutex> lock(m);
+    applications.push_back({r.from, r.to, r.iterations, r.seconds, r.cost, r.flags});
+    if (progress) progress->advance(applications.size());
+    return r;
+  };
+  const RegistrationScan& run = scan ? scan : sequential_registration_scan();
+  std::vector<Registration> out = run(elements, combine);
+  if (out.size() != elements.size())
+    throw failure("scan returned " + std::to_string(out.size()) + " results for " + std::to_string(elements.size()) +
+                  " frames");
+  for (std::size_t k = 0; k < out.size(); ++k)
+    if (out[k].from != 0 || out[k].to != k)
+      throw failure("scan result " + std::to_string(k) + " is " + std::to_string(out[k].from) + "->" +
+                    std::to_string(out[k].to) + ", expected 0->" + std::to_string(k));
+  return out;
+}
+
+std::vector<std::string> registration_warnings(const std::vector<Registration>& registrations,
+                                               std::vector<std::size_t>& excluded) {
+  std::vector<std::string> w;
+  for (const Registration& r : registrations) {
+    const std::string frame = "frame " + std::to_string(r.to);
+    if (r.flags & kBadFrame) {
+      w.push_back(frame + " is unusable (blank or non-finite pixels): excluded from the average");
+      excluded.push_back(r.to);
+    } else if (r.flags & kRefineFailed) {
+      w.push_back(frame + " could not be refined against frame 0 (no overlap or no contrast there): "
+                          "excluded from the average, drift is the chained pair estimate");
+      excluded.push_back(r.to);
+    } else if (r.flags & kNotConverged) {
+      w.push_back(frame + ": the refinement stopped at max_iterations without converging");
+    }
+  }
+  return w;
+}
+
+AverageResult average_registered(const FrameSource& frames, const std::vector<Registration>& registrations,
+                                 const AveragingOptions& options, std::vector<std::string>& warnings,
+                                 Progress* progress, const CancelToken* cancel) {
+  AveragingOptions opts = options;
+  std::vector<std::size_t> excluded;
+  for (std::string& w : registration_warnings(registrations, excluded)) {
+    if (progress) progress->log(LogLevel::warning, w);
+    warnings.push_back(std::move(w));
+  }
+  opts.exclude_frames.insert(opts.exclude_frames.end(), excluded.begin(), excluded.end());
+  std::vector<Transform> transforms;
+  transforms.reserve(registrations.size());
+  for (const Registration& r : registrations) transforms.push_back(r.transform);
+  AverageResult avg = average_series(frames, transforms, opts, progress, cancel);
+  warnings.insert(warnings.end(), avg.warnings.begin(), avg.warnings.end());
+  return avg;
+}
+
+void write_drift_csv(const std::string& path, const std::vector<Registration>& registrations, MotionModel model,
+                     Point centre, const AverageResult* average) {
+  std::string s = "frame,dx,dy";
+  if (model != MotionModel::translation) s += ",angle_deg";
+  if (model == MotionModel::affine) s += ",a,b,c,d,tx,ty";
+  s += ",iterations,cost,ncc,quality,used,flags\n";
+  char buf[512];
+  for (std::size_t k = 0; k < registrations.size(); ++k) {
+    const Registration& r = registrations[k];
+    Point d = r.transform.displacement(centre);
+    std::snprintf(buf, sizeof buf, "%zu,%.6f,%.6f", k, d.x, d.y);
+    s += buf;
+    if (model != MotionModel::translation) {
+      std::snprintf(buf, sizeof buf, ",%.6f", r.transform.angle() * 180.0 / 3.14159265358979323846);
+      s += buf;
+    }
+    if (model == MotionModel::affine) {
+      const Transform& t = r.transform;
+      std::snprintf(buf, sizeof buf, ",%.9f,%.9f,%.9f,%.9f,%.6f,%.6f", t.a, t.b, t.c, t.d, t.tx, t.ty);
+      s += buf;
+    }
+    double quality = average && k < average->quality.size() ? average->quality[k] : 0.0;
+    bool used = average && k < average->used.size() ? static_cast<bool>(average->used[k]) : !(r.flags & kBadFrame);
+    if (!std::isfinite(quality)) quality = 0.0;
+    double ncc = k == 0 ? 1.0 : r.quality;
+    std::snprintf(buf, sizeof buf, ",%d,%.6g,%.6f,%.6f,%d,%s\n", r.iterations, std::isfinite(r.cost) ? r.cost : 1.0,
+                  std::isfinite(ncc) ? ncc : 0.0, quality, used ? 1 : 0, flag_names(r.flags).c_str());
+    s += buf;
+  }
+  write_text_atomically(path, s);
+}
+
+RegisterOutputs write_register_outputs(const std::string& out_dir, const FrameSource& frames,
+                                       const RegistrationSettings& settings, const AveragingOptions& averaging,
+                                       const std::vector<Registration>& registrations,
+                                       const std::vector<OperatorApplication>& applications,
+                                       const AverageResult& average, const std::vector<std::string>& warnings,
+                                       const nlohmann::json& report_extra) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec || !fs::is_directory(out_dir))
+    throw failure(out_dir + ": cannot create the output folder (" + ec.message() + ")");
+  RegisterOutputs files;
+  files.drift = (fs::path(out_dir) / "drift.csv").string();
+  files.average = (fs::path(out_dir) / "average.tif").string();
+  files.coverage = (fs::path(out_dir) / "coverage.tif").string();
+  files.report = (fs::path(out_dir) / "report.json").string();
+  // A previous report would make a half-rewritten folder look complete.
+  fs::remove(files.report, ec);
+
+  const Point centre{(frames.width() - 1) / 2.0, (frames.height() - 1) / 2.0};
+  write_drift_csv(files.drift, registrations, settings.model, centre, &average);
+  TiffWriteOptions tw;
+  tw.format = SampleFormat::float32;
+  tw.pixel_size = frames.pixel_size();
+  tw.unit = frames.pixel_unit();
+  write_tiff(files.average, average.average, tw);
+  write_tiff(files.coverage, average.coverage, tw);
+
+  Job job;
+  job.command = "register";
+  job.registration = settings;
+  job.averaging = averaging;
+  nlohmann::json job_json = to_json(job);
+  nlohmann::json report;
+  report["driftscan_report"] = 1;
+  report["command"] = "register";
+  report["version"] = DRIFTSCAN_VERSION;
+  report["input"] = {{"description", frames.describe()},
+                     {"frames", frames.frame_count()},
+                     {"width", frames.width()},
+                     {"height", frames.height()},
+                     {"pixel_size", frames.pixel_size()},
+                     {"unit", frames.pixel_unit()}};
+  report["settings"] = {{"registration", job_json.value("registration", nlohmann::json::object())},
+                        {"averaging", job_json.value("averaging", nlohmann::json::object())}};
+  report["drift_convention"] =
+      "frame k at pixel (x, y) shows what frame 0 shows at T_{0,k}(x, y); dx,dy = T_{0,k}(c) - c at the frame "
+      "centre c = ((width-1)/2, (height-1)/2)";
+  long total_it = 0, max_it = 0;
+  nlohmann::json apps = nlohmann::json::array();
+  for (const OperatorApplication& a : applications) {
+    total_it += a.iterations;
+    max_it = std::max<long>(max_it, a.iterations);
+    apps.push_back({{"from", a.from},
+                    {"to", a.to},
+                    {"iterations", a.iterations},
+                    {"seconds", a.seconds},
+                    {"cost", std::isfinite(a.cost) ? a.cost : 1.0},
+                    {"flags", flag_names(a.flags)}});
+  }
+  std::size_t used = 0;
+  nlohmann::json excluded = nlohmann::json::array();
+  for (std::size_t k = 0; k < average.used.size(); ++k) {
+    if (average.used[k]) ++used;
+    else excluded.push_back(k);
+  }
+  report["summary"] = {{"operator_applications", applications.size()},
+                       {"iterations_total", total_it},
+                       {"iterations_mean", applications.empty() ? 0.0 : double(total_it) / applications.size()},
+                       {"iterations_max", max_it},
+                       {"frames_used", used},
+                       {"frames_excluded", excluded}};
+  report["operator_applications"] = apps;
+  report["warnings"] = warnings;
+  report["files"] = {{"drift", files.drift}, {"average", files.average}, {"coverage", files.coverage},
+                     {"report", files.report}};
+  for (auto it = report_extra.begin(); it != report_extra.end(); ++it) report[it.key()] = it.value();
+  write_text_atomically(files.report, report.dump(2) + "\n");
+  return files;
+}
+
+RegisterResult register_series(const FrameSource& frames, const RegistrationSettings& settings,
+                               const AveragingOptions& averaging, const std::string& out_dir, Progress& progress,
+                               const CancelToken& cancel, int threads, const RegistrationScan& scan) {
+  const auto t_start = Clock::now();
+  const std::string name = frames.describe().empty() ? std::string("input") : frames.describe();
+  const std::size_t n = frames.frame_count();
+  if (n < 2)
+    throw bad_input(name + ": " + std::to_string(n) + " frame(s): registration needs at least 2 frames");
+  if (std::string why = unusable_frame_reason(frames.frame(0)); !why.empty())
+    throw bad_input(name + ": frame 0 (the reference of the registration) " + why);
+  threads = std::max(1, threads);
+
+  RegistrationOperator op(frames, settings);
+  RegisterResult res;
+
+  auto t0 = Clock::now();
+  progress.phase("pairs", n - 1);
+  res.elements = compute_pair_elements(op, 0, n, threads, &progress, &cancel);
+  res.seconds.pairs = since(t0);
+
+  cancel.throw_if_cancelled();
+  t0 = Clock::now();
+  progress.phase("scan", n - 1);
+  res.registrations = scan_registrations(res.elements, op, scan, res.applications, &progress, &cancel);
+  res.seconds.scan = since(t0);
+
+  cancel.throw_if_cancelled();
+  t0 = Clock::now();
+  {
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    try {
+      res.average = average_registered(frames, res.registrations, averaging, res.warnings, &progress, &cancel);
+    } catch (...) {
+      omp_set_num_threads(saved);
+      throw;
+    }
+    omp_set_num_threads(saved);
+  }
+  res.seconds.average = since(t0);
+
+  cancel.throw_if_cancelled();
+  t0 = Clock::now();
+  progress.phase("write", 4);
+  nlohmann::json extra;
+  extra["execution"] = {{"threads", threads}, {"ranks", 1}, {"scan", scan ? "injected" : "sequential"}};
+  res.seconds.total = since(t_start);  // up to the write; the report cannot time its own writing
+  extra["timings_s"] = {{"pairs", res.seconds.pairs},
+                        {"scan", res.seconds.scan},
+                        {"average", res.seconds.average},
+                        {"before_write_total", res.seconds.total}};
+  res.files = write_register_outputs(out_dir, frames, settings, averaging, res.registrations, res.applications,
+                                     res.average, res.warnings, extra);
+  progress.advance(4);
+  res.seconds.write = since(t0);
+  res.seconds.total = since(t_start);
+  return res;
+}
+
+}  // namespace driftscan
