@@ -56,7 +56,9 @@ class WindowedFile {
   }
 
  private:
-  static constexpr std::size_t kWindow = 64 * 1024;
+  // Small: libtiff writes each IFD after its pixel data, so a large window
+  // would read the whole file; IFDs stored together still share a window.
+  static constexpr std::size_t kWindow = 4096;
   std::string path_;
   int fd_ = -1;
   std::uint64_t size_ = 0;

@@ -91,7 +91,9 @@ class HandlePool {
     ++open_;
     lock.unlock();
     std::string why;
-    auto file = LibtiffFile::open(path_, "rh", max_alloc_, &why);  // header only: we seek
+    // "h": header only, we seek to IFDs ourselves; "m": no memory mapping, so a
+    // long file does not end up resident (mapped pages count as the reader's memory).
+    auto file = LibtiffFile::open(path_, "rhm", max_alloc_, &why);
     if (!file) {
       give_back(nullptr, false);
       throw bad_input(path_ + ": cannot open: " + why);
@@ -175,7 +177,7 @@ struct TiffSeries::Impl {
     }
     const std::string& path = file_of_frame(k);
     std::string why;
-    auto file = LibtiffFile::open(path, "rh", max_alloc(), &why);
+    auto file = LibtiffFile::open(path, "rhm", max_alloc(), &why);
     if (!file) throw bad_input(path + ": frame " + std::to_string(k) + ": cannot open: " + why);
     return decode_at(*file, k);
   }
@@ -184,7 +186,7 @@ struct TiffSeries::Impl {
   void read_first_page_metadata() {
     const std::string& path = files.front();
     std::string why;
-    auto file = LibtiffFile::open(path, "rh", max_alloc(), &why);
+    auto file = LibtiffFile::open(path, "rhm", max_alloc(), &why);
     if (!file) throw bad_input(path + ": cannot open: " + why);
     LibtiffThreadMessages scope(file->messages());
     if (!TIFFSetSubDirectory(file->get(), offsets.front()))

@@ -355,3 +355,43 @@ TEST(TiffSeries, RealStemSeriesFromSharedData) {
   }
   EXPECT_NE(series->describe().find("5 x 512x512 uint16"), std::string::npos) << series->describe();
 }
+
+TEST(TiffSeries, BilevelAndFourBitPagesUnpackIncludingCcittFax4) {
+  tifftest::TempDir dir;
+  struct Case { std::uint16_t bits, compression; const char* name; };
+  const Case cases[] = {{1, COMPRESSION_NONE, "b1.tif"}, {1, COMPRESSION_CCITTFAX4, "g4.tif"},
+                        {4, COMPRESSION_PACKBITS, "b4.tif"}};
+  const std::uint32_t w = 21, h = 9;  // rows end mid-byte
+  auto value = [](std::uint32_t x, std::uint32_t y, int bits) {
+    return bits == 1 ? ((x * 3 + y) % 5 == 0 ? 1u : 0u) : (x + 2 * y) % 16u;
+  };
+  for (const Case& c : cases) {
+    if (!TIFFIsCODECConfigured(c.compression)) continue;
+    std::string path = dir.file(c.name);
+    TIFF* tif = TIFFOpen(path.c_str(), "w");
+    ASSERT_NE(tif, nullptr);
+    TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, w);
+    TIFFSetField(tif, TIFFTAG_IMAGELENGTH, h);
+    TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, c.bits);
+    TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, 1);
+    TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+    TIFFSetField(tif, TIFFTAG_COMPRESSION, c.compression);
+    TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, h);
+    const std::size_t row = (w * c.bits + 7) / 8;
+    std::vector<unsigned char> data(row * h, 0);
+    for (std::uint32_t y = 0; y < h; ++y)
+      for (std::uint32_t x = 0; x < w; ++x) {
+        std::size_t bit = x * c.bits;
+        data[y * row + bit / 8] |= static_cast<unsigned char>(value(x, y, c.bits) << (8 - c.bits - bit % 8));
+      }
+    ASSERT_GE(TIFFWriteEncodedStrip(tif, 0, data.data(), tmsize_t(data.size())), 0) << c.name;
+    TIFFWriteDirectory(tif);
+    TIFFClose(tif);
+    auto series = TiffSeries::open(path);
+    EXPECT_EQ(series->info().pixel_type, PixelType::uint8) << c.name;
+    Frame f = series->frame(0);
+    for (std::uint32_t y = 0; y < h; ++y)
+      for (std::uint32_t x = 0; x < w; ++x)
+        ASSERT_EQ(f.at(int(x), int(y)), float(value(x, y, c.bits))) << c.name << " at " << x << "," << y;
+  }
+}
