@@ -248,12 +248,11 @@ class FrameStream {
 
 // Normalised cross-correlation of a warped frame with the first-pass mean
 // over the pixels where both exist.
-double ncc(const float* warped, const std::vector<double>& reference, std::size_t n, long* overlap) {
+double ncc(const float* warped, const std::vector<double>& reference, std::size_t n) {
   double sa = 0, sb = 0;
   long m = 0;
   for (std::size_t i = 0; i < n; ++i)
     if (std::isfinite(warped[i]) && std::isfinite(reference[i])) sa += warped[i], sb += reference[i], ++m;
-  *overlap = m;
   if (m < 2) return 0.0;
   double ma = sa / m, mb = sb / m, sab = 0, saa = 0, sbb = 0;
   for (std::size_t i = 0; i < n; ++i)
@@ -394,8 +393,7 @@ AverageResult average_series(const FrameSource& frames, const std::vector<Transf
   stream.run(
       all, 0, h,
       [&](std::size_t k, const float* v) {
-        long overlap = 0;
-        state[k].quality = ncc(v, first_mean, npix, &overlap);
+        state[k].quality = ncc(v, first_mean, npix);
         state[k].overlap = count_finite(v);
         if (!state[k].listed_excluded && state[k].overlap > 0 && state[k].quality < options.min_quality)
           state[k].rejected_quality = true;
@@ -403,6 +401,7 @@ AverageResult average_series(const FrameSource& frames, const std::vector<Transf
       [&](std::size_t k, const float* v) {
         if (state[k].rejected_quality) accumulate(v, -1.0);
       });
+  std::vector<double>().swap(first_mean);  // frames can be large: free what is done with
 
   std::vector<std::size_t> used;
   std::size_t n_blank = 0, n_listed = 0, n_quality = 0, n_outside = 0;
@@ -462,14 +461,20 @@ AverageResult average_series(const FrameSource& frames, const std::vector<Transf
     }
   } else if (clipped) {
     // Pass 3: drop samples beyond clip_sigma standard deviations of pass 1.
-    std::vector<double> mean(npix, 0.0), limit(npix, -1.0), csum(npix, 0.0), ccount(npix, 0.0);
+    // The sums become the mean and the clip limit in place (memory).
+    std::vector<double>& mean = sum;
+    std::vector<double>& limit = sum2;
     for (std::size_t i = 0; i < npix; ++i) {
-      if (count[i] < 0.5) continue;
+      if (count[i] < 0.5) {
+        mean[i] = 0, limit[i] = -1;
+        continue;
+      }
       mean[i] = sum[i] / count[i];
       double var = std::max(0.0, sum2[i] / count[i] - mean[i] * mean[i]);
       // a little slack so identical samples (var ~ rounding) are all kept
       limit[i] = options.clip_sigma * std::sqrt(var) + 1e-6 * (std::fabs(mean[i]) + 1e-3);
     }
+    std::vector<double> csum(npix, 0.0), ccount(npix, 0.0);
     stream.run(
         used, 0, h, [](std::size_t, const float*) {},
         [&](std::size_t, const float* v) {
@@ -484,7 +489,7 @@ AverageResult average_series(const FrameSource& frames, const std::vector<Transf
       if (ccount[i] > 0.5) {
         result.average.pixels[i] = static_cast<float>(csum[i] / ccount[i]);
         result.coverage.pixels[i] = static_cast<float>(ccount[i]);
-      } else if (count[i] > 0.5) {  // everything clipped (cannot happen for k >= 1): the plain mean
+      } else if (count[i] > 0.5) {  // everything clipped (possible for clip_sigma < 1): the plain mean
         result.average.pixels[i] = static_cast<float>(mean[i]);
         result.coverage.pixels[i] = static_cast<float>(std::round(count[i]));
       }
