@@ -183,7 +183,9 @@ class FrameStream {
       const std::size_t count = std::min(slots.size(), frames.size() - start);
       std::exception_ptr error;
       std::mutex error_mutex;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_)
+      // Threads only where there is enough to share (parallel regions are
+      // not free, least of all on a busy machine).
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_) if (count > 1 && count * band >= 16384)
       for (std::size_t i = 0; i < count; ++i) {
         try {
           const std::size_t k = frames[start + i];
@@ -512,7 +514,7 @@ AverageResult average_series(const FrameSource& frames, const std::vector<Transf
             for (std::size_t i = 0; i < bpix; ++i) values[i * m + j] = v[i];
           },
           [](std::size_t, const float*) {});
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (bpix * m >= 65536)
       for (std::size_t i = 0; i < bpix; ++i) {
         float* first = values.data() + i * m;
         float* last = std::partition(first, first + m, [](float v) { return std::isfinite(v); });
