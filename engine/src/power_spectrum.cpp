@@ -81,6 +81,9 @@ SpectrumPeak PowerSpectrum::strongest_peak(const Frame& f, double min_radius) co
 }
 
 SpectrumPeak PowerSpectrum::strongest_peak_of(const std::vector<double>& p, double min_radius) const {
+  if (p.size() != static_cast<std::size_t>(width_) * height_)
+    throw bad_input("power spectrum: " + std::to_string(p.size()) + " values given for a " + std::to_string(width_) +
+                    "x" + std::to_string(height_) + " spectrum");
   SpectrumPeak best;
   std::vector<double> ring;
   ring.reserve(p.size());
