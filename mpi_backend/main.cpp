@@ -1,42 +1,63 @@
 // driftscan-engine: the MPI program. Parses the subcommand, initialises MPI
-// with threads, installs signal handlers for clean cancellation and maps
-// driftscan::Error to the documented exit codes (see README).
+// with threads, turns SIGINT/SIGTERM into a cancel request seen by every
+// rank (CancelRelay), and maps driftscan::Error to the documented exit codes:
+// 0 done, 2 bad input or usage, 3 failure during the run, 4 cancelled.
 #include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <memory>
+#include <set>
 
 #include <CLI/CLI.hpp>
 #include <mpi.h>
 
 #include "driftscan/error.hpp"
+#include "driftscan/mpi/cancel_relay.hpp"
 #include "driftscan/mpi/command.hpp"
 
 namespace {
 driftscan::CancelToken g_cancel;
 extern "C" void on_signal(int) { g_cancel.request(); }
+
+std::string host_name() {
+  char buf[256] = {0};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Answered before MPI starts: the launcher probes remote installs with it.
+  if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
+    std::printf("driftscan-engine %s\n", DRIFTSCAN_VERSION);
+    return 0;
+  }
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
+  // mpirun forwards SIGUSR1/SIGUSR2 to every rank: a cancel that reaches all of them.
+  std::signal(SIGUSR1, on_signal);
 
   CLI::App app{"driftscan-engine: registration, averaging and spectra of EM image series"};
   app.require_subcommand(1);
-  std::string progress_mode = isatty(STDOUT_FILENO) ? "bar" : "plain";
-  app.add_option("--progress", progress_mode, "Progress output: bar, plain, json or none")
+  app.fallthrough();  // --progress may come after the subcommand
+  app.footer("Exit codes: 0 done, 2 bad input or usage, 3 failure during the run, 4 cancelled.");
+  std::string progress_mode = isatty(STDERR_FILENO) ? "bar" : "plain";
+  app.add_option("--progress", progress_mode, "Progress output: bar, plain, json (events on stdout) or none")
       ->check(CLI::IsMember({"bar", "plain", "json", "none"}));
-  app.set_version_flag("--version", DRIFTSCAN_VERSION);
+  app.set_version_flag("--version", std::string("driftscan-engine ") + DRIFTSCAN_VERSION);
 
   std::vector<std::pair<CLI::App*, driftscan::mpi::Runner>> runners;
+  std::set<std::string> names;
   for (const auto& spec : driftscan::mpi::registered_commands()) {
+    if (!names.insert(spec.name).second) continue;  // one implementation per name
     CLI::App* sub = app.add_subcommand(spec.name, spec.summary);
     runners.emplace_back(sub, spec.setup(*sub));
   }
@@ -57,23 +78,48 @@ int main(int argc, char** argv) {
   else if (progress_mode == "bar") progress = driftscan::make_terminal_progress(std::cerr);
   else progress = driftscan::make_plain_progress(std::cerr);
 
+  auto relay = std::make_unique<driftscan::mpi::CancelRelay>(MPI_COMM_WORLD, g_cancel,
+                                                             provided >= MPI_THREAD_MULTIPLE);
   driftscan::mpi::RunContext ctx{MPI_COMM_WORLD, rank, size, *progress, g_cancel};
+  std::string message;
   for (auto& [sub, runner] : runners) {
     if (!sub->parsed()) continue;
     try {
       code = runner(ctx);
     } catch (const driftscan::Error& e) {
-      if (e.kind() == driftscan::ErrorKind::cancelled) progress->cancelled();
-      else progress->error(e.what(), e.exit_code());
-      if (rank == 0 && progress_mode == "json") std::cerr << "error: " << e.what() << '\n';
       code = e.exit_code();
-    } catch (const std::exception& e) {
-      progress->error(e.what(), 3);
+      message = e.what();
+    } catch (const std::bad_alloc&) {
       code = 3;
+      message = "out of memory";
+    } catch (const std::exception& e) {
+      code = 3;
+      message = e.what();
     }
   }
-  // A failing rank must not leave the others waiting in a collective.
-  if (code != 0 && code != 4 && size > 1) MPI_Abort(MPI_COMM_WORLD, code);
+  if (code == 4 || (code != 0 && g_cancel.cancelled() && message == "cancelled")) {
+    code = 4;
+    progress->cancelled();
+  } else if (code != 0) {
+    progress->error(message, code);
+    // Rank 0's error is the event; other ranks say who they are on stderr.
+    if (rank != 0) std::cerr << "driftscan-engine: rank " << rank << " on " << host_name() << ": " << message << '\n';
+    else if (progress_mode == "json") std::cerr << "error: " << message << '\n';
+    // Stop the other ranks too, so they do not wait for this one.
+    g_cancel.request();
+  }
+
+  bool clean = true;
+  if (code != 0 && size > 1) clean = relay->all_stopped(1.0);
+  relay->stop();
+  if (!clean) {
+    // Some rank is stuck (in a collective, or dead): only an abort ends it.
+    if (rank == 0 || code != 4)
+      std::cerr << "driftscan-engine: rank " << rank << " on " << host_name()
+                << ": other ranks did not stop; aborting the job\n";
+    MPI_Abort(MPI_COMM_WORLD, code);
+  }
+  relay.reset();
   MPI_Finalize();
   return code;
 }

@@ -125,6 +125,7 @@ struct JobLauncher::Impl {
   std::string stderr_tail;
   json result_files = json::object();
   bool saw_cancelled_event = false;
+  bool launcher_error_emitted = false;
   std::string engine_error;
 
   void emit(const json& e) {
@@ -332,7 +333,8 @@ struct JobLauncher::Impl {
         cancelling = true;
         cancel_at = Clock::now();
         log("cancelling");
-        on_cancel ? on_cancel() : p.signal_group(SIGTERM);
+        if (on_cancel) on_cancel();
+        else p.send_signal(SIGUSR1);  // mpirun forwards it to every rank: they stop cleanly with code 4
       }
       if (cancelling && Clock::now() - cancel_at > std::chrono::duration<double>(options.cancel_grace_s)) {
         log("the job did not stop within " + std::to_string(options.cancel_grace_s) + " s; killing it", "warning");
@@ -350,15 +352,20 @@ struct JobLauncher::Impl {
     r.result_folder = job.output;
     r.files = result_files;
     r.remote_id = !slurm_job.empty() ? slurm_job : remote_dir;
+    std::string death = rank_death(stderr_tail);
     if (code == 0) {
       r.status = LaunchStatus::done;
+    } else if (!death.empty() && !cancel_requested) {
+      // mpirun stops the survivors (they report "cancelled"): the death is the news.
+      r.status = LaunchStatus::failed;
+      r.exit_code = 3;
+      r.message = death;
     } else if (code == 4 || saw_cancelled_event || (cancel_requested && code != 2)) {
       r.status = LaunchStatus::cancelled;
       r.exit_code = 4;
       r.message = "cancelled";
     } else {
       r.status = LaunchStatus::failed;
-      std::string death = rank_death(stderr_tail);
       r.message = !death.empty() ? death : !engine_error.empty() ? engine_error : [&] {
         std::string t = stderr_tail;
         while (!t.empty() && t.back() == '\n') t.pop_back();
@@ -366,7 +373,7 @@ struct JobLauncher::Impl {
         return "driftscan-engine ended with code " + std::to_string(code) +
                (t.empty() ? "" : ": " + t.substr(pos == std::string::npos ? 0 : pos + 1));
       }();
-      if (code != 2) r.exit_code = code == 3 ? 3 : 3;
+      if (code != 2) r.exit_code = 3;
     }
     return r;
   }
@@ -571,18 +578,24 @@ struct JobLauncher::Impl {
       r.exit_code = cancel_requested ? 4 : e.exit_code();
       r.message = e.what();
       r.result_folder = job.output;
-      emit({{"event", "error"}, {"source", "launcher"}, {"message", r.message}, {"code", r.exit_code}});
+      if (r.status == LaunchStatus::cancelled) emit({{"event", "cancelled"}, {"source", "launcher"}});
+      else emit({{"event", "error"}, {"source", "launcher"}, {"message", r.message}, {"code", r.exit_code}});
+      launcher_error_emitted = true;
     } catch (const std::exception& e) {
       r = LaunchResult{};
       r.message = e.what();
       r.result_folder = job.output;
       emit({{"event", "error"}, {"source", "launcher"}, {"message", r.message}, {"code", 3}});
+      launcher_error_emitted = true;
     }
-    if (r.status == LaunchStatus::failed && !r.message.empty() && engine_error.empty() &&
-        r.message.find("ended with code") != std::string::npos)
+    // Exactly one error event per failed launch: the engine's, or the launcher's.
+    if (r.status == LaunchStatus::failed && (engine_error.empty() || r.message != engine_error) &&
+        !launcher_error_emitted)
       emit({{"event", "error"}, {"source", "launcher"}, {"message", r.message}, {"code", r.exit_code}});
-    else if (r.status == LaunchStatus::failed && rank_death(stderr_tail) == r.message && !r.message.empty())
-      emit({{"event", "error"}, {"source", "launcher"}, {"message", r.message}, {"code", r.exit_code}});
+    if (options.staging_dir.empty() && !staging.empty()) {
+      std::error_code ec;  // our own temporary folder: job file, batch script, fetched copy
+      fs::remove_all(staging, ec);
+    }
     std::lock_guard<std::mutex> lock(mu);
     result = r;
     done = true;

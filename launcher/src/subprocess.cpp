@@ -126,6 +126,10 @@ void Subprocess::signal_group(int sig) {
   }
 }
 
+void Subprocess::send_signal(int sig) {
+  if (pid_ > 0 && !reaped_) kill(pid_, sig);
+}
+
 int Subprocess::wait() {
   if (!reaped_) {
     int st = 0;

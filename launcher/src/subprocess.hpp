@@ -31,6 +31,7 @@ class Subprocess {
   bool pump(int timeout_ms, const LineHandler& out, const LineHandler& err);
   bool running();
   void signal_group(int sig);
+  void send_signal(int sig);  // the child only
   // Exit code: the child's, or 128 + signal when it was killed.
   int wait();
   pid_t pid() const { return pid_; }

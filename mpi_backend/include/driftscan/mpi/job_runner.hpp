@@ -1,0 +1,32 @@
+#pragma once
+// Runs a Job on every rank of a RunContext: the one place where a job's
+// command meets the pipelines (synthetic series, registration, averaging,
+// spectrum). A pipeline that has not been built into this program is
+// reported as unavailable (driftscan::Error, failure) — never faked.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "driftscan/job.hpp"
+#include "driftscan/mpi/command.hpp"
+
+namespace driftscan::mpi {
+
+// Collective over ctx.comm. Emits start/phase/result events on ctx.progress
+// (rank 0) and returns 0; throws driftscan::Error on bad input, failure or
+// cancellation.
+int run_job(const Job& job, RunContext& ctx);
+
+// Whether this build can run `command` ("register", "average", "spectrum", "synth").
+bool job_command_available(const std::string& command);
+
+// Where `synth` writes the series for a job's output: the path itself when it
+// ends in .tif/.tiff, else <output>/series.tif.
+std::string synth_series_path(const std::string& output);
+
+// Waits until every rank has arrived, polling ctx.cancel meanwhile: the
+// ranks that have nothing to do while rank 0 writes wait here, and still stop
+// within the cancel deadline. Throws Error(cancelled) when cancelled.
+void cancellable_barrier(RunContext& ctx);
+
+}  // namespace driftscan::mpi
