@@ -17,6 +17,7 @@
 // measured time per application (which includes an application still
 // running, so a neighbour stuck on a hard element looks slow at once). The
 // very first step goes right, before any rate has been measured.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -122,9 +123,16 @@ ScanPartial<T> stealing_reduce(const std::vector<T>& x, std::int64_t offset, std
     else if (!has_right) go_right = false;
     else if (first_step) go_right = true;
     else {
-      const double left_wait = static_cast<double>(gaps[t - 1].size()) * paces[t - 1].seconds_per_application();
-      const double right_wait = static_cast<double>(gaps[t].size()) * paces[t + 1].seconds_per_application();
-      go_right = right_wait >= left_wait;
+      // Unclaimed work on each side per unit of the processing speed of the
+      // threads on that side (speed = 1 / seconds per application).
+      double left_work = 0.0, left_speed = 0.0, right_work = 0.0, right_speed = 0.0;
+      for (std::size_t g = 0; g < t; ++g) left_work += static_cast<double>(gaps[g].size());
+      for (std::size_t g = t; g + 1 < workers; ++g) right_work += static_cast<double>(gaps[g].size());
+      for (std::size_t j = 0; j < t; ++j) left_speed += 1.0 / std::max(1e-9, paces[j].seconds_per_application());
+      for (std::size_t j = t + 1; j < workers; ++j)
+        right_speed += 1.0 / std::max(1e-9, paces[j].seconds_per_application());
+      const bool left_open = gaps[t - 1].size() > 0, right_open = gaps[t].size() > 0;
+      go_right = !left_open || (right_open && right_work / right_speed >= left_work / left_speed);
     }
     first_step = false;
     std::optional<std::size_t> k;

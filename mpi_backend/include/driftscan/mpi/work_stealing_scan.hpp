@@ -7,9 +7,9 @@
 //   1. local: every thread reduces (reduce-then-scan, optionally with work
 //      stealing between neighbouring threads) or scans (scan-then-map) its
 //      segment;
-//   2. the master thread combines its threads' sums into the rank's sum, runs
-//      the global scan over ranks (only ranks take part — global_scan.hpp)
-//      and receives the exclusive prefix of the ranks before it;
+//   2. the threads scan their sums (dissemination over threads), then the
+//      master thread runs the global scan over ranks (only ranks take part —
+//      global_scan.hpp) and receives the exclusive prefix of the ranks before it;
 //   3. local: every thread scans its segment — as stealing left it — from the
 //      carried-in prefix (reduce-then-scan), or maps its local prefixes
 //      (scan-then-map).
@@ -103,31 +103,32 @@ class WorkStealingScan {
     };
 
     std::vector<std::optional<T>> out(n);
-    std::vector<ScanPartial<T>> sums, carried;  // per thread: segment sum; what precedes its segment
+    std::vector<ScanPartial<T>> sums;  // per thread: segment sum, then sum of segments 0..t
     std::vector<SegmentRange> segments;
     std::vector<SegmentGap> gaps(options_.threads > 1 ? static_cast<std::size_t>(options_.threads - 1) : 0);
     std::vector<WorkerPace> paces(static_cast<std::size_t>(options_.threads));
     ScanPartial<T> exclusive;
     std::exception_ptr global_error;
-    std::vector<ScanPartial<T>> final_status;
+    std::vector<ScanPartial<T>> final_status(1);
 
-    // Master thread only: rank sum → global scan → exclusive prefix of this rank.
-    auto global_phase = [&](std::size_t workers) {
-      carried.assign(workers, {});
-      ScanPartial<T> total;
-      for (std::size_t t = 0; t < workers; ++t) {
-        if (t > 0) carried[t] = total;
-        total = combine_partials(total, sums[t], applier(0, ScanPhase::thread_combine, false));
-      }
+    // Master thread only: the global scan over the ranks' sums, then the
+    // exclusive prefix of this rank. Only ranks below the last need their
+    // inclusive result (values flow to higher ranks), so the last rank enters
+    // with nothing and applies no operator. A failure is kept as a value and
+    // agreed on once, after the final phase: no rank waits for the slowest
+    // one's global phase before it starts its own final phase.
+    auto global_phase = [&](const ScanPartial<T>& total) {
+      const ScanPartial<T> mine = rank_ + 1 == size_ ? ScanPartial<T>{} : total;
       ScanPartial<T> inclusive =
-          global_inclusive_scan<T, Codec>(comm_, total, options_.algorithm, applier(0, ScanPhase::global, false));
+          global_inclusive_scan<T, Codec>(comm_, mine, options_.algorithm, applier(0, ScanPhase::global, false));
       exclusive = exclusive_from_inclusive<T, Codec>(comm_, inclusive);
-      const ScanPartial<T>& bad = total.failed() ? total : inclusive.failed() ? inclusive : exclusive;
-      agree_on_failure(comm_, bad.failed(), bad.error_kind(), bad.message());
+      if (total.failed()) exclusive = total;
+      else if (inclusive.failed() && rank_ + 1 < size_) exclusive = inclusive;
     };
 
     if (n == 0) {
-      global_phase(0);
+      global_phase(ScanPartial<T>{});
+      if (exclusive.failed()) final_status[0] = exclusive;
     } else {
       const std::size_t wanted = std::min<std::size_t>(static_cast<std::size_t>(options_.threads), n);
 #pragma omp parallel num_threads(static_cast<int>(wanted))
@@ -170,10 +171,20 @@ class WorkStealingScan {
         segments[t] = seg;
 #pragma omp barrier
 
-        // Phase 2 (master only: MPI_THREAD_FUNNELED).
+        // Phase 2a: scan of the threads' sums, by dissemination over the
+        // threads (⌈log2 T⌉ rounds instead of T − 1 applications on the master).
+        ScanPartial<T> mine = sums[t];
+        for (std::size_t d = 1; d < workers; d *= 2) {
+          ScanPartial<T> next =
+              t >= d ? combine_partials(sums[t - d], mine, applier(thread, ScanPhase::thread_combine, false)) : mine;
+#pragma omp barrier
+          sums[t] = mine = std::move(next);
+#pragma omp barrier
+        }
+        // Phase 2b (master only: MPI_THREAD_FUNNELED).
         if (t == 0) {
           try {
-            global_phase(workers);
+            global_phase(sums[workers - 1]);
           } catch (...) {
             global_error = std::current_exception();
           }
@@ -181,11 +192,14 @@ class WorkStealingScan {
 #pragma omp barrier
 
         // Phase 3.
-        if (!global_error) {
+        const ScanPartial<T> before = t > 0 ? sums[t - 1] : ScanPartial<T>{};  // threads 0..t−1
+        if (exclusive.failed()) {
+          if (t == 0) final_status[0] = exclusive;
+        } else if (!global_error) {
           seg = segments[t];
           if (options_.strategy == LocalStrategy::scan_then_map) {
             ScanPartial<T> prefix =
-                combine_partials(exclusive, carried[t], applier(thread, ScanPhase::map, false));
+                combine_partials(exclusive, before, applier(thread, ScanPhase::map, false));
             if (prefix.has_value()) {
               for (std::size_t k = seg.lo; k < seg.hi && !prefix.failed(); ++k) {
                 auto local_prefix = ScanPartial<T>::of(*out[k], offset + static_cast<std::int64_t>(seg.lo),
@@ -199,7 +213,7 @@ class WorkStealingScan {
             }
           } else {
             ScanPartial<T> acc =
-                combine_partials(exclusive, carried[t], applier(thread, ScanPhase::final_scan, false));
+                combine_partials(exclusive, before, applier(thread, ScanPhase::final_scan, false));
             for (std::size_t k = seg.lo; k < seg.hi && !acc.failed(); ++k) {
               acc = combine_partials(acc, element(k), applier(thread, ScanPhase::final_scan, false));
               if (acc.has_value()) out[k] = acc.value();

@@ -1,0 +1,255 @@
+// driftscan-engine scan-bench: the paper's microbenchmark of the distributed
+// scan. The operator's cost is a sleep, so load-balance effects are exact even
+// with many more workers than cores (run oversubscribed ranks with
+// --mca mpi_yield_when_idle 1). Prints one JSON object per line and
+// configuration on rank 0:
+//   {"algorithm","strategy","ranks","threads","elements_per_worker",
+//    "makespan_s","work_bound_s","efficiency","speedup_vs_static","imbalance",...}
+// work_bound_s = sum of all operator costs / workers; efficiency =
+// work_bound_s / makespan_s; speedup_vs_static = makespan of the static
+// hierarchical reduce-then-scan with the same algorithm and draws / makespan.
+#include <sys/prctl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <omp.h>
+
+#include "driftscan/error.hpp"
+#include "driftscan/mpi/command.hpp"
+#include "driftscan/mpi/work_stealing_scan.hpp"
+
+namespace driftscan::mpi {
+namespace {
+
+struct ScanBenchOptions {
+  int threads = 1;
+  int elements_per_worker = 16;
+  std::string cost = "exponential";   // static | exponential
+  double mean_ms = 1.0;
+  double tail_fraction = 0.0;         // a fraction f of elements ...
+  double tail_factor = 1.0;           // ... m times slower
+  std::string cost_per = "element";   // element | application
+  std::string algorithm = "all";
+  std::string strategy = "all";       // scan-then-map | reduce-then-scan | work-stealing | all
+};
+
+// The scanned element: the range of global element indices a result covers.
+// The operator checks adjacency, so every benchmark run also verifies itself.
+struct Span {
+  std::int64_t first = 0;
+  std::int64_t last = 0;
+};
+
+// Operator costs drawn from std::mt19937 seeded 1410. Per element: cost_k is
+// fixed for element k (a hard frame stays hard in every phase): extending a
+// partial result by element k costs cost_k, combining two partial results
+// costs the cost of the right operand's last element. Per application: each
+// worker draws a fresh cost per application from its own fixed stream, so
+// static and work-stealing runs see identical draws.
+class SleepOperator {
+ public:
+  SleepOperator(const ScanBenchOptions& o, int ranks, int rank) : per_element_(o.cost_per == "element") {
+    const std::size_t workers = static_cast<std::size_t>(ranks) * static_cast<std::size_t>(o.threads);
+    const std::size_t n = workers * static_cast<std::size_t>(o.elements_per_worker);
+    const double mean = o.mean_ms * 1e-3;
+    std::mt19937 rng(1410);
+    std::exponential_distribution<double> exponential(1.0 / mean);
+    auto draw = [&] { return o.cost == "static" ? mean : exponential(rng); };
+    if (per_element_) {
+      costs_.resize(n);
+      for (auto& c : costs_) c = draw();
+      // Exactly round(f·n) elements, chosen uniformly, are m times slower.
+      std::vector<std::size_t> order(n);
+      std::iota(order.begin(), order.end(), 0);
+      std::shuffle(order.begin(), order.end(), rng);
+      const auto slow = static_cast<std::size_t>(std::llround(o.tail_fraction * static_cast<double>(n)));
+      for (std::size_t i = 0; i < slow && i < n; ++i) costs_[order[i]] *= o.tail_factor;
+    } else {
+      // Enough draws per worker for any run (a worker applies the operator
+      // fewer than ~3 K + 2 log P + threads times); streams wrap around.
+      stream_ = 4 * static_cast<std::size_t>(o.elements_per_worker) + 64 + 4 * static_cast<std::size_t>(o.threads);
+      std::uniform_real_distribution<double> uniform(0.0, 1.0);
+      costs_.resize(workers * stream_);
+      for (auto& c : costs_) {
+        c = draw();
+        if (uniform(rng) < o.tail_fraction) c *= o.tail_factor;
+      }
+      first_stream_ = static_cast<std::size_t>(rank) * static_cast<std::size_t>(o.threads);
+    }
+    per_thread_.resize(static_cast<std::size_t>(o.threads));
+  }
+
+  void reset() {
+    for (auto& t : per_thread_) t = PerThread{};
+  }
+  // Sum of the costs drawn by this rank's applications since reset().
+  double drawn_cost_s() const {
+    double s = 0.0;
+    for (const auto& t : per_thread_) s += t.drawn_s;
+    return s;
+  }
+
+  Span operator()(const Span& a, const Span& b) {
+    if (a.last + 1 != b.first)
+      throw failure("scan-bench: operator applied to non-adjacent ranges " + std::to_string(a.first) + ".." +
+                    std::to_string(a.last) + " and " + std::to_string(b.first) + ".." + std::to_string(b.last));
+    const auto start = std::chrono::steady_clock::now();
+    const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
+    auto& mine = per_thread_.at(t);
+    double cost;
+    if (per_element_) {
+      const bool extends_left = a.first == a.last && b.first != b.last;
+      cost = costs_[static_cast<std::size_t>(extends_left ? a.first : b.last)];
+    } else {
+      cost = costs_[(first_stream_ + t) * stream_ + mine.applications % stream_];
+    }
+    mine.applications += 1;
+    mine.drawn_s += cost;
+    static thread_local bool precise = [] {
+      prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);  // default 50 µs slack would skew ms sleeps
+      return true;
+    }();
+    (void)precise;
+    std::this_thread::sleep_until(start + std::chrono::duration<double>(cost));
+    return Span{a.first, b.last};
+  }
+
+ private:
+  struct alignas(64) PerThread {
+    std::size_t applications = 0;
+    double drawn_s = 0.0;
+  };
+  bool per_element_;
+  std::vector<double> costs_;
+  std::size_t stream_ = 0;
+  std::size_t first_stream_ = 0;
+  std::vector<PerThread> per_thread_;
+};
+
+struct RunResult {
+  double makespan_s = 0.0;
+  double work_s = 0.0;  // sum of operator costs over all ranks
+  double imbalance = 1.0;
+  double critical_path_s = 0.0;
+  std::size_t stolen = 0;
+};
+
+RunResult run_once(RunContext& ctx, const ScanBenchOptions& o, SleepOperator& op, const ScanOptions& scan_options) {
+  const std::size_t per_rank = static_cast<std::size_t>(o.threads) * static_cast<std::size_t>(o.elements_per_worker);
+  const std::int64_t offset = static_cast<std::int64_t>(per_rank) * ctx.rank;
+  std::vector<Span> block(per_rank);
+  for (std::size_t k = 0; k < per_rank; ++k) block[k] = {offset + std::int64_t(k), offset + std::int64_t(k)};
+
+  WorkStealingScan scan(ctx.comm, scan_options);
+  ScanTrace trace;
+  op.reset();
+  std::vector<Span> result = scan.run(block, [&op](const Span& a, const Span& b) { return op(a, b); }, &trace);
+  trace.gather(ctx.comm);
+
+  int wrong = 0;
+  for (std::size_t k = 0; k < per_rank; ++k)
+    if (result[k].first != 0 || result[k].last != offset + std::int64_t(k)) ++wrong;
+  int any_wrong = 0;
+  MPI_Allreduce(&wrong, &any_wrong, 1, MPI_INT, MPI_SUM, ctx.comm);
+  if (any_wrong) throw failure("scan-bench: " + std::to_string(any_wrong) + " wrong prefixes");
+
+  RunResult r;
+  double mine = op.drawn_cost_s();
+  MPI_Allreduce(&mine, &r.work_s, 1, MPI_DOUBLE, MPI_SUM, ctx.comm);
+  ScanSummary s = trace.summary();
+  r.makespan_s = s.makespan_s;
+  r.imbalance = s.imbalance;
+  r.critical_path_s = s.critical_path_s;
+  for (const auto& w : s.workers) r.stolen += w.stolen;
+  MPI_Bcast(&r.makespan_s, 1, MPI_DOUBLE, 0, ctx.comm);
+  return r;
+}
+
+int run_bench(RunContext& ctx, const ScanBenchOptions& o) {
+  std::vector<GlobalScanAlgorithm> algorithms;
+  if (o.algorithm == "all") algorithms = all_global_scan_algorithms();
+  else algorithms.push_back(global_scan_algorithm_from_string(o.algorithm));
+  const std::vector<std::string> all_strategies{"scan-then-map", "reduce-then-scan", "work-stealing"};
+  std::vector<std::string> strategies;
+  if (o.strategy == "all") strategies = all_strategies;
+  else if (std::find(all_strategies.begin(), all_strategies.end(), o.strategy) != all_strategies.end())
+    strategies.push_back(o.strategy);
+  else throw bad_input("scan-bench: unknown --strategy '" + o.strategy + "' (scan-then-map, reduce-then-scan, work-stealing or all)");
+
+  SleepOperator op(o, ctx.size, ctx.rank);
+  const double workers = static_cast<double>(ctx.size) * o.threads;
+  for (auto algorithm : algorithms) {
+    ctx.cancel.throw_if_cancelled();
+    const RunResult baseline =
+        run_once(ctx, o, op, ScanOptions{algorithm, LocalStrategy::reduce_then_scan, false, o.threads});
+    for (const auto& name : strategies) {
+      ctx.cancel.throw_if_cancelled();
+      RunResult r = baseline;
+      if (name == "scan-then-map")
+        r = run_once(ctx, o, op, ScanOptions{algorithm, LocalStrategy::scan_then_map, false, o.threads});
+      else if (name == "work-stealing")
+        r = run_once(ctx, o, op, ScanOptions{algorithm, LocalStrategy::reduce_then_scan, true, o.threads});
+      if (ctx.rank != 0) continue;
+      const double work_bound = r.work_s / workers;
+      nlohmann::json line{{"algorithm", to_string(algorithm)},
+                          {"strategy", name},
+                          {"ranks", ctx.size},
+                          {"threads", o.threads},
+                          {"elements_per_worker", o.elements_per_worker},
+                          {"cost", o.cost},
+                          {"cost_per", o.cost_per},
+                          {"mean_ms", o.mean_ms},
+                          {"tail_fraction", o.tail_fraction},
+                          {"tail_factor", o.tail_factor},
+                          {"makespan_s", r.makespan_s},
+                          {"work_bound_s", work_bound},
+                          {"efficiency", work_bound / r.makespan_s},
+                          {"speedup_vs_static", baseline.makespan_s / r.makespan_s},
+                          {"imbalance", r.imbalance},
+                          {"critical_path_s", r.critical_path_s},
+                          {"stolen_elements", r.stolen}};
+      std::cout << line.dump() << std::endl;
+    }
+  }
+  return 0;
+}
+
+const CommandRegistrar registrar({"scan-bench", "Benchmark the distributed scan with a sleeping operator",
+                                  [](CLI::App& app) -> Runner {
+                                    auto o = std::make_shared<ScanBenchOptions>();
+                                    app.add_option("--threads", o->threads, "OpenMP threads per rank")
+                                        ->check(CLI::Range(1, 1024));
+                                    app.add_option("--elements-per-worker", o->elements_per_worker,
+                                                   "Elements per thread (K)")
+                                        ->check(CLI::Range(1, 1 << 20));
+                                    app.add_option("--cost", o->cost, "Operator cost: static or exponential")
+                                        ->check(CLI::IsMember({"static", "exponential"}));
+                                    app.add_option("--mean-ms", o->mean_ms, "Mean operator cost in milliseconds")
+                                        ->check(CLI::Range(1e-6, 1e6));
+                                    app.add_option("--tail-fraction", o->tail_fraction,
+                                                   "Fraction of elements (or applications) that are slower")
+                                        ->check(CLI::Range(0.0, 1.0));
+                                    app.add_option("--tail-factor", o->tail_factor, "How many times slower they are")
+                                        ->check(CLI::Range(1e-6, 1e6));
+                                    app.add_option("--cost-per", o->cost_per,
+                                                   "Draw a cost per element (default) or per application")
+                                        ->check(CLI::IsMember({"element", "application"}));
+                                    app.add_option("--algorithm", o->algorithm,
+                                                   "Global scan: mpi-scan, dissemination, blelloch, ladner-fischer or all");
+                                    app.add_option("--strategy", o->strategy,
+                                                   "scan-then-map, reduce-then-scan, work-stealing or all");
+                                    return [o](RunContext& ctx) { return run_bench(ctx, *o); };
+                                  }});
+
+}  // namespace
+}  // namespace driftscan::mpi
