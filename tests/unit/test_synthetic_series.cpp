@@ -211,6 +211,33 @@ TEST(SyntheticSeries, GrainBoundaryBreaksPeriodicity) {
   EXPECT_GT(peak, 0.9);
 }
 
+TEST(SyntheticSeries, SquareLatticeIsPeriodicAlongBothAxes) {
+  SynthOptions o;
+  o.frames = 1;
+  o.width = o.height = 64;
+  o.period = 8;
+  o.lattice = Lattice::square;
+  o.vacancy_fraction = 0;
+  o.intensity_spread = 0;
+  o.grain_boundary = false;
+  o.dose = 1;
+  Frame f = SyntheticSeries(o).ideal_frame(0);
+  double worst_x = 0, worst_y = 0, worst_hex = 0;
+  for (int y = 0; y + 8 < 64; ++y)
+    for (int x = 0; x + 8 < 64; ++x) {
+      worst_x = std::max(worst_x, double(std::fabs(f.at(x + 8, y) - f.at(x, y))));
+      worst_y = std::max(worst_y, double(std::fabs(f.at(x, y + 8) - f.at(x, y))));
+    }
+  EXPECT_LT(worst_x, 1e-3);
+  EXPECT_LT(worst_y, 1e-3);
+  // a hexagonal lattice is not periodic along (0, 8)
+  o.lattice = Lattice::hex;
+  Frame hex = SyntheticSeries(o).ideal_frame(0);
+  for (int y = 0; y + 8 < 64; ++y)
+    for (int x = 0; x < 64; ++x) worst_hex = std::max(worst_hex, double(std::fabs(hex.at(x, y + 8) - hex.at(x, y))));
+  EXPECT_GT(worst_hex, 0.3);
+}
+
 TEST(SyntheticSeries, JitterMovesRowsNotTheIdealFrame) {
   SynthOptions o;
   o.frames = 2;
