@@ -36,6 +36,60 @@ std::vector<float> window_1d(int n, Apodisation kind, double alpha) {
 
 int signed_index(int i, int n) { return i <= n / 2 ? i : i - n; }
 
+// Length (px) of the shortest strong lattice vector in an autocorrelation
+// `ac` (w x h, wrapped, zero mean), searched within +-reach; 0 when the
+// frame does not look periodic. The central peak's basin (the connected
+// region around 0 where ac > 0) is excluded; a lattice shows as local maxima
+// beyond it of at least `min_ratio` times ac(0).
+double shortest_lattice_vector(const float* ac, int w, int h, int reach_x, int reach_y, double min_ratio) {
+  const double ac0 = ac[0];
+  if (!(ac0 > 0)) return 0.0;
+  const int bw = 2 * reach_x + 1, bh = 2 * reach_y + 1;
+  auto at = [&](int sx, int sy) { return ac[static_cast<std::size_t>((sy % h + h) % h) * w + (sx % w + w) % w]; };
+  std::vector<unsigned char> basin(static_cast<std::size_t>(bw) * bh, 0);
+  auto idx = [&](int sx, int sy) { return static_cast<std::size_t>(sy + reach_y) * bw + (sx + reach_x); };
+  std::vector<std::pair<int, int>> stack{{0, 0}};
+  basin[idx(0, 0)] = 1;
+  while (!stack.empty()) {
+    auto [x, y] = stack.back();
+    stack.pop_back();
+    const int nb[4][2] = {{x + 1, y}, {x - 1, y}, {x, y + 1}, {x, y - 1}};
+    for (const auto& n : nb) {
+      if (std::abs(n[0]) > reach_x || std::abs(n[1]) > reach_y) continue;
+      auto i = idx(n[0], n[1]);
+      if (basin[i] || !(at(n[0], n[1]) > 0)) continue;
+      basin[i] = 1;
+      stack.push_back({n[0], n[1]});
+    }
+  }
+  struct Peak {
+    double value, radius;
+  };
+  std::vector<Peak> peaks;
+  double strongest = 0;
+  for (int sy = -reach_y; sy <= reach_y; ++sy)
+    for (int sx = -reach_x; sx <= reach_x; ++sx) {
+      if (basin[idx(sx, sy)]) continue;
+      const float v = at(sx, sy);
+      if (!(v > 0)) continue;
+      bool local_max = true;
+      for (int dy = -1; dy <= 1 && local_max; ++dy)
+        for (int dx = -1; dx <= 1; ++dx)
+          if ((dx || dy) && at(sx + dx, sy + dy) > v) {
+            local_max = false;
+            break;
+          }
+      if (!local_max) continue;
+      peaks.push_back({v, std::hypot(sx, sy)});
+      strongest = std::max(strongest, static_cast<double>(v));
+    }
+  if (strongest < min_ratio * ac0) return 0.0;
+  double shortest = 0;
+  for (const Peak& p : peaks)
+    if (p.value >= 0.5 * strongest && (shortest == 0 || p.radius < shortest)) shortest = p.radius;
+  return shortest;
+}
+
 }  // namespace
 
 PairRegistrationOptions PairRegistrationOptions::from(const RegistrationSettings& settings) {
@@ -77,7 +131,7 @@ PairRegistrationPlan::PairRegistrationPlan(int width, int height, const PairRegi
   st->y0 = r.y;
   st->wx = window_1d(r.w, options.window, options.tukey_alpha);
   st->wy = window_1d(r.h, options.window, options.tukey_alpha);
-  if (options.bandpass_low > 0 || options.bandpass_high > 0) {
+  if (options.bandpass_low > 0 || options.bandpass_high > 0 || options.smooth_sigma > 0) {
     // Gaussian roll-offs: periods shorter than `low` (noise) and longer than
     // `high` (background) are attenuated to 1/e^0.5 at the cut-off.
     int sw = st->fft.spectrum_width();
@@ -89,6 +143,8 @@ PairRegistrationPlan::PairRegistrationPlan(int width, int height, const PairRegi
         double g = 1.0;
         if (options.bandpass_low > 0) g *= std::exp(-0.5 * std::pow(f * options.bandpass_low, 2));
         if (options.bandpass_high > 0) g *= 1.0 - std::exp(-0.5 * std::pow(f * options.bandpass_high, 2));
+        // both frames smoothed by sigma: |G(f)|^2 on the cross-power
+        if (options.smooth_sigma > 0) g *= std::exp(-4.0 * kPi * kPi * options.smooth_sigma * options.smooth_sigma * f * f);
         st->weight[static_cast<std::size_t>(ky) * sw + kx] = static_cast<float>(g);
       }
   }
@@ -159,6 +215,7 @@ PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const 
   s.fft.forward(b.data(), B.data());
 
   // Cross-power spectrum R = A conj(B) (weighted); IFFT(R)[s] = sum_p a(p+s) b(p).
+  // Then B, b are free: the reference's autocorrelation goes there.
   const double wexp = std::clamp(options_.whitening, 0.0, 1.0);
   for (std::size_t i = 0; i < ns; ++i) {
     std::complex<float> r = A[i] * std::conj(B[i]);
@@ -167,6 +224,16 @@ PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const 
     R[i] = r;
   }
   R[0] = 0.0f;  // no DC: the correlation has zero mean
+  double lattice = 0.0;
+  if (options_.lattice_bound) {
+    for (std::size_t i = 0; i < ns; ++i) B[i] = std::norm(A[i]);
+    B[0] = 0.0f;
+    s.fft.inverse(B.data(), b.data());
+    lattice = shortest_lattice_vector(b.data(), s.w, s.h, s.max_sx, s.max_sy, 0.15);
+  }
+  // Periodic frame: consecutive shifts are below half a period (method.md),
+  // so the peak is searched inside that circle, where it is unambiguous.
+  const double radius = lattice > 0 ? 0.5 * lattice : INFINITY;
   std::copy(R.begin(), R.end(), A.data());
   s.fft.inverse(A.data(), a.data());  // a now holds the correlation surface
   const float* c = a.data();
@@ -180,11 +247,13 @@ PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const 
   float best = -INFINITY;
   for (int sy = -s.max_sy; sy <= s.max_sy; ++sy)
     for (int sx = -s.max_sx; sx <= s.max_sx; ++sx) {
+      if (sx * sx + sy * sy >= radius * radius) continue;
       float v = at(sx, sy);
       if (v > best) best = v, px = sx, py = sy;
     }
   PairShift out;
-  out.at_bound = std::abs(px) == s.max_sx || std::abs(py) == s.max_sy;
+  out.lattice_vector = lattice;
+  out.at_bound = std::abs(px) == s.max_sx || std::abs(py) == s.max_sy || std::hypot(px, py) > radius - 1.5;
 
   // Peak-to-sidelobe ratio and second peak, over the whole surface (its
   // mean is 0 since the DC term was removed; computed anyway for clarity).

@@ -15,9 +15,10 @@ namespace driftscan {
 namespace {
 
 // Clamped separable convolution with a symmetric kernel k[0..r].
-Frame convolve_separable(const Frame& f, const std::vector<float>& k) {
+Frame convolve_separable(const Frame& f, const std::vector<float>& k, int threads = 1) {
   const int r = static_cast<int>(k.size()) - 1, w = f.width, h = f.height;
   Frame tmp(w, h), out(w, h);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && h > 32)
   for (int y = 0; y < h; ++y) {
     const float* in = f.row(y);
     float* o = tmp.row(y);
@@ -32,6 +33,7 @@ Frame convolve_separable(const Frame& f, const std::vector<float>& k) {
       o[x] = s;
     }
   }
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && h > 32)
   for (int y = 0; y < h; ++y) {
     float* o = out.row(y);
     const float* c = tmp.row(y);
@@ -47,17 +49,18 @@ Frame convolve_separable(const Frame& f, const std::vector<float>& k) {
 }
 
 // Burt's 5-tap kernel then every other pixel: level L pixel i sits at 2^L i.
-Frame downsample(const Frame& f) {
-  Frame blurred = convolve_separable(f, {6.0f / 16, 4.0f / 16, 1.0f / 16});
+Frame downsample(const Frame& f, int threads = 1) {
+  Frame blurred = convolve_separable(f, {6.0f / 16, 4.0f / 16, 1.0f / 16}, threads);
   Frame out((f.width + 1) / 2, (f.height + 1) / 2);
   for (int y = 0; y < out.height; ++y)
     for (int x = 0; x < out.width; ++x) out.at(x, y) = blurred.at(2 * x, 2 * y);
   return out;
 }
 
-void gradients(const Frame& f, Frame& gx, Frame& gy) {
+void gradients(const Frame& f, Frame& gx, Frame& gy, int threads = 1) {
   gx = Frame(f.width, f.height);
   gy = Frame(f.width, f.height);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && f.height > 32)
   for (int y = 0; y < f.height; ++y)
     for (int x = 0; x < f.width; ++x) {
       int xl = std::max(0, x - 1), xr = std::min(f.width - 1, x + 1);
@@ -121,7 +124,7 @@ RefineOptions RefineOptions::from(const RegistrationSettings& s) {
   return o;
 }
 
-Frame gaussian_smooth(const Frame& f, double sigma) {
+Frame gaussian_smooth(const Frame& f, double sigma, int threads) {
   if (!(sigma > 0) || f.empty()) return f;
   int r = std::max(1, static_cast<int>(std::ceil(3.0 * sigma)));
   std::vector<float> k(static_cast<std::size_t>(r) + 1);
@@ -131,7 +134,7 @@ Frame gaussian_smooth(const Frame& f, double sigma) {
     sum += (i == 0 ? 1 : 2) * k[static_cast<std::size_t>(i)];
   }
   for (auto& v : k) v = static_cast<float>(v / sum);
-  return convolve_separable(f, k);
+  return convolve_separable(f, k, threads);
 }
 
 Refinement::Refinement(int width, int height, const RefineOptions& options)
@@ -180,8 +183,9 @@ std::shared_ptr<const Refinement::Prepared> Refinement::prepare(const Frame& f, 
                       std::to_string(i / width_) + ")");
   auto p = std::make_shared<Prepared>();
   const int n = levels <= 0 ? levels_ : std::min(levels, levels_);
-  p->level.push_back(gaussian_smooth(f, options_.prefilter_sigma));
-  for (int l = 1; l < n; ++l) p->level.push_back(downsample(p->level.back()));
+  const int t = std::max(1, options_.threads);
+  p->level.push_back(gaussian_smooth(f, options_.prefilter_sigma, t));
+  for (int l = 1; l < n; ++l) p->level.push_back(downsample(p->level.back(), t));
   for (const Frame& l : p->level) {
     p->coeff.push_back(l);
     bspline_prefilter(p->coeff.back());
@@ -189,7 +193,7 @@ std::shared_ptr<const Refinement::Prepared> Refinement::prepare(const Frame& f, 
   if (as_reference) {
     p->gx.resize(p->level.size());
     p->gy.resize(p->level.size());
-    for (std::size_t l = 0; l < p->level.size(); ++l) gradients(p->level[l], p->gx[l], p->gy[l]);
+    for (std::size_t l = 0; l < p->level.size(); ++l) gradients(p->level[l], p->gx[l], p->gy[l], t);
   }
   return p;
 }
@@ -206,8 +210,9 @@ namespace {
 class LevelSolver {
  public:
   LevelSolver(const Frame& ref, const Frame& gx, const Frame& gy, const Frame& mov, const Frame* mask,
-              MotionModel model, double rx0, double ry0, double rx1, double ry1)
-      : ref_(ref), gx_(gx), gy_(gy), mov_(mov), mask_(mask), model_(model), np_(param_count(model)) {
+              MotionModel model, double rx0, double ry0, double rx1, double ry1, int threads)
+      : ref_(ref), gx_(gx), gy_(gy), mov_(mov), mask_(mask), model_(model), np_(param_count(model)),
+        threads_(std::max(1, threads)) {
     qx0_ = std::max(1, static_cast<int>(std::ceil(rx0)));
     qy0_ = std::max(1, static_cast<int>(std::ceil(ry0)));
     qx1_ = std::min(ref.width - 2, static_cast<int>(std::floor(rx1)));
@@ -241,26 +246,47 @@ class LevelSolver {
       int x0 = static_cast<int>(std::ceil(a)), x1 = static_cast<int>(std::floor(b));
       if (x0 <= x1) spans_.push_back({y, x0, x1});
     }
-    // Constants of the set: sums over it that do not depend on S.
-    n_ = sf_ = sff_ = 0;
-    H_.fill(0);
-    ssd_.fill(0);
-    ssdf_.fill(0);
-    for (const Span& s : spans_) {
+    // Constants of the set: sums over it that do not depend on S. Per-span
+    // partial sums added in span order: the same result for any thread count.
+    struct Part {
+      double n = 0, sf = 0, sff = 0;
+      std::array<double, 6> ssd{}, ssdf{};
+      std::array<double, 21> h{};  // lower triangle
+    };
+    std::vector<Part> parts(spans_.size());
+    const long ns = static_cast<long>(spans_.size());
+#pragma omp parallel for schedule(static) num_threads(threads_) if (threads_ > 1 && ns > 16)
+    for (long si = 0; si < ns; ++si) {
+      const Span& s = spans_[static_cast<std::size_t>(si)];
+      Part& pt = parts[static_cast<std::size_t>(si)];
       for (int x = s.x0; x <= s.x1; ++x) {
         if (mask_ && mask_->at(x, s.y) < 0.5f) continue;
         double f = ref_.at(x, s.y);
         std::array<double, 6> sd;
         steepest(x, s.y, sd);
-        n_ += 1;
-        sf_ += f;
-        sff_ += f * f;
-        for (int i = 0; i < np_; ++i) {
-          ssd_[static_cast<std::size_t>(i)] += sd[static_cast<std::size_t>(i)];
-          ssdf_[static_cast<std::size_t>(i)] += sd[static_cast<std::size_t>(i)] * f;
-          for (int j = 0; j <= i; ++j)
-            H_[static_cast<std::size_t>(i * 6 + j)] += sd[static_cast<std::size_t>(i)] * sd[static_cast<std::size_t>(j)];
+        pt.n += 1;
+        pt.sf += f;
+        pt.sff += f * f;
+        for (int i = 0, t = 0; i < np_; ++i) {
+          pt.ssd[static_cast<std::size_t>(i)] += sd[static_cast<std::size_t>(i)];
+          pt.ssdf[static_cast<std::size_t>(i)] += sd[static_cast<std::size_t>(i)] * f;
+          for (int j = 0; j <= i; ++j, ++t)
+            pt.h[static_cast<std::size_t>(t)] += sd[static_cast<std::size_t>(i)] * sd[static_cast<std::size_t>(j)];
         }
+      }
+    }
+    n_ = sf_ = sff_ = 0;
+    H_.fill(0);
+    ssd_.fill(0);
+    ssdf_.fill(0);
+    for (const Part& pt : parts) {
+      n_ += pt.n;
+      sf_ += pt.sf;
+      sff_ += pt.sff;
+      for (int i = 0, t = 0; i < np_; ++i) {
+        ssd_[static_cast<std::size_t>(i)] += pt.ssd[static_cast<std::size_t>(i)];
+        ssdf_[static_cast<std::size_t>(i)] += pt.ssdf[static_cast<std::size_t>(i)];
+        for (int j = 0; j <= i; ++j, ++t) H_[static_cast<std::size_t>(i * 6 + j)] += pt.h[static_cast<std::size_t>(t)];
       }
     }
     for (int i = 0; i < np_; ++i)
@@ -277,42 +303,58 @@ class LevelSolver {
 
   // Samples the moving frame at S over the set; returns cost and the GN right-hand side.
   Pass evaluate(const Transform& S) {
-    double sg = 0, sgg = 0, sfg = 0;
-    std::array<double, 6> ssdg{};
-    std::vector<float>& g = row_;
-    for (const Span& s : spans_) {
-      const int len = s.x1 - s.x0 + 1;
-      g.resize(static_cast<std::size_t>(len));
-      sample_span(S, s, g.data());
-      const float* fr = ref_.row(s.y);
-      const float* gxr = gx_.row(s.y);
-      const float* gyr = gy_.row(s.y);
-      const float* mr = mask_ ? mask_->row(s.y) : nullptr;
-      if (model_ == MotionModel::translation && !mr) {
-        double a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0;
-        for (int i = 0; i < len; ++i) {
-          const int x = s.x0 + i;
-          const double gv = g[static_cast<std::size_t>(i)];
-          a0 += gv;
-          a1 += gv * gv;
-          a2 += gv * fr[x];
-          a3 += gv * gxr[x];
-          a4 += gv * gyr[x];
-        }
-        sg += a0, sgg += a1, sfg += a2, ssdg[0] += a3, ssdg[1] += a4;
-      } else {
-        for (int i = 0; i < len; ++i) {
-          const int x = s.x0 + i;
-          if (mr && mr[x] < 0.5f) continue;
-          const double gv = g[static_cast<std::size_t>(i)];
-          sg += gv;
-          sgg += gv * gv;
-          sfg += gv * fr[x];
-          std::array<double, 6> sd;
-          steepest(x, s.y, sd);
-          for (int k = 0; k < np_; ++k) ssdg[static_cast<std::size_t>(k)] += sd[static_cast<std::size_t>(k)] * gv;
+    struct Part {
+      double sg = 0, sgg = 0, sfg = 0;
+      std::array<double, 6> ssdg{};
+    };
+    std::vector<Part> parts(spans_.size());
+    const long ns = static_cast<long>(spans_.size());
+#pragma omp parallel num_threads(threads_) if (threads_ > 1 && ns > 16)
+    {
+      std::vector<float> g, col;
+#pragma omp for schedule(static)
+      for (long si = 0; si < ns; ++si) {
+        const Span& s = spans_[static_cast<std::size_t>(si)];
+        Part& pt = parts[static_cast<std::size_t>(si)];
+        const int len = s.x1 - s.x0 + 1;
+        g.resize(static_cast<std::size_t>(len));
+        sample_span(S, s, g.data(), col);
+        const float* fr = ref_.row(s.y);
+        const float* gxr = gx_.row(s.y);
+        const float* gyr = gy_.row(s.y);
+        const float* mr = mask_ ? mask_->row(s.y) : nullptr;
+        if (model_ == MotionModel::translation && !mr) {
+          double a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0;
+          for (int i = 0; i < len; ++i) {
+            const int x = s.x0 + i;
+            const double gv = g[static_cast<std::size_t>(i)];
+            a0 += gv;
+            a1 += gv * gv;
+            a2 += gv * fr[x];
+            a3 += gv * gxr[x];
+            a4 += gv * gyr[x];
+          }
+          pt.sg = a0, pt.sgg = a1, pt.sfg = a2, pt.ssdg[0] = a3, pt.ssdg[1] = a4;
+        } else {
+          for (int i = 0; i < len; ++i) {
+            const int x = s.x0 + i;
+            if (mr && mr[x] < 0.5f) continue;
+            const double gv = g[static_cast<std::size_t>(i)];
+            pt.sg += gv;
+            pt.sgg += gv * gv;
+            pt.sfg += gv * fr[x];
+            std::array<double, 6> sd;
+            steepest(x, s.y, sd);
+            for (int k = 0; k < np_; ++k) pt.ssdg[static_cast<std::size_t>(k)] += sd[static_cast<std::size_t>(k)] * gv;
+          }
         }
       }
+    }
+    double sg = 0, sgg = 0, sfg = 0;
+    std::array<double, 6> ssdg{};
+    for (const Part& pt : parts) {
+      sg += pt.sg, sgg += pt.sgg, sfg += pt.sfg;
+      for (int k = 0; k < np_; ++k) ssdg[static_cast<std::size_t>(k)] += pt.ssdg[static_cast<std::size_t>(k)];
     }
     Pass p;
     const double n = n_;
@@ -368,7 +410,7 @@ class LevelSolver {
     }
   }
 
-  void sample_span(const Transform& S, const Span& s, float* out) {
+  void sample_span(const Transform& S, const Span& s, float* out, std::vector<float>& col_) const {
     const int len = s.x1 - s.x0 + 1;
     if (model_ == MotionModel::translation) {
       // Same fractional offset for every pixel: separable 4+4 taps.
@@ -410,7 +452,7 @@ class LevelSolver {
   double n_ = 0, sf_ = 0, sff_ = 0;
   std::array<double, 36> H_{};
   std::array<double, 6> ssd_{}, ssdf_{};
-  std::vector<float> row_, col_;
+  int threads_ = 1;
 };
 
 Transform scale_translation(Transform t, double s) {
@@ -451,7 +493,8 @@ RefineResult Refinement::execute(const Prepared& reference, const Prepared& movi
     const Frame* mask = level_masks_ ? &(*level_masks_)[static_cast<std::size_t>(L)] : nullptr;
     LevelSolver solver(reference.level[static_cast<std::size_t>(L)], reference.gx[static_cast<std::size_t>(L)],
                        reference.gy[static_cast<std::size_t>(L)], moving.coeff[static_cast<std::size_t>(L)], mask, model,
-                       roi_.x / scale, roi_.y / scale, (roi_.x + roi_.w - 1) / scale, (roi_.y + roi_.h - 1) / scale);
+                       roi_.x / scale, roi_.y / scale, (roi_.x + roi_.w - 1) / scale, (roi_.y + roi_.h - 1) / scale,
+                       options_.threads);
     Transform SL = scale_translation(S, 1.0 / scale);
     const double margin = 2.0;
     solver.build_set(SL, margin);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <cstring>
 #include <cerrno>
 #include <exception>
@@ -28,6 +29,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double cpu_since(std::clock_t c0) { return static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC; }
 
 // Text written under a temporary name in the same folder, then renamed.
 void write_text_atomically(const std::string& path, const std::string& text) {
@@ -288,22 +290,30 @@ RegisterResult register_series(const FrameSource& frames, const RegistrationSett
     throw bad_input(name + ": frame 0 (the reference of the registration) " + why);
   threads = std::max(1, threads);
 
+  // Refinements run single-threaded: fine-grained parallel regions (a few
+  // per millisecond) stall badly when the cores are shared with other work.
   RegistrationOperator op(frames, settings);
   RegisterResult res;
 
+  const std::clock_t c_start = std::clock();
   auto t0 = Clock::now();
+  std::clock_t c0 = std::clock();
   progress.phase("pairs", n - 1);
   res.elements = compute_pair_elements(op, 0, n, threads, &progress, &cancel);
   res.seconds.pairs = since(t0);
+  res.cpu.pairs = cpu_since(c0);
 
   cancel.throw_if_cancelled();
   t0 = Clock::now();
+  c0 = std::clock();
   progress.phase("scan", n - 1);
   res.registrations = scan_registrations(res.elements, op, scan, res.applications, &progress, &cancel);
   res.seconds.scan = since(t0);
+  res.cpu.scan = cpu_since(c0);
 
   cancel.throw_if_cancelled();
   t0 = Clock::now();
+  c0 = std::clock();
   {
     const int saved = omp_get_max_threads();
     omp_set_num_threads(threads);
@@ -316,22 +326,28 @@ RegisterResult register_series(const FrameSource& frames, const RegistrationSett
     omp_set_num_threads(saved);
   }
   res.seconds.average = since(t0);
+  res.cpu.average = cpu_since(c0);
 
   cancel.throw_if_cancelled();
   t0 = Clock::now();
+  c0 = std::clock();
   progress.phase("write", 4);
   nlohmann::json extra;
   extra["execution"] = {{"threads", threads}, {"ranks", 1}, {"scan", scan ? "injected" : "sequential"}};
+  extra["smoothing_sigma_px"] = op.smoothing_sigma();
   res.seconds.total = since(t_start);  // up to the write; the report cannot time its own writing
   extra["timings_s"] = {{"pairs", res.seconds.pairs},
                         {"scan", res.seconds.scan},
                         {"average", res.seconds.average},
                         {"before_write_total", res.seconds.total}};
+  extra["cpu_s"] = {{"pairs", res.cpu.pairs}, {"scan", res.cpu.scan}, {"average", res.cpu.average}};
   res.files = write_register_outputs(out_dir, frames, settings, averaging, res.registrations, res.applications,
                                      res.average, res.warnings, extra);
   progress.advance(4);
   res.seconds.write = since(t0);
+  res.cpu.write = cpu_since(c0);
   res.seconds.total = since(t_start);
+  res.cpu.total = cpu_since(c_start);
   return res;
 }
 

@@ -1,10 +1,12 @@
 // The scan element and operator; see registration_operator.hpp.
 #include "driftscan/registration_operator.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "driftscan/error.hpp"
+#include "driftscan/power_spectrum.hpp"
 #include "driftscan/tiff_series.hpp"
 
 namespace driftscan {
@@ -75,20 +77,44 @@ std::shared_ptr<const Frame> load_registration_mask(const std::string& path, int
 
 namespace {
 
-RefineOptions refine_options(const FrameSource& frames, const RegistrationSettings& settings) {
+RefineOptions refine_options(const FrameSource& frames, const RegistrationSettings& settings, int threads,
+                             double sigma) {
   RefineOptions o = RefineOptions::from(settings);
+  o.threads = std::max(1, threads);
+  o.prefilter_sigma = sigma;
   if (!settings.mask.empty()) o.mask = load_registration_mask(settings.mask, frames.width(), frames.height());
   return o;
 }
 
+PairRegistrationOptions pair_options(const RegistrationSettings& settings, double sigma) {
+  PairRegistrationOptions o = PairRegistrationOptions::from(settings);
+  o.smooth_sigma = sigma;
+  return o;
+}
+
+double reference_sigma(const FrameSource& frames) {
+  if (frames.frame_count() == 0) return 1.0;
+  Frame f0 = frames.frame(0);
+  if (!unusable_frame_reason(f0).empty()) return 1.0;  // reported by whoever registers it
+  return choose_smoothing_sigma(f0);
+}
+
 }  // namespace
 
+double choose_smoothing_sigma(const Frame& reference) {
+  if (reference.width < 16 || reference.height < 16) return 1.0;
+  SpectrumPeak peak = PowerSpectrum(reference.width, reference.height).strongest_peak(reference);
+  if (!(peak.sharpness > 100.0) || !(peak.period > 0)) return 1.0;  // not a lattice: white noise gives ~15
+  return std::clamp(0.15 * peak.period, 1.0, 8.0);
+}
+
 RegistrationOperator::RegistrationOperator(const FrameSource& frames, const RegistrationSettings& settings,
-                                           std::size_t prepared_cache_bytes)
+                                           int refine_threads, std::size_t prepared_cache_bytes)
     : frames_(frames),
       settings_(settings),
-      pair_(frames.width(), frames.height(), PairRegistrationOptions::from(settings)),
-      refine_(frames.width(), frames.height(), refine_options(frames, settings)),
+      sigma_(reference_sigma(frames)),
+      pair_(frames.width(), frames.height(), pair_options(settings, sigma_)),
+      refine_(frames.width(), frames.height(), refine_options(frames, settings, refine_threads, sigma_)),
       cache_capacity_(prepared_cache_bytes) {}
 
 std::shared_ptr<const Refinement::Prepared> RegistrationOperator::prepared(std::size_t k, bool reference,

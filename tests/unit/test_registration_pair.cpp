@@ -32,7 +32,9 @@ SynthOptions linear_series(double sx, double sy, int size, double dose) {
 TEST(PairRegistration, RecoversKnownSubpixelShifts) {
   for (auto [sx, sy] : {std::pair{0.37, -0.21}, std::pair{-1.73, 2.46}, std::pair{0.5, 0.5}, std::pair{3.11, 0.0}}) {
     SyntheticSeries s(linear_series(sx, sy, 128, 0));
-    PairRegistrationPlan plan(128, 128);
+    PairRegistrationOptions po;
+    po.lattice_bound = false;  // 3 x 3.11 px is beyond half a lattice period
+    PairRegistrationPlan plan(128, 128, po);
     for (std::size_t k : {1u, 3u}) {
       PairShift r = plan.execute(s.frame(0), s.frame(k));
       EXPECT_NEAR(r.dx, s.drift(k).x, 0.02) << "shift " << sx << "," << sy << " frame " << k;
@@ -93,9 +95,26 @@ TEST(PairRegistration, RoiAndBandPassStillRegister) {
   EXPECT_NEAR(r.dy, s.drift(2).y, 0.05);
 }
 
+TEST(PairRegistration, LatticeBoundKeepsConsecutiveShiftsInsideHalfAPeriod) {
+  SyntheticSeries s(linear_series(1.1, 0.4, 128, 0));
+  PairRegistrationPlan plan(128, 128);
+  PairShift small = plan.execute(s.frame(0), s.frame(2));  // 2.3 px: inside half a period
+  EXPECT_NEAR(small.lattice_vector, 9.0, 1.0);             // the generator's period
+  EXPECT_FALSE(small.at_bound);
+  EXPECT_NEAR(small.dx, s.drift(2).x, 0.02);
+  PairShift far = plan.execute(s.frame(0), s.frame(5));  // 5.9 px: beyond it
+  EXPECT_LT(std::hypot(far.dx, far.dy), 4.6);
+  PairRegistrationOptions off;
+  off.lattice_bound = false;
+  PairShift free = PairRegistrationPlan(128, 128, off).execute(s.frame(0), s.frame(5));
+  EXPECT_EQ(free.lattice_vector, 0.0);
+  EXPECT_NEAR(free.dx, s.drift(5).x, 0.05);  // defects and the grain boundary disambiguate here
+}
+
 TEST(PairRegistration, MaxShiftBoundIsRespectedAndReported) {
   SyntheticSeries s(linear_series(2.0, 0.0, 128, 0));
   PairRegistrationOptions po;
+  po.lattice_bound = false;
   po.max_shift = 3;
   PairShift r = PairRegistrationPlan(128, 128, po).execute(s.frame(0), s.frame(3));  // true shift 6 px
   EXPECT_LE(std::abs(r.dx), 3.6);

@@ -183,3 +183,17 @@ TEST(Refinement, NoisyFramesStayAccurate) {
   }
   EXPECT_LT(std::sqrt(se / (o.frames - 1)), 0.05);
 }
+
+TEST(Refinement, ResultDoesNotDependOnThreads) {
+  SyntheticSeries s(series(0.2, 6));
+  RefineOptions one, two;
+  one.model = two.model = MotionModel::rigid;
+  two.threads = 2;
+  Transform init = Transform::translation(s.drift(7).x + 0.3, s.drift(7).y - 0.2);
+  RefineResult a = Refinement(160, 160, one).execute(s.frame(0), s.frame(7), init);
+  RefineResult b = Refinement(160, 160, two).execute(s.frame(0), s.frame(7), init);
+  EXPECT_EQ(a.iterations, b.iterations);
+  EXPECT_DOUBLE_EQ(a.transform.tx, b.transform.tx);
+  EXPECT_DOUBLE_EQ(a.transform.ty, b.transform.ty);
+  EXPECT_DOUBLE_EQ(a.transform.a, b.transform.a);
+}

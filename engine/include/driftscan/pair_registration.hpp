@@ -32,8 +32,13 @@ struct PairRegistrationOptions {
   double bandpass_low = 0.0;    // keep spatial periods >= low px (0: off)
   double bandpass_high = 0.0;   // ... and <= high px (0: off)
   double whitening = 0.0;       // 0: cross-correlation, 1: phase correlation (|X|^-w weighting)
+  double smooth_sigma = 0.0;    // Gaussian smoothing of both frames, px, as a spectral weight (0: none)
   double max_shift = 0.0;       // bound on |dx|, |dy| in px (0: up to a quarter of the size)
   bool dft_subpixel = true;     // false: parabola through the integer neighbours only
+  // Periodic frames: search only within half the shortest lattice vector
+  // found in the reference's autocorrelation (consecutive frames move less
+  // than that, and beyond it a lattice period away looks just as good).
+  bool lattice_bound = true;
   Roi roi;                      // region of both frames used (whole frame when empty)
 
   static PairRegistrationOptions from(const RegistrationSettings& settings);
@@ -49,7 +54,8 @@ struct PairShift {
   // peak, both above the correlation mean: near 1 means an ambiguous match
   // (e.g. a lattice period away).
   double second_peak = 0.0;
-  bool at_bound = false;        // the peak sits on the max-shift bound (likely wrong)
+  bool at_bound = false;        // the peak sits on the max-shift or lattice bound (likely wrong)
+  double lattice_vector = 0.0;  // shortest lattice vector of the reference (px), 0: not periodic
 
   Transform transform() const { return Transform::translation(dx, dy); }
 };

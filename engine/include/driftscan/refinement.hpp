@@ -41,6 +41,10 @@ struct RefineOptions {
   double tolerance = 1e-3;              // px of the full-resolution frame
   double prefilter_sigma = 1.0;         // Gaussian smoothing before registration, px (0: none)
   int min_level_size = 24;              // never use a level smaller than this, px
+  // OpenMP threads inside one execute()/prepare() (results do not depend on
+  // it). Leave 1 when callers already run in parallel, or when the cores are
+  // shared: an execute() opens several short parallel regions per millisecond.
+  int threads = 1;
 
   static RefineOptions from(const RegistrationSettings& settings);
 };
@@ -93,6 +97,6 @@ class Refinement {
 
 // Gaussian smoothing with edge clamping (separable); exposed for tests and
 // for the averaging's quality figure.
-Frame gaussian_smooth(const Frame& f, double sigma);
+Frame gaussian_smooth(const Frame& f, double sigma, int threads = 1);
 
 }  // namespace driftscan

@@ -56,7 +56,8 @@ struct RegisterResult {
   std::vector<OperatorApplication> applications;
   AverageResult average;
   std::vector<std::string> warnings;
-  PhaseSeconds seconds;
+  PhaseSeconds seconds;  // wall
+  PhaseSeconds cpu;      // process CPU time (all threads)
   RegisterOutputs files;
 };
 
