@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
+#include <map>
 #include <sstream>
 
 #include <omp.h>
@@ -146,7 +148,7 @@ struct DftPlan::Impl {
   Box3 in_box, out_box;
   bool in_real = false, out_real = false;
   std::vector<Step> steps;
-  std::vector<LocalFft> plans;
+  std::deque<LocalFft> plans;  // stable addresses
   std::vector<std::size_t> need = std::vector<std::size_t>(NBUF, 0);
   FftwBuffer buffers[NBUF];
   std::vector<DftExchangeInfo> exchange_info;
@@ -493,7 +495,153 @@ struct DftPlan::Impl {
     }
   }
 
+  // Splits each run of consecutive FFT steps (the FFTs of one stage and the
+  // local reshapes between them) into chunks of planes along an axis none
+  // of them transforms, so that a chunk goes through all of its FFTs while
+  // it is in cache; intermediates that die with the run shrink to one chunk.
+  void chunk_local_runs() {
+    std::vector<Step> result;
+    std::size_t i = 0;
+    while (i < steps.size()) {
+      std::size_t j = i;
+      while (j < steps.size() && steps[j].kind == Step::fft) ++j;
+      if (j - i < 2) {
+        const std::size_t end = std::max(j, i + 1);
+        for (; i < end; ++i) result.push_back(steps[i]);
+        continue;
+      }
+      std::vector<Step> group(steps.begin() + static_cast<std::ptrdiff_t>(i), steps.begin() + static_cast<std::ptrdiff_t>(j));
+      std::vector<Step> after(steps.begin() + static_cast<std::ptrdiff_t>(j), steps.end());
+      chunk_group(group, after, result);
+      i = j;
+    }
+    steps = std::move(result);
+  }
+
+  static bool read_later(int buf, const std::vector<Step>& after) {
+    for (const Step& s : after) {
+      if (s.kind == Step::scale) continue;
+      if (s.src == buf) return true;
+      if (s.dst == buf) return false;
+    }
+    return false;
+  }
+
+  void chunk_group(const std::vector<Step>& group, const std::vector<Step>& after, std::vector<Step>& out) {
+    bool used[3] = {false, false, false};
+    for (const Step& s : group) used[s.desc.axis] = true;
+    // The untransformed axis slowest in the first input; all steps must
+    // cover the same range of it.
+    int c = -1;
+    for (int a = 0; a < 3; ++a)
+      if (!used[a] && (c < 0 || group[0].src_view.stride[a] > group[0].src_view.stride[c])) c = a;
+    bool ok = c >= 0;
+    std::int64_t lo = 0, hi = 0;
+    Box3 whole;  // the union of the run's boxes (on the chunk axis)
+    if (ok) {
+      lo = group[0].src_view.box.lo[c], hi = group[0].src_view.box.hi[c];
+      for (const Step& s : group) {
+        for (const StridedView* v : {&s.src_view, &s.dst_view})
+          if (v->box.lo[c] < lo || v->box.hi[c] > hi) ok = false;
+      }
+    }
+    if (!ok || hi - lo < 2) {
+      out.insert(out.end(), group.begin(), group.end());
+      return;
+    }
+    // Intermediates written and read only inside the run: one chunk's worth.
+    std::vector<int> compact;
+    for (std::size_t k = 0; k + 1 < group.size(); ++k) {
+      const int b = group[k].dst;
+      if (b == IN || b == OUT || b == SEND) continue;
+      bool read_inside = false;
+      for (std::size_t m = k + 1; m < group.size(); ++m)
+        if (group[m].src == b) read_inside = true;
+      bool written_last = group.back().dst == b;
+      // The run must create b's content itself (first touch writes, not reads).
+      bool created = false;
+      for (const Step& g : group)
+        if (g.src == b || g.dst == b) {
+          created = g.src != b;
+          break;
+        }
+      if (created && read_inside && !written_last && !read_later(b, after) &&
+          std::find(compact.begin(), compact.end(), b) == compact.end())
+        compact.push_back(b);
+    }
+    // Full views of the compacted intermediates (from their writers).
+    std::map<int, StridedView> full;
+    std::map<int, AxisOrder> order;
+    for (const Step& s : group)
+      if (std::find(compact.begin(), compact.end(), s.dst) != compact.end() && !full.count(s.dst)) {
+        // Writers may produce sub-blocks; the intermediate is the dense box they tile.
+        StridedView v = s.dst_view;
+        full[s.dst] = v;
+        order[s.dst] = v.order();
+      }
+    for (auto& [b, v] : full) {
+      // Widen to the union of everything the run touches in buffer b.
+      Box3 u = v.box;
+      for (const Step& s : group)
+        for (const auto& [buf, view] : {std::pair<int, StridedView>{s.src, s.src_view}, {s.dst, s.dst_view}})
+          if (buf == b)
+            for (int d = 0; d < 3; ++d) u.lo[d] = std::min(u.lo[d], view.box.lo[d]), u.hi[d] = std::max(u.hi[d], view.box.hi[d]);
+      v.box = u;
+      v.offset = 0;
+    }
+    const std::int64_t plane = std::max<std::int64_t>(1, group[0].src_view.box.count() / (hi - lo)) * 16;
+    const std::int64_t planes = std::max<std::int64_t>(1, static_cast<std::int64_t>(opt.chunk_bytes) / plane);
+    for (std::int64_t k = lo; k < hi; k += planes) {
+      for (const Step& s : group) {
+        auto restrict_view = [&](const StridedView& v, int buf) -> StridedView {
+          Box3 b = v.box;
+          b.lo[c] = std::max(b.lo[c], k), b.hi[c] = std::min(b.hi[c], k + planes);
+          if (b.hi[c] < b.lo[c]) b.hi[c] = b.lo[c];
+          if (!full.count(buf)) return v.sub(b);
+          Box3 chunk = full[buf].box;
+          chunk.lo[c] = std::max(chunk.lo[c], k), chunk.hi[c] = std::min(chunk.hi[c], k + planes);
+          const StridedView rebased = StridedView::dense(0, chunk, order[buf]);
+          return rebased.sub(b);
+        };
+        Step t = s;
+        t.src_view = restrict_view(s.src_view, s.src);
+        t.dst_view = restrict_view(s.dst_view, s.dst);
+        if (t.src_view.box.empty()) continue;
+        use(t.src, t.src_view, t.src_real ? 8 : 16);
+        use(t.dst, t.dst_view, t.dst_real ? 8 : 16);
+        out.push_back(t);
+      }
+    }
+    for (int b : compact) shrunk.push_back(b);
+  }
+
+  std::vector<int> shrunk;
+
   void allocate_and_plan() {
+    chunk_local_runs();
+    // Buffer sizes from the final steps (compacted intermediates are small).
+    for (int b : shrunk) need[b] = 0;
+    for (const Step& s : steps) {
+      switch (s.kind) {
+        case Step::fft:
+          use(s.src, s.src_view, s.src_real ? 8 : 16);
+          use(s.dst, s.dst_view, s.dst_real ? 8 : 16);
+          break;
+        case Step::copy:
+          use(s.src, s.src_view, s.elem);
+          use(s.dst, s.dst_view, s.elem);
+          break;
+        case Step::exchange: {
+          std::int64_t send = 0, recv = 0;
+          for (std::size_t r = 0; r < s.counts.send_counts.size(); ++r)
+            send += s.counts.send_counts[r], recv += s.counts.recv_counts[r];
+          need[s.src] = std::max(need[s.src], static_cast<std::size_t>(send) * sizeof(double));
+          need[s.dst] = std::max(need[s.dst], static_cast<std::size_t>(recv) * sizeof(double));
+          break;
+        }
+        case Step::scale: break;
+      }
+    }
     // FFTs that read the user's input or write the user's output are planned
     // on a stand-in internal buffer of the same alignment.
     for (Step& s : steps) {
@@ -503,24 +651,38 @@ struct DftPlan::Impl {
       use(db, s.dst_view, s.dst_real ? 8 : 16);
     }
     for (int b = W0; b < NBUF; ++b) buffers[b] = FftwBuffer(need[b]);
-    plans.reserve(steps.size());
     const int sign = opt.direction == DftDirection::forward ? FFTW_FORWARD : FFTW_BACKWARD;
+    // Steps of one shape share a plan (chunks differ only by offsets).
+    std::map<std::vector<std::int64_t>, std::size_t> shapes;
+    std::vector<std::size_t> which;
     for (Step& s : steps) {
       if (s.kind != Step::fft) continue;
-      const auto [sb, db] = planning_buffers(s);
-      char* ip = buffers[sb].data() + s.src_view.offset * (s.src_real ? 8 : 16);
-      char* op = buffers[db].data() + s.dst_view.offset * (s.dst_real ? 8 : 16);
+      const std::size_t se = s.src_real ? 8 : 16, de = s.dst_real ? 8 : 16;
       const int t = s.desc.axis;
       FftDim tr{s.desc.n, s.src_view.stride[t], s.dst_view.stride[t]};
       std::vector<FftDim> batch;
       for (int a = 0; a < 3; ++a)
         if (a != t && s.src_view.box.size(a) > 1)
           batch.push_back({s.src_view.box.size(a), s.src_view.stride[a], s.dst_view.stride[a]});
-      plans.emplace_back(s.desc.kind, sign, tr, batch, ip, op, opt.planner, opt.threads, s.src == IN);
+      const bool in_place = s.src == s.dst && s.src_view.offset * se == s.dst_view.offset * de;
+      std::vector<std::int64_t> key = {static_cast<std::int64_t>(s.desc.kind), tr.n, tr.in_stride, tr.out_stride,
+                                       in_place, s.src == IN,
+                                       static_cast<std::int64_t>((s.src_view.offset * se) % 64),
+                                       static_cast<std::int64_t>((s.dst_view.offset * de) % 64)};
+      for (const FftDim& b : batch) key.insert(key.end(), {b.n, b.in_stride, b.out_stride});
+      auto it = shapes.find(key);
+      if (it == shapes.end()) {
+        const auto [sb, db] = planning_buffers(s);
+        char* ip = buffers[sb].data() + s.src_view.offset * se;
+        char* op = buffers[db].data() + s.dst_view.offset * de;
+        plans.emplace_back(s.desc.kind, sign, tr, batch, ip, op, opt.planner, opt.threads, s.src == IN);
+        it = shapes.emplace(key, plans.size() - 1).first;
+      }
+      which.push_back(it->second);
     }
     std::size_t k = 0;
     for (Step& s : steps)
-      if (s.kind == Step::fft) s.plan = &plans[k++];
+      if (s.kind == Step::fft) s.plan = &plans[which[k++]];
   }
 
   // Internal buffers to plan a step on: the user's arrays are replaced by

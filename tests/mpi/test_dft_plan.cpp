@@ -165,7 +165,9 @@ std::string name(const Case& c, DftLayout l) {
 TEST(DftPlan, ForwardMatchesSerialFftwInBothLayouts) {
   for (const Case& c : small_cases()) {
     for (DftLayout l : {DftLayout::natural, DftLayout::transposed}) {
-      DftPlan plan(MPI_COMM_WORLD, options(c.n, c.d, DftLayout::natural, l, DftDirection::forward));
+      DftOptions o = options(c.n, c.d, DftLayout::natural, l, DftDirection::forward);
+      o.chunk_bytes = 1;  // one plane per chunk: exercises the chunked local FFTs
+      DftPlan plan(MPI_COMM_WORLD, o);
       std::vector<cplx> in = fill_complex(c.n, plan.input_box()), out(plan.output_count());
       plan.execute(in, out);
       const double err = global_max(box_error(out, plan.output_box(), reference_c2c(c.n), c.n));
@@ -238,6 +240,7 @@ TEST(DftPlan, ForwardThenInverseReturnsTheInput) {
       DftPlan fwd(MPI_COMM_WORLD, options(c.n, c.d, DftLayout::natural, mid, DftDirection::forward));
       DftOptions bo = options(c.n, c.d, mid, DftLayout::natural, DftDirection::backward);
       bo.normalize = true;
+      bo.chunk_bytes = 1;
       DftPlan bwd(MPI_COMM_WORLD, bo);
       ASSERT_EQ(bwd.input_box(), fwd.output_box());
       std::vector<cplx> in = fill_complex(c.n, fwd.input_box()), spec(fwd.output_count()), back(bwd.output_count());
@@ -268,6 +271,7 @@ TEST(DftPlan, RealToComplexMatchesComplexTransform) {
     for (DftLayout l : {DftLayout::natural, DftLayout::transposed}) {
       DftOptions o = options(c.n, c.d, DftLayout::natural, l, DftDirection::forward);
       o.real_to_complex = true;
+      o.chunk_bytes = 1;
       DftPlan plan(MPI_COMM_WORLD, o);
       std::vector<double> in = fill_real(c.n, plan.input_box());
       std::vector<cplx> out(plan.output_count());
