@@ -39,7 +39,7 @@ class WindowedFile {
   bool read(std::uint64_t offset, void* out, std::size_t n) {
     if (offset > size_ || n > size_ - offset) return false;
     if (offset < window_start_ || offset + n > window_start_ + window_.size()) {
-      std::size_t want = std::max<std::size_t>(n, kWindow);
+      std::size_t want = std::max<std::size_t>(n, window_bytes_);
       window_.resize(static_cast<std::size_t>(std::min<std::uint64_t>(want, size_ - offset)));
       std::size_t got = 0;
       while (got < window_.size()) {
@@ -56,9 +56,10 @@ class WindowedFile {
   }
 
  private:
-  // Small: libtiff writes each IFD after its pixel data, so a large window
-  // would read the whole file; IFDs stored together still share a window.
-  static constexpr std::size_t kWindow = 4096;
+  // Small: libtiff writes each IFD right after its frame's pixels, so larger
+  // reads would mostly copy pixel data; IFDs stored together (ImageJ) still
+  // share one read.
+  std::size_t window_bytes_ = 1024;
   std::string path_;
   int fd_ = -1;
   std::uint64_t size_ = 0;
@@ -106,6 +107,7 @@ class IfdWalker {
         fail(where + ": IFD offset " + std::to_string(next) +
              " lies beyond the end of the file (truncated file?)");
       if (!seen.insert(next).second) fail(where + ": IFD chain loops back (corrupt IFD)");
+
       TiffPageLayout layout;
       std::uint64_t following = read_ifd(next, where, layout);
       if (layout.reduced_resolution()) {

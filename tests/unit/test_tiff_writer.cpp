@@ -135,3 +135,45 @@ TEST(TiffWriter, BigTiffIsChosenPastFourGigabytes) {
   TiffStackWriter small16(dir.file("small16.tif"), 1024, 1024, 1100, u16);  // 2.3 GB
   EXPECT_FALSE(small16.bigtiff());
 }
+
+TEST(TiffWriter, FramesAreStoredContiguouslyAsImageJExpects) {
+  // ImageJ and tifffile read an ImageJ stack (images=N) as N frames back to
+  // back from the first strip offset, ignoring the other IFDs.
+  tifftest::TempDir dir;
+  for (bool big : {false, true}) {
+    const std::string path = dir.file(big ? "big.tif" : "classic.tif");
+    TiffWriteOptions options;
+    options.format = SampleFormat::uint16;
+    options.force_bigtiff = big;
+    options.pixel_size = 1.5;
+    options.unit = "A";
+    {
+      TiffStackWriter writer(path, 10, 7, 4, options);
+      for (int k = 0; k < 4; ++k) writer.append(ramp(10, 7, 100.0f * float(k + 1)));
+      writer.commit();
+    }
+    TIFF* tif = TIFFOpen(path.c_str(), "r");
+    ASSERT_NE(tif, nullptr);
+    EXPECT_EQ(TIFFIsBigEndian(tif), 0);
+    std::uint64_t first = 0;
+    for (int k = 0; k < 4; ++k) {
+      ASSERT_TRUE(TIFFSetDirectory(tif, tdir_t(k)));
+      EXPECT_EQ(TIFFNumberOfStrips(tif), 1u);
+      std::uint64_t offset = TIFFGetStrileOffset(tif, 0);
+      if (k == 0) first = offset;
+      EXPECT_EQ(offset, first + std::uint64_t(k) * 10 * 7 * 2) << "frame " << k;
+      EXPECT_EQ(TIFFGetStrileByteCount(tif, 0), 140u);
+    }
+    TIFFClose(tif);
+    // the bytes at those offsets are the frames
+    std::ifstream in(path, std::ios::binary);
+    in.seekg(std::streamoff(first + 3 * 140));
+    std::uint16_t v = 0;
+    in.read(reinterpret_cast<char*>(&v), 2);
+    EXPECT_EQ(v, 400);
+    auto series = TiffSeries::open(path);
+    EXPECT_EQ(series->info().bigtiff, big);
+    EXPECT_EQ(series->pixel_unit(), "A");
+    EXPECT_NEAR(series->pixel_size(), 1.5, 1e-6);
+  }
+}
