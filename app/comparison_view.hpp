@@ -1,0 +1,48 @@
+#pragma once
+// The averaged reconstruction beside a raw frame, with linked zoom and pan;
+// the right side can instead show the difference (aligned frame − average)
+// or a checkerboard of the two, which makes residual misalignment obvious.
+#include <QWidget>
+#include <memory>
+
+#include "display_mapping.hpp"
+#include "driftscan/frame_source.hpp"
+#include "result_set.hpp"
+
+class ImageView;
+class QComboBox;
+class QSpinBox;
+class QLabel;
+
+class ComparisonView : public QWidget {
+  Q_OBJECT
+ public:
+  enum class Mode { side_by_side, difference, checkerboard };
+  explicit ComparisonView(QWidget* parent = nullptr);
+  void setAverage(std::shared_ptr<const driftscan::Frame> average, const QString& path);
+  void setSeries(std::shared_ptr<const driftscan::FrameSource> series);
+  void setDrift(const std::vector<DriftRow>& drift);
+  void setMode(Mode m);
+  ImageView* averageView() const { return left_; }
+  ImageView* frameView() const { return right_; }
+  std::shared_ptr<const driftscan::Frame> average() const { return average_; }
+  QString averagePath() const { return averagePath_; }
+
+ public slots:
+  void setFrame(int k);
+
+ private:
+  void refresh();
+  driftscan::Frame alignedFrame(const driftscan::Frame& raw, int k) const;
+
+  ImageView* left_;
+  ImageView* right_;
+  QComboBox* mode_;
+  QSpinBox* tile_;
+  QLabel* info_;
+  std::shared_ptr<const driftscan::Frame> average_;
+  std::shared_ptr<const driftscan::FrameSource> series_;
+  std::vector<DriftRow> drift_;
+  QString averagePath_;
+  int frame_ = 0;
+};

@@ -1,0 +1,230 @@
+#include "drift_plot.hpp"
+
+#include <QMouseEvent>
+#include <QPainter>
+#include <QPainterPath>
+#include <algorithm>
+#include <cmath>
+
+namespace {
+const QColor kDx(31, 119, 180), kDy(214, 39, 40), kTraj(44, 160, 44), kQual(148, 103, 189);
+
+double map(double v, double a, double b, double p, double q) { return p + (v - a) / (b - a) * (q - p); }
+
+void frame_axes(QPainter& p, const QRectF& r, double x0, double x1, double y0, double y1, const QString& title,
+                const QString& xlabel, const QString& ylabel) {
+  p.setPen(QPen(QColor(220, 220, 220), 1));
+  for (double t : nice_ticks(x0, x1)) {
+    const double x = map(t, x0, x1, r.left(), r.right());
+    p.drawLine(QPointF(x, r.top()), QPointF(x, r.bottom()));
+  }
+  for (double t : nice_ticks(y0, y1, 5)) {
+    const double y = map(t, y0, y1, r.bottom(), r.top());
+    p.drawLine(QPointF(r.left(), y), QPointF(r.right(), y));
+  }
+  p.setPen(QPen(Qt::black, 1));
+  p.setBrush(Qt::NoBrush);
+  p.drawRect(r);
+  const QFontMetrics fm = p.fontMetrics();
+  for (double t : nice_ticks(x0, x1)) {
+    const double x = map(t, x0, x1, r.left(), r.right());
+    p.drawLine(QPointF(x, r.bottom()), QPointF(x, r.bottom() + 4));
+    const QString s = QString::number(t, 'g', 5);
+    p.drawText(QPointF(x - fm.horizontalAdvance(s) / 2.0, r.bottom() + 6 + fm.ascent()), s);
+  }
+  for (double t : nice_ticks(y0, y1, 5)) {
+    const double y = map(t, y0, y1, r.bottom(), r.top());
+    p.drawLine(QPointF(r.left() - 4, y), QPointF(r.left(), y));
+    const QString s = QString::number(t, 'g', 5);
+    p.drawText(QPointF(r.left() - 6 - fm.horizontalAdvance(s), y + fm.ascent() / 2.0 - 1), s);
+  }
+  QFont bold = p.font();
+  bold.setBold(true);
+  p.save();
+  p.setFont(bold);
+  p.drawText(QRectF(r.left(), r.top() - fm.height() - 4, r.width(), fm.height()), Qt::AlignCenter, title);
+  p.restore();
+  p.drawText(QRectF(r.left(), r.bottom() + 6 + fm.height(), r.width(), fm.height()), Qt::AlignCenter, xlabel);
+  p.save();
+  p.translate(r.left() - 48, r.center().y());
+  p.rotate(-90);
+  p.drawText(QRectF(-r.height() / 2, -fm.height(), r.height(), fm.height()), Qt::AlignCenter, ylabel);
+  p.restore();
+}
+
+void pad(double& lo, double& hi) {
+  if (!(hi > lo)) { lo -= 0.5; hi += 0.5; }
+  const double m = 0.05 * (hi - lo);
+  lo -= m;
+  hi += m;
+}
+}  // namespace
+
+DriftPlot::DriftPlot(QWidget* parent) : PlotWidget(parent) {
+  setMinimumSize(400, 300);
+  setCursor(Qt::PointingHandCursor);
+}
+
+void DriftPlot::setDrift(std::vector<DriftRow> rows) {
+  rows_ = std::move(rows);
+  hasQuality_ = std::any_of(rows_.begin(), rows_.end(), [](const DriftRow& r) { return r.quality >= -1; });
+  xmin_ = 0;
+  xmax_ = 1;
+  dmin_ = tx0_ = ty0_ = INFINITY;
+  dmax_ = tx1_ = ty1_ = -INFINITY;
+  for (const auto& r : rows_) {
+    xmax_ = std::max<double>(xmax_, r.frame);
+    dmin_ = std::min({dmin_, r.dx, r.dy});
+    dmax_ = std::max({dmax_, r.dx, r.dy});
+    tx0_ = std::min(tx0_, r.dx);
+    tx1_ = std::max(tx1_, r.dx);
+    ty0_ = std::min(ty0_, r.dy);
+    ty1_ = std::max(ty1_, r.dy);
+  }
+  if (rows_.empty()) dmin_ = tx0_ = ty0_ = -1, dmax_ = tx1_ = ty1_ = 1;
+  pad(dmin_, dmax_);
+  pad(tx0_, tx1_);
+  pad(ty0_, ty1_);
+  // Equal scales on the trajectory so its shape is true.
+  const double span = std::max(tx1_ - tx0_, ty1_ - ty0_);
+  const double cx = (tx0_ + tx1_) / 2, cy = (ty0_ + ty1_) / 2;
+  tx0_ = cx - span / 2;
+  tx1_ = cx + span / 2;
+  ty0_ = cy - span / 2;
+  ty1_ = cy + span / 2;
+  update();
+}
+
+void DriftPlot::setCurrentFrame(int frame) {
+  current_ = frame;
+  update();
+}
+
+DriftPlot::Layout DriftPlot::layout(const QSize& s) const {
+  const double w = s.width(), h = s.height();
+  const double left = 70, right = 20, top = 30, bottom = 50, gap = 80;
+  const double side = std::max(80.0, std::min(h - top - bottom, (w - left - right - gap) * 0.4));
+  const double plotW = std::max(80.0, w - left - right - gap - side);
+  Layout L;
+  const double qh = hasQuality_ ? std::max(60.0, (h - top - bottom) * 0.28) : 0;
+  L.series = QRectF(left, top, plotW, h - top - bottom - (hasQuality_ ? qh + gap * 0.75 : 0));
+  L.quality = QRectF(left, L.series.bottom() + gap * 0.75, plotW, qh);
+  L.trajectory = QRectF(left + plotW + gap, top, side, side);
+  return L;
+}
+
+QPointF DriftPlot::pointPosition(int i) const {
+  const Layout L = layout(size());
+  const auto& r = rows_.at(std::size_t(i));
+  return {map(r.frame, xmin_, xmax_, L.series.left(), L.series.right()),
+          map(r.dx, dmin_, dmax_, L.series.bottom(), L.series.top())};
+}
+
+void DriftPlot::render(QPainter& p, const QSize& size) const {
+  p.fillRect(QRect(QPoint(0, 0), size), Qt::white);
+  p.setRenderHint(QPainter::Antialiasing);
+  if (rows_.empty()) {
+    p.setPen(Qt::darkGray);
+    p.drawText(QRect(QPoint(0, 0), size), Qt::AlignCenter, "No drift yet: run a registration or open a results folder.");
+    return;
+  }
+  const Layout L = layout(size);
+  frame_axes(p, L.series, xmin_, xmax_, dmin_, dmax_, "Drift against frame 0", "frame", "shift (px)");
+  auto drawSeries = [&](auto value, const QColor& c, const QRectF& r, double y0, double y1) {
+    QPainterPath path;
+    for (std::size_t i = 0; i < rows_.size(); ++i) {
+      const QPointF q(map(rows_[i].frame, xmin_, xmax_, r.left(), r.right()), map(value(rows_[i]), y0, y1, r.bottom(), r.top()));
+      if (i == 0) path.moveTo(q);
+      else path.lineTo(q);
+    }
+    p.setPen(QPen(c, 1.5));
+    p.setBrush(Qt::NoBrush);
+    p.drawPath(path);
+    if (rows_.size() <= 400) {
+      p.setBrush(c);
+      p.setPen(Qt::NoPen);
+      for (const auto& row : rows_)
+        p.drawEllipse(QPointF(map(row.frame, xmin_, xmax_, r.left(), r.right()), map(value(row), y0, y1, r.bottom(), r.top())), 2.2, 2.2);
+    }
+  };
+  p.save();
+  p.setClipRect(L.series.adjusted(-3, -3, 3, 3));
+  drawSeries([](const DriftRow& r) { return r.dx; }, kDx, L.series, dmin_, dmax_);
+  drawSeries([](const DriftRow& r) { return r.dy; }, kDy, L.series, dmin_, dmax_);
+  p.restore();
+  // Legend.
+  p.setPen(kDx);
+  p.drawText(QPointF(L.series.left() + 8, L.series.top() + 16), "dx");
+  p.setPen(kDy);
+  p.drawText(QPointF(L.series.left() + 32, L.series.top() + 16), "dy");
+
+  if (hasQuality_) {
+    double q0 = INFINITY, q1 = -INFINITY;
+    for (const auto& r : rows_) if (r.quality >= -1) { q0 = std::min(q0, r.quality); q1 = std::max(q1, r.quality); }
+    pad(q0, q1);
+    frame_axes(p, L.quality, xmin_, xmax_, q0, q1, "Quality (NCC with the average)", "frame", "NCC");
+    p.save();
+    p.setClipRect(L.quality.adjusted(-3, -3, 3, 3));
+    drawSeries([](const DriftRow& r) { return r.quality; }, kQual, L.quality, q0, q1);
+    p.setPen(QPen(Qt::red, 1));
+    for (const auto& r : rows_)
+      if (!r.used) {
+        const double x = map(r.frame, xmin_, xmax_, L.quality.left(), L.quality.right());
+        p.drawLine(QPointF(x, L.quality.top()), QPointF(x, L.quality.bottom()));
+      }
+    p.restore();
+  }
+
+  frame_axes(p, L.trajectory, tx0_, tx1_, ty0_, ty1_, "Trajectory", "dx (px)", "dy (px)");
+  QPainterPath traj;
+  for (std::size_t i = 0; i < rows_.size(); ++i) {
+    const QPointF q(map(rows_[i].dx, tx0_, tx1_, L.trajectory.left(), L.trajectory.right()),
+                    map(rows_[i].dy, ty0_, ty1_, L.trajectory.bottom(), L.trajectory.top()));
+    if (i == 0) traj.moveTo(q);
+    else traj.lineTo(q);
+  }
+  p.setPen(QPen(kTraj, 1.5));
+  p.setBrush(Qt::NoBrush);
+  p.drawPath(traj);
+  p.setBrush(Qt::black);
+  p.drawEllipse(traj.elementAt(0), 3.5, 3.5);  // frame 0
+
+  if (current_ >= 0) {
+    auto it = std::find_if(rows_.begin(), rows_.end(), [&](const DriftRow& r) { return r.frame == current_; });
+    if (it != rows_.end()) {
+      const double x = map(it->frame, xmin_, xmax_, L.series.left(), L.series.right());
+      p.setPen(QPen(QColor(255, 140, 0), 1.5, Qt::DashLine));
+      p.drawLine(QPointF(x, L.series.top()), QPointF(x, L.series.bottom()));
+      p.setBrush(QColor(255, 140, 0));
+      p.setPen(Qt::NoPen);
+      p.drawEllipse(QPointF(map(it->dx, tx0_, tx1_, L.trajectory.left(), L.trajectory.right()),
+                            map(it->dy, ty0_, ty1_, L.trajectory.bottom(), L.trajectory.top())), 5, 5);
+      p.setPen(Qt::black);
+      p.drawText(QPointF(L.series.right() - 220, L.series.top() + 16),
+                 QString("frame %1: dx %2, dy %3 px").arg(it->frame).arg(it->dx, 0, 'f', 3).arg(it->dy, 0, 'f', 3));
+    }
+  }
+}
+
+void DriftPlot::mousePressEvent(QMouseEvent* e) {
+  if (rows_.empty()) return;
+  const Layout L = layout(size());
+  const QPointF pos = e->position();
+  int best = -1;
+  double bestD = 1e300;
+  for (std::size_t i = 0; i < rows_.size(); ++i) {
+    QPointF q;
+    if (L.trajectory.contains(pos))
+      q = QPointF(map(rows_[i].dx, tx0_, tx1_, L.trajectory.left(), L.trajectory.right()),
+                  map(rows_[i].dy, ty0_, ty1_, L.trajectory.bottom(), L.trajectory.top()));
+    else  // dx/dy or quality panel: the frame axis decides
+      q = QPointF(map(rows_[i].frame, xmin_, xmax_, L.series.left(), L.series.right()), pos.y());
+    const double d = std::hypot(q.x() - pos.x(), q.y() - pos.y());
+    if (d < bestD) { bestD = d; best = int(i); }
+  }
+  if (best >= 0 && bestD < 40) {
+    current_ = rows_[std::size_t(best)].frame;
+    update();
+    emit frameSelected(current_);
+  }
+}

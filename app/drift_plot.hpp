@@ -1,0 +1,40 @@
+#pragma once
+// Drift of a registered series: dx and dy against frame, the 2-D trajectory
+// and the per-frame quality. Clicking a point selects that frame.
+#include <vector>
+
+#include "plot_widget.hpp"
+#include "result_set.hpp"
+
+class DriftPlot : public PlotWidget {
+  Q_OBJECT
+ public:
+  explicit DriftPlot(QWidget* parent = nullptr);
+  void setDrift(std::vector<DriftRow> rows);
+  const std::vector<DriftRow>& drift() const { return rows_; }
+  int pointCount() const { return int(rows_.size()); }
+  void render(QPainter& p, const QSize& size) const override;
+  // Position of frame k's point in the dx/dy panel (widget coordinates; for tests).
+  QPointF pointPosition(int index) const;
+
+ public slots:
+  void setCurrentFrame(int frame);
+
+ signals:
+  void frameSelected(int frame);
+
+ protected:
+  void mousePressEvent(QMouseEvent* e) override;
+
+ private:
+  struct Layout {
+    QRectF series, quality, trajectory;
+  };
+  Layout layout(const QSize& size) const;
+
+  std::vector<DriftRow> rows_;
+  int current_ = -1;
+  double xmin_ = 0, xmax_ = 1, dmin_ = -1, dmax_ = 1;   // series axes
+  double tx0_ = -1, tx1_ = 1, ty0_ = -1, ty1_ = 1;      // trajectory axes
+  bool hasQuality_ = false;
+};

@@ -1,0 +1,484 @@
+#include "main_window.hpp"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDateTime>
+#include <QDir>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QVBoxLayout>
+
+#include "comparison_view.hpp"
+#include "drift_plot.hpp"
+#include "driftscan/error.hpp"
+#include "driftscan/tiff_series.hpp"
+#include "driftscan/tiff_writer.hpp"
+#include "image_view.hpp"
+#include "imbalance_view.hpp"
+#include "job_editor.hpp"
+#include "run_controller.hpp"
+#include "series_viewer.hpp"
+#include "spectrum_view.hpp"
+#include "volume_view.hpp"
+#include "vtk_view_widget.hpp"
+
+namespace {
+const char* kRecentKey = "recentFiles";
+const int kMaxRecent = 10;
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  setWindowTitle("DriftScan");
+  setAcceptDrops(true);
+
+  tabs_ = new QTabWidget;
+  series_ = new SeriesViewer;
+  compare_ = new ComparisonView;
+  drift_ = new DriftPlot;
+  imbalance_ = new ImbalanceView;
+  spectra_ = new SpectrumView;
+  volume_ = new VolumeView;
+  tabs_->addTab(series_, "Series");
+  tabs_->addTab(compare_, "Average vs frame");
+  tabs_->addTab(drift_, "Drift");
+  tabs_->addTab(imbalance_, "Load balance");
+  tabs_->addTab(spectra_, "Spectra");
+  tabs_->addTab(volume_, "3-D spectrum");
+  setCentralWidget(tabs_);
+
+  editor_ = new JobEditor;
+  editor_->setProfiles(RunController::profileNames());
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(editor_);
+  scroll->setWidgetResizable(true);
+  auto* settingsDock = new QDockWidget("Settings (the project = the job file)");
+  settingsDock->setObjectName("settings");
+  settingsDock->setWidget(scroll);
+  settingsDock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+  addDockWidget(Qt::RightDockWidgetArea, settingsDock);
+
+  run_ = new RunController(this);
+  auto* runDock = new QDockWidget("Run");
+  runDock->setObjectName("run");
+  runDock->setWidget(buildRunPanel());
+  runDock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+  addDockWidget(Qt::BottomDockWidgetArea, runDock);
+
+  buildMenus();
+  statusBar()->showMessage("Open a series (File > Open, drag and drop, or a command-line argument).");
+
+  // Frame navigation is shared by every view that shows a frame.
+  connect(series_, &SeriesViewer::frameShown, compare_, &ComparisonView::setFrame);
+  connect(series_, &SeriesViewer::frameShown, spectra_, &SpectrumView::setFrame);
+  connect(series_, &SeriesViewer::frameShown, drift_, &DriftPlot::setCurrentFrame);
+  connect(series_, &SeriesViewer::status, statusBar(), [this](const QString& s) { statusBar()->showMessage(s); });
+  connect(drift_, &DriftPlot::frameSelected, this, [this](int k) {
+    series_->showFrame(k);
+    compare_->setFrame(k);
+  });
+  // ROI: drawn on the frame or typed in the panel, kept in step.
+  connect(series_->view(), &ImageView::roiChanged, this, [this](QRect r) {
+    editor_->setRoi(r.x(), r.y(), r.width(), r.height());
+  });
+  connect(editor_, &JobEditor::roiEdited, this, [this](int x, int y, int w, int h) {
+    series_->view()->setRoi(w > 0 && h > 0 ? QRect(x, y, w, h) : QRect());
+  });
+  connect(editor_, &JobEditor::changed, this, &MainWindow::updateRunState);
+
+  connect(run_, &RunController::started, this, [this] {
+    error_->hide();
+    progress_->setRange(0, 0);  // busy until the first progress event
+    phase_->setText("starting");
+    eta_->clear();
+    updateRunState();
+  });
+  connect(run_, &RunController::progress, this,
+          [this](const QString& phase, double done, double total, double elapsed, double eta) {
+            const int scaled = total > 0 ? int(1000.0 * done / total) : 0;
+            progress_->setRange(0, total > 0 ? 1000 : 0);
+            progress_->setValue(scaled);
+            progress_->setFormat(QString("%1: %2 / %3").arg(phase).arg(done).arg(total));
+            phase_->setText(QString("phase: %1").arg(phase));
+            eta_->setText(eta >= 0 ? QString("elapsed %1 s, ETA %2 s").arg(elapsed, 0, 'f', 1).arg(eta, 0, 'f', 1)
+                                   : QString("elapsed %1 s, ETA unknown").arg(elapsed, 0, 'f', 1));
+          });
+  connect(run_, &RunController::logLine, this, &MainWindow::log);
+  connect(run_, &RunController::finished, this, [this](const QString& status, const QString& message, const QString& folder) {
+    progress_->setRange(0, 1000);
+    progress_->setValue(status == "done" ? 1000 : 0);
+    progress_->setFormat(status);
+    phase_->setText(status);
+    updateRunState();
+    if (status == "done") {
+      openResults(folder);
+    } else {
+      showError(status == "cancelled" ? QString("Cancelled: %1").arg(message.isEmpty() ? "stopped by the user" : message)
+                                      : QString("Run failed: %1").arg(message));
+    }
+    emit runFinished(status, message);
+  });
+  updateRunState();
+  resize(1500, 950);
+}
+
+MainWindow::~MainWindow() = default;
+
+QWidget* MainWindow::buildRunPanel() {
+  auto* w = new QWidget;
+  auto* v = new QVBoxLayout(w);
+  auto* row = new QHBoxLayout;
+  runButton_ = new QPushButton("Run");
+  cancelButton_ = new QPushButton("Cancel");
+  progress_ = new QProgressBar;
+  progress_->setRange(0, 1000);
+  progress_->setValue(0);
+  progress_->setTextVisible(true);
+  progress_->setFormat("idle");
+  phase_ = new QLabel("idle");
+  eta_ = new QLabel;
+  row->addWidget(runButton_);
+  row->addWidget(cancelButton_);
+  row->addWidget(progress_, 1);
+  row->addWidget(phase_);
+  row->addWidget(eta_);
+  v->addLayout(row);
+  error_ = new QLabel;
+  error_->setWordWrap(true);
+  error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  error_->setStyleSheet("QLabel { color: white; background: #c0392b; padding: 4px; }");
+  error_->hide();
+  v->addWidget(error_);
+  log_ = new QPlainTextEdit;
+  log_->setReadOnly(true);
+  log_->setMaximumBlockCount(5000);
+  log_->setMinimumHeight(90);
+  v->addWidget(log_, 1);
+  connect(runButton_, &QPushButton::clicked, this, &MainWindow::runJob);
+  connect(cancelButton_, &QPushButton::clicked, run_, &RunController::cancel);
+  return w;
+}
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu("&File");
+  file->addAction("&Open series...", QKeySequence::Open, this, [this] {
+    const QString p = QFileDialog::getOpenFileName(this, "Open series", QString(), "TIFF series (*.tif *.tiff);;All files (*)");
+    if (!p.isEmpty()) openSeries(p);
+  });
+  file->addAction("Open series &folder...", this, [this] {
+    const QString p = QFileDialog::getExistingDirectory(this, "Open a folder of single-frame TIFFs");
+    if (!p.isEmpty()) openSeries(p);
+  });
+  file->addAction("Open &results folder...", this, [this] {
+    const QString p = QFileDialog::getExistingDirectory(this, "Open results folder");
+    if (!p.isEmpty()) openResults(p);
+  });
+  recentMenu_ = file->addMenu("Open &recent");
+  rebuildRecentMenu();
+  file->addSeparator();
+  file->addAction("Open &project (job file)...", this, [this] {
+    const QString p = QFileDialog::getOpenFileName(this, "Open project", QString(), "Job files (*.json)");
+    if (!p.isEmpty()) openProject(p);
+  });
+  file->addAction("&Save project", QKeySequence::Save, this, [this] {
+    QString p = projectPath_;
+    if (p.isEmpty()) p = QFileDialog::getSaveFileName(this, "Save project", "job.json", "Job files (*.json)");
+    if (!p.isEmpty()) saveProject(p);
+  });
+  file->addAction("Save project &as...", QKeySequence::SaveAs, this, [this] {
+    const QString p = QFileDialog::getSaveFileName(this, "Save project", "job.json", "Job files (*.json)");
+    if (!p.isEmpty()) saveProject(p);
+  });
+  QMenu* exp = file->addMenu("&Export");
+  exp->addAction("Current plot as &PNG...", this, [this] { exportPlot(false); });
+  exp->addAction("Current plot as &SVG...", this, [this] { exportPlot(true); });
+  exp->addAction("&Average as TIFF...", this, &MainWindow::exportAverage);
+  exp->addAction("&Drift as CSV...", this, &MainWindow::exportDrift);
+  exp->addAction("&Job file...", this, &MainWindow::exportJob);
+  file->addSeparator();
+  file->addAction("&Quit", QKeySequence::Quit, this, &QWidget::close);
+
+  QMenu* view = menuBar()->addMenu("&View");
+  view->addAction("&Fit", QKeySequence(Qt::Key_F), this, [this] { series_->view()->fit(); });
+  view->addAction("&1:1", QKeySequence(Qt::Key_1), this, [this] { series_->view()->oneToOne(); });
+  roiAction_ = view->addAction("&ROI tool (drag on the frame)");
+  roiAction_->setCheckable(true);
+  connect(roiAction_, &QAction::toggled, this, [this](bool on) {
+    series_->view()->setRoiToolActive(on);
+    tabs_->setCurrentWidget(series_);
+  });
+  view->addAction("Clear ROI", this, [this] {
+    series_->view()->setRoi(QRect());
+    editor_->setRoi(0, 0, 0, 0);
+  });
+  view->addAction("&Auto levels", QKeySequence(Qt::Key_A), series_, &SeriesViewer::autoLevels);
+
+  QMenu* run = menuBar()->addMenu("&Run");
+  run->addAction("&Run", QKeySequence(Qt::CTRL | Qt::Key_R), this, &MainWindow::runJob);
+  run->addAction("&Cancel", run_, &RunController::cancel);
+}
+
+void MainWindow::log(const QString& level, const QString& text) {
+  const QString stamp = QDateTime::currentDateTime().toString("HH:mm:ss");
+  log_->appendPlainText(QString("%1 [%2] %3").arg(stamp, level, text));
+}
+
+void MainWindow::showError(const QString& message) {
+  error_->setText(message);
+  error_->show();
+  log("error", message);
+  statusBar()->showMessage(message);
+  if (interactive_) QMessageBox::warning(this, "DriftScan", message);
+}
+
+QString MainWindow::lastError() const { return error_->isVisible() ? error_->text() : QString(); }
+
+void MainWindow::updateRunState() {
+  const bool running = run_->running();
+  runButton_->setEnabled(!running && editor_->isValid());
+  runButton_->setToolTip(editor_->isValid() ? "Run the job" : editor_->validationErrors().join("\n"));
+  cancelButton_->setEnabled(running);
+  editor_->setEnabled(!running);
+}
+
+void MainWindow::runJob() {
+  if (run_->running()) return;
+  if (!editor_->isValid()) {
+    showError("The settings are not valid: " + editor_->validationErrors().join("; "));
+    return;
+  }
+  log_->clear();
+  run_->start(editor_->job());
+}
+
+bool MainWindow::openSeries(const QString& path) {
+  try {
+    std::shared_ptr<const driftscan::FrameSource> s = driftscan::TiffSeries::open(path.toStdString());
+    source_ = s;
+  } catch (const std::exception& e) {
+    showError(QString("Cannot open series: %1").arg(e.what()));
+    return false;
+  }
+  seriesPath_ = path;
+  series_->setSeries(source_, QFileInfo(path).fileName());
+  compare_->setSeries(source_);
+  spectra_->setSeries(source_);
+  editor_->setFrameSize(source_->width(), source_->height());
+  driftscan::Job job = editor_->job();
+  job.input = path.toStdString();
+  if (job.output.empty() || results_.folder.isEmpty()) {
+    const QFileInfo fi(path);
+    job.output = QDir(fi.absolutePath()).filePath(fi.completeBaseName() + "_results").toStdString();
+  }
+  editor_->setJob(job);
+  addRecent(path);
+  setWindowTitle(QString("DriftScan - %1").arg(QFileInfo(path).fileName()));
+  log("info", QString("opened %1").arg(QString::fromStdString(source_->describe())));
+  tabs_->setCurrentWidget(series_);
+  updateRunState();
+  return true;
+}
+
+bool MainWindow::openResults(const QString& folder) {
+  try {
+    results_ = ResultSet::load(folder);
+  } catch (const std::exception& e) {
+    showError(QString("Cannot read results: %1").arg(e.what()));
+    return false;
+  }
+  for (const QString& w : results_.warnings) log("warning", w);
+  // The series the results belong to, when it is not open yet.
+  if (!source_ && !results_.input.isEmpty() && QFileInfo::exists(results_.input)) openSeries(results_.input);
+  drift_->setDrift(results_.drift);
+  imbalance_->setTrace(results_.trace);
+  compare_->setDrift(results_.drift);
+  std::shared_ptr<const driftscan::Frame> average;
+  if (!results_.averagePath.isEmpty()) {
+    try {
+      auto avg = driftscan::TiffSeries::open(results_.averagePath.toStdString());
+      average = std::make_shared<const driftscan::Frame>(avg->frame(0));
+    } catch (const std::exception& e) {
+      showError(QString("Cannot read the average: %1").arg(e.what()));
+    }
+  }
+  compare_->setAverage(average, results_.averagePath);
+  spectra_->setAverage(average);
+  if (!results_.spectrumPath.isEmpty()) {
+    try {
+      volume_->loadTiff(results_.spectrumPath);
+    } catch (const std::exception& e) {
+      log("warning", QString("3-D spectrum not shown: %1").arg(e.what()));
+    }
+  }
+  addRecent(folder);
+  log("info", QString("results from %1: %2 drift rows, %3 workers in the trace")
+                  .arg(folder).arg(results_.drift.size()).arg(results_.trace.workers.size()));
+  if (!results_.drift.empty()) tabs_->setCurrentWidget(drift_);
+  emit resultsLoaded(folder);
+  return true;
+}
+
+bool MainWindow::openProject(const QString& path) {
+  driftscan::Job job;
+  try {
+    job = driftscan::load_job(path.toStdString());
+  } catch (const std::exception& e) {
+    showError(QString("Cannot open project: %1").arg(e.what()));
+    return false;
+  }
+  projectPath_ = path;
+  if (!job.input.empty() && QFileInfo::exists(QString::fromStdString(job.input)))
+    openSeries(QString::fromStdString(job.input));
+  editor_->setJob(job);
+  const auto& r = job.registration.roi;
+  series_->view()->setRoi(r.whole_frame() ? QRect() : QRect(r.x, r.y, r.w, r.h));
+  addRecent(path);
+  log("info", QString("project %1 loaded").arg(path));
+  return true;
+}
+
+bool MainWindow::saveProject(const QString& path) {
+  try {
+    driftscan::save_job(editor_->job(), path.toStdString());
+  } catch (const std::exception& e) {
+    showError(QString("Cannot save project: %1").arg(e.what()));
+    return false;
+  }
+  projectPath_ = path;
+  log("info", QString("project saved to %1 (re-run headless: driftscan-engine run %1)").arg(path));
+  return true;
+}
+
+bool MainWindow::openAny(const QString& path) {
+  const QFileInfo fi(path);
+  if (fi.isDir() && ResultSet::looksLikeResults(path)) return openResults(path);
+  if (fi.isFile() && fi.suffix().toLower() == "json") return openProject(path);
+  return openSeries(path);
+}
+
+void MainWindow::addRecent(const QString& path) {
+  QSettings s("DriftScan", "driftscan");
+  QStringList list = s.value(kRecentKey).toStringList();
+  const QString abs = QFileInfo(path).absoluteFilePath();
+  list.removeAll(abs);
+  list.prepend(abs);
+  while (list.size() > kMaxRecent) list.removeLast();
+  s.setValue(kRecentKey, list);
+  rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+  if (!recentMenu_) return;
+  recentMenu_->clear();
+  const QStringList list = QSettings("DriftScan", "driftscan").value(kRecentKey).toStringList();
+  for (const QString& p : list) recentMenu_->addAction(p, this, [this, p] { openAny(p); });
+  recentMenu_->setEnabled(!list.isEmpty());
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
+  if (e->mimeData()->hasUrls()) e->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* e) {
+  const auto urls = e->mimeData()->urls();
+  if (!urls.isEmpty() && urls.front().isLocalFile()) openAny(urls.front().toLocalFile());
+  e->acceptProposedAction();
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  if (run_->running()) run_->cancel();
+  e->accept();
+}
+
+QStringList MainWindow::viewNames() { return {"series", "compare", "drift", "imbalance", "spectra", "volume"}; }
+
+bool MainWindow::showView(const QString& name) {
+  const int i = viewNames().indexOf(name);
+  if (i < 0) return name == "main";
+  tabs_->setCurrentIndex(i);
+  return true;
+}
+
+QImage MainWindow::grabView(const QString& name) {
+  if (name == "main") return grab().toImage();
+  if (!showView(name)) return {};
+  QApplication::processEvents();
+  if (name == "volume") return volume_->grabImage();
+  return tabs_->currentWidget()->grab().toImage();
+}
+
+void MainWindow::exportPlot(bool svg) {
+  PlotWidget* plot = qobject_cast<PlotWidget*>(tabs_->currentWidget());
+  const QString filter = svg ? "SVG (*.svg)" : "PNG (*.png)";
+  const QString path = QFileDialog::getSaveFileName(this, "Export view", svg ? "plot.svg" : "plot.png", filter);
+  if (path.isEmpty()) return;
+  bool ok;
+  if (plot) {
+    ok = svg ? plot->exportSvg(path) : plot->exportPng(path);
+  } else if (!svg) {
+    ok = grabView(viewNames().value(tabs_->currentIndex())).save(path, "PNG");
+  } else {
+    showError("SVG export is for the drift and load-balance plots; export image views as PNG.");
+    return;
+  }
+  if (ok) log("info", QString("exported %1").arg(path));
+  else showError(QString("Cannot write %1").arg(path));
+}
+
+void MainWindow::exportAverage() {
+  auto avg = compare_->average();
+  if (!avg) {
+    showError("No average to export: run a registration or open a results folder first.");
+    return;
+  }
+  const QString path = QFileDialog::getSaveFileName(this, "Export average", "average.tif", "TIFF (*.tif)");
+  if (path.isEmpty()) return;
+  try {
+    driftscan::TiffWriteOptions o;
+    if (source_) {
+      o.pixel_size = source_->pixel_size();
+      o.unit = source_->pixel_unit();
+    }
+    driftscan::write_tiff(path.toStdString(), *avg, o);
+    log("info", QString("exported %1").arg(path));
+  } catch (const std::exception& e) {
+    showError(QString("Cannot export the average: %1").arg(e.what()));
+  }
+}
+
+void MainWindow::exportDrift() {
+  if (results_.drift.empty()) {
+    showError("No drift to export: run a registration or open a results folder first.");
+    return;
+  }
+  const QString path = QFileDialog::getSaveFileName(this, "Export drift", "drift.csv", "CSV (*.csv)");
+  if (path.isEmpty()) return;
+  // Copy the engine's file verbatim (all its columns) under a temporary name.
+  const QString tmp = path + ".part";
+  QFile::remove(tmp);
+  if (!QFile::copy(results_.driftPath, tmp) || (QFile::exists(path) && !QFile::remove(path)) || !QFile::rename(tmp, path)) {
+    QFile::remove(tmp);
+    showError(QString("Cannot write %1").arg(path));
+    return;
+  }
+  log("info", QString("exported %1").arg(path));
+}
+
+void MainWindow::exportJob() {
+  const QString path = QFileDialog::getSaveFileName(this, "Export job file", "job.json", "Job files (*.json)");
+  if (!path.isEmpty()) saveProject(path);
+}

@@ -1,0 +1,112 @@
+#pragma once
+// The main window: the series viewer and the result views as tabs, the job
+// settings on the right, the run panel (progress, log, Run/Cancel) below.
+// The project file is the engine's job file.
+#include <QMainWindow>
+#include <memory>
+
+#include "driftscan/frame_source.hpp"
+#include "result_set.hpp"
+
+class SeriesViewer;
+class ComparisonView;
+class DriftPlot;
+class ImbalanceView;
+class SpectrumView;
+class VolumeView;
+class JobEditor;
+class RunController;
+class QTabWidget;
+class QProgressBar;
+class QLabel;
+class QPlainTextEdit;
+class QPushButton;
+class QMenu;
+class QAction;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Without interaction no modal dialog is ever shown (tests, --screenshot):
+  // errors go to the log and the error line only.
+  void setInteractive(bool on) { interactive_ = on; }
+
+  bool openSeries(const QString& path);
+  bool openResults(const QString& folder);
+  bool openProject(const QString& path);
+  bool saveProject(const QString& path);
+  // A series, a results folder or a job file, whichever `path` is.
+  bool openAny(const QString& path);
+
+  // View names for --screenshot: series, compare, drift, imbalance, spectra, volume.
+  static QStringList viewNames();
+  bool showView(const QString& name);
+  // The named view as an image at its current size ("main": the whole window).
+  QImage grabView(const QString& name);
+
+  SeriesViewer* seriesViewer() const { return series_; }
+  ComparisonView* comparisonView() const { return compare_; }
+  DriftPlot* driftPlot() const { return drift_; }
+  ImbalanceView* imbalanceView() const { return imbalance_; }
+  SpectrumView* spectrumView() const { return spectra_; }
+  VolumeView* volumeView() const { return volume_; }
+  JobEditor* jobEditor() const { return editor_; }
+  RunController* runController() const { return run_; }
+  QPushButton* runButton() const { return runButton_; }
+  QPushButton* cancelButton() const { return cancelButton_; }
+  QProgressBar* progressBar() const { return progress_; }
+  QString lastError() const;
+  const ResultSet& results() const { return results_; }
+
+ public slots:
+  void runJob();  // what the Run button does
+
+ signals:
+  void resultsLoaded(const QString& folder);
+  void runFinished(const QString& status, const QString& message);
+
+ protected:
+  void dragEnterEvent(QDragEnterEvent* e) override;
+  void dropEvent(QDropEvent* e) override;
+  void closeEvent(QCloseEvent* e) override;
+
+ private:
+  void buildMenus();
+  QWidget* buildRunPanel();
+  void addRecent(const QString& path);
+  void rebuildRecentMenu();
+  void showError(const QString& message);
+  void log(const QString& level, const QString& text);
+  void exportPlot(bool svg);
+  void exportAverage();
+  void exportDrift();
+  void exportJob();
+  void updateRunState();
+
+  SeriesViewer* series_;
+  ComparisonView* compare_;
+  DriftPlot* drift_;
+  ImbalanceView* imbalance_;
+  SpectrumView* spectra_;
+  VolumeView* volume_;
+  JobEditor* editor_;
+  RunController* run_;
+  QTabWidget* tabs_;
+  QProgressBar* progress_;
+  QLabel* phase_;
+  QLabel* eta_;
+  QLabel* error_;
+  QPlainTextEdit* log_;
+  QPushButton* runButton_;
+  QPushButton* cancelButton_;
+  QMenu* recentMenu_ = nullptr;
+  QAction* roiAction_ = nullptr;
+  std::shared_ptr<const driftscan::FrameSource> source_;
+  QString seriesPath_;
+  QString projectPath_;
+  ResultSet results_;
+  bool interactive_ = true;
+};

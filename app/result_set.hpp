@@ -1,0 +1,58 @@
+#pragma once
+// What a finished run left in its results folder, read back for the views:
+// drift.csv (frame,dx,dy[,angle_deg,...,quality,used]), report.json (with the
+// scan trace: one record per operator application), average.tif,
+// coverage.tif, and the spectrum volume when present.
+#include <QString>
+#include <QStringList>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+struct DriftRow {
+  int frame = 0;
+  double dx = 0, dy = 0;
+  double angle_deg = 0;
+  double quality = -2;  // < -1: not given
+  bool used = true;
+};
+
+struct TraceRecord {
+  int rank = 0, thread = 0;
+  long long first = 0, last = 0;
+  QString phase;
+  double start_s = 0, end_s = 0;
+  bool stolen = false;
+};
+
+struct WorkerRow {
+  int rank = 0, thread = 0;
+  double busy_s = 0, idle_s = 0;
+  int applications = 0, stolen = 0;
+};
+
+struct ScanTraceData {
+  int ranks = 0, threads = 0;
+  double makespan_s = 0;
+  double imbalance = 1;
+  std::vector<WorkerRow> workers;  // one per rank x thread
+  std::vector<TraceRecord> records;
+  bool empty() const { return workers.empty() && records.empty(); }
+};
+
+struct ResultSet {
+  QString folder;
+  QString averagePath, coveragePath, driftPath, reportPath, spectrumPath, input;
+  std::vector<DriftRow> drift;
+  ScanTraceData trace;
+  nlohmann::json report;
+  QStringList warnings;  // files missing or unreadable, one line each
+
+  // Reads what is there; missing parts are listed in warnings (never throws
+  // for a missing file; throws driftscan::Error for a corrupt drift.csv).
+  static ResultSet load(const QString& folder);
+  static bool looksLikeResults(const QString& folder);
+};
+
+std::vector<DriftRow> read_drift_csv(const QString& path);
+ScanTraceData read_scan_trace(const nlohmann::json& report);

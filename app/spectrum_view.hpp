@@ -1,0 +1,37 @@
+#pragma once
+// 2-D log power spectra of the current frame and of the average side by
+// side (sharp lattice peaks in the average's spectrum mean a good average).
+// Spectra are computed (by the engine's PowerSpectrum) only while the view
+// is visible; captions give the strongest peak's period and sharpness.
+#include <QWidget>
+#include <memory>
+
+#include "driftscan/frame_source.hpp"
+
+class ImageView;
+
+class SpectrumView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit SpectrumView(QWidget* parent = nullptr);
+  void setSeries(std::shared_ptr<const driftscan::FrameSource> series);
+  void setAverage(std::shared_ptr<const driftscan::Frame> average);
+  ImageView* frameSpectrum() const { return frame_; }
+  ImageView* averageSpectrum() const { return average_; }
+
+ public slots:
+  void setFrame(int k);
+
+ protected:
+  void showEvent(QShowEvent*) override;
+
+ private:
+  void refresh();
+
+  ImageView* frame_;
+  ImageView* average_;
+  std::shared_ptr<const driftscan::FrameSource> series_;
+  std::shared_ptr<const driftscan::Frame> averageData_;
+  int k_ = 0;
+  bool frameDirty_ = true, averageDirty_ = true;
+};

@@ -1,0 +1,284 @@
+// The desktop app in a real window (Xvfb): open a synthetic series, run a
+// local 2-rank registration through the Run button's path, and check what
+// every view shows; --screenshot from the command line; settings validation
+// and the project file; scrubbing speed at 512².
+#include <QDir>
+#include <QFileInfo>
+#include <QProcess>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest/QtTest>
+#include <cmath>
+#include <set>
+
+#include "comparison_view.hpp"
+#include "drift_plot.hpp"
+#include "driftscan/job.hpp"
+#include "driftscan/synthetic_series.hpp"
+#include "driftscan/tiff_series.hpp"
+#include "image_view.hpp"
+#include "imbalance_view.hpp"
+#include "job_editor.hpp"
+#include "main_window.hpp"
+#include "series_viewer.hpp"
+#include "volume_view.hpp"
+#include "vtk_view_widget.hpp"
+
+namespace {
+// Not blank: many distinct colours and a real spread of intensities.
+void check_not_blank(const QImage& img, const QString& what) {
+  QVERIFY2(!img.isNull(), qPrintable(what + ": null image"));
+  std::set<QRgb> colours;
+  double s = 0, s2 = 0;
+  long n = 0;
+  for (int y = 0; y < img.height(); y += 2)
+    for (int x = 0; x < img.width(); x += 2) {
+      const QRgb c = img.pixel(x, y);
+      colours.insert(c);
+      const double g = qGray(c);
+      s += g;
+      s2 += g * g;
+      ++n;
+    }
+  const double sd = std::sqrt(std::max(0.0, s2 / n - (s / n) * (s / n)));
+  QVERIFY2(colours.size() > 20, qPrintable(QString("%1: only %2 colours").arg(what).arg(colours.size())));
+  QVERIFY2(sd > 5.0, qPrintable(QString("%1: grey spread %2").arg(what).arg(sd)));
+}
+}  // namespace
+
+class AppGuiTest : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+  QString series_;
+  const int frames_ = 12;
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(tmp_.isValid());
+    // Isolate profiles and recent files from the user's; find the engine in the build.
+    qputenv("XDG_CONFIG_HOME", tmp_.filePath("config").toUtf8());
+    qputenv("PATH", QByteArray(DRIFTSCAN_BIN_DIR) + ":" + qgetenv("PATH"));
+    driftscan::SynthOptions o;
+    o.frames = std::size_t(frames_);
+    o.width = 96;
+    o.height = 96;
+    o.period = 9.0;
+    o.dose = 20.0;
+    o.seed = 7;
+    series_ = tmp_.filePath("synthetic.tif");
+    driftscan::write_synthetic_series(o, series_.toStdString());
+    QVERIFY(QFileInfo::exists(series_));
+  }
+
+  void openRunAndInspect() {
+    MainWindow w;
+    w.setInteractive(false);
+    w.resize(1400, 900);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openSeries(series_));
+    QCOMPARE(int(w.seriesViewer()->series()->frame_count()), frames_);
+    QCOMPARE(w.seriesViewer()->currentFrame(), 0);
+
+    driftscan::Job job = w.jobEditor()->job();
+    QCOMPARE(QString::fromStdString(job.input), series_);
+    job.output = tmp_.filePath("results").toStdString();
+    job.execution.profile = "local";
+    job.execution.ranks = 2;
+    job.execution.threads = 1;
+    job.registration.pyramid_levels = 2;
+    w.jobEditor()->setJob(job);
+    QVERIFY2(w.jobEditor()->isValid(), qPrintable(w.jobEditor()->validationErrors().join("; ")));
+    QVERIFY(w.runButton()->isEnabled());
+
+    QSignalSpy finished(&w, &MainWindow::runFinished);
+    QSignalSpy loaded(&w, &MainWindow::resultsLoaded);
+    QTest::mouseClick(w.runButton(), Qt::LeftButton);  // the Run button's own path
+    QVERIFY(w.cancelButton()->isEnabled() || finished.count() == 1);
+    QVERIFY2(finished.count() == 1 || finished.wait(150000), "the run did not finish in 150 s");
+    const QString status = finished.at(0).at(0).toString();
+    QVERIFY2(status == "done", qPrintable(status + ": " + finished.at(0).at(1).toString()));
+    QCOMPARE(loaded.count(), 1);
+    QCOMPARE(w.progressBar()->value(), w.progressBar()->maximum());
+
+    // Drift: one point per frame, frame 0 at the origin.
+    QCOMPARE(w.driftPlot()->pointCount(), frames_);
+    QCOMPARE(w.driftPlot()->drift().front().frame, 0);
+    QVERIFY(std::abs(w.driftPlot()->drift().front().dx) < 1e-6);
+
+    // The average view shows the engine's average.tif, pixel for pixel.
+    const QString averagePath = QDir(tmp_.filePath("results")).filePath("average.tif");
+    QCOMPARE(QFileInfo(w.comparisonView()->averagePath()).canonicalFilePath(), QFileInfo(averagePath).canonicalFilePath());
+    auto shown = w.comparisonView()->average();
+    QVERIFY(shown);
+    const driftscan::Frame onDisk = driftscan::TiffSeries::open(averagePath.toStdString())->frame(0);
+    QCOMPARE(shown->width, onDisk.width);
+    QCOMPARE(shown->height, onDisk.height);
+    QVERIFY(shown->pixels == onDisk.pixels);
+    QCOMPARE(w.comparisonView()->averageView()->image().size(), QSize(onDisk.width, onDisk.height));
+
+    // Load balance: one row per worker (2 ranks x 1 thread).
+    QCOMPARE(w.imbalanceView()->rowCount(), 2);
+    QVERIFY(!w.imbalanceView()->trace().records.empty());
+
+    // Clicking a drift point shows that frame.
+    w.showView("drift");
+    QApplication::processEvents();
+    const int target = frames_ - 3;
+    QTest::mouseClick(w.driftPlot(), Qt::LeftButton, {}, w.driftPlot()->pointPosition(target).toPoint());
+    QTRY_COMPARE(w.seriesViewer()->currentFrame(), target);
+
+    // Linked zoom: zooming the average zooms the frame beside it.
+    w.showView("compare");
+    QApplication::processEvents();
+    w.comparisonView()->averageView()->oneToOne();
+    QCOMPARE(w.comparisonView()->frameView()->zoom(), 1.0);
+    w.comparisonView()->setMode(ComparisonView::Mode::difference);
+    w.comparisonView()->averageView()->fit();
+
+    // Every view grabbed, not blank, at the size it has on screen.
+    const QString shots = tmp_.filePath("shots");
+    QDir().mkpath(shots);
+    for (const QString& name : MainWindow::viewNames()) {
+      if (name == "volume") continue;  // the register run writes no 3-D spectrum; below
+      const QImage img = w.grabView(name);
+      img.save(QDir(shots).filePath(name + ".png"));
+      check_not_blank(img, name);
+      if (QTest::currentTestFailed()) return;
+      QVERIFY(img.width() >= 300 && img.height() >= 200);
+    }
+    const QImage whole = w.grabView("main");
+    QCOMPARE(whole.size(), w.size() * w.devicePixelRatio());
+    check_not_blank(whole, "main");
+
+    // Plot export: PNG at the requested size, SVG with content.
+    QVERIFY(w.driftPlot()->exportPng(QDir(shots).filePath("drift-export.png"), QSize(900, 500)));
+    QCOMPARE(QImage(QDir(shots).filePath("drift-export.png")).size(), QSize(900, 500));
+    QVERIFY(w.imbalanceView()->exportSvg(QDir(shots).filePath("imbalance.svg")));
+    QFile svg(QDir(shots).filePath("imbalance.svg"));
+    QVERIFY(svg.open(QIODevice::ReadOnly));
+    QVERIFY(svg.readAll().contains("<svg"));
+  }
+
+  void volumeViewRendersThroughTheQt6Adapter() {
+    // The VTK volume + orthogonal slices, embedded in the Qt6 QOpenGLWidget.
+    VolumeView v;
+    v.resize(500, 420);
+    const int n = 32;
+    std::vector<float> vol(std::size_t(n) * n * n);
+    for (int z = 0; z < n; ++z)
+      for (int y = 0; y < n; ++y)
+        for (int x = 0; x < n; ++x) {
+          const double r2 = (x - n / 2.0) * (x - n / 2.0) + (y - n / 2.0) * (y - n / 2.0) + (z - n / 2.0) * (z - n / 2.0);
+          vol[(std::size_t(z) * n + y) * n + x] = float(std::exp(-r2 / 40.0) + 0.2 * std::cos(x * 0.7));
+        }
+    v.setVolume(vol, n, n, n);
+    v.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&v));
+    QTest::qWait(200);
+    const QImage img = v.grabImage();
+    QCOMPARE(img.size(), v.vtkWidget()->size() * v.vtkWidget()->devicePixelRatio());
+    check_not_blank(img, "volume");
+    img.save(tmp_.filePath("volume.png"));
+  }
+
+  void screenshotOptionWritesPng() {
+    const QString results = tmp_.filePath("results");
+    if (!QFileInfo::exists(QDir(results).filePath("drift.csv"))) QSKIP("needs the results of openRunAndInspect");
+    const QString out = tmp_.filePath("cli-drift.png");
+    QProcess p;
+    p.start(QString(DRIFTSCAN_BIN_DIR) + "/driftscan",
+            {"--screenshot", "drift", out, "--size", "1200x800", results});
+    QVERIFY(p.waitForFinished(60000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    const QImage img(out);
+    check_not_blank(img, "cli drift");
+    QVERIFY(img.width() > 400 && img.height() > 300);
+    // A bad view name is a usage error, not a crash.
+    QProcess bad;
+    bad.start(QString(DRIFTSCAN_BIN_DIR) + "/driftscan", {"--screenshot", "nosuchview", out});
+    QVERIFY(bad.waitForFinished(30000));
+    QCOMPARE(bad.exitCode(), 2);
+  }
+
+  void settingsValidateInlineAndProjectRoundTrips() {
+    MainWindow w;
+    w.setInteractive(false);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openSeries(series_));
+    // An ROI beyond the 96x96 frame is refused with a message, Run disabled.
+    w.jobEditor()->setRoi(80, 10, 40, 40);
+    QVERIFY(!w.jobEditor()->isValid());
+    QVERIFY(w.jobEditor()->validationErrors().join(" ").contains("exceeds"));
+    QVERIFY(!w.runButton()->isEnabled());
+    // Draw the ROI with the mouse on the frame: the settings follow.
+    ImageView* view = w.seriesViewer()->view();
+    view->setRoiToolActive(true);
+    const QPoint a = view->widgetPosition(QPointF(8.2, 10.2)).toPoint();
+    const QPoint b = view->widgetPosition(QPointF(71.8, 57.8)).toPoint();
+    QTest::mousePress(view, Qt::LeftButton, {}, a);
+    QTest::mouseMove(view, (a + b) / 2);
+    QTest::mouseMove(view, b);
+    QTest::mouseRelease(view, Qt::LeftButton, {}, b);
+    const driftscan::Roi drawn = w.jobEditor()->job().registration.roi;
+    QVERIFY2(std::abs(drawn.x - 8) <= 1 && std::abs(drawn.y - 10) <= 1 && std::abs(drawn.w - 64) <= 2 &&
+                 std::abs(drawn.h - 48) <= 2,
+             qPrintable(QString("drawn ROI %1,%2 %3x%4").arg(drawn.x).arg(drawn.y).arg(drawn.w).arg(drawn.h)));
+    w.jobEditor()->setRoi(8, 10, 64, 48);
+    QVERIFY2(w.jobEditor()->isValid(), qPrintable(w.jobEditor()->validationErrors().join("; ")));
+    // The project file is the engine's job file.
+    const QString project = tmp_.filePath("project.json");
+    QVERIFY(w.saveProject(project));
+    const driftscan::Job j = driftscan::load_job(project.toStdString());
+    QCOMPARE(j.registration.roi.x, 8);
+    QCOMPARE(j.registration.roi.w, 64);
+    QCOMPARE(QString::fromStdString(j.input), series_);
+    MainWindow w2;
+    w2.setInteractive(false);
+    QVERIFY(w2.openProject(project));
+    QCOMPARE(w2.jobEditor()->job().registration.roi.h, 48);
+    // A missing series gives a one-line error naming the file, no crash.
+    QVERIFY(!w2.openSeries(tmp_.filePath("missing.tif")));
+    QVERIFY(w2.lastError().contains("missing.tif"));
+  }
+
+  void scrubbingKeepsUpAt512() {
+    driftscan::SynthOptions o;
+    o.frames = 40;
+    o.width = 512;
+    o.height = 512;
+    o.seed = 3;
+    const QString path = tmp_.filePath("scrub512.tif");
+    driftscan::write_synthetic_series(o, path.toStdString());
+    SeriesViewer v;
+    v.resize(700, 700);
+    v.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&v));
+    v.setSeries(std::shared_ptr<const driftscan::FrameSource>(driftscan::TiffSeries::open(path.toStdString())), "scrub");
+    QElapsedTimer t;
+    t.start();
+    for (int k = 1; k < 40; ++k) {
+      v.showFrame(k);
+      QElapsedTimer guard;
+      guard.start();
+      while (v.currentFrame() != k && guard.elapsed() < 2000) QCoreApplication::processEvents();
+      QCOMPARE(v.currentFrame(), k);
+      v.repaint();  // the frame really reaches the screen
+    }
+    const double fps = 39 / (t.nsecsElapsed() / 1e9);
+    qInfo("scrubbing 512x512 (first decode of every frame): %.1f frames/s", fps);
+    QVERIFY2(fps >= 30.0, qPrintable(QString("only %1 frames/s").arg(fps)));
+  }
+};
+
+int main(int argc, char** argv) {
+  VtkViewWidget::setDefaultSurfaceFormat();
+  QApplication app(argc, argv);
+  AppGuiTest t;
+  return QTest::qExec(&t, argc, argv);
+}
+
+#include "test_app_gui.moc"
