@@ -224,8 +224,8 @@ PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const 
     R[i] = r;
   }
   R[0] = 0.0f;  // no DC: the correlation has zero mean
-  double lattice = 0.0;
-  if (options_.lattice_bound) {
+  double lattice = options_.lattice_bound ? options_.lattice_vector : 0.0;
+  if (options_.lattice_bound && !(lattice > 0)) {
     for (std::size_t i = 0; i < ns; ++i) B[i] = std::norm(A[i]);
     B[0] = 0.0f;
     s.fft.inverse(B.data(), b.data());
@@ -295,25 +295,35 @@ PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const 
       mult[static_cast<std::size_t>(kx)] = (kx == 0 || (s.w % 2 == 0 && kx == s.w / 2)) ? 1.0 : 2.0;  // Hermitian half
       wxk[static_cast<std::size_t>(kx)] = 2 * kPi * kx / s.w;
     }
-    std::vector<std::complex<double>> phx(static_cast<std::size_t>(sw));
+    // Split, single-precision arrays: the row sums below vectorise.
+    std::vector<float> pr(static_cast<std::size_t>(sw)), pi(static_cast<std::size_t>(sw));
+    std::vector<float> m0(static_cast<std::size_t>(sw)), m1(static_cast<std::size_t>(sw)), m2(static_cast<std::size_t>(sw));
+    for (int kx = 0; kx < sw; ++kx) {
+      auto i = static_cast<std::size_t>(kx);
+      m0[i] = static_cast<float>(mult[i]);
+      m1[i] = static_cast<float>(mult[i] * wxk[i]);
+      m2[i] = static_cast<float>(mult[i] * wxk[i] * wxk[i]);
+    }
     const double start_x = ex, start_y = ey;
     // c(s) = sum m Re(R e^{i w.s}); gradient and Hessian follow from the
     // three row sums T_n = sum_kx m wx^n R e^{i wx sx}.
     for (int it = 0; it < 5; ++it) {
-      for (int kx = 0; kx < sw; ++kx)
-        phx[static_cast<std::size_t>(kx)] = std::polar(1.0, wxk[static_cast<std::size_t>(kx)] * ex);
+      for (int kx = 0; kx < sw; ++kx) {
+        auto i = static_cast<std::size_t>(kx);
+        pr[i] = static_cast<float>(std::cos(wxk[i] * ex));
+        pi[i] = static_cast<float>(std::sin(wxk[i] * ex));
+      }
       double gx = 0, gy = 0, hxx = 0, hxy = 0, hyy = 0;
       for (int ky = 0; ky < s.h; ++ky) {
-        const std::complex<float>* row = R.data() + static_cast<std::size_t>(ky) * sw;
-        double t0r = 0, t0i = 0, t1r = 0, t1i = 0, t2r = 0, t2i = 0;
+        const float* row = reinterpret_cast<const float*>(R.data() + static_cast<std::size_t>(ky) * sw);
+        float t0r = 0, t0i = 0, t1r = 0, t1i = 0, t2r = 0, t2i = 0;
         for (int kx = 0; kx < sw; ++kx) {
-          const auto& e = phx[static_cast<std::size_t>(kx)];
-          double rr = row[kx].real(), ri = row[kx].imag();
-          double m = mult[static_cast<std::size_t>(kx)], w = wxk[static_cast<std::size_t>(kx)];
-          double zr = m * (rr * e.real() - ri * e.imag()), zi = m * (rr * e.imag() + ri * e.real());
-          t0r += zr, t0i += zi;
-          t1r += w * zr, t1i += w * zi;
-          t2r += w * w * zr, t2i += w * w * zi;
+          const float rr = row[2 * kx], ri = row[2 * kx + 1];
+          const float zr = rr * pr[static_cast<std::size_t>(kx)] - ri * pi[static_cast<std::size_t>(kx)];
+          const float zi = rr * pi[static_cast<std::size_t>(kx)] + ri * pr[static_cast<std::size_t>(kx)];
+          t0r += m0[static_cast<std::size_t>(kx)] * zr, t0i += m0[static_cast<std::size_t>(kx)] * zi;
+          t1r += m1[static_cast<std::size_t>(kx)] * zr, t1i += m1[static_cast<std::size_t>(kx)] * zi;
+          t2r += m2[static_cast<std::size_t>(kx)] * zr, t2i += m2[static_cast<std::size_t>(kx)] * zi;
         }
         double wy = 2 * kPi * signed_index(ky, s.h) / s.h;
         double cr = std::cos(wy * ey), ci = std::sin(wy * ey);

@@ -99,6 +99,20 @@ double reference_sigma(const FrameSource& frames) {
   return choose_smoothing_sigma(f0);
 }
 
+// The lattice of frame 0 bounds every pair search: found once here rather
+// than in every pair (a lattice does not change along a series).
+PairRegistrationOptions with_lattice(const FrameSource& frames, PairRegistrationOptions o) {
+  if (!o.lattice_bound || o.lattice_vector > 0 || frames.frame_count() < 1) return o;
+  Frame f0 = frames.frame(0);
+  if (!unusable_frame_reason(f0).empty()) return o;
+  try {
+    o.lattice_vector = PairRegistrationPlan(frames.width(), frames.height(), o).execute(f0, f0).lattice_vector;
+  } catch (const Error&) {
+    // left to the pair registrations themselves
+  }
+  return o;
+}
+
 }  // namespace
 
 double choose_smoothing_sigma(const Frame& reference) {
@@ -113,7 +127,7 @@ RegistrationOperator::RegistrationOperator(const FrameSource& frames, const Regi
     : frames_(frames),
       settings_(settings),
       sigma_(reference_sigma(frames)),
-      pair_(frames.width(), frames.height(), pair_options(settings, sigma_)),
+      pair_(frames.width(), frames.height(), with_lattice(frames, pair_options(settings, sigma_))),
       refine_(frames.width(), frames.height(), refine_options(frames, settings, refine_threads, sigma_)),
       cache_capacity_(prepared_cache_bytes) {}
 

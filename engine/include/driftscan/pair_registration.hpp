@@ -39,6 +39,9 @@ struct PairRegistrationOptions {
   // found in the reference's autocorrelation (consecutive frames move less
   // than that, and beyond it a lattice period away looks just as good).
   bool lattice_bound = true;
+  // The shortest lattice vector when already known (px; 0: find it in each
+  // reference frame, which costs one more inverse FFT per pair).
+  double lattice_vector = 0.0;
   Roi roi;                      // region of both frames used (whole frame when empty)
 
   static PairRegistrationOptions from(const RegistrationSettings& settings);
