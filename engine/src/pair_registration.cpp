@@ -242,38 +242,59 @@ PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const 
     return c[static_cast<std::size_t>(iy) * s.w + ix];
   };
 
-  // Integer peak within the bound.
+  // Integer peak within the bound (and the lattice circle): row by row, the
+  // allowed columns of each row as wrapped contiguous runs.
   int px = 0, py = 0;
   float best = -INFINITY;
-  for (int sy = -s.max_sy; sy <= s.max_sy; ++sy)
-    for (int sx = -s.max_sx; sx <= s.max_sx; ++sx) {
-      if (sx * sx + sy * sy >= radius * radius) continue;
-      float v = at(sx, sy);
-      if (v > best) best = v, px = sx, py = sy;
+  for (int sy = -s.max_sy; sy <= s.max_sy; ++sy) {
+    int reach = s.max_sx;
+    if (std::isfinite(radius)) {
+      double r2 = radius * radius - static_cast<double>(sy) * sy;
+      if (r2 <= 0) continue;
+      reach = std::min(reach, static_cast<int>(std::ceil(std::sqrt(r2))) - 1);
+      while (reach >= 0 && static_cast<double>(reach) * reach + static_cast<double>(sy) * sy >= radius * radius) --reach;
+      if (reach < 0) continue;
     }
+    const float* row = c + static_cast<std::size_t>((sy + s.h) % s.h) * s.w;
+    for (int sx = 0; sx <= reach; ++sx)
+      if (row[sx] > best) best = row[sx], px = sx, py = sy;
+    for (int sx = 1; sx <= reach; ++sx)
+      if (row[s.w - sx] > best) best = row[s.w - sx], px = -sx, py = sy;
+  }
   PairShift out;
   out.lattice_vector = lattice;
   out.at_bound = std::abs(px) == s.max_sx || std::abs(py) == s.max_sy || std::hypot(px, py) > radius - 1.5;
 
-  // Peak-to-sidelobe ratio and second peak, over the whole surface (its
-  // mean is 0 since the DC term was removed; computed anyway for clarity).
+  // Peak-to-sidelobe ratio over the surface without the 5x5 around the
+  // peak; second peak: the highest other local maximum.
   double sum = 0.0, sum2 = 0.0;
-  std::size_t cnt = 0;
-  float second = -INFINITY;
-  for (int iy = 0; iy < s.h; ++iy)
-    for (int ix = 0; ix < s.w; ++ix) {
-      int sx = signed_index(ix, s.w), sy = signed_index(iy, s.h);
-      int ddx = sx - px, ddy = sy - py;
-      ddx = std::min(std::abs(ddx), s.w - std::abs(ddx));
-      ddy = std::min(std::abs(ddy), s.h - std::abs(ddy));
-      float v = c[static_cast<std::size_t>(iy) * s.w + ix];
-      if (ddx <= 2 && ddy <= 2) continue;
-      sum += v;
-      sum2 += static_cast<double>(v) * v;
-      ++cnt;
-      if (v > second && v >= at(sx - 1, sy) && v >= at(sx + 1, sy) && v >= at(sx, sy - 1) && v >= at(sx, sy + 1))
-        second = v;
+  for (std::size_t i = 0; i < n; ++i) {
+    sum += c[i];
+    sum2 += static_cast<double>(c[i]) * c[i];
+  }
+  std::size_t cnt = n;
+  for (int dy = -2; dy <= 2; ++dy)
+    for (int dx = -2; dx <= 2; ++dx) {
+      if (std::abs(dx) * 2 >= s.w || std::abs(dy) * 2 >= s.h) continue;
+      double v = at(px + dx, py + dy);
+      sum -= v;
+      sum2 -= v * v;
+      --cnt;
     }
+  float second = -INFINITY;
+  for (int iy = 0; iy < s.h; ++iy) {
+    const float* row = c + static_cast<std::size_t>(iy) * s.w;
+    for (int ix = 0; ix < s.w; ++ix) {
+      const float v = row[ix];
+      if (!(v > second)) continue;  // the common case: one compare per pixel
+      const int sx = signed_index(ix, s.w), sy = signed_index(iy, s.h);
+      int ddx = std::abs(sx - px), ddy = std::abs(sy - py);
+      ddx = std::min(ddx, s.w - ddx);
+      ddy = std::min(ddy, s.h - ddy);
+      if (ddx <= 2 && ddy <= 2) continue;
+      if (v >= at(sx - 1, sy) && v >= at(sx + 1, sy) && v >= at(sx, sy - 1) && v >= at(sx, sy + 1)) second = v;
+    }
+  }
   double mean = cnt ? sum / cnt : 0.0;
   double sd = cnt ? std::sqrt(std::max(0.0, sum2 / cnt - mean * mean)) : 0.0;
   out.psr = sd > 0 ? (best - mean) / sd : 0.0;
