@@ -190,7 +190,10 @@ std::shared_ptr<const Refinement::Prepared> Refinement::prepare(const Frame& f, 
     p->coeff.push_back(l);
     bspline_prefilter(p->coeff.back());
   }
-  if (as_reference) {
+  if (!as_reference) {
+    p->level.clear();  // a moving frame is only ever sampled through its coefficients
+    p->level.shrink_to_fit();
+  } else {
     p->gx.resize(p->level.size());
     p->gy.resize(p->level.size());
     for (std::size_t l = 0; l < p->level.size(); ++l) gradients(p->level[l], p->gx[l], p->gy[l], t);

@@ -39,9 +39,10 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 std::size_t prepared_bytes(const Frame& level0, int levels, bool reference) {
-  // a pyramid is at most 4/3 of its base; gradients triple it
+  // a pyramid is at most 4/3 of its base; a moving frame keeps spline
+  // coefficients, a reference also samples and two gradients
   double base = static_cast<double>(level0.size()) * sizeof(float) * (levels > 1 ? 4.0 / 3.0 : 1.0);
-  return static_cast<std::size_t>(base * (reference ? 3 : 1));
+  return static_cast<std::size_t>(base * (reference ? 4 : 1));
 }
 
 }  // namespace
