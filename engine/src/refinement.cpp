@@ -151,7 +151,7 @@ Refinement::Refinement(int width, int height, const RefineOptions& options)
   if (options.max_iterations < 1) throw bad_input("max_iterations must be at least 1");
   if (!(options.tolerance > 0)) throw bad_input("tolerance must be positive");
   levels_ = 1;
-  int w = width, h = height;
+  int w = roi_.w, h = roi_.h;  // the ROI, not the frame, must stay big enough
   while (levels_ < std::max(1, options.pyramid_levels) && (w + 1) / 2 >= options.min_level_size &&
          (h + 1) / 2 >= options.min_level_size) {
     w = (w + 1) / 2;
@@ -501,8 +501,8 @@ RefineResult Refinement::execute(const Prepared& reference, const Prepared& movi
     Transform SL = scale_translation(S, 1.0 / scale);
     const double margin = 2.0;
     solver.build_set(SL, margin);
-    const Frame& lvl = reference.level[static_cast<std::size_t>(L)];
-    const double min_pixels = std::max(64.0, 0.01 * (lvl.width * lvl.height));
+    // At least 2% of the ROI (and 16 px) must overlap to estimate anything.
+    const double min_pixels = std::max(16.0, 0.02 * (roi_.w / scale) * (roi_.h / scale));
     auto check_overlap = [&] {
       if (solver.pixels() < min_pixels)
         throw bad_input("refinement: the frames overlap by only " + std::to_string(static_cast<long>(solver.pixels())) +

@@ -148,6 +148,17 @@ TEST(Refinement, RoiAndMaskLimitThePixelsUsed) {
   EXPECT_NEAR(m.transform.tx, s.truth(6).tx, 0.02);
 }
 
+TEST(Refinement, SmallRoiWorksAtEveryLevel) {
+  SyntheticSeries s(series(0, 0));
+  RefineOptions opt;
+  opt.roi = Roi{60, 50, 24, 20};
+  Refinement ref(160, 160, opt);
+  RefineResult r = ref.execute(s.frame(0), s.frame(3), compose(Transform::translation(0.4, -0.3), s.truth(3)), 4.0);
+  EXPECT_EQ(r.start_level, 0);  // a 24x20 ROI has no coarser level worth using
+  EXPECT_NEAR(r.transform.tx, s.truth(3).tx, 0.05);
+  EXPECT_NEAR(r.transform.ty, s.truth(3).ty, 0.05);
+}
+
 TEST(Refinement, BadInputsAreRefused) {
   SyntheticSeries s(series(0, 0));
   RefineOptions outside;
