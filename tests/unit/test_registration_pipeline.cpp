@@ -188,6 +188,32 @@ TEST(RegisterPipeline, BadFramesAreExcludedWithWarningsAndNoNaN) {
   EXPECT_EQ(text.find("inf"), std::string::npos);
 }
 
+TEST(RegisterPipeline, FramesThatLeaveFrameZeroAreFlaggedNotAveraged) {
+  SynthOptions o = small_series(24);
+  o.width = o.height = 96;
+  o.period = 16;  // consecutive shifts of 5 px stay below half a period
+  o.drift_step = 0;
+  o.drift_linear_x = 5.0;
+  o.drift_linear_y = 0.0;
+  SyntheticSeries s(o);
+  FrameVector frames = materialise(s);
+  TempDir dir;
+  auto progress = make_silent_progress();
+  CancelToken cancel;
+  RegisterResult r = register_series(frames, {}, {}, dir.path.string(), *progress, cancel, 2);
+  // 23 x 5 = 115 px: the last frames share (almost) nothing with frame 0.
+  EXPECT_TRUE(r.registrations[23].flags & kRefineFailed);
+  EXPECT_FALSE(r.average.used[23]);
+  EXPECT_TRUE(r.average.used[5]);
+  EXPECT_NEAR(r.registrations[5].transform.tx, s.truth(5).tx, 0.1);
+  // The flagged frames still carry the chained estimate, not garbage.
+  EXPECT_NEAR(r.registrations[23].transform.tx, s.truth(23).tx, 2.0);
+  bool warned = false;
+  for (auto& w : r.warnings) warned |= w.find("frame 23 ") != std::string::npos;
+  EXPECT_TRUE(warned);
+  for (float v : TiffSeries::open((dir.path / "average.tif").string())->frame(0).pixels) ASSERT_TRUE(std::isfinite(v));
+}
+
 TEST(RegisterPipeline, UnusableInputsAreRefusedClearly) {
   auto progress = make_silent_progress();
   CancelToken cancel;
