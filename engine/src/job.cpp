@@ -163,6 +163,7 @@ json to_json(const Job& job) {
       {"min_quality", a.min_quality},
       {"exclude_frames", a.exclude_frames},
       {"median_tile", a.median_tile},
+      {"median_memory_mb", a.median_memory_mb},
   };
   j["spectrum"] = {{"frame", job.spectrum.frame}};
   j["synth"] = {
@@ -256,6 +257,7 @@ Job job_from_json(const json& j, const std::string& source) {
       for (const auto& f : *ex) av.exclude_frames.push_back(static_cast<std::size_t>(r.integer("exclude_frames", f, 0, 9e15)));
     }
     r.get("median_tile", av.median_tile);
+    r.get("median_memory_mb", av.median_memory_mb);
   });
 
   block(top, "spectrum", [&](Reader& r) { r.get("frame", job.spectrum.frame); });
@@ -356,7 +358,8 @@ void validate(const Job& job) {
 
   const auto& a = job.averaging;
   check(a.clip_sigma > 0, "averaging.clip_sigma must be positive");
-  check(a.median_tile >= 8, "averaging.median_tile must be at least 8");
+  check(a.median_tile >= 1, "averaging.median_tile must be at least 1");
+  check(a.median_memory_mb > 0, "averaging.median_memory_mb must be positive");
   check(a.interpolation != Interpolation::fourier || r.model == MotionModel::translation,
         "averaging.interpolation 'fourier' needs registration.model 'translation'");
 

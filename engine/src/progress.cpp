@@ -143,7 +143,17 @@ class TextProgress : public ProgressBase {
     out_ << "driftscan-engine " << DRIFTSCAN_VERSION << ": " << command << '\n' << std::flush;
   }
   void on_progress(bool final_update) override {
-    if (!bar_) return;
+    if (!bar_) {
+      // Plain output (logs, batch jobs): a line now and then, not a redraw.
+      auto now = Clock::now();
+      if (!final_update && now - last_plain_ >= std::chrono::seconds(10) && done_ > 0) {
+        out_ << phase_ << ": " << done_ << '/' << total_ << ", ETA " << format_seconds(eta_s()) << '\n' << std::flush;
+        last_plain_ = now;
+      } else if (last_plain_ == Clock::time_point{}) {
+        last_plain_ = now;
+      }
+      return;
+    }
     const int width = 30;
     double frac = total_ ? static_cast<double>(done_) / static_cast<double>(total_) : 0.0;
     int fill = static_cast<int>(frac * width);
@@ -187,6 +197,7 @@ class TextProgress : public ProgressBase {
   std::ostream& out_;
   bool bar_;
   bool open_line_ = false;
+  Clock::time_point last_plain_{};
 };
 
 class SilentProgress : public Progress {

@@ -77,13 +77,14 @@ std::string ssh_failure(const Profile& p, const CommandOutput& r) {
   if (has("Host key verification failed") || has("REMOTE HOST IDENTIFICATION HAS CHANGED"))
     return "host key of " + where + " is unknown or changed (connect once with ssh to accept it)";
   if (has("Could not resolve hostname")) return "host " + p.host + " not found (name does not resolve)";
-  if (has("Connection refused") || has("timed out") || has("No route to host") || has("Network is unreachable") ||
-      has("Connection closed") || has("Connection reset"))
+  if (has("Connection refused") || has("timed out") || has("No route to host") || has("Network is unreachable"))
     return "host " + where + " is unreachable (" + [&] {
       std::string line = e.substr(0, e.find('\n'));
       return line;
     }() + ")";
   std::string first = e.substr(0, e.find('\n'));
+  if (has("Connection closed") && has("scp"))
+    return "scp to " + where + " failed: connection closed (does the server offer the sftp subsystem?)";
   return "ssh to " + where + " failed" + (first.empty() ? "" : ": " + first);
 }
 
@@ -447,7 +448,7 @@ struct JobLauncher::Impl {
     auto pos = cmd.rfind('\n');
     cmd.insert(pos + 1, "exec ");
     auto on_cancel = [&] {
-      remote("kill -TERM $(cat " + shell_quote(pidfile) + ") 2>/dev/null", connect_bound());
+      remote("kill -USR1 $(cat " + shell_quote(pidfile) + ") 2>/dev/null", connect_bound());
     };
     int code = follow(ssh(cmd), {}, on_cancel);
     if (code == 255) {
@@ -516,7 +517,7 @@ struct JobLauncher::Impl {
         "  if [ -f progress.jsonl ]; then t=$(wc -l < progress.jsonl)\n"
         "    if [ \"$t\" -gt \"$n\" ]; then tail -n +$((n+1)) progress.jsonl | head -n $((t-n)); n=$t; fi; fi\n"
         "  if [ \"$st\" != \"$last\" ] && [ -n \"$st\" ]; then echo \"{\\\"event\\\":\\\"log\\\",\\\"level\\\":\\\"info\\\",\\\"source\\\":\\\"slurm\\\",\\\"message\\\":\\\"slurm job $id $st\\\"}\"; last=$st; fi\n"
-        "  [ -z \"$st\" ] && break\n"
+        "  case \"$st\" in PENDING|RUNNING|CONFIGURING|COMPLETING|SUSPENDED|REQUEUE*|RESIZING|SIGNALING|STAGE_OUT) ;; *) break ;; esac\n"
         "  sleep " + poll_s + "\n"
         "done\n"
         "if [ -f progress.jsonl ]; then t=$(wc -l < progress.jsonl); [ \"$t\" -gt \"$n\" ] && tail -n +$((n+1)) progress.jsonl; fi\n"

@@ -122,7 +122,9 @@ const std::vector<JobFlag>& table() {
          }
        }},
       {"--median-tile", "averaging.median_tile", "Tile edge of the bounded-memory median", averaging, false,
-       [](Job& j, const std::string& v, const std::string& f) { j.averaging.median_tile = int(to_long(v, f, 8)); }},
+       [](Job& j, const std::string& v, const std::string& f) { j.averaging.median_tile = int(to_long(v, f, 1)); }},
+      {"--median-memory-mb", "averaging.median_memory_mb", "Bound on the median's buffers (MB)", averaging, false,
+       [](Job& j, const std::string& v, const std::string& f) { j.averaging.median_memory_mb = to_double(v, f); }},
       // spectrum
       {"--frame", "spectrum.frame", "Frame whose power spectrum is written", spectrum, false,
        [](Job& j, const std::string& v, const std::string& f) { j.spectrum.frame = int(to_long(v, f, 0)); }},

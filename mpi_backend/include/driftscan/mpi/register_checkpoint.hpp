@@ -1,0 +1,40 @@
+#pragma once
+// Checkpoints of a long registration: the completed pair elements and the
+// completed prefix of the scan, saved every checkpoint_interval_s seconds
+// (and when cancelled) to <output>/checkpoint.dsck, atomically (temporary
+// name, then rename). `--resume` loads it and continues; because pairs and
+// the sequential scan are deterministic, the result equals an uninterrupted
+// run. The file is removed once the outputs are written.
+//
+// Format: one JSON line (magic, fingerprint of input and settings, counts),
+// then the elements and the scan prefix as Registration::to_bytes() records.
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "driftscan/job.hpp"
+#include "driftscan/register_pipeline.hpp"
+
+namespace driftscan::mpi {
+
+struct RegisterCheckpoint {
+  nlohmann::json fingerprint;              // input, frames, size, registration settings
+  std::vector<Registration> elements;      // e_0 .. e_{m-1}
+  std::vector<Registration> prefix;        // (0 -> k) for k < prefix.size()
+};
+
+std::string checkpoint_path(const std::string& out_dir);
+nlohmann::json checkpoint_fingerprint(const Job& job, const FrameSource& frames);
+void save_checkpoint(const RegisterCheckpoint& c, const std::string& path);  // atomic
+// Throws bad_input when the file is corrupt or made for another input/settings.
+RegisterCheckpoint load_checkpoint(const std::string& path, const nlohmann::json& expected_fingerprint);
+
+// The serial register pipeline (register_pipeline.hpp's phases) with
+// checkpoints and resume. Runs on the calling rank only.
+RegisterResult register_with_checkpoints(const Job& job, const FrameSource& frames, Progress& progress,
+                                         const CancelToken& cancel);
+
+}  // namespace driftscan::mpi

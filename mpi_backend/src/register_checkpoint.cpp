@@ -1,0 +1,215 @@
+#include "driftscan/mpi/register_checkpoint.hpp"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "driftscan/error.hpp"
+
+namespace driftscan::mpi {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+constexpr const char* kMagic = "driftscan-checkpoint-1";
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+void write_records(std::ostream& out, const std::vector<Registration>& v) {
+  for (const auto& r : v) {
+    auto b = r.to_bytes();
+    out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  }
+}
+std::vector<Registration> read_records(std::istream& in, std::size_t n, const std::string& path) {
+  std::vector<Registration> v;
+  v.reserve(n);
+  std::array<unsigned char, Registration::byte_size> b;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!in.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(b.size())))
+      throw bad_input(path + ": checkpoint is truncated");
+    v.push_back(Registration::from_bytes(b.data(), b.size()));
+  }
+  return v;
+}
+}  // namespace
+
+std::string checkpoint_path(const std::string& out_dir) { return (fs::path(out_dir) / "checkpoint.dsck").string(); }
+
+nlohmann::json checkpoint_fingerprint(const Job& job, const FrameSource& frames) {
+  nlohmann::json j = to_json(job);
+  return {{"input", fs::absolute(job.input).lexically_normal().string()},
+          {"frames", frames.frame_count()},
+          {"width", frames.width()},
+          {"height", frames.height()},
+          {"registration", j["registration"]}};
+}
+
+void save_checkpoint(const RegisterCheckpoint& c, const std::string& path) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw failure(path + ": cannot write checkpoint");
+    nlohmann::json head{{"magic", kMagic},
+                        {"fingerprint", c.fingerprint},
+                        {"elements", c.elements.size()},
+                        {"prefix", c.prefix.size()}};
+    out << head.dump() << '\n';
+    write_records(out, c.elements);
+    write_records(out, c.prefix);
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw failure(path + ": cannot write checkpoint (disk full?)");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw failure(path + ": cannot rename checkpoint into place");
+  }
+}
+
+RegisterCheckpoint load_checkpoint(const std::string& path, const nlohmann::json& expected) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw bad_input(path + ": cannot open checkpoint");
+  std::string line;
+  std::getline(in, line);
+  nlohmann::json head;
+  try {
+    head = nlohmann::json::parse(line);
+  } catch (...) {
+    throw bad_input(path + ": not a DriftScan checkpoint");
+  }
+  if (!head.is_object() || head.value("magic", "") != kMagic) throw bad_input(path + ": not a DriftScan checkpoint");
+  if (head["fingerprint"] != expected)
+    throw bad_input(path + ": checkpoint was made for another input or other registration settings "
+                           "(delete it or run without --resume)");
+  RegisterCheckpoint c;
+  c.fingerprint = head["fingerprint"];
+  std::size_t ne = head.value("elements", std::size_t(0)), np = head.value("prefix", std::size_t(0));
+  std::size_t n = expected.value("frames", std::size_t(0));
+  if (ne > n || np > ne) throw bad_input(path + ": checkpoint counts do not fit the series");
+  c.elements = read_records(in, ne, path);
+  c.prefix = read_records(in, np, path);
+  return c;
+}
+
+RegisterResult register_with_checkpoints(const Job& job, const FrameSource& frames, Progress& progress,
+                                         const CancelToken& cancel) {
+  const auto t_start = Clock::now();
+  const std::size_t n = frames.frame_count();
+  if (n < 2) throw bad_input(job.input + ": " + std::to_string(n) + " frame(s): registration needs at least 2 frames");
+  const int threads = std::max(1, job.execution.threads);
+  const double interval = job.execution.checkpoint_interval_s;
+  const std::string ck_path = checkpoint_path(job.output);
+  std::error_code ec;
+  fs::create_directories(job.output, ec);
+
+  RegisterCheckpoint ck;
+  ck.fingerprint = checkpoint_fingerprint(job, frames);
+  if (job.execution.resume) {
+    if (fs::exists(ck_path)) {
+      ck = load_checkpoint(ck_path, ck.fingerprint);
+      progress.log(LogLevel::info, "resuming from " + ck_path + ": " + std::to_string(ck.elements.size()) +
+                                       " pair elements and " + std::to_string(ck.prefix.size()) + " scan results done");
+    } else {
+      progress.log(LogLevel::warning, "--resume: no checkpoint in " + job.output + "; starting from the beginning");
+    }
+  }
+  auto last_save = Clock::now();
+  auto save = [&](bool force) {
+    if (interval <= 0 && !force) return;
+    if (!force && since(last_save) < interval) return;
+    save_checkpoint(ck, ck_path);
+    last_save = Clock::now();
+  };
+  // A cancel keeps what is done: the next --resume starts from there.
+  auto on_cancel = [&](auto&& body) {
+    try {
+      body();
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::cancelled && interval > 0) save(true);
+      throw;
+    }
+  };
+
+  RegistrationOperator op(frames, job.registration);
+  RegisterResult res;
+
+  auto t0 = Clock::now();
+  progress.phase("pairs", n - 1);
+  on_cancel([&] {
+    // Chunks big enough to keep every thread busy, small enough to save often.
+    const std::size_t chunk = std::max<std::size_t>(64, static_cast<std::size_t>(threads) * 16);
+    while (ck.elements.size() < n) {
+      std::size_t begin = ck.elements.size(), end = std::min(n, begin + chunk);
+      auto part = compute_pair_elements(op, begin, end, threads, &progress, &cancel, begin ? begin - 1 : 0);
+      ck.elements.insert(ck.elements.end(), part.begin(), part.end());
+      progress.advance(ck.elements.size() - 1);
+      save(false);
+    }
+  });
+  res.elements = ck.elements;
+  res.seconds.pairs = since(t0);
+
+  cancel.throw_if_cancelled();
+  t0 = Clock::now();
+  progress.phase("scan", n - 1);
+  // The sequential scan, continued from the saved prefix and saved as it goes.
+  RegistrationScan scan = [&](const std::vector<Registration>& x, const RegistrationCombine& combine) {
+    std::vector<Registration> out = ck.prefix;
+    out.reserve(x.size());
+    if (out.empty()) out.push_back(x[0]);
+    while (out.size() < x.size()) {
+      out.push_back(combine(out.back(), x[out.size()]));
+      if (interval > 0 && since(last_save) >= interval) {
+        ck.prefix = out;
+        save(true);
+      }
+    }
+    ck.prefix = out;
+    return out;
+  };
+  on_cancel([&] { res.registrations = scan_registrations(res.elements, op, scan, res.applications, &progress, &cancel); });
+  res.seconds.scan = since(t0);
+
+  cancel.throw_if_cancelled();
+  t0 = Clock::now();
+  {
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    try {
+      res.average = average_registered(frames, res.registrations, job.averaging, res.warnings, &progress, &cancel);
+    } catch (...) {
+      omp_set_num_threads(saved);
+      throw;
+    }
+    omp_set_num_threads(saved);
+  }
+  res.seconds.average = since(t0);
+
+  cancel.throw_if_cancelled();
+  t0 = Clock::now();
+  progress.phase("write", 4);
+  nlohmann::json extra;
+  extra["execution"] = {{"threads", threads}, {"ranks", 1}, {"scan", "sequential"},
+                        {"resumed", job.execution.resume && !ck.elements.empty()}};
+  res.seconds.total = since(t_start);
+  extra["timings_s"] = {{"pairs", res.seconds.pairs},
+                        {"scan", res.seconds.scan},
+                        {"average", res.seconds.average},
+                        {"before_write_total", res.seconds.total}};
+  res.files = write_register_outputs(job.output, frames, job.registration, job.averaging, res.registrations,
+                                     res.applications, res.average, res.warnings, extra);
+  progress.advance(4);
+  fs::remove(ck_path, ec);  // the outputs are complete: nothing left to resume
+  res.seconds.write = since(t0);
+  res.seconds.total = since(t_start);
+  return res;
+}
+
+}  // namespace driftscan::mpi
