@@ -495,17 +495,21 @@ struct DftPlan::Impl {
     }
   }
 
-  // Splits each run of consecutive FFT steps (the FFTs of one stage and the
-  // local reshapes between them) into chunks of planes along an axis none
-  // of them transforms, so that a chunk goes through all of its FFTs while
-  // it is in cache; intermediates that die with the run shrink to one chunk.
+  // Splits each run of local steps (the FFTs of a stage, the local reshapes
+  // and unpack copies around them) into chunks of planes along an axis none
+  // of its FFTs transforms, so that a chunk passes through all of them while
+  // it is in cache. A single strided FFT gains too: FFTW does much better on
+  // a plane at a time than on one huge-stride batch. Intermediates that are
+  // created and consumed inside the run shrink to one chunk.
   void chunk_local_runs() {
     std::vector<Step> result;
     std::size_t i = 0;
     while (i < steps.size()) {
       std::size_t j = i;
-      while (j < steps.size() && steps[j].kind == Step::fft) ++j;
-      if (j - i < 2) {
+      bool any_fft = false;
+      while (j < steps.size() && (steps[j].kind == Step::fft || steps[j].kind == Step::copy))
+        any_fft = any_fft || steps[j].kind == Step::fft, ++j;
+      if (!any_fft) {
         const std::size_t end = std::max(j, i + 1);
         for (; i < end; ++i) result.push_back(steps[i]);
         continue;
@@ -527,69 +531,74 @@ struct DftPlan::Impl {
     return false;
   }
 
+  // Where coordinate (0,0,0) of a view would sit: views with equal origin and
+  // strides put every element of a buffer at the same place.
+  static std::int64_t origin(const StridedView& v) {
+    std::int64_t o = v.offset;
+    for (int d = 0; d < 3; ++d) o -= v.box.lo[d] * v.stride[d];
+    return o;
+  }
+  static bool same_mapping(const StridedView& a, const StridedView& b) {
+    return a.stride == b.stride && origin(a) == origin(b);
+  }
+
   void chunk_group(const std::vector<Step>& group, const std::vector<Step>& after, std::vector<Step>& out) {
+    auto keep = [&] { out.insert(out.end(), group.begin(), group.end()); };
     bool used[3] = {false, false, false};
-    for (const Step& s : group) used[s.desc.axis] = true;
-    // The untransformed axis slowest in the first input; all steps must
-    // cover the same range of it.
+    const Step* first_fft = nullptr;
+    for (const Step& s : group)
+      if (s.kind == Step::fft) {
+        used[s.desc.axis] = true;
+        if (!first_fft) first_fft = &s;
+      }
+    // Chunk along the untransformed axis with the largest stride in the first FFT's input.
     int c = -1;
     for (int a = 0; a < 3; ++a)
-      if (!used[a] && (c < 0 || group[0].src_view.stride[a] > group[0].src_view.stride[c])) c = a;
-    bool ok = c >= 0;
-    std::int64_t lo = 0, hi = 0;
-    Box3 whole;  // the union of the run's boxes (on the chunk axis)
-    if (ok) {
-      lo = group[0].src_view.box.lo[c], hi = group[0].src_view.box.hi[c];
-      for (const Step& s : group) {
-        for (const StridedView* v : {&s.src_view, &s.dst_view})
-          if (v->box.lo[c] < lo || v->box.hi[c] > hi) ok = false;
-      }
+      if (!used[a] && (c < 0 || first_fft->src_view.stride[a] > first_fft->src_view.stride[c])) c = a;
+    if (c < 0) return keep();
+    std::int64_t lo = first_fft->src_view.box.lo[c], hi = first_fft->src_view.box.hi[c];
+    for (const Step& s : group)
+      for (const StridedView* v : {&s.src_view, &s.dst_view})
+        if (!v->box.empty()) lo = std::min(lo, v->box.lo[c]), hi = std::max(hi, v->box.hi[c]);
+    if (hi - lo < 2) return keep();
+    // A buffer both read and written in the run must map every element to one
+    // place in all its views, or a chunk could overwrite what a later chunk reads.
+    std::map<int, std::vector<const StridedView*>> views;
+    std::map<int, bool> read, written;
+    for (const Step& s : group) {
+      views[s.src].push_back(&s.src_view);
+      views[s.dst].push_back(&s.dst_view);
+      read[s.src] = true;
+      written[s.dst] = true;
     }
-    if (!ok || hi - lo < 2) {
-      out.insert(out.end(), group.begin(), group.end());
-      return;
-    }
-    // Intermediates written and read only inside the run: one chunk's worth.
-    std::vector<int> compact;
-    for (std::size_t k = 0; k + 1 < group.size(); ++k) {
-      const int b = group[k].dst;
-      if (b == IN || b == OUT || b == SEND) continue;
-      bool read_inside = false;
-      for (std::size_t m = k + 1; m < group.size(); ++m)
-        if (group[m].src == b) read_inside = true;
-      bool written_last = group.back().dst == b;
-      // The run must create b's content itself (first touch writes, not reads).
+    for (const auto& [b, vs] : views)
+      if (read[b] && written[b])
+        for (const StridedView* v : vs)
+          if (!same_mapping(*v, *vs.front())) return keep();
+    // Intermediates created and consumed inside the run: one chunk's worth.
+    std::map<int, StridedView> full;
+    for (const Step& s : group) {
+      const int b = s.dst;
+      if (b == IN || b == OUT || b == SEND || full.count(b) || !read[b]) continue;
       bool created = false;
       for (const Step& g : group)
         if (g.src == b || g.dst == b) {
           created = g.src != b;
           break;
         }
-      if (created && read_inside && !written_last && !read_later(b, after) &&
-          std::find(compact.begin(), compact.end(), b) == compact.end())
-        compact.push_back(b);
+      if (!created || group.back().dst == b || read_later(b, after)) continue;
+      // The dense box all its views tile (same mapping, so one order).
+      StridedView u = *views[b].front();
+      for (const StridedView* v : views[b])
+        for (int d = 0; d < 3; ++d)
+          if (!v->box.empty())
+            u.box.lo[d] = std::min(u.box.lo[d], v->box.lo[d]), u.box.hi[d] = std::max(u.box.hi[d], v->box.hi[d]);
+      full[b] = u;
     }
-    // Full views of the compacted intermediates (from their writers).
-    std::map<int, StridedView> full;
     std::map<int, AxisOrder> order;
-    for (const Step& s : group)
-      if (std::find(compact.begin(), compact.end(), s.dst) != compact.end() && !full.count(s.dst)) {
-        // Writers may produce sub-blocks; the intermediate is the dense box they tile.
-        StridedView v = s.dst_view;
-        full[s.dst] = v;
-        order[s.dst] = v.order();
-      }
-    for (auto& [b, v] : full) {
-      // Widen to the union of everything the run touches in buffer b.
-      Box3 u = v.box;
-      for (const Step& s : group)
-        for (const auto& [buf, view] : {std::pair<int, StridedView>{s.src, s.src_view}, {s.dst, s.dst_view}})
-          if (buf == b)
-            for (int d = 0; d < 3; ++d) u.lo[d] = std::min(u.lo[d], view.box.lo[d]), u.hi[d] = std::max(u.hi[d], view.box.hi[d]);
-      v.box = u;
-      v.offset = 0;
-    }
-    const std::int64_t plane = std::max<std::int64_t>(1, group[0].src_view.box.count() / (hi - lo)) * 16;
+    for (const auto& [b, v] : full) order[b] = v.order();
+
+    const std::int64_t plane = std::max<std::int64_t>(1, first_fft->src_view.box.count() / std::max<std::int64_t>(1, first_fft->src_view.box.size(c))) * 16;
     const std::int64_t planes = std::max<std::int64_t>(1, static_cast<std::int64_t>(opt.chunk_bytes) / plane);
     for (std::int64_t k = lo; k < hi; k += planes) {
       for (const Step& s : group) {
@@ -597,22 +606,19 @@ struct DftPlan::Impl {
           Box3 b = v.box;
           b.lo[c] = std::max(b.lo[c], k), b.hi[c] = std::min(b.hi[c], k + planes);
           if (b.hi[c] < b.lo[c]) b.hi[c] = b.lo[c];
-          if (!full.count(buf)) return v.sub(b);
+          if (!full.count(buf) || b.empty()) return v.sub(b);
           Box3 chunk = full[buf].box;
           chunk.lo[c] = std::max(chunk.lo[c], k), chunk.hi[c] = std::min(chunk.hi[c], k + planes);
-          const StridedView rebased = StridedView::dense(0, chunk, order[buf]);
-          return rebased.sub(b);
+          return StridedView::dense(0, chunk, order[buf]).sub(b);
         };
         Step t = s;
         t.src_view = restrict_view(s.src_view, s.src);
         t.dst_view = restrict_view(s.dst_view, s.dst);
         if (t.src_view.box.empty()) continue;
-        use(t.src, t.src_view, t.src_real ? 8 : 16);
-        use(t.dst, t.dst_view, t.dst_real ? 8 : 16);
         out.push_back(t);
       }
     }
-    for (int b : compact) shrunk.push_back(b);
+    for (const auto& [b, v] : full) shrunk.push_back(b);
   }
 
   std::vector<int> shrunk;
