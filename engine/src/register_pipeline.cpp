@@ -335,6 +335,7 @@ RegisterResult register_series(const FrameSource& frames, const RegistrationSett
   nlohmann::json extra;
   extra["execution"] = {{"threads", threads}, {"ranks", 1}, {"scan", scan ? "injected" : "sequential"}};
   extra["smoothing_sigma_px"] = op.smoothing_sigma();
+  extra["lattice_vector_px"] = op.pair_plan().options().lattice_vector;  // 0: not periodic
   res.seconds.total = since(t_start);  // up to the write; the report cannot time its own writing
   extra["timings_s"] = {{"pairs", res.seconds.pairs},
                         {"scan", res.seconds.scan},

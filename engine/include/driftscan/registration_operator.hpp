@@ -68,7 +68,7 @@ class RegistrationOperator {
   // `refine_threads`: OpenMP threads inside each refinement (1 when the
   // operator is applied from several threads at once).
   RegistrationOperator(const FrameSource& frames, const RegistrationSettings& settings, int refine_threads = 1,
-                       std::size_t prepared_cache_bytes = std::size_t(64) << 20);
+                       std::size_t prepared_cache_bytes = std::size_t(256) << 20);
 
   // (i -> j, a) (+) (j -> k, b) = (i -> k, refined). Thread-safe. Throws
   // failure when a.to != b.from. A refinement that is impossible (frames
