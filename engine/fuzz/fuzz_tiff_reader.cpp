@@ -27,7 +27,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   driftscan::TiffReadOptions options;
   options.cache_bytes = 1 << 20;
   options.max_frame_bytes = 64 << 20;  // within libFuzzer's default 2 GB RSS limit
-  options.max_handles = 2;
   try {
     auto series = driftscan::TiffSeries::open(path, options);
     const std::size_t n = series->frame_count();

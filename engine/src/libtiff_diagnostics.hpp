@@ -6,6 +6,7 @@
 // so nothing reaches stderr and the caller turns the last error into a
 // one-line driftscan::Error naming the file and frame.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,16 @@ class LibtiffFile {
   // Returns nullptr when libtiff refuses the file; `why` then holds its message.
   static std::unique_ptr<LibtiffFile> open(const std::string& path, const char* mode,
                                            std::size_t max_alloc, std::string* why);
+  // A read-only handle on the open file `fd` (not owned, read with pread, so
+  // any number of handles may share it across threads) whose first directory
+  // is the IFD at `ifd_offset`: libtiff reads a virtual header pointing there.
+  // This reaches any page in O(1): TIFFSetSubDirectory in libtiff 4.5 walks
+  // the whole IFD chain on its first use per handle (TIFFNumberOfDirectories,
+  // for IFD-loop checks) and keeps a map of every IFD offset, i.e. seconds
+  // and ~100 bytes per page for each handle on a 100,000-page file.
+  static std::unique_ptr<LibtiffFile> open_at(int fd, const std::string& name, bool big_endian,
+                                              bool bigtiff, std::uint64_t ifd_offset,
+                                              std::size_t max_alloc, std::string* why);
   ~LibtiffFile();
   LibtiffFile(const LibtiffFile&) = delete;
   LibtiffFile& operator=(const LibtiffFile&) = delete;
@@ -45,7 +56,9 @@ class LibtiffFile {
 
  private:
   LibtiffFile() = default;
+  struct VirtualFile;
   LibtiffMessages messages_;
+  std::unique_ptr<VirtualFile> virtual_;  // outlives tif_ (declared first, destroyed last)
   TIFF* tif_ = nullptr;
 };
 

@@ -97,8 +97,11 @@ class IfdWalker {
       fail("not a TIFF file (bad magic number)");
     }
     index.bigtiff = bigtiff_;
+    index.big_endian = big_endian_;
 
-    std::unordered_set<std::uint64_t> seen;
+    std::unordered_set<std::uint64_t> seen;  // only once the chain steps backwards
+    std::vector<std::uint64_t> reduced;      // offsets of skipped pages
+    std::uint64_t highest = 0;
     bool have_layout = false;
     while (next != 0) {
       // Pages are named by the frame number they would get (thumbnails skipped).
@@ -106,12 +109,24 @@ class IfdWalker {
       if (next >= file_.size())
         fail(where + ": IFD offset " + std::to_string(next) +
              " lies beyond the end of the file (truncated file?)");
-      if (!seen.insert(next).second) fail(where + ": IFD chain loops back (corrupt IFD)");
+      if (next > highest) {
+        // IFDs in increasing order (every common writer): cannot be a revisit.
+        highest = next;
+        if (!seen.empty()) seen.insert(next);
+      } else {
+        // A step backwards: from now on remember offsets to catch a loop.
+        if (seen.empty()) {
+          seen.insert(index.offsets.begin(), index.offsets.end());
+          seen.insert(reduced.begin(), reduced.end());
+        }
+        if (!seen.insert(next).second) fail(where + ": IFD chain loops back (corrupt IFD)");
+      }
 
       TiffPageLayout layout;
       std::uint64_t following = read_ifd(next, where, layout);
       if (layout.reduced_resolution()) {
         ++index.skipped_reduced;
+        reduced.push_back(next);
       } else {
         const std::string& frame = where;
         if (layout.width == 0 || layout.height == 0)

@@ -34,6 +34,7 @@ struct TiffPageLayout {
 
 struct TiffDirectoryIndex {
   bool bigtiff = false;
+  bool big_endian = false;  // "MM"
   std::uint64_t file_size = 0;
   std::vector<std::uint64_t> offsets;  // full-resolution pages, in file order
   TiffPageLayout layout;               // of the first page (all others equal it)

@@ -1,14 +1,14 @@
 #include "driftscan/tiff_series.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <condition_variable>
 #include <cstring>
 #include <mutex>
-#include <thread>
 
 #include "driftscan/error.hpp"
 #include "libtiff_diagnostics.hpp"
@@ -58,67 +58,22 @@ std::string compression_name(std::uint16_t c) {
   }
 }
 
-// libtiff handles on one file, lent to one thread at a time: concurrent
-// frame() calls decode in parallel without sharing a handle's state.
-class HandlePool {
+// An open file descriptor, closed on destruction.
+class FileDescriptor {
  public:
-  HandlePool(std::string path, std::size_t max_alloc, std::size_t max_handles)
-      : path_(std::move(path)), max_alloc_(max_alloc), max_handles_(max_handles) {}
-
-  class Lease {
-   public:
-    Lease(HandlePool& pool, std::unique_ptr<LibtiffFile> file) : pool_(pool), file_(std::move(file)) {}
-    ~Lease() { pool_.give_back(std::move(file_), healthy_); }
-    Lease(const Lease&) = delete;
-    Lease& operator=(const Lease&) = delete;
-    LibtiffFile& operator*() { return *file_; }
-    void mark_broken() { healthy_ = false; }
-
-   private:
-    HandlePool& pool_;
-    std::unique_ptr<LibtiffFile> file_;
-    bool healthy_ = true;
-  };
-
-  std::unique_ptr<LibtiffFile> take() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    available_.wait(lock, [&] { return !idle_.empty() || open_ < max_handles_; });
-    if (!idle_.empty()) {
-      auto file = std::move(idle_.back());
-      idle_.pop_back();
-      return file;
+  explicit FileDescriptor(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    if (fd_ < 0) {
+      int err = errno;
+      throw bad_input(path + (err == EACCES ? ": permission denied" : ": cannot open: " + std::string(std::strerror(err))));
     }
-    ++open_;
-    lock.unlock();
-    std::string why;
-    // "h": header only, we seek to IFDs ourselves; "m": no memory mapping, so a
-    // long file does not end up resident (mapped pages count as the reader's memory).
-    auto file = LibtiffFile::open(path_, "rhm", max_alloc_, &why);
-    if (!file) {
-      give_back(nullptr, false);
-      throw bad_input(path_ + ": cannot open: " + why);
-    }
-    return file;
   }
+  ~FileDescriptor() { ::close(fd_); }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const { return fd_; }
 
  private:
-  void give_back(std::unique_ptr<LibtiffFile> file, bool healthy) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (file && healthy) {
-      idle_.push_back(std::move(file));
-    } else {
-      --open_;  // a handle that saw an error is closed, not reused
-    }
-    available_.notify_one();
-  }
-
-  std::string path_;
-  std::size_t max_alloc_;
-  std::size_t max_handles_;
-  std::mutex mutex_;
-  std::condition_variable available_;
-  std::vector<std::unique_ptr<LibtiffFile>> idle_;
-  std::size_t open_ = 0;
+  int fd_;
 };
 
 }  // namespace
@@ -129,9 +84,10 @@ struct TiffSeries::Impl {
   std::vector<std::string> files;
   std::vector<std::uint64_t> offsets;   // IFD offset of every frame
   std::vector<std::uint32_t> file_of;   // file index of every frame (multi-file only)
+  std::vector<std::uint8_t> file_kind;  // per file: bit 0 BigTIFF, bit 1 big-endian
   TiffPageLayout layout;
   PageFormat format;
-  std::unique_ptr<HandlePool> pool;     // single-file series
+  std::unique_ptr<FileDescriptor> single;  // the file of a single-file series, shared by all reads
   FrameCache cache;
   mutable std::mutex warnings_mutex;
   std::vector<std::string> warnings;
@@ -151,46 +107,37 @@ struct TiffSeries::Impl {
     return files[file_of.empty() ? 0 : file_of[k]];
   }
 
-  Frame decode_at(LibtiffFile& file, std::size_t k) {
-    const std::string where = file_of_frame(k) + ": frame " + std::to_string(k);
-    LibtiffThreadMessages scope(file.messages());
-    file.messages().clear();
-    if (!TIFFSetSubDirectory(file.get(), offsets[k]))
-      throw bad_input(where + ": corrupt IFD: " + file.error_or("libtiff cannot read it"));
+  // A libtiff handle whose current directory is frame k's IFD.
+  std::unique_ptr<LibtiffFile> handle_at(int fd, std::size_t k) const {
+    const std::size_t f = file_of.empty() ? 0 : file_of[k];
+    std::string why;
+    auto file = LibtiffFile::open_at(fd, files[f], (file_kind[f] & 2) != 0, (file_kind[f] & 1) != 0,
+                                     offsets[k], max_alloc(), &why);
+    if (!file) throw bad_input(files[f] + ": frame " + std::to_string(k) + ": corrupt IFD: " + why);
+    return file;
+  }
+
+  Frame read(std::size_t k) {
+    const std::string& path = file_of_frame(k);
+    std::unique_ptr<FileDescriptor> own;
+    if (!single) own = std::make_unique<FileDescriptor>(path);
+    auto file = handle_at(single ? single->get() : own->get(), k);
+    LibtiffThreadMessages scope(file->messages());
+    const std::string where = path + ": frame " + std::to_string(k);
     std::size_t non_finite = 0;
-    Frame f = decode_page(file, layout, format, where, options.max_frame_bytes, &non_finite);
+    Frame f = decode_page(*file, layout, format, where, options.max_frame_bytes, &non_finite);
     if (non_finite > 0)
       warn(where + ": " + std::to_string(non_finite) + " non-finite pixels (NaN/Inf) set to 0");
     return f;
   }
 
-  Frame read(std::size_t k) {
-    if (pool) {
-      auto file = pool->take();
-      HandlePool::Lease lease(*pool, std::move(file));
-      try {
-        return decode_at(*lease, k);
-      } catch (...) {
-        lease.mark_broken();
-        throw;
-      }
-    }
-    const std::string& path = file_of_frame(k);
-    std::string why;
-    auto file = LibtiffFile::open(path, "rhm", max_alloc(), &why);
-    if (!file) throw bad_input(path + ": frame " + std::to_string(k) + ": cannot open: " + why);
-    return decode_at(*file, k);
-  }
-
   // Calibration and compression from the first page of the first file.
   void read_first_page_metadata() {
     const std::string& path = files.front();
-    std::string why;
-    auto file = LibtiffFile::open(path, "rhm", max_alloc(), &why);
-    if (!file) throw bad_input(path + ": cannot open: " + why);
+    std::unique_ptr<FileDescriptor> own;
+    if (!single) own = std::make_unique<FileDescriptor>(path);
+    auto file = handle_at(single ? single->get() : own->get(), 0);
     LibtiffThreadMessages scope(file->messages());
-    if (!TIFFSetSubDirectory(file->get(), offsets.front()))
-      throw bad_input(path + ": frame 0: corrupt IFD: " + file->error_or("libtiff cannot read it"));
     TIFF* tif = file->get();
     const char* description = nullptr;
     std::string text;
@@ -260,6 +207,7 @@ std::unique_ptr<TiffSeries> TiffSeries::open(const std::string& path,
   for (std::size_t f = 0; f < impl->files.size(); ++f) {
     const std::string& file = impl->files[f];
     TiffDirectoryIndex index = index_tiff_directories(file, impl->offsets.size());
+    impl->file_kind.push_back(static_cast<std::uint8_t>((index.bigtiff ? 1 : 0) | (index.big_endian ? 2 : 0)));
     if (f == 0) {
       impl->layout = index.layout;
       info.bigtiff = index.bigtiff;
@@ -271,7 +219,8 @@ std::unique_ptr<TiffSeries> TiffSeries::open(const std::string& path,
     }
     if (info.multi_file) impl->file_of.insert(impl->file_of.end(), index.offsets.size(),
                                               static_cast<std::uint32_t>(f));
-    impl->offsets.insert(impl->offsets.end(), index.offsets.begin(), index.offsets.end());
+    if (impl->offsets.empty()) impl->offsets = std::move(index.offsets);
+    else impl->offsets.insert(impl->offsets.end(), index.offsets.begin(), index.offsets.end());
   }
   impl->offsets.shrink_to_fit();
   impl->file_of.shrink_to_fit();
@@ -288,14 +237,8 @@ std::unique_ptr<TiffSeries> TiffSeries::open(const std::string& path,
   info.width = static_cast<int>(impl->layout.width);
   info.height = static_cast<int>(impl->layout.height);
   info.pixel_type = impl->format.pixel_type;
+  if (!info.multi_file) impl->single = std::make_unique<FileDescriptor>(impl->files.front());
   impl->read_first_page_metadata();
-
-  if (!info.multi_file) {
-    std::size_t handles = options.max_handles > 0
-                              ? static_cast<std::size_t>(options.max_handles)
-                              : std::min<std::size_t>(8, std::max(1u, std::thread::hardware_concurrency()));
-    impl->pool = std::make_unique<HandlePool>(impl->files.front(), impl->max_alloc(), handles);
-  }
   std::unique_ptr<TiffSeries> series(new TiffSeries(std::move(impl)));
   // Decoding frame 0 now reports an undecodable series at open, not mid-run.
   series->frame(0);

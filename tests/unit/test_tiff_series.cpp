@@ -197,11 +197,8 @@ TEST(TiffSeries, RandomAccessOrderDoesNotChangeTheData) {
     for (std::size_t k : order)
       expect_same(series->frame(k), tifftest::expected_frame(spec, int(k)), "frame " + std::to_string(k));
   }
-  // backwards, repeatedly, on one handle
-  TiffReadOptions one;
-  one.cache_bytes = 0;
-  one.max_handles = 1;
-  auto series = TiffSeries::open(dir.file("s.tif"), one);
+  // backwards, repeatedly
+  auto series = TiffSeries::open(dir.file("s.tif"), 0);
   for (int rep = 0; rep < 2; ++rep)
     for (int k = n - 1; k >= 0; k -= 3)
       expect_same(series->frame(std::size_t(k)), tifftest::expected_frame(spec, k), "backwards");
@@ -215,7 +212,6 @@ TEST(TiffSeries, ConcurrentReadersGetTheRightFrames) {
   ASSERT_TRUE(tifftest::write_pages(dir.file("s.tif"), spec, n));
   TiffReadOptions options;
   options.cache_bytes = 4 * spec.width * spec.height * sizeof(float);
-  options.max_handles = 3;
   auto series = TiffSeries::open(dir.file("s.tif"), options);
   std::vector<Frame> expected;
   for (int k = 0; k < n; ++k) expected.push_back(tifftest::expected_frame(spec, k));
@@ -394,4 +390,19 @@ TEST(TiffSeries, BilevelAndFourBitPagesUnpackIncludingCcittFax4) {
       for (std::uint32_t x = 0; x < w; ++x)
         ASSERT_EQ(f.at(int(x), int(y)), float(value(x, y, c.bits))) << c.name << " at " << x << "," << y;
   }
+}
+
+TEST(TiffSeries, IfdChainOutOfFileOrderIsFollowedInChainOrder) {
+  tifftest::TempDir dir;
+  tifftest::RawTiff raw;  // chain: IFD 0 -> IFD 2 -> IFD 1 (a backward step, no loop)
+  raw.build();
+  raw.put32(tifftest::RawTiff::next_pointer(0), tifftest::RawTiff::ifd_offset(2));
+  raw.put32(tifftest::RawTiff::next_pointer(2), tifftest::RawTiff::ifd_offset(1));
+  raw.put32(tifftest::RawTiff::next_pointer(1), 0);
+  raw.save(dir.file("order.tif"));
+  auto series = TiffSeries::open(dir.file("order.tif"));
+  ASSERT_EQ(series->frame_count(), 3u);
+  EXPECT_EQ(series->frame(0).at(0, 0), 0.0f);
+  EXPECT_EQ(series->frame(1).at(0, 0), 2000.0f);
+  EXPECT_EQ(series->frame(2).at(0, 0), 1000.0f);
 }

@@ -38,9 +38,6 @@ struct TiffReadOptions {
   // Frames whose float32 copy would exceed this are refused at open: a
   // corrupt 2-kB file must not make the reader allocate gigabytes.
   std::size_t max_frame_bytes = std::size_t(4) << 30;
-  // libtiff handles kept open for concurrent frame() calls on one file
-  // (0: the number of hardware threads, at most 8).
-  int max_handles = 0;
 };
 
 class TiffSeries : public FrameSource {
@@ -58,7 +55,9 @@ class TiffSeries : public FrameSource {
   std::size_t frame_count() const override;
   int width() const override;
   int height() const override;
-  Frame frame(std::size_t k) const override;  // thread-safe
+  // Thread-safe, and concurrent calls decode in parallel: each read gets its
+  // own short-lived libtiff handle positioned directly at the frame's IFD.
+  Frame frame(std::size_t k) const override;
   double pixel_size() const override;
   std::string pixel_unit() const override;
   std::string describe() const override;
