@@ -3,7 +3,7 @@
 // by walking the IFD chain once with plain reads of the few bytes involved.
 // libtiff would read and parse every tag of every page to get there (and
 // TIFFSetDirectory(k) re-walks the chain from the start: quadratic over a
-// long series); with the offsets at hand TIFFSetSubDirectory(offset) reaches
+// long series); with the offsets at hand, LibtiffFile::open_at(offset) reaches
 // any page in O(1). While walking, the layout tags of each page are read too,
 // so a series whose pages differ in size or type is refused at open.
 #include <cstddef>
