@@ -1,14 +1,21 @@
 #include "driftscan/mpi/job_runner.hpp"
 
 #include <omp.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <thread>
 
 #include "driftscan/error.hpp"
+#include "driftscan/mpi/register_checkpoint.hpp"
+#include "driftscan/power_spectrum.hpp"
 #include "driftscan/synthetic_series.hpp"
+#include "driftscan/tiff_writer.hpp"
+#include "driftscan/tiff_series.hpp"
 
 namespace driftscan::mpi {
 namespace fs = std::filesystem;
@@ -54,6 +61,24 @@ void on_root(RunContext& ctx, F&& work) {
   if (ctx.size > 1) cancellable_barrier(ctx);
 }
 
+// Peak resident memory of every rank, said once by rank 0 (what the scale
+// benchmark reads, and what a user sizing frame_cache_mb wants to know).
+void report_peak_memory(RunContext& ctx) {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  double mb = static_cast<double>(ru.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+  std::vector<double> all(static_cast<std::size_t>(ctx.size));
+  MPI_Gather(&mb, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, ctx.comm);
+  if (ctx.rank != 0) return;
+  std::string line = "peak resident memory per rank (MB):";
+  char buf[48];
+  for (int r = 0; r < ctx.size; ++r) {
+    std::snprintf(buf, sizeof buf, " %d:%.1f", r, all[static_cast<std::size_t>(r)]);
+    line += buf;
+  }
+  ctx.progress.log(LogLevel::info, line);
+}
+
 int run_synth(const Job& job, RunContext& ctx) {
   std::string series = synth_series_path(job.output);
   nlohmann::json files;
@@ -63,6 +88,61 @@ int run_synth(const Job& job, RunContext& ctx) {
     SynthOutputs out = write_synthetic_series(job.synth, series, &ctx.progress, &ctx.cancel);
     auto abs = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
     files = {{"series", abs(out.series)}, {"truth", abs(out.truth)}, {"reference", abs(out.reference)}};
+  });
+  report_peak_memory(ctx);
+  if (ctx.rank == 0) ctx.progress.result(files);
+  return 0;
+}
+
+int run_register(const Job& job, RunContext& ctx) {
+  nlohmann::json files;
+  if (ctx.size > 1 && ctx.rank == 0)
+    ctx.progress.log(LogLevel::warning, "the distributed registration is not built in yet: rank 0 runs the "
+                                        "serial pipeline with " + std::to_string(job.execution.threads) +
+                                        " thread(s); the other ranks wait");
+  on_root(ctx, [&] {
+    auto cache = static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0);
+    auto frames = TiffSeries::open(job.input, cache);
+    RegisterResult r = register_with_checkpoints(job, *frames, ctx.progress, ctx.cancel);
+    for (const auto& w : r.warnings) ctx.progress.log(LogLevel::warning, w);
+    auto abs = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
+    files = {{"drift", abs(r.files.drift)}, {"average", abs(r.files.average)},
+             {"coverage", abs(r.files.coverage)}, {"report", abs(r.files.report)}};
+    char line[160];
+    std::snprintf(line, sizeof line, "registered %zu frames in %.2f s: %.1f frames/s (pairs %.2f s, scan %.2f s, average %.2f s)",
+                  frames->frame_count(), r.seconds.total, frames->frame_count() / std::max(1e-9, r.seconds.total),
+                  r.seconds.pairs, r.seconds.scan, r.seconds.average);
+    ctx.progress.log(LogLevel::info, line);
+  });
+  report_peak_memory(ctx);
+  if (ctx.rank == 0) ctx.progress.result(files);
+  return 0;
+}
+
+// The 2-D power spectrum of one frame (log(1 + power), centred), on rank 0.
+int run_spectrum(const Job& job, RunContext& ctx) {
+  nlohmann::json files;
+  on_root(ctx, [&] {
+    auto cache = static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0);
+    auto frames = TiffSeries::open(job.input, cache);
+    auto k = static_cast<std::size_t>(job.spectrum.frame);
+    if (k >= frames->frame_count())
+      throw bad_input(job.input + ": spectrum.frame " + std::to_string(k) + " is beyond the last frame (" +
+                      std::to_string(frames->frame_count() - 1) + ")");
+    make_output_folder(job.output);
+    ctx.progress.phase("spectrum", 1);
+    Frame f = frames->frame(k);
+    ctx.cancel.throw_if_cancelled();
+    PowerSpectrum ps(f.width, f.height);
+    SpectrumPeak peak = ps.strongest_peak(f);
+    std::string path = (fs::path(job.output) / "spectrum.tif").string();
+    write_tiff(path, ps.log_power(f));
+    ctx.progress.advance(1);
+    char line[200];
+    std::snprintf(line, sizeof line, "frame %zu: strongest lattice peak at period %.3f px, sharpness %.1f", k,
+                  peak.period, peak.sharpness);
+    ctx.progress.log(LogLevel::info, line);
+    files = {{"spectrum", fs::absolute(path).lexically_normal().string()}};
   });
   if (ctx.rank == 0) ctx.progress.result(files);
   return 0;
@@ -78,7 +158,7 @@ std::string synth_series_path(const std::string& output) {
   return ends_with_tiff(output) ? output : (fs::path(output) / "series.tif").string();
 }
 
-bool job_command_available(const std::string& command) { return command == "synth"; }
+bool job_command_available(const std::string& command) { return command != "average"; }
 
 void cancellable_barrier(RunContext& ctx) {
   MPI_Request req;
@@ -110,9 +190,9 @@ int run_job(const Job& job, RunContext& ctx) {
                          {"input", job.input}, {"output", job.output}};
   if (ctx.rank == 0) ctx.progress.start(job.command, details);
   if (job.command == "synth") return run_synth(job, ctx);
-  if (job.command == "register") unavailable("register", "the registration pipeline has not been built in yet");
-  if (job.command == "average") unavailable("average", "the averaging pipeline has not been built in yet");
-  if (job.command == "spectrum") unavailable("spectrum", "the distributed spectrum has not been built in yet");
+  if (job.command == "register") return run_register(job, ctx);
+  if (job.command == "average") unavailable("average", "averaging a series with the transforms of an earlier run is not built in yet; `register` registers and averages in one run");
+  if (job.command == "spectrum") return run_spectrum(job, ctx);
   throw bad_input("job: unknown command '" + job.command + "'");
 }
 

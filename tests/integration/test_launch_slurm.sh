@@ -108,7 +108,7 @@ rc=$?
 check "slurm run: exit 0" "[ $rc -eq 0 ]"
 check "slurm run: sbatch logged" "grep -q 'sbatch --parsable' '$WORK/run.events'"
 check "slurm run: job id reported" "grep -q '\"slurm_job\"' '$WORK/run.events'"
-check "slurm run: state followed (RUNNING seen)" "grep -q 'slurm job [0-9]* RUNNING' '$WORK/run.events'"
+check "slurm run: queue state followed" "grep -Eq 'slurm job [0-9]+ (PENDING|RUNNING|COMPLETING)' '$WORK/run.events'"
 check "slurm run: start event from 2 ranks" "grep -q '\"event\":\"start\".*\"ranks\":2' '$WORK/run.events'"
 check "slurm run: progress streamed" "[ \$(grep -c '\"event\":\"progress\"' '$WORK/run.events') -ge 2 ]"
 check "slurm run: completion detected" "grep -q 'ended: COMPLETED' '$WORK/run.events'"
