@@ -5,6 +5,8 @@
 // configuration on rank 0:
 //   {"algorithm","strategy","ranks","threads","elements_per_worker",
 //    "makespan_s","work_bound_s","efficiency","speedup_vs_static","imbalance",...}
+// operator_overrun = measured time inside the operator / drawn cost (how late
+// the sleeps woke up: close to 1 unless the node is overloaded).
 // work_bound_s = sum of all operator costs / workers; efficiency =
 // work_bound_s / makespan_s; speedup_vs_static = makespan of the static
 // hierarchical reduce-then-scan with the same algorithm and draws / makespan.
@@ -142,6 +144,7 @@ struct RunResult {
   double imbalance = 1.0;
   double critical_path_s = 0.0;
   std::size_t stolen = 0;
+  double busy_s = 0.0;  // measured time inside the operator, all workers
 };
 
 RunResult run_once(RunContext& ctx, const ScanBenchOptions& o, SleepOperator& op, const ScanOptions& scan_options) {
@@ -170,6 +173,7 @@ RunResult run_once(RunContext& ctx, const ScanBenchOptions& o, SleepOperator& op
   r.makespan_s = s.makespan_s;
   r.imbalance = s.imbalance;
   r.critical_path_s = s.critical_path_s;
+  r.busy_s = s.total_busy_s;
   for (const auto& w : s.workers) r.stolen += w.stolen;
   MPI_Bcast(&r.makespan_s, 1, MPI_DOUBLE, 0, ctx.comm);
   return r;
@@ -217,6 +221,7 @@ int run_bench(RunContext& ctx, const ScanBenchOptions& o) {
                           {"speedup_vs_static", baseline.makespan_s / r.makespan_s},
                           {"imbalance", r.imbalance},
                           {"critical_path_s", r.critical_path_s},
+                          {"operator_overrun", r.busy_s / r.work_s},
                           {"stolen_elements", r.stolen}};
       std::cout << line.dump() << std::endl;
     }

@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "driftscan/error.hpp"
+#include "driftscan/mpi/idle_wait.hpp"
 
 namespace driftscan::mpi {
 
@@ -33,7 +34,9 @@ void agree_on_failure(MPI_Comm comm, bool failed, ErrorKind kind, const std::str
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   int mine = failed ? rank : size, first = size;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+  MPI_Request request;
+  MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm, &request);
+  wait_idle(request);
   if (first == size) return;
   // The lowest failing rank tells everyone what went wrong.
   int header[2] = {static_cast<int>(kind), static_cast<int>(std::min<std::size_t>(message.size(), 4096))};
@@ -56,8 +59,7 @@ void isend_bytes(MPI_Comm comm, int dest, int tag, std::deque<PendingSend>& pend
 }
 
 ByteBuffer recv_bytes(MPI_Comm comm, int source, int tag) {
-  MPI_Status status;
-  MPI_Probe(source, tag, comm, &status);
+  MPI_Status status = probe_idle(source, tag, comm);
   int count = 0;
   MPI_Get_count(&status, MPI_BYTE, &count);
   ByteBuffer bytes(static_cast<std::size_t>(count));
@@ -66,7 +68,7 @@ ByteBuffer recv_bytes(MPI_Comm comm, int source, int tag) {
 }
 
 void wait_all(std::deque<PendingSend>& pending) {
-  for (auto& p : pending) MPI_Wait(&p.request, MPI_STATUS_IGNORE);
+  for (auto& p : pending) wait_idle(p.request);
   pending.clear();
 }
 
@@ -99,7 +101,9 @@ void mpi_scan_records(MPI_Comm comm, const unsigned char* in, unsigned char* out
   MPI_Op_create(&scan_record_op, /*commute=*/0, &op);
   ScanOpContext saved = g_context;
   g_context = ScanOpContext{&combine, record_size};
-  MPI_Scan(in, out, 1, type, op, comm);
+  MPI_Request request;
+  MPI_Iscan(in, out, 1, type, op, comm, &request);
+  wait_idle(request);  // the op runs inside MPI_Test, on this thread
   g_context = saved;
   MPI_Op_free(&op);
   MPI_Type_free(&type);

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "driftscan/error.hpp"
+#include "driftscan/mpi/idle_wait.hpp"
 
 namespace driftscan::mpi {
 
@@ -23,7 +24,7 @@ const char* to_string(ScanPhase phase) {
 }
 
 ScanClock ScanClock::synchronised(MPI_Comm comm) {
-  MPI_Barrier(comm);
+  barrier_idle(comm);
   return ScanClock();
 }
 

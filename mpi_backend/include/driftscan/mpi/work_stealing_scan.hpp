@@ -7,9 +7,10 @@
 //   1. local: every thread reduces (reduce-then-scan, optionally with work
 //      stealing between neighbouring threads) or scans (scan-then-map) its
 //      segment;
-//   2. the threads scan their sums (dissemination over threads), then the
-//      master thread runs the global scan over ranks (only ranks take part —
-//      global_scan.hpp) and receives the exclusive prefix of the ranks before it;
+//   2. the threads reduce their sums by a tree, then the master thread runs
+//      the global scan over ranks (only ranks take part — global_scan.hpp) and
+//      receives the exclusive prefix of the ranks before it, while the other
+//      threads assemble the prefixes of their segments within the rank;
 //   3. local: every thread scans its segment — as stealing left it — from the
 //      carried-in prefix (reduce-then-scan), or maps its local prefixes
 //      (scan-then-map).
@@ -32,10 +33,12 @@
 
 #include "driftscan/error.hpp"
 #include "driftscan/mpi/global_scan.hpp"
+#include "driftscan/mpi/idle_wait.hpp"
 #include "driftscan/mpi/local_scan.hpp"
 #include "driftscan/mpi/scan_element_codec.hpp"
 #include "driftscan/mpi/scan_partial.hpp"
 #include "driftscan/mpi/scan_trace.hpp"
+#include "driftscan/mpi/sleeping_barrier.hpp"
 #include "driftscan/mpi/stealing_reduce.hpp"
 
 namespace driftscan::mpi {
@@ -77,7 +80,9 @@ class WorkStealingScan {
     const std::size_t n = block.size();
     if (n >= (std::size_t(1) << 32) - 1) throw bad_input("scan: more than 2^32 elements on one rank");
     long long count = static_cast<long long>(n), before = 0;
-    MPI_Exscan(&count, &before, 1, MPI_LONG_LONG, MPI_SUM, comm_);
+    MPI_Request request;
+    MPI_Iexscan(&count, &before, 1, MPI_LONG_LONG, MPI_SUM, comm_, &request);
+    wait_idle(request);
     const std::int64_t offset = rank_ == 0 ? 0 : before;
 
     if (trace) {
@@ -103,13 +108,15 @@ class WorkStealingScan {
     };
 
     std::vector<std::optional<T>> out(n);
-    std::vector<ScanPartial<T>> sums;  // per thread: segment sum, then sum of segments 0..t
+    // tree[0][t]: thread t's segment sum; tree[l][i]: sum of threads i·2^l … (i+1)·2^l − 1.
+    std::vector<std::vector<ScanPartial<T>>> tree;
     std::vector<SegmentRange> segments;
     std::vector<SegmentGap> gaps(options_.threads > 1 ? static_cast<std::size_t>(options_.threads - 1) : 0);
     std::vector<WorkerPace> paces(static_cast<std::size_t>(options_.threads));
     ScanPartial<T> exclusive;
     std::exception_ptr global_error;
     std::vector<ScanPartial<T>> final_status(1);
+    SleepingBarrier barrier;
 
     // Master thread only: the global scan over the ranks' sums, then the
     // exclusive prefix of this rank. Only ranks below the last need their
@@ -137,14 +144,17 @@ class WorkStealingScan {
 #pragma omp single
         {  // OpenMP may grant fewer threads than asked: size everything by what it gave.
           const std::size_t workers = static_cast<std::size_t>(omp_get_num_threads());
-          sums.assign(workers, {});
+          tree.assign(1, std::vector<ScanPartial<T>>(workers));
+          for (std::size_t width = 2; width / 2 < workers; width *= 2)
+            tree.emplace_back((workers + width - 1) / width);
           final_status.assign(workers, {});
           segments.assign(workers, {});
           for (std::size_t g = 0; g + 1 < workers; ++g)
             gaps[g].reset(stealing_start(n, workers, g) + 1, stealing_start(n, workers, g + 1));
           for (std::size_t w = 0; w < workers; ++w) paces[w].start();
-        }  // implicit barrier
-        const std::size_t workers = sums.size();
+          barrier.reset(workers);
+        }  // implicit barrier (all threads arrive together here)
+        const std::size_t workers = tree[0].size();
         const int thread = static_cast<int>(t);
 
         // Phase 1.
@@ -156,47 +166,67 @@ class WorkStealingScan {
             acc = combine_partials(acc, element(k), applier(thread, ScanPhase::local_scan, false));
             if (acc.has_value()) out[k] = acc.value();
           }
-          sums[t] = std::move(acc);
+          tree[0][t] = std::move(acc);
         } else if (steals() && workers > 1) {
           auto apply = [&](const ScanPartial<T>& l, const ScanPartial<T>& r, bool stolen) {
             return applier(thread, ScanPhase::local_reduce, stolen)(l, r);
           };
-          sums[t] = stealing_reduce(block, offset, t, workers, gaps, paces, apply, seg);
+          tree[0][t] = stealing_reduce(block, offset, t, workers, gaps, paces, apply, seg);
         } else {
           ScanPartial<T> acc = element(seg.lo);
           for (std::size_t k = seg.lo + 1; k < seg.hi && !acc.failed(); ++k)
             acc = combine_partials(acc, element(k), applier(thread, ScanPhase::local_reduce, false));
-          sums[t] = std::move(acc);
+          tree[0][t] = std::move(acc);
         }
         segments[t] = seg;
-#pragma omp barrier
+        barrier.arrive_and_wait();
 
-        // Phase 2a: scan of the threads' sums, by dissemination over the
-        // threads (⌈log2 T⌉ rounds instead of T − 1 applications on the master).
-        ScanPartial<T> mine = sums[t];
-        for (std::size_t d = 1; d < workers; d *= 2) {
-          ScanPartial<T> next =
-              t >= d ? combine_partials(sums[t - d], mine, applier(thread, ScanPhase::thread_combine, false)) : mine;
-#pragma omp barrier
-          sums[t] = mine = std::move(next);
-#pragma omp barrier
+        // Phase 2a: the rank's sum by a pairwise tree over the threads' sums
+        // (⌈log2 T⌉ rounds). It is all the global phase waits for; the
+        // prefixes of the threads' sums come later, in its shadow.
+        for (std::size_t level = 0; (std::size_t(1) << level) < workers; ++level) {
+          const std::size_t width = std::size_t(2) << level;
+          if (t % width == 0) {
+            const auto& below = tree[level];
+            const std::size_t i = t / width;
+            tree[level + 1][i] = 2 * i + 1 < below.size()
+                                     ? combine_partials(below[2 * i], below[2 * i + 1],
+                                                        applier(thread, ScanPhase::thread_combine, false))
+                                     : below[2 * i];
+          }
+          barrier.arrive_and_wait();
         }
-        // Phase 2b (master only: MPI_THREAD_FUNNELED).
+        // Phase 2b: the master runs the global phase (MPI_THREAD_FUNNELED);
+        // meanwhile every other thread assembles what precedes its segment
+        // inside the rank from the tree's blocks, and extends it by its
+        // segment's first element — one application less after the global phase.
+        ScanPartial<T> before, head;  // sums of threads 0..t−1; and through the segment's first element
+        seg = segments[t];
+        auto assemble = [&] {
+          std::size_t pos = 0;
+          for (std::size_t level = tree.size(); level-- > 0;)
+            if ((t >> level) & 1) {
+              before = combine_partials(before, tree[level][pos >> level],
+                                        applier(thread, ScanPhase::thread_combine, false));
+              pos += std::size_t(1) << level;
+            }
+          if (options_.strategy == LocalStrategy::reduce_then_scan)
+            head = combine_partials(before, element(seg.lo), applier(thread, ScanPhase::final_scan, false));
+        };
         if (t == 0) {
           try {
-            global_phase(sums[workers - 1]);
+            global_phase(tree.back()[0]);
           } catch (...) {
             global_error = std::current_exception();
           }
         }
-#pragma omp barrier
+        assemble();
+        barrier.arrive_and_wait();
 
         // Phase 3.
-        const ScanPartial<T> before = t > 0 ? sums[t - 1] : ScanPartial<T>{};  // threads 0..t−1
         if (exclusive.failed()) {
           if (t == 0) final_status[0] = exclusive;
         } else if (!global_error) {
-          seg = segments[t];
           if (options_.strategy == LocalStrategy::scan_then_map) {
             ScanPartial<T> prefix =
                 combine_partials(exclusive, before, applier(thread, ScanPhase::map, false));
@@ -212,15 +242,16 @@ class WorkStealingScan {
               final_status[t] = prefix;
             }
           } else {
-            ScanPartial<T> acc =
-                combine_partials(exclusive, before, applier(thread, ScanPhase::final_scan, false));
-            for (std::size_t k = seg.lo; k < seg.hi && !acc.failed(); ++k) {
+            ScanPartial<T> acc = combine_partials(exclusive, head, applier(thread, ScanPhase::final_scan, false));
+            if (acc.has_value()) out[seg.lo] = acc.value();
+            for (std::size_t k = seg.lo + 1; k < seg.hi && !acc.failed(); ++k) {
               acc = combine_partials(acc, element(k), applier(thread, ScanPhase::final_scan, false));
               if (acc.has_value()) out[k] = acc.value();
             }
             if (acc.failed()) final_status[t] = acc;
           }
         }
+        barrier.arrive_and_wait();  // so nobody spins in the region's closing barrier
       }
       if (global_error) {
         if (trace) trace->end();

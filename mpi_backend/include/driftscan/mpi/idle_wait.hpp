@@ -1,0 +1,20 @@
+#pragma once
+// Waiting for MPI without burning a core. Blocking MPI calls busy-poll; with
+// several ranks on a node (a laptop, an oversubscribed test) a rank waiting
+// for a slower one then takes the core that the slower rank's operator
+// threads need, and every wait makes the slowest rank slower still. The scan's
+// operator is expensive (ms to s), so the scan instead polls with short
+// sleeps (backing off from 20 µs to 0.5 ms): a little latency per message,
+// no stolen cores.
+#include <mpi.h>
+
+namespace driftscan::mpi {
+
+// MPI_Wait, sleeping between tests.
+void wait_idle(MPI_Request& request, MPI_Status* status = MPI_STATUS_IGNORE);
+// MPI_Probe, sleeping between probes.
+MPI_Status probe_idle(int source, int tag, MPI_Comm comm);
+// MPI_Barrier, sleeping while waiting.
+void barrier_idle(MPI_Comm comm);
+
+}  // namespace driftscan::mpi

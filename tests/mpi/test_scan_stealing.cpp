@@ -1,0 +1,153 @@
+// mpi-ranks: 1 2 3
+// Work stealing really moves work, the trace describes what happened, and an
+// operator failure on one rank surfaces as the same Error on every rank
+// (never a hang).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "driftscan/mpi/work_stealing_scan.hpp"
+#include "driftscan/sequential_scan.hpp"
+
+using namespace driftscan;
+using namespace driftscan::mpi;
+
+namespace {
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int world_size() {
+  int s = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+// The element range a result covers; the operator checks adjacency.
+struct Range {
+  std::int64_t first = 0, last = 0;
+  bool operator==(const Range& o) const { return first == o.first && last == o.last; }
+};
+
+std::vector<Range> my_ranges(std::size_t per_rank) {
+  const std::int64_t offset = static_cast<std::int64_t>(per_rank) * world_rank();
+  std::vector<Range> v(per_rank);
+  for (std::size_t k = 0; k < per_rank; ++k) v[k] = {offset + std::int64_t(k), offset + std::int64_t(k)};
+  return v;
+}
+
+}  // namespace
+
+// Elements of thread 0's static segment cost 2 ms, all others nothing: thread
+// 1 must take over part of segment 0, and the final phase must use the
+// segments as stealing left them (so the slow elements are split too).
+TEST(ScanStealing, FastThreadTakesOverSlowNeighboursElements) {
+  const std::size_t per_rank = 60, threads = 3;
+  WorkStealingScan scan(MPI_COMM_WORLD, ScanOptions{GlobalScanAlgorithm::dissemination,
+                                                    LocalStrategy::reduce_then_scan, true, int(threads)});
+  ScanTrace trace;
+  const std::int64_t offset = static_cast<std::int64_t>(per_rank) * world_rank();
+  auto op = [&](const Range& a, const Range& b) {
+    if (a.last + 1 != b.first) throw failure("not adjacent");
+    const std::int64_t k = (a.first == a.last && b.first != b.last) ? a.first : b.last;  // element taken
+    if (k - offset < 20) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return Range{a.first, b.last};
+  };
+  std::vector<Range> got = scan.run(my_ranges(per_rank), op, &trace);
+  for (std::size_t k = 0; k < per_rank; ++k) EXPECT_EQ(got[k], (Range{0, offset + std::int64_t(k)}));
+  trace.gather(MPI_COMM_WORLD);
+
+  if (world_rank() == 0) {
+    ScanSummary s = trace.summary();
+    ASSERT_EQ(s.workers.size(), std::size_t(world_size()) * threads);
+    std::map<std::pair<int, int>, std::size_t> stolen;
+    for (const auto& w : s.workers) stolen[{w.rank, w.thread}] = w.stolen;
+    for (int r = 0; r < world_size(); ++r) {
+      EXPECT_GT((stolen[{r, 1}]), 3u) << "rank " << r << ": thread 1 should have taken slow elements of segment 0";
+      // Final phase of thread 0 on this rank: its segment as stealing left it ends before 20.
+      std::int64_t last_final_of_thread0 = -1;
+      for (const auto& rec : trace.records())
+        if (rec.rank == r && rec.thread == 0 && rec.phase == ScanPhase::final_scan)
+          last_final_of_thread0 = std::max(last_final_of_thread0, rec.last - std::int64_t(per_rank) * r);
+      EXPECT_LT(last_final_of_thread0, 19) << "rank " << r;
+    }
+    // Every application is one record, with a sane time interval.
+    for (const auto& rec : trace.records()) {
+      EXPECT_LE(rec.start_s, rec.end_s);
+      EXPECT_GE(rec.start_s, 0.0);
+      EXPECT_LE(rec.first, rec.last);
+    }
+    EXPECT_GE(s.imbalance, 1.0);
+    EXPECT_GT(s.makespan_s, 0.0);
+    EXPECT_FALSE(s.critical_path.empty());
+
+    nlohmann::json j = trace.to_json();
+    EXPECT_EQ(j["records"].size(), trace.records().size());
+    EXPECT_EQ(j["workers"].size(), s.workers.size());
+    EXPECT_EQ(j["details"]["algorithm"], "dissemination");
+    EXPECT_EQ(j["details"]["work_stealing"], true);
+    std::set<std::string> phases;
+    for (const auto& r : j["records"]) phases.insert(r["phase"].get<std::string>());
+    EXPECT_TRUE(phases.count("local-reduce"));
+    EXPECT_TRUE(phases.count("final-scan"));
+  }
+}
+
+// Stealing off: every thread keeps exactly its static segment.
+TEST(ScanStealing, StaticRunStealsNothing) {
+  WorkStealingScan scan(MPI_COMM_WORLD,
+                        ScanOptions{GlobalScanAlgorithm::blelloch, LocalStrategy::reduce_then_scan, false, 4});
+  ScanTrace trace;
+  auto got = scan.run(my_ranges(40), [](const Range& a, const Range& b) { return Range{a.first, b.last}; }, &trace);
+  trace.gather(MPI_COMM_WORLD);
+  if (world_rank() == 0) {
+    for (const auto& w : trace.summary().workers) EXPECT_EQ(w.stolen, 0u);
+  }
+}
+
+// The operator throws on one element of the last rank: every rank throws the
+// same Error, in every configuration, and the next scan still works.
+TEST(ScanFailure, OperatorErrorReachesEveryRank) {
+  const std::size_t per_rank = 12;
+  const std::int64_t bad = static_cast<std::int64_t>(per_rank) * world_size() - 3;
+  for (auto algorithm : all_global_scan_algorithms())
+    for (auto strategy : all_local_strategies())
+      for (bool stealing : {false, true})
+        for (ErrorKind kind : {ErrorKind::failure, ErrorKind::cancelled}) {
+          WorkStealingScan scan(MPI_COMM_WORLD, ScanOptions{algorithm, strategy, stealing, 2});
+          auto op = [&](const Range& a, const Range& b) {
+            if (b.last == bad || a.first == bad) throw Error(kind, "boom at frame " + std::to_string(bad));
+            return Range{a.first, b.last};
+          };
+          std::string what;
+          ErrorKind got = ErrorKind::bad_input;
+          try {
+            scan.run(my_ranges(per_rank), op);
+          } catch (const Error& e) {
+            what = e.what();
+            got = e.kind();
+          }
+          EXPECT_NE(what.find("boom at frame"), std::string::npos)
+              << to_string(algorithm) << " " << to_string(strategy) << " stealing=" << stealing;
+          EXPECT_EQ(got, kind);
+        }
+  WorkStealingScan scan(MPI_COMM_WORLD, ScanOptions{});
+  auto ok = scan.run(my_ranges(per_rank), [](const Range& a, const Range& b) { return Range{a.first, b.last}; });
+  EXPECT_EQ(ok.back().first, 0);
+}
+
+TEST(ScanNames, RoundTripAndRejectUnknown) {
+  for (auto a : all_global_scan_algorithms()) EXPECT_EQ(global_scan_algorithm_from_string(to_string(a)), a);
+  for (auto s : all_local_strategies()) EXPECT_EQ(local_strategy_from_string(to_string(s)), s);
+  EXPECT_THROW(global_scan_algorithm_from_string("bogus"), Error);
+  EXPECT_THROW(local_strategy_from_string("bogus"), Error);
+}
