@@ -438,9 +438,21 @@ class LevelSolver {
       for (int i = 0; i < len; ++i) out[i] = v0 * c[i] + v1 * c[i + 1] + v2 * c[i + 2] + v3 * c[i + 3];
       return;
     }
+    // General map: positions advance by (a, c) along the row; the set keeps
+    // every position inside [1, size-3], so all 4x4 taps are in the frame.
+    const Point p0 = S.apply(s.x0, s.y);
+    const int stride = mov_.width;
     for (int i = 0; i < len; ++i) {
-      Point p = S.apply(s.x0 + i, s.y);
-      out[i] = sample_bspline(mov_, p.x, p.y);
+      const double x = p0.x + S.a * i, y = p0.y + S.c * i;
+      const int ix = static_cast<int>(x), iy = static_cast<int>(y);  // positive: truncation is floor
+      double wx[4], wy[4];
+      bspline_weights(x - ix, wx);
+      bspline_weights(y - iy, wy);
+      const float* r = mov_.pixels.data() + static_cast<std::size_t>(iy - 1) * stride + (ix - 1);
+      double v = 0;
+      for (int j = 0; j < 4; ++j, r += stride)
+        v += wy[j] * (wx[0] * r[0] + wx[1] * r[1] + wx[2] * r[2] + wx[3] * r[3]);
+      out[i] = static_cast<float>(v);
     }
   }
 
