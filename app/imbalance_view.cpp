@@ -35,10 +35,10 @@ void ImbalanceView::render(QPainter& p, const QSize& size) const {
     return;
   }
   const QFontMetrics fm = p.fontMetrics();
-  const double left = 90, right = 190, top = 56, bottom = 70;
+  const double left = 90, right = 250, top = 56, bottom = 70;
   const int rows = int(trace_.workers.size());
   const double plotW = std::max(100.0, size.width() - left - right);
-  const double rowH = std::max(4.0, std::min(40.0, (size.height() - top - bottom) / rows));
+  const double rowH = std::max(4.0, std::min(70.0, (size.height() - top - bottom) / rows));
   const double plotH = rowH * rows;
   const double t1 = std::max(trace_.makespan_s, 1e-9);
   auto X = [&](double t) { return left + t / t1 * plotW; };

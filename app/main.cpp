@@ -1,6 +1,6 @@
 // driftscan: the desktop app.
 //   driftscan [series | results folder | job.json]
-//   driftscan --screenshot VIEW out.png [series | results folder | job.json]
+//   driftscan --screenshot VIEW out.png [series | results folder | job.json]...
 // VIEW is main, series, compare, drift, imbalance, spectra or volume.
 #include <QApplication>
 #include <QCommandLineParser>
@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
   QCommandLineOption size("size", "Window size for --screenshot (default 1500x950).", "WxH", "1500x950");
   cli.addOption(shot);
   cli.addOption(size);
-  cli.addPositionalArgument("path", "A series, a results folder or a job file (project).", "[path]");
+  cli.addPositionalArgument("paths", "A series, a results folder or a job file (project); several are opened in order.",
+                           "[paths...]");
   cli.process(app);
   QStringList args = cli.positionalArguments();
 
@@ -67,10 +68,11 @@ int main(int argc, char** argv) {
     window.resize(wh.value(0).toInt() > 0 ? wh.value(0).toInt() : 1500, wh.value(1).toInt() > 0 ? wh.value(1).toInt() : 950);
     window.show();
     if (!wait_exposed(window, 10000)) std::fprintf(stderr, "driftscan: window never exposed\n");
-    if (!args.isEmpty() && !window.openAny(args.front())) {
-      std::fprintf(stderr, "driftscan: %s\n", qPrintable(window.lastError()));
-      return 2;
-    }
+    for (const QString& path : args)
+      if (!window.openAny(path)) {
+        std::fprintf(stderr, "driftscan: %s\n", qPrintable(window.lastError()));
+        return 2;
+      }
     window.showView(view);
     wait_exposed(window, 2000);
     const QImage img = window.grabView(view);
@@ -82,6 +84,6 @@ int main(int argc, char** argv) {
     return 0;
   }
   window.show();
-  if (!args.isEmpty()) window.openAny(args.front());
+  for (const QString& path : args) window.openAny(path);
   return app.exec();
 }

@@ -102,6 +102,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   connect(run_, &RunController::started, this, [this] {
     error_->hide();
+    lastError_.clear();
     progress_->setRange(0, 0);  // busy until the first progress event
     phase_->setText("starting");
     eta_->clear();
@@ -187,6 +188,16 @@ void MainWindow::buildMenus() {
     const QString p = QFileDialog::getExistingDirectory(this, "Open results folder");
     if (!p.isEmpty()) openResults(p);
   });
+  file->addAction("Open 3-D &spectrum (TIFF volume)...", this, [this] {
+    const QString p = QFileDialog::getOpenFileName(this, "Open 3-D spectrum", QString(), "TIFF (*.tif *.tiff)");
+    if (p.isEmpty()) return;
+    try {
+      volume_->loadTiff(p);
+      tabs_->setCurrentWidget(volume_);
+    } catch (const std::exception& e) {
+      showError(QString("Cannot open the 3-D spectrum: %1").arg(e.what()));
+    }
+  });
   recentMenu_ = file->addMenu("Open &recent");
   rebuildRecentMenu();
   file->addSeparator();
@@ -238,6 +249,7 @@ void MainWindow::log(const QString& level, const QString& text) {
 }
 
 void MainWindow::showError(const QString& message) {
+  lastError_ = message;
   error_->setText(message);
   error_->show();
   log("error", message);
@@ -245,7 +257,7 @@ void MainWindow::showError(const QString& message) {
   if (interactive_) QMessageBox::warning(this, "DriftScan", message);
 }
 
-QString MainWindow::lastError() const { return error_->isVisible() ? error_->text() : QString(); }
+QString MainWindow::lastError() const { return lastError_; }
 
 void MainWindow::updateRunState() {
   const bool running = run_->running();

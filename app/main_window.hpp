@@ -107,6 +107,7 @@ class MainWindow : public QMainWindow {
   std::shared_ptr<const driftscan::FrameSource> source_;
   QString seriesPath_;
   QString projectPath_;
+  QString lastError_;
   ResultSet results_;
   bool interactive_ = true;
 };

@@ -155,6 +155,13 @@ ResultSet ResultSet::load(const QString& folder) {
     if (it->is_string()) r.input = QString::fromStdString(it->get<std::string>());
     else if (it->is_object() && it->contains("path") && (*it)["path"].is_string())
       r.input = QString::fromStdString((*it)["path"].get<std::string>());
+    else if (it->is_object() && it->contains("description") && (*it)["description"].is_string()) {
+      // "series.tif: 40 x 256x256 float32": the series' name, looked for beside the results.
+      const QString d = QString::fromStdString((*it)["description"].get<std::string>());
+      const QString name = d.left(d.lastIndexOf(": "));
+      for (const QString& cand : {name, QDir(folder).filePath(name), QDir(folder).filePath("../" + name)})
+        if (!name.isEmpty() && QFileInfo::exists(cand)) { r.input = QFileInfo(cand).absoluteFilePath(); break; }
+    }
   }
   if (auto it = r.report.find("job"); r.input.isEmpty() && it != r.report.end() && it->is_object())
     r.input = QString::fromStdString(it->value("input", std::string()));

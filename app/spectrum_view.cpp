@@ -50,17 +50,17 @@ void SpectrumView::refresh() {
     DisplayMapping m = auto_levels(*s, 0.001);
     m.map = ColourMap::fire;
     v->setImage(render_frame(*s, m), s);
-    v->setCaption(QString("%1   strongest peak: period %2 px, sharpness %3")
+    v->setCaption(QString("%1: peak at %2 px, sharpness %3")
                       .arg(caption).arg(peak.period, 0, 'f', 2).arg(peak.sharpness, 0, 'f', 1));
   };
   try {
     if (frameDirty_ && series_ && series_->frame_count() > 0) {
       const int k = std::min<int>(k_, int(series_->frame_count()) - 1);
-      show(frame_, series_->frame(std::size_t(k)), QString("log power spectrum, frame %1").arg(k));
+      show(frame_, series_->frame(std::size_t(k)), QString("spectrum of frame %1").arg(k));
       frameDirty_ = false;
     }
     if (averageDirty_ && averageData_) {
-      show(average_, *averageData_, "log power spectrum, average");
+      show(average_, *averageData_, "spectrum of the average");
       averageDirty_ = false;
     }
   } catch (const std::exception& e) {
