@@ -94,7 +94,8 @@ std::string rank_death(const std::string& stderr_text) {
       R"(process rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+)(?: \(([^)]*)\))?)");
   std::smatch m;
   if (std::regex_search(stderr_text, m, re))
-    return "rank " + m[1].str() + " (pid " + m[2].str() + ") on host " + m[3].str() + " died: signal " + m[4].str() +
+    return "rank " + m[1].str() + (m[2].str() == "0" ? "" : " (pid " + m[2].str() + ")") + " on host " + m[3].str() +
+           " died: signal " + m[4].str() +
            (m[5].matched ? " (" + m[5].str() + ")" : "");
   static const std::regex re2(R"(rank (\d+) with PID (\d+) on node (\S+) exited)");
   if (std::regex_search(stderr_text, m, re2))
@@ -523,10 +524,15 @@ struct JobLauncher::Impl {
         "if [ -f progress.jsonl ]; then t=$(wc -l < progress.jsonl); [ \"$t\" -gt \"$n\" ] && tail -n +$((n+1)) progress.jsonl; fi\n"
         "echo \"SLURM_FINAL $(scontrol show job $id 2>/dev/null | tr ' ' '\\n' | grep -E '^(JobState|ExitCode)=' | tr '\\n' ' ')\"\n";
     std::string final_line;
-    auto on_cancel = [&] { remote("scancel " + slurm_job, connect_bound()); };
+    auto on_cancel = [&] {
+      auto r = remote(remote_prelude() + "scancel " + slurm_job, connect_bound());
+      if (r.exit_code != 0)
+        log("scancel " + slurm_job + " failed: " + r.err.substr(0, r.err.find('\n')), "warning");
+    };
     log_command(ssh(follower));
     Subprocess p(ssh(follower));
     bool cancelled_sent = false;
+    Clock::time_point cancel_at{};
     auto out = [&](const std::string& l) {
       if (l.rfind("SLURM_FINAL", 0) == 0) final_line = l;
       else on_engine_line(l);
@@ -535,8 +541,15 @@ struct JobLauncher::Impl {
     while (p.pump(100, out, err)) {
       if (cancel_requested && !cancelled_sent) {
         cancelled_sent = true;
+        cancel_at = Clock::now();
         log("cancelling: scancel " + slurm_job);
         on_cancel();
+      }
+      // Watchdog: a job Slurm does not end after scancel is not followed forever.
+      if (cancelled_sent && Clock::now() - cancel_at > std::chrono::duration<double>(options.cancel_grace_s + 30.0)) {
+        log("slurm job " + slurm_job + " did not end after scancel; no longer following it", "warning");
+        p.signal_group(SIGKILL);
+        break;
       }
     }
     int code = p.wait();
