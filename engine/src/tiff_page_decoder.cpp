@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -118,6 +119,9 @@ void decode_rgba(LibtiffFile& file, const TiffPageLayout& layout, const std::str
 }
 
 }  // namespace
+
+// Applies WhiteIsZero inversion and zeroes non-finite samples.
+static void finish(Frame& frame, const TiffPageLayout& layout, const PageFormat& format, std::size_t* non_finite);
 
 PageFormat classify_page(const TiffPageLayout& l, const std::string& where) {
   PageFormat f;
@@ -251,6 +255,27 @@ Frame decode_page(LibtiffFile& file, const TiffPageLayout& layout, const PageFor
       }
   }
 
+  finish(frame, layout, format, non_finite);
+  return frame;
+}
+
+Frame decode_contiguous(const unsigned char* data, const TiffPageLayout& layout,
+                        const PageFormat& format, bool swap, std::size_t* non_finite) {
+  Frame frame(static_cast<int>(layout.width), static_cast<int>(layout.height), 0.0f);
+  const std::size_t bytes = layout.bits_per_sample / 8;
+  const std::size_t row_bytes = std::size_t(layout.width) * bytes;
+  std::vector<unsigned char> row(row_bytes);
+  for (std::uint32_t y = 0; y < layout.height; ++y) {
+    std::memcpy(row.data(), data + y * row_bytes, row_bytes);
+    if (swap && bytes > 1)
+      for (std::size_t i = 0; i < row_bytes; i += bytes) std::reverse(row.begin() + long(i), row.begin() + long(i + bytes));
+    convert(row.data(), 0, 1, layout.width, layout, 0.0f, frame.row(static_cast<int>(y)));
+  }
+  finish(frame, layout, format, non_finite);
+  return frame;
+}
+
+static void finish(Frame& frame, const TiffPageLayout& layout, const PageFormat& format, std::size_t* non_finite) {
   if (format.invert) {
     const float top = static_cast<float>((1u << layout.bits_per_sample) - 1u);
     for (float& v : frame.pixels) v = top - v;
@@ -264,7 +289,6 @@ Frame decode_page(LibtiffFile& file, const TiffPageLayout& layout, const PageFor
       }
     if (non_finite) *non_finite = bad;
   }
-  return frame;
 }
 
 }  // namespace driftscan

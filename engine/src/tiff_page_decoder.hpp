@@ -35,4 +35,10 @@ Frame decode_page(LibtiffFile& file, const TiffPageLayout& layout, const PageFor
                   const std::string& where, std::size_t max_frame_bytes,
                   std::size_t* non_finite = nullptr);
 
+// Decodes one uncompressed single-sample frame from its raw bytes (ImageJ's
+// > 4 GB stacks, which have one IFD and the frames back to back).
+// `swap`: the file's byte order differs from the host's.
+Frame decode_contiguous(const unsigned char* data, const TiffPageLayout& layout,
+                        const PageFormat& format, bool swap, std::size_t* non_finite = nullptr);
+
 }  // namespace driftscan

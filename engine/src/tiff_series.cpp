@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -87,7 +88,12 @@ struct TiffSeries::Impl {
   std::vector<std::uint8_t> file_kind;  // per file: bit 0 BigTIFF, bit 1 big-endian
   TiffPageLayout layout;
   PageFormat format;
+  std::uint64_t file_size = 0;             // of the single file
   std::unique_ptr<FileDescriptor> single;  // the file of a single-file series, shared by all reads
+  bool big_endian = false;                 // of the single file
+  // ImageJ's > 4 GB stacks: one IFD, `images=N` frames back to back from here.
+  bool contiguous_stack = false;
+  std::uint64_t stack_start = 0, stack_frame_bytes = 0;
   FrameCache cache;
   mutable std::mutex warnings_mutex;
   std::vector<std::string> warnings;
@@ -117,7 +123,59 @@ struct TiffSeries::Impl {
     return file;
   }
 
+  Frame read_contiguous(std::size_t k) {
+    std::vector<unsigned char> bytes(static_cast<std::size_t>(stack_frame_bytes));
+    std::uint64_t at = stack_start + k * stack_frame_bytes;
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t r = ::pread(single->get(), bytes.data() + done, bytes.size() - done,
+                          static_cast<off_t>(at + done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0)
+        throw bad_input(files.front() + ": frame " + std::to_string(k) + ": truncated (read error)");
+      done += static_cast<std::size_t>(r);
+    }
+    std::size_t non_finite = 0;
+    Frame f = decode_contiguous(bytes.data(), layout, format, big_endian, &non_finite);
+    if (non_finite > 0)
+      warn(files.front() + ": frame " + std::to_string(k) + ": " + std::to_string(non_finite) +
+           " non-finite pixels (NaN/Inf) set to 0");
+    return f;
+  }
+
+  // ImageJ writes stacks too large for 32-bit offsets as a classic TIFF with
+  // a single IFD whose description says images=N, the N frames stored
+  // contiguously (ImageJ and tifffile read them so). Accept exactly that.
+  void detect_contiguous_stack(TIFF* tif, const std::string& description) {
+    if (info.multi_file || offsets.size() != 1 || description.compare(0, 7, "ImageJ=") != 0) return;
+    const unsigned long long images = std::strtoull(imagej_field(description, "images").c_str(), nullptr, 10);
+    std::uint16_t compression = COMPRESSION_NONE;
+    TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+    if (images < 2 || compression != COMPRESSION_NONE || TIFFIsTiled(tif) ||
+        layout.samples_per_pixel != 1 || layout.bits_per_sample % 8 != 0 ||
+        format.colour != ColourHandling::gray)
+      return;
+    const std::uint64_t frame_bytes =
+        std::uint64_t(layout.width) * layout.height * (layout.bits_per_sample / 8);
+    const std::uint32_t strips = TIFFNumberOfStrips(tif);
+    std::uint64_t start = TIFFGetStrileOffset(tif, 0), end = start;
+    for (std::uint32_t s = 0; s < strips; ++s) {
+      if (TIFFGetStrileOffset(tif, s) != end) return;  // not back to back
+      end += TIFFGetStrileByteCount(tif, s);
+    }
+    if (end - start != frame_bytes || frame_bytes == 0) return;
+    const std::uint64_t present = (file_size - std::min(file_size, start)) / frame_bytes;
+    if (present < images)
+      throw bad_input(files.front() + ": frame " + std::to_string(present) + ": truncated file (ImageJ stack of " +
+                      std::to_string(images) + " frames holds data for " + std::to_string(present) + ")");
+    contiguous_stack = true;
+    stack_start = start;
+    stack_frame_bytes = frame_bytes;
+    info.frames = static_cast<std::size_t>(images);
+  }
+
   Frame read(std::size_t k) {
+    if (contiguous_stack) return read_contiguous(k);
     const std::string& path = file_of_frame(k);
     std::unique_ptr<FileDescriptor> own;
     if (!single) own = std::make_unique<FileDescriptor>(path);
@@ -152,6 +210,7 @@ struct TiffSeries::Impl {
       TIFFGetFieldDefaulted(tif, TIFFTAG_RESOLUTIONUNIT, &unit);
       resolution.unit = unit;
     }
+    detect_contiguous_stack(tif, text);
     PixelCalibration cal = read_pixel_calibration(text, resolution);
     info.pixel_size = cal.size;
     info.unit = cal.size > 0 ? cal.unit : "";
@@ -209,6 +268,8 @@ std::unique_ptr<TiffSeries> TiffSeries::open(const std::string& path,
     TiffDirectoryIndex index = index_tiff_directories(file, impl->offsets.size());
     impl->file_kind.push_back(static_cast<std::uint8_t>((index.bigtiff ? 1 : 0) | (index.big_endian ? 2 : 0)));
     if (f == 0) {
+      impl->big_endian = index.big_endian;
+      impl->file_size = index.file_size;
       impl->layout = index.layout;
       info.bigtiff = index.bigtiff;
     } else if (index.layout != impl->layout) {

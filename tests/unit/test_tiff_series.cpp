@@ -406,3 +406,51 @@ TEST(TiffSeries, IfdChainOutOfFileOrderIsFollowedInChainOrder) {
   EXPECT_EQ(series->frame(1).at(0, 0), 2000.0f);
   EXPECT_EQ(series->frame(2).at(0, 0), 1000.0f);
 }
+
+TEST(TiffSeries, ImageJLargeStackWithASingleIfdReadsAllFrames) {
+  // ImageJ saves stacks past 4 GB as one IFD + "images=N" + N frames back to
+  // back. Made here from the writer's (same) layout by cutting the IFD chain.
+  tifftest::TempDir dir;
+  TiffWriteOptions options;
+  options.format = SampleFormat::uint16;
+  options.pixel_size = 0.5;
+  options.unit = "nm";
+  {
+    TiffStackWriter writer(dir.file("full.tif"), 9, 5, 4, options);
+    for (int k = 0; k < 4; ++k) writer.append(Frame(9, 5, float(100 * k + 7)));
+    writer.commit();
+  }
+  std::vector<char> bytes;
+  {
+    std::ifstream in(dir.file("full.tif"), std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  auto u32 = [&](std::size_t at) {
+    std::uint32_t v;
+    std::memcpy(&v, bytes.data() + at, 4);
+    return v;
+  };
+  const std::uint32_t ifd0 = u32(4);
+  std::uint16_t entries;
+  std::memcpy(&entries, bytes.data() + ifd0, 2);
+  std::memset(bytes.data() + ifd0 + 2 + 12u * entries, 0, 4);  // IFD 0 is the last
+  std::ofstream(dir.file("one_ifd.tif"), std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+  auto series = TiffSeries::open(dir.file("one_ifd.tif"));
+  ASSERT_EQ(series->frame_count(), 4u);
+  for (int k = 3; k >= 0; --k) EXPECT_EQ(series->frame(std::size_t(k)).at(8, 4), float(100 * k + 7));
+  EXPECT_NEAR(series->pixel_size(), 0.5, 1e-6);
+
+  // a description claiming far more frames than the file holds
+  const std::string d = "images=4\nframes=4\n", more = "images=999999\nf=4\n";  // same length
+  auto at = std::search(bytes.begin(), bytes.end(), d.begin(), d.end());
+  ASSERT_NE(at, bytes.end());
+  std::copy(more.begin(), more.end(), at);
+  std::ofstream(dir.file("short.tif"), std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+  try {
+    TiffSeries::open(dir.file("short.tif"));
+    ADD_FAILURE() << "a stack claiming 999999 frames with data for 4 opened";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(dir.file("short.tif")), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+  }
+}
