@@ -68,7 +68,7 @@ kill -9 "$R1"; t0=$(now); wait $P; rc=$?; dt=$(elapsed $t0)
 echo "  kill -9 rank 1 -> rc=$rc in ${dt}s: $(grep -m1 'rank 1' d.err)"
 check "rank death: non-zero exit" "[ $rc -ne 0 ]"
 check "rank death: within 10 s" "python3 -c 'import sys; sys.exit(0 if $dt <= 10 else 1)'"
-check "rank death: message names rank 1 and the host" "grep -q 'rank 1.*on node $(hostname)' d.err"
+check "rank death: message names rank 1 and the host" "grep -q 'rank 1.*on node $(hostname -s)' d.err"
 check "rank death: no complete-looking output" "[ ! -e dead/series.tif ]"
 
 # --- checkpoints: interrupt a registration, resume, compare with an uninterrupted run

@@ -63,7 +63,7 @@ msg=$(grep -m1 '^driftscan-launch:' "$WORK/dead.err")
 echo "  kill -9 one rank -> rc=$rc in ${dt}s: $msg"
 check "rank death: non-zero exit" "[ $rc -ne 0 ] && [ $rc -ne 4 ]"
 check "rank death: within 10 s" "python3 -c 'import sys; sys.exit(0 if $dt <= 10 else 1)'"
-check "rank death: message names the rank and host" "grep -Eq 'rank [0-9]+ .*on host $(hostname)' <<<\"\$msg\""
+check "rank death: message names the rank and host" "grep -Eq 'rank [0-9]+ .*on host $(hostname -s)' <<<\"\$msg\""
 check "rank death: error event" "grep -q '\"event\":\"error\".*rank' '$WORK/dead.events'"
 check "rank death: no complete-looking output" "[ ! -e '$WORK/out-long/series.tif' ]"
 
