@@ -181,6 +181,51 @@ class AppGuiTest : public QObject {
     QCOMPARE(img.size(), w.imbalanceView()->size() * w.devicePixelRatio());
   }
 
+  void unknownProfileAndCancelGiveClearMessages() {
+    MainWindow w;
+    w.setInteractive(false);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openSeries(series_));
+    driftscan::Job job = w.jobEditor()->job();
+    job.output = tmp_.filePath("results-bad").toStdString();
+    job.execution.profile = "nosuchcluster";
+    w.jobEditor()->setJob(job);
+    QSignalSpy finished(&w, &MainWindow::runFinished);
+    QTest::mouseClick(w.runButton(), Qt::LeftButton);
+    QVERIFY(finished.count() == 1 || finished.wait(30000));
+    QCOMPARE(finished.at(0).at(0).toString(), QString("failed"));
+    QVERIFY2(w.lastError().contains("nosuchcluster"), qPrintable(w.lastError()));
+    QVERIFY(!w.lastError().contains('\n'));
+    QVERIFY(w.runButton()->isEnabled());
+
+    // Cancel a longer run: status "cancelled", no report that looks complete.
+    driftscan::SynthOptions o;
+    o.frames = 150;
+    o.width = 128;
+    o.height = 128;
+    o.seed = 11;
+    const QString longSeries = tmp_.filePath("long.tif");
+    driftscan::write_synthetic_series(o, longSeries.toStdString());
+    QVERIFY(w.openSeries(longSeries));
+    job = w.jobEditor()->job();
+    job.output = tmp_.filePath("results-cancelled").toStdString();
+    job.execution.profile = "local";
+    job.execution.ranks = 1;
+    w.jobEditor()->setJob(job);
+    finished.clear();
+    QTest::mouseClick(w.runButton(), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(w.progressBar()->maximum() > 0 && w.progressBar()->value() > 0, 60000);
+    QVERIFY(w.cancelButton()->isEnabled());
+    QTest::mouseClick(w.cancelButton(), Qt::LeftButton);
+    QVERIFY(finished.count() == 1 || finished.wait(60000));
+    const QString status = finished.at(0).at(0).toString();
+    if (status == "done") QSKIP("the run finished before the cancel arrived");
+    QCOMPARE(status, QString("cancelled"));
+    QVERIFY(w.lastError().startsWith("Cancelled"));
+    QVERIFY(!QFileInfo::exists(QDir(tmp_.filePath("results-cancelled")).filePath("report.json")));
+  }
+
   void volumeViewRendersThroughTheQt6Adapter() {
     // The VTK volume + orthogonal slices, embedded in the Qt6 QOpenGLWidget.
     VolumeView v;
