@@ -144,3 +144,13 @@ TEST(PairRegistration, BadInputsGiveClearErrors) {
   EXPECT_THROW(PairRegistrationPlan(64, 64, outside), Error);
   EXPECT_THROW(PairRegistrationPlan(4, 4), Error);
 }
+
+TEST(PairRegistration, OddAndNonSquareFrames) {
+  SynthOptions o = linear_series(0.63, -0.41, 97, 0);
+  o.height = 75;
+  SyntheticSeries s(o);
+  PairRegistrationPlan plan(97, 75);
+  PairShift r = plan.execute(s.frame(0), s.frame(2));
+  EXPECT_NEAR(r.dx, s.drift(2).x, 0.03);
+  EXPECT_NEAR(r.dy, s.drift(2).y, 0.03);
+}

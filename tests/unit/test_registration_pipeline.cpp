@@ -258,3 +258,18 @@ TEST(RegisterPipeline, CancellationLeavesNoCompleteLookingOutput) {
   EXPECT_FALSE(fs::exists(dir.path / "report.json"));
   EXPECT_FALSE(fs::exists(dir.path / "drift.csv"));
 }
+
+TEST(RegisterPipeline, TwoFramesOfOddSize) {
+  SynthOptions o = small_series(2);
+  o.width = 101;
+  o.height = 77;
+  SyntheticSeries s(o);
+  FrameVector frames = materialise(s);
+  TempDir dir;
+  auto progress = make_silent_progress();
+  CancelToken cancel;
+  RegisterResult r = register_series(frames, {}, {}, dir.path.string(), *progress, cancel, 2);
+  EXPECT_NEAR(r.registrations[1].transform.tx, s.truth(1).tx, 0.1);
+  EXPECT_NEAR(r.registrations[1].transform.ty, s.truth(1).ty, 0.1);
+  EXPECT_EQ(TiffSeries::open((dir.path / "average.tif").string())->width(), 101);
+}
