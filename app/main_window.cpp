@@ -18,6 +18,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -66,6 +67,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   auto* scroll = new QScrollArea;
   scroll->setWidget(editor_);
   scroll->setWidgetResizable(true);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setMinimumWidth(editor_->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() + 8);
   auto* settingsDock = new QDockWidget("Settings (the project = the job file)");
   settingsDock->setObjectName("settings");
   settingsDock->setWidget(scroll);
@@ -135,6 +138,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   updateRunState();
   resize(1500, 950);
+  // The views get the room; the run panel and the settings stay compact.
+  resizeDocks({runDock}, {190}, Qt::Vertical);
+  resizeDocks({settingsDock}, {440}, Qt::Horizontal);
 }
 
 MainWindow::~MainWindow() = default;
@@ -167,7 +173,7 @@ QWidget* MainWindow::buildRunPanel() {
   log_ = new QPlainTextEdit;
   log_->setReadOnly(true);
   log_->setMaximumBlockCount(5000);
-  log_->setMinimumHeight(90);
+  log_->setMinimumHeight(60);
   v->addWidget(log_, 1);
   connect(runButton_, &QPushButton::clicked, this, &MainWindow::runJob);
   connect(cancelButton_, &QPushButton::clicked, run_, &RunController::cancel);
@@ -291,7 +297,8 @@ bool MainWindow::openSeries(const QString& path) {
   spectra_->setSeries(source_);
   editor_->setFrameSize(source_->width(), source_->height());
   driftscan::Job job = editor_->job();
-  job.input = path.toStdString();
+  // Absolute, so the saved project re-runs from anywhere.
+  job.input = QFileInfo(path).absoluteFilePath().toStdString();
   if (job.output.empty() || results_.folder.isEmpty()) {
     const QFileInfo fi(path);
     job.output = QDir(fi.absolutePath()).filePath(fi.completeBaseName() + "_results").toStdString();
@@ -315,6 +322,11 @@ bool MainWindow::openResults(const QString& folder) {
   for (const QString& w : results_.warnings) log("warning", w);
   // The series the results belong to, when it is not open yet.
   if (!source_ && !results_.input.isEmpty() && QFileInfo::exists(results_.input)) openSeries(results_.input);
+  if (source_) {  // a re-run from here writes to the folder being looked at
+    driftscan::Job job = editor_->job();
+    job.output = QFileInfo(folder).absoluteFilePath().toStdString();
+    editor_->setJob(job);
+  }
   drift_->setDrift(results_.drift);
   imbalance_->setTrace(results_.trace);
   compare_->setDrift(results_.drift);
