@@ -273,3 +273,21 @@ TEST(RegisterPipeline, TwoFramesOfOddSize) {
   EXPECT_NEAR(r.registrations[1].transform.ty, s.truth(1).ty, 0.1);
   EXPECT_EQ(TiffSeries::open((dir.path / "average.tif").string())->width(), 101);
 }
+
+TEST(RegisterPipeline, AffineModelWritesTheMatrix) {
+  SyntheticSeries s(small_series(6));
+  FrameVector frames = materialise(s);
+  TempDir dir;
+  RegistrationSettings rs;
+  rs.model = MotionModel::affine;
+  auto progress = make_silent_progress();
+  CancelToken cancel;
+  register_series(frames, rs, {}, dir.path.string(), *progress, cancel, 2);
+  auto rows = read_csv(dir.path / "drift.csv");
+  ASSERT_GE(rows[0].size(), 10u);
+  EXPECT_EQ(rows[0][3], "angle_deg");
+  EXPECT_EQ(rows[0][4], "a");
+  EXPECT_EQ(rows[0][9], "ty");
+  EXPECT_NEAR(std::stod(rows[6][4]), 1.0, 0.01);  // a pure drift: A stays the identity
+  EXPECT_NEAR(std::stod(rows[6][1]), s.drift(5).x, 0.1);
+}
