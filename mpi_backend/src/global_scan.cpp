@@ -1,5 +1,6 @@
 #include "driftscan/mpi/global_scan.hpp"
 
+#include <atomic>
 #include <climits>
 
 #include "driftscan/error.hpp"
@@ -73,21 +74,24 @@ void wait_all(std::deque<PendingSend>& pending) {
 }
 
 namespace {
-// MPI calls the user function on the thread that called MPI_Scan, so a
-// thread-local pointer hands it the (generic) combiner without globals
-// shared between threads.
+// The user function has no closure argument, so it finds the (generic)
+// combiner through a process-wide pointer. Not thread-local: MPI_Iscan's op
+// runs in whichever thread drives MPI progress (with MPI_THREAD_MULTIPLE that
+// may be another thread polling MPI). One MPI_Scan of the scan at a time per
+// process: only the master thread runs the global phase.
 struct ScanOpContext {
   const RecordCombiner* combine = nullptr;
   std::size_t record_size = 0;
 };
-thread_local ScanOpContext g_context;
+std::atomic<const ScanOpContext*> g_context{nullptr};
 
 extern "C" void scan_record_op(void* invec, void* inoutvec, int* len, MPI_Datatype*) {
   // MPI guarantees for a non-commutative op: inout = in ⊕ inout, `in` from the lower ranks.
+  const ScanOpContext* context = g_context.load(std::memory_order_acquire);
   auto* in = static_cast<const unsigned char*>(invec);
   auto* inout = static_cast<unsigned char*>(inoutvec);
   for (int i = 0; i < *len; ++i)
-    (*g_context.combine)(in + i * g_context.record_size, inout + i * g_context.record_size);
+    (*context->combine)(in + i * context->record_size, inout + i * context->record_size);
 }
 }  // namespace
 
@@ -99,12 +103,12 @@ void mpi_scan_records(MPI_Comm comm, const unsigned char* in, unsigned char* out
   MPI_Type_commit(&type);
   MPI_Op op;
   MPI_Op_create(&scan_record_op, /*commute=*/0, &op);
-  ScanOpContext saved = g_context;
-  g_context = ScanOpContext{&combine, record_size};
+  const ScanOpContext context{&combine, record_size};
+  g_context.store(&context, std::memory_order_release);
   MPI_Request request;
   MPI_Iscan(in, out, 1, type, op, comm, &request);
-  wait_idle(request);  // the op runs inside MPI_Test, on this thread
-  g_context = saved;
+  wait_idle(request);  // the op runs while MPI progresses the scan
+  g_context.store(nullptr, std::memory_order_release);
   MPI_Op_free(&op);
   MPI_Type_free(&type);
 }

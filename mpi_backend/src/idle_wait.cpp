@@ -10,11 +10,11 @@ class Backoff {
  public:
   void pause() {
     std::this_thread::sleep_for(std::chrono::microseconds(us_));
-    us_ = std::min(us_ * 2, 500);
+    us_ = std::min(us_ * 2, 200);
   }
 
  private:
-  int us_ = 20;
+  int us_ = 10;
 };
 }  // namespace
 

@@ -4,7 +4,7 @@
 // for a slower one then takes the core that the slower rank's operator
 // threads need, and every wait makes the slowest rank slower still. The scan's
 // operator is expensive (ms to s), so the scan instead polls with short
-// sleeps (backing off from 20 µs to 0.5 ms): a little latency per message,
+// sleeps (backing off from 10 µs to 0.2 ms): a little latency per message,
 // no stolen cores.
 #include <mpi.h>
 

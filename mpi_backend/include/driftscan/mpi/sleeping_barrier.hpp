@@ -46,4 +46,25 @@ class SleepingBarrier {
   std::size_t generation_ = 0;
 };
 
+// A one-shot gate with the same sleeping waiters: threads that only need the
+// master's result (the global phase) wait for it without waiting for each other.
+class SleepingGate {
+ public:
+  void open() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    open_ = true;
+    opened_.notify_all();
+  }
+  // Everything written before open() is visible after wait().
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    opened_.wait(lock, [&] { return open_; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable opened_;
+  bool open_ = false;
+};
+
 }  // namespace driftscan::mpi

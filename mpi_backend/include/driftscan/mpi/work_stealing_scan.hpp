@@ -117,6 +117,7 @@ class WorkStealingScan {
     std::exception_ptr global_error;
     std::vector<ScanPartial<T>> final_status(1);
     SleepingBarrier barrier;
+    SleepingGate global_done;
 
     // Master thread only: the global scan over the ranks' sums, then the
     // exclusive prefix of this rank. Only ranks below the last need their
@@ -219,9 +220,10 @@ class WorkStealingScan {
           } catch (...) {
             global_error = std::current_exception();
           }
+          global_done.open();
         }
         assemble();
-        barrier.arrive_and_wait();
+        if (t != 0) global_done.wait();  // not a barrier: no thread waits for another's assembly
 
         // Phase 3.
         if (exclusive.failed()) {
