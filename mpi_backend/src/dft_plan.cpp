@@ -355,17 +355,32 @@ struct DftPlan::Impl {
       sigma = cur.order;  // keeps the source's contiguous runs
     }
 
-    int send_buf = SEND;
+    const int send_buf = how == send_as_is ? cur.buf : SEND;
+    // Where the blocks land, and whether they need unpacking.
+    const bool box_now = recv_is_box(sigma);
+    const StridedView as_box = StridedView::dense(0, next_box, sigma);
+    const StridedView final_view = StridedView::dense(0, next_box, row_major_order);
+    const bool direct_out = next_is_final && box_now && as_box.stride == final_view.stride;
+    const int recv_buf = direct_out ? OUT : (send_buf == RECV ? free_work(cur.buf) : RECV);
+    // Optionally the own block skips MPI: written straight to where it is received.
+    // (Not when the data being sent sits in the receive buffer itself.)
+    const bool self_direct = opt.local_block_direct && (how == fused_blocks || how == pack) && cur.buf != recv_buf;
+
     auto block_view = [&](const ExchangeCounts& x, bool sending, int j, const Box3& b) {
       const std::int64_t displ = (sending ? x.send_displs[j] : x.recv_displs[j]) / dpe;
       return StridedView::dense(displ, b, sigma);
+    };
+    auto block_target = [&](int j) {
+      if (self_direct && j == me) return std::make_pair(recv_buf, block_view(counts, false, j, recvs[j]));
+      return std::make_pair(static_cast<int>(SEND), block_view(counts, true, j, sends[j]));
     };
     switch (how) {
       case fused_blocks:
         for (int j = 0; j < p; ++j) {
           if (sends[j].empty()) continue;
           Cursor part{cur.buf, src_part(sends[j]), cur.real, cur.order};
-          add_fft(d, part, SEND, block_view(counts, true, j, sends[j]), real_after);
+          const auto [buf, view] = block_target(j);
+          add_fft(d, part, buf, view, real_after);
         }
         break;
       case fused_slowest: {
@@ -374,7 +389,6 @@ struct DftPlan::Impl {
         break;
       }
       case send_as_is:
-        send_buf = cur.buf;
         break;
       case pack: {
         Cursor c = cur;
@@ -385,18 +399,17 @@ struct DftPlan::Impl {
           add_fft(d, cur, out_buf, ov, real_after);
           c = {out_buf, ov, real_after, sigma};
         }
-        for (int j = 0; j < p; ++j)
-          add_copy(ph_pack, c.buf, c.view.sub(sends[j]), SEND, block_view(counts, true, j, sends[j]), real_after);
+        for (int j = 0; j < p; ++j) {
+          const auto [buf, view] = block_target(j);
+          add_copy(ph_pack, c.buf, c.view.sub(sends[j]), buf, view, real_after);
+        }
         break;
       }
     }
-
-    // Where the blocks land, and whether they need unpacking.
-    const bool box_now = recv_is_box(sigma);
-    const StridedView as_box = StridedView::dense(0, next_box, sigma);
-    const StridedView final_view = StridedView::dense(0, next_box, row_major_order);
-    const bool direct_out = next_is_final && box_now && as_box.stride == final_view.stride;
-    int recv_buf = direct_out ? OUT : (send_buf == RECV ? free_work(cur.buf) : RECV);
+    if (self_direct) {
+      counts.send_counts[me] = counts.recv_counts[me] = 0;
+      counts.even = false;
+    }
 
     Step x;
     x.kind = Step::exchange;
@@ -514,10 +527,23 @@ struct DftPlan::Impl {
         for (; i < end; ++i) result.push_back(steps[i]);
         continue;
       }
-      std::vector<Step> group(steps.begin() + static_cast<std::ptrdiff_t>(i), steps.begin() + static_cast<std::ptrdiff_t>(j));
-      std::vector<Step> after(steps.begin() + static_cast<std::ptrdiff_t>(j), steps.end());
-      chunk_group(group, after, result);
-      i = j;
+      // A run that transforms all three axes (a stage pair joined by a local
+      // reshape) is cut where a third axis would join.
+      while (i < j) {
+        std::size_t e = i;
+        bool axes[3] = {false, false, false};
+        int n_axes = 0;
+        for (; e < j; ++e) {
+          if (steps[e].kind != Step::fft) continue;
+          const int a = steps[e].desc.axis;
+          if (!axes[a] && n_axes == 2) break;
+          if (!axes[a]) axes[a] = true, ++n_axes;
+        }
+        std::vector<Step> group(steps.begin() + static_cast<std::ptrdiff_t>(i), steps.begin() + static_cast<std::ptrdiff_t>(e));
+        std::vector<Step> after(steps.begin() + static_cast<std::ptrdiff_t>(e), steps.end());
+        chunk_group(group, after, result);
+        i = e;
+      }
     }
     steps = std::move(result);
   }
@@ -551,6 +577,7 @@ struct DftPlan::Impl {
         used[s.desc.axis] = true;
         if (!first_fft) first_fft = &s;
       }
+    if (!first_fft) return keep();
     // Chunk along the untransformed axis with the largest stride in the first FFT's input.
     int c = -1;
     for (int a = 0; a < 3; ++a)

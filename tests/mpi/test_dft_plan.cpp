@@ -330,6 +330,28 @@ TEST(DftPlan, InverseFromNaturalSpectrumToReal) {
   }
 }
 
+TEST(DftPlan, OwnBlockWrittenDirectlyGivesTheSameResult) {
+  for (const Case& c : small_cases()) {
+    for (DftLayout l : {DftLayout::natural, DftLayout::transposed}) {
+      DftOptions o = options(c.n, c.d, DftLayout::natural, l, DftDirection::forward);
+      o.local_block_direct = true;
+      DftPlan plan(MPI_COMM_WORLD, o);
+      std::vector<cplx> in = fill_complex(c.n, plan.input_box()), out(plan.output_count());
+      plan.execute(in, out);
+      EXPECT_LE(global_max(box_error(out, plan.output_box(), reference_c2c(c.n), c.n)), tolerance(c.n)) << name(c, l);
+      DftOptions bo = options(c.n, c.d, l, DftLayout::natural, DftDirection::backward);
+      bo.local_block_direct = true;
+      bo.normalize = true;
+      DftPlan back(MPI_COMM_WORLD, bo);
+      std::vector<cplx> r(back.output_count());
+      back.execute(out, r);
+      double e = 0;
+      for (std::size_t k = 0; k < r.size(); ++k) e = std::max(e, std::abs(r[k] - in[k]));
+      EXPECT_LE(global_max(e), 1e-12) << name(c, l);
+    }
+  }
+}
+
 TEST(DftPlan, ReusedPlanGivesTheSameResult) {
   const Extent3 n{16, 12, 10};
   DftPlan plan(MPI_COMM_WORLD, options(n, Decomposition::automatic, DftLayout::natural, DftLayout::natural,

@@ -58,6 +58,11 @@ struct DftOptions {
   // Consecutive local FFTs run chunk by chunk (planes of an untransformed
   // axis) of about this many bytes, so each chunk stays in cache between them.
   std::size_t chunk_bytes = std::size_t(256) << 10;
+  // false: every block goes through MPI (MPI_Alltoall when all blocks are
+  // even, MPI_Alltoallv otherwise). true: a rank's own block is written by
+  // the FFT or pack straight to where it is received and only the others go
+  // through MPI_Alltoallv (saves a copy of 1/p of the data).
+  bool local_block_direct = false;
 };
 
 // Seconds spent by this rank in each part of one execute().
