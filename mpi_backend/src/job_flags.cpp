@@ -61,7 +61,7 @@ const std::vector<JobFlag>& table() {
   static const std::vector<JobFlag> flags{
       {"--input,-i", "input", "Input series: multi-page TIFF, folder of TIFFs, or glob", common, false,
        [](Job& j, const std::string& v, const std::string&) { j.input = v; }},
-      {"--output,-o", "output", "Results folder (synth: folder, or the series .tif path)", common, false,
+      {"--output,--out,-o", "output", "Results folder (synth: folder, or the series .tif path)", common, false,
        [](Job& j, const std::string& v, const std::string&) { j.output = v; }},
       // registration
       {"--model", "registration.model", "translation, rigid or affine", registration, false,
@@ -96,7 +96,7 @@ const std::vector<JobFlag>& table() {
       {"--max-shift", "registration.max_shift", "Bound on consecutive-pair shifts (pixels)", registration, false,
        [](Job& j, const std::string& v, const std::string& f) { j.registration.max_shift = to_double(v, f); }},
       // averaging
-      {"--method", "averaging.method", "mean, median or clipped", averaging, false,
+      {"--method,--average", "averaging.method", "mean, median or clipped", averaging, false,
        [](Job& j, const std::string& v, const std::string& f) {
          if (v == "mean") j.averaging.method = AverageMethod::mean;
          else if (v == "median") j.averaging.method = AverageMethod::median;
@@ -131,6 +131,13 @@ const std::vector<JobFlag>& table() {
       // synth
       {"--frames", "synth.frames", "Number of frames", synth, false,
        [](Job& j, const std::string& v, const std::string& f) { j.synth.frames = std::size_t(to_long(v, f, 1)); }},
+      {"--size", "synth.width", "Frame size WxH (pixels), e.g. 512x512 (sets synth.width and synth.height)", synth, false,
+       [](Job& j, const std::string& v, const std::string& f) {
+         auto x = v.find_first_of("xX");
+         if (x == std::string::npos) bad(f, v, "expected WxH, e.g. 512x512");
+         j.synth.width = int(to_long(v.substr(0, x), f, 8));
+         j.synth.height = int(to_long(v.substr(x + 1), f, 8));
+       }},
       {"--width", "synth.width", "Frame width (pixels)", synth, false,
        [](Job& j, const std::string& v, const std::string& f) { j.synth.width = int(to_long(v, f, 8)); }},
       {"--height", "synth.height", "Frame height (pixels)", synth, false,
