@@ -21,6 +21,7 @@
 //
 //   WorkStealingScan scan(MPI_COMM_WORLD, options);      // plan (collective)
 //   std::vector<T> prefixes = scan.run(block, op, &trace);  // execute (collective)
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -118,6 +119,9 @@ class WorkStealingScan {
     std::vector<ScanPartial<T>> final_status(1);
     SleepingBarrier barrier;
     SleepingGate global_done;
+    // Measured time of the reduce-phase application that took each element
+    // (< 0: not measured — a thread's starting element).
+    std::vector<double> element_seconds(steals() ? n : 0, -1.0);
 
     // Master thread only: the global scan over the ranks' sums, then the
     // exclusive prefix of this rank. Only ranks below the last need their
@@ -170,7 +174,12 @@ class WorkStealingScan {
           tree[0][t] = std::move(acc);
         } else if (steals() && workers > 1) {
           auto apply = [&](const ScanPartial<T>& l, const ScanPartial<T>& r, bool stolen) {
-            return applier(thread, ScanPhase::local_reduce, stolen)(l, r);
+            const auto start = std::chrono::steady_clock::now();
+            T result = applier(thread, ScanPhase::local_reduce, stolen)(l, r);
+            const std::int64_t k = (l.first() == l.last() && r.first() != r.last()) ? l.first() : r.last();
+            element_seconds[static_cast<std::size_t>(k - offset)] =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            return result;
           };
           tree[0][t] = stealing_reduce(block, offset, t, workers, gaps, paces, apply, seg);
         } else {
@@ -199,8 +208,13 @@ class WorkStealingScan {
         }
         // Phase 2b: the master runs the global phase (MPI_THREAD_FUNNELED);
         // meanwhile every other thread assembles what precedes its segment
-        // inside the rank from the tree's blocks, and extends it by its
-        // segment's first element — one application less after the global phase.
+        // inside the rank from the tree's blocks. With stealing, it may also
+        // extend that by the segment's first element here, in the shadow:
+        // then only that element is paid after the global phase, instead of
+        // the last element of the left neighbour's segment plus the first of
+        // its own. Worth it when the first element was measured cheaper than
+        // the neighbour's last (the slow one a reduce ended on is often at a
+        // boundary, and paying it twice on the critical path hurts).
         ScanPartial<T> before, head;  // sums of threads 0..t−1; and through the segment's first element
         seg = segments[t];
         auto assemble = [&] {
@@ -211,8 +225,11 @@ class WorkStealingScan {
                                         applier(thread, ScanPhase::thread_combine, false));
               pos += std::size_t(1) << level;
             }
-          if (options_.strategy == LocalStrategy::reduce_then_scan)
-            head = combine_partials(before, element(seg.lo), applier(thread, ScanPhase::final_scan, false));
+          if (!element_seconds.empty() && t > 0 && seg.lo > 0) {
+            const double first = element_seconds[seg.lo], previous = element_seconds[seg.lo - 1];
+            if (first >= 0.0 && previous >= 0.0 && first < previous)
+              head = combine_partials(before, element(seg.lo), applier(thread, ScanPhase::final_scan, false));
+          }
         };
         if (t == 0) {
           try {
@@ -244,9 +261,11 @@ class WorkStealingScan {
               final_status[t] = prefix;
             }
           } else {
-            ScanPartial<T> acc = combine_partials(exclusive, head, applier(thread, ScanPhase::final_scan, false));
-            if (acc.has_value()) out[seg.lo] = acc.value();
-            for (std::size_t k = seg.lo + 1; k < seg.hi && !acc.failed(); ++k) {
+            const bool has_head = !head.empty();
+            ScanPartial<T> acc =
+                combine_partials(exclusive, has_head ? head : before, applier(thread, ScanPhase::final_scan, false));
+            if (has_head && acc.has_value()) out[seg.lo] = acc.value();
+            for (std::size_t k = has_head ? seg.lo + 1 : seg.lo; k < seg.hi && !acc.failed(); ++k) {
               acc = combine_partials(acc, element(k), applier(thread, ScanPhase::final_scan, false));
               if (acc.has_value()) out[k] = acc.value();
             }
