@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "driftscan/error.hpp"
+#include "driftscan/mpi/distributed_register.hpp"
 #include "driftscan/mpi/register_checkpoint.hpp"
 #include "driftscan/power_spectrum.hpp"
 #include "driftscan/synthetic_series.hpp"
@@ -94,26 +95,30 @@ int run_synth(const Job& job, RunContext& ctx) {
   return 0;
 }
 
+// Registration: the checkpointed serial pipeline on one rank; the
+// hierarchical work-stealing scan over all ranks otherwise.
 int run_register(const Job& job, RunContext& ctx) {
   nlohmann::json files;
-  if (ctx.size > 1 && ctx.rank == 0)
-    ctx.progress.log(LogLevel::warning, "the distributed registration is not built in yet: rank 0 runs the "
-                                        "serial pipeline with " + std::to_string(job.execution.threads) +
-                                        " thread(s); the other ranks wait");
-  on_root(ctx, [&] {
-    auto cache = static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0);
-    auto frames = TiffSeries::open(job.input, cache);
-    RegisterResult r = register_with_checkpoints(job, *frames, ctx.progress, ctx.cancel);
+  auto announce = [&](const RegisterResult& r, std::size_t frames) {
     for (const auto& w : r.warnings) ctx.progress.log(LogLevel::warning, w);
     auto abs = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
     files = {{"drift", abs(r.files.drift)}, {"average", abs(r.files.average)},
              {"coverage", abs(r.files.coverage)}, {"report", abs(r.files.report)}};
-    char line[160];
+    char line[200];
     std::snprintf(line, sizeof line, "registered %zu frames in %.2f s: %.1f frames/s (pairs %.2f s, scan %.2f s, average %.2f s)",
-                  frames->frame_count(), r.seconds.total, frames->frame_count() / std::max(1e-9, r.seconds.total),
-                  r.seconds.pairs, r.seconds.scan, r.seconds.average);
+                  frames, r.seconds.total, frames / std::max(1e-9, r.seconds.total), r.seconds.pairs,
+                  r.seconds.scan, r.seconds.average);
     ctx.progress.log(LogLevel::info, line);
-  });
+  };
+  if (ctx.size > 1) {
+    RegisterResult r = register_distributed(job, ctx);
+    if (ctx.rank == 0) announce(r, r.registrations.size());
+  } else {
+    auto cache = static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0);
+    auto frames = TiffSeries::open(job.input, cache);
+    RegisterResult r = register_with_checkpoints(job, *frames, ctx.progress, ctx.cancel);
+    announce(r, frames->frame_count());
+  }
   report_peak_memory(ctx);
   if (ctx.rank == 0) ctx.progress.result(files);
   return 0;

@@ -1,0 +1,25 @@
+#pragma once
+// `register` over MPI ranks × OpenMP threads: the serial pipeline's phases
+// (register_pipeline.hpp) with the scan replaced by the hierarchical
+// work-stealing scan (work_stealing_scan.hpp).
+//   pairs   — each rank computes e_k for its own block of frames (it reads
+//             those frames and the one before its block);
+//   scan    — WorkStealingScan over all ranks; a rank reads the few frames
+//             beyond its block that the operator asks for (frame 0 and the
+//             ends of other blocks in the global phase) on demand;
+//   average, write — rank 0 gathers the results (a few floats per frame) and
+//             the trace, streams the frames through the averaging and writes
+//             drift.csv, average.tif, coverage.tif and report.json (with the
+//             scan trace the app's load-balance view draws).
+// Checkpoints are a feature of the serial pipeline only (said in a warning).
+#include "driftscan/job.hpp"
+#include "driftscan/mpi/command.hpp"
+#include "driftscan/register_pipeline.hpp"
+
+namespace driftscan::mpi {
+
+// Collective over ctx.comm. The result's files/average/warnings are filled on
+// rank 0; every rank gets the registrations of the whole series.
+RegisterResult register_distributed(const Job& job, RunContext& ctx);
+
+}  // namespace driftscan::mpi
