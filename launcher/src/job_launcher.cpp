@@ -236,8 +236,14 @@ struct JobLauncher::Impl {
     }
     a.push_back("-x");
     a.push_back("OMP_NUM_THREADS");
+    if (!remote_side && local_oversubscribed()) a.insert(a.end(), {"-x", "OMP_WAIT_POLICY"});
     a.insert(a.end(), profile.mpirun_args.begin(), profile.mpirun_args.end());
     return a;
+  }
+
+  bool local_oversubscribed() const {
+    return profile.kind == ProfileKind::local &&
+           static_cast<long>(profile.ranks) * profile.threads > static_cast<long>(std::thread::hardware_concurrency());
   }
 
   std::vector<std::string> engine_command(const std::string& job_file) const {
@@ -385,6 +391,9 @@ struct JobLauncher::Impl {
     std::string job_file = staging + "/job.json";
     save_job(job, job_file);
     std::map<std::string, std::string> env{{"OMP_NUM_THREADS", std::to_string(profile.threads)}};
+    // More workers than cores (a laptop run): OpenMP threads spinning between
+    // parallel regions would take the cores from the ranks doing the work.
+    if (local_oversubscribed()) env["OMP_WAIT_POLICY"] = "passive";
     if (::geteuid() == 0) {
       env["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
       env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";
