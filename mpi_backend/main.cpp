@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
     progress->error(message, code);
     // Rank 0's error is the event; other ranks say who they are on stderr.
     if (rank != 0) std::cerr << "driftscan-engine: rank " << rank << " on " << host_name() << ": " << message << '\n';
-    else if (progress_mode == "json") std::cerr << "error: " << message << '\n';
+    else if (progress_mode == "json" || progress_mode == "none") std::cerr << "error: " << message << '\n';
     // Stop the other ranks too, so they do not wait for this one.
     g_cancel.request();
   }

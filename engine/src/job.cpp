@@ -164,6 +164,7 @@ json to_json(const Job& job) {
       {"exclude_frames", a.exclude_frames},
       {"median_tile", a.median_tile},
       {"median_memory_mb", a.median_memory_mb},
+      {"drift", null_or(a.drift.empty(), a.drift)},
   };
   j["spectrum"] = {{"frame", job.spectrum.frame}};
   j["synth"] = {
@@ -258,6 +259,7 @@ Job job_from_json(const json& j, const std::string& source) {
     }
     r.get("median_tile", av.median_tile);
     r.get("median_memory_mb", av.median_memory_mb);
+    r.get_nullable("drift", av.drift);
   });
 
   block(top, "spectrum", [&](Reader& r) { r.get("frame", job.spectrum.frame); });
@@ -360,6 +362,8 @@ void validate(const Job& job) {
   check(a.clip_sigma > 0, "averaging.clip_sigma must be positive");
   check(a.median_tile >= 1, "averaging.median_tile must be at least 1");
   check(a.median_memory_mb > 0, "averaging.median_memory_mb must be positive");
+  check(job.command != "average" || !a.drift.empty(),
+        "'average' needs averaging.drift: the drift.csv of an earlier run (or a *_truth.csv)");
   check(a.interpolation != Interpolation::fourier || r.model == MotionModel::translation,
         "averaging.interpolation 'fourier' needs registration.model 'translation'");
 

@@ -14,6 +14,7 @@ enum FlagGroup : unsigned {
   averaging = 4,     // register, average
   spectrum = 8,
   synth = 16,
+  average_only = 32,  // average
 };
 
 struct JobFlag {
@@ -125,6 +126,8 @@ const std::vector<JobFlag>& table() {
        [](Job& j, const std::string& v, const std::string& f) { j.averaging.median_tile = int(to_long(v, f, 1)); }},
       {"--median-memory-mb", "averaging.median_memory_mb", "Bound on the median's buffers (MB)", averaging, false,
        [](Job& j, const std::string& v, const std::string& f) { j.averaging.median_memory_mb = to_double(v, f); }},
+      {"--drift", "averaging.drift", "Drift table of an earlier run (drift.csv) or a *_truth.csv", average_only,
+       false, [](Job& j, const std::string& v, const std::string&) { j.averaging.drift = v; }},
       // spectrum
       {"--frame", "spectrum.frame", "Frame whose power spectrum is written", spectrum, false,
        [](Job& j, const std::string& v, const std::string& f) { j.spectrum.frame = int(to_long(v, f, 0)); }},
@@ -198,7 +201,7 @@ const std::vector<JobFlag>& table() {
 
 unsigned groups_of(const std::string& command) {
   if (command == "register") return common | registration | averaging;
-  if (command == "average") return common | averaging;
+  if (command == "average") return common | averaging | average_only;
   if (command == "spectrum") return common | spectrum;
   if (command == "synth") return common | synth;
   return ~0u;  // run: everything

@@ -10,6 +10,9 @@
 #include <filesystem>
 #include <thread>
 
+#include <fstream>
+
+#include "driftscan/drift_table.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/mpi/distributed_register.hpp"
 #include "driftscan/mpi/register_checkpoint.hpp"
@@ -124,6 +127,56 @@ int run_register(const Job& job, RunContext& ctx) {
   return 0;
 }
 
+// Averaging again with the drift of an earlier run (other method, rejection
+// threshold, excluded frames) without registering again. Rank 0 streams the
+// frames; outputs: average.tif, coverage.tif, quality.csv.
+int run_average(const Job& job, RunContext& ctx) {
+  nlohmann::json files;
+  on_root(ctx, [&] {
+    auto cache = static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0);
+    auto frames = TiffSeries::open(job.input, cache);
+    const Point centre{(frames->width() - 1) / 2.0, (frames->height() - 1) / 2.0};
+    DriftTable drift = read_drift_table(job.averaging.drift, centre);
+    if (drift.to_frame0.size() != frames->frame_count())
+      throw bad_input(job.averaging.drift + ": " + std::to_string(drift.to_frame0.size()) + " frames, but " +
+                      job.input + " has " + std::to_string(frames->frame_count()));
+    AveragingOptions options = job.averaging;
+    for (std::size_t k : drift.flagged) {
+      options.exclude_frames.push_back(k);
+      ctx.progress.log(LogLevel::warning, "frame " + std::to_string(k) + " is flagged in " + job.averaging.drift +
+                                              ": left out of the average");
+    }
+    omp_set_num_threads(std::max(1, job.execution.threads));
+    AverageResult avg = average_series(*frames, drift.to_frame0, options, &ctx.progress, &ctx.cancel);
+    for (const auto& w : avg.warnings) ctx.progress.log(LogLevel::warning, w);
+    ctx.cancel.throw_if_cancelled();
+    make_output_folder(job.output);
+    ctx.progress.phase("write", 3);
+    TiffWriteOptions tw;
+    tw.pixel_size = frames->pixel_size();
+    tw.unit = frames->pixel_unit();
+    const fs::path out(job.output);
+    write_tiff((out / "average.tif").string(), avg.average, tw);
+    write_tiff((out / "coverage.tif").string(), avg.coverage, tw);
+    const std::string quality = (out / "quality.csv").string(), tmp = quality + ".tmp";
+    {
+      std::ofstream q(tmp);
+      q << "frame,quality,used\n";
+      for (std::size_t k = 0; k < avg.quality.size(); ++k)
+        q << k << ',' << avg.quality[k] << ',' << (k < avg.used.size() && avg.used[k] ? 1 : 0) << '\n';
+      if (!q.flush()) throw failure(quality + ": cannot write");
+    }
+    fs::rename(tmp, quality);
+    ctx.progress.advance(3);
+    auto abs = [](const fs::path& p) { return fs::absolute(p).lexically_normal().string(); };
+    files = {{"average", abs(out / "average.tif")}, {"coverage", abs(out / "coverage.tif")},
+             {"quality", abs(quality)}};
+  });
+  report_peak_memory(ctx);
+  if (ctx.rank == 0) ctx.progress.result(files);
+  return 0;
+}
+
 // The 2-D power spectrum of one frame (log(1 + power), centred), on rank 0.
 int run_spectrum(const Job& job, RunContext& ctx) {
   nlohmann::json files;
@@ -153,9 +206,6 @@ int run_spectrum(const Job& job, RunContext& ctx) {
   return 0;
 }
 
-[[noreturn]] void unavailable(const std::string& command, const std::string& what) {
-  throw failure("'" + command + "' is not available in this build of driftscan-engine: " + what);
-}
 
 }  // namespace
 
@@ -163,7 +213,7 @@ std::string synth_series_path(const std::string& output) {
   return ends_with_tiff(output) ? output : (fs::path(output) / "series.tif").string();
 }
 
-bool job_command_available(const std::string& command) { return command != "average"; }
+bool job_command_available(const std::string&) { return true; }
 
 void cancellable_barrier(RunContext& ctx) {
   MPI_Request req;
@@ -196,7 +246,7 @@ int run_job(const Job& job, RunContext& ctx) {
   if (ctx.rank == 0) ctx.progress.start(job.command, details);
   if (job.command == "synth") return run_synth(job, ctx);
   if (job.command == "register") return run_register(job, ctx);
-  if (job.command == "average") unavailable("average", "averaging a series with the transforms of an earlier run is not built in yet; `register` registers and averages in one run");
+  if (job.command == "average") return run_average(job, ctx);
   if (job.command == "spectrum") return run_spectrum(job, ctx);
   throw bad_input("job: unknown command '" + job.command + "'");
 }

@@ -27,6 +27,7 @@ struct AveragingOptions {
   double min_quality = 0.0;                  // frames with quality below are excluded
   std::vector<std::size_t> exclude_frames;   // explicit rejections
   int median_tile = 128;                     // rows per tile band of the bounded-memory median
+  std::string drift;                         // `average` command: drift table of an earlier run
   double median_memory_mb = 512;             // bound on the median's buffers; bands shrink to fit
 };
 

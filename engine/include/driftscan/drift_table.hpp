@@ -1,0 +1,25 @@
+#pragma once
+// Reading a drift table back: the drift.csv of an earlier `register` run, or
+// a synthetic series' *_truth.csv. Columns are found by name in the header:
+// `frame,dx,dy` are required; `a,b,c,d,tx,ty` (affine) or `angle_deg`
+// (rigid, about the frame centre) are used when present; a non-empty `flags`
+// column marks frames the registration could not use.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "driftscan/transform.hpp"
+
+namespace driftscan {
+
+struct DriftTable {
+  std::vector<Transform> to_frame0;   // T_{0,k}, k = 0..N-1
+  std::vector<std::size_t> flagged;   // frames with registration flags
+};
+
+// `centre` is the frame centre ((w-1)/2, (h-1)/2) the dx,dy were measured at.
+// Throws bad_input naming the file and line for a missing/garbled table, a
+// missing frame or frame numbers out of order.
+DriftTable read_drift_table(const std::string& path, Point centre);
+
+}  // namespace driftscan
