@@ -46,9 +46,8 @@ std::vector<T> allgather_records(MPI_Comm comm, const std::vector<T>& mine) {
 RegisterResult register_distributed(const Job& job, RunContext& ctx) {
   const auto t_start = Clock::now();
   const int threads = std::max(1, job.execution.threads);
-  auto cache = static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0);
   // Every rank indexes the file (IFD offsets only) and decodes frames on demand.
-  auto frames = TiffSeries::open(job.input, cache);
+  auto frames = open_job_input(job);
   const std::size_t n = frames->frame_count();
   if (n < 2) throw bad_input(job.input + ": a series of one frame has nothing to register");
   if (ctx.rank == 0 && job.execution.resume)

@@ -117,8 +117,7 @@ int run_register(const Job& job, RunContext& ctx) {
     RegisterResult r = register_distributed(job, ctx);
     if (ctx.rank == 0) announce(r, r.registrations.size());
   } else {
-    auto cache = static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0);
-    auto frames = TiffSeries::open(job.input, cache);
+    auto frames = open_job_input(job);
     RegisterResult r = register_with_checkpoints(job, *frames, ctx.progress, ctx.cancel);
     announce(r, frames->frame_count());
   }
@@ -133,8 +132,7 @@ int run_register(const Job& job, RunContext& ctx) {
 int run_average(const Job& job, RunContext& ctx) {
   nlohmann::json files;
   on_root(ctx, [&] {
-    auto cache = static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0);
-    auto frames = TiffSeries::open(job.input, cache);
+    auto frames = open_job_input(job);
     const Point centre{(frames->width() - 1) / 2.0, (frames->height() - 1) / 2.0};
     DriftTable drift = read_drift_table(job.averaging.drift, centre);
     if (drift.to_frame0.size() != frames->frame_count())
@@ -181,8 +179,7 @@ int run_average(const Job& job, RunContext& ctx) {
 int run_spectrum(const Job& job, RunContext& ctx) {
   nlohmann::json files;
   on_root(ctx, [&] {
-    auto cache = static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0);
-    auto frames = TiffSeries::open(job.input, cache);
+    auto frames = open_job_input(job);
     auto k = static_cast<std::size_t>(job.spectrum.frame);
     if (k >= frames->frame_count())
       throw bad_input(job.input + ": spectrum.frame " + std::to_string(k) + " is beyond the last frame (" +
@@ -208,6 +205,10 @@ int run_spectrum(const Job& job, RunContext& ctx) {
 
 
 }  // namespace
+
+std::unique_ptr<TiffSeries> open_job_input(const Job& job) {
+  return TiffSeries::open(job.input, static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0));
+}
 
 std::string synth_series_path(const std::string& output) {
   return ends_with_tiff(output) ? output : (fs::path(output) / "series.tif").string();

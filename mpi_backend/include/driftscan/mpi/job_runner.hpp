@@ -3,12 +3,14 @@
 // command meets the pipelines (synthetic series, registration, averaging,
 // spectrum). A pipeline that has not been built into this program is
 // reported as unavailable (driftscan::Error, failure) — never faked.
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "driftscan/job.hpp"
 #include "driftscan/mpi/command.hpp"
+#include "driftscan/tiff_series.hpp"
 
 namespace driftscan::mpi {
 
@@ -16,6 +18,10 @@ namespace driftscan::mpi {
 // (rank 0) and returns 0; throws driftscan::Error on bad input, failure or
 // cancellation.
 int run_job(const Job& job, RunContext& ctx);
+
+// The job's input series, decoded on demand through a cache of
+// execution.frame_cache_mb (each rank opens it and reads only what it needs).
+std::unique_ptr<TiffSeries> open_job_input(const Job& job);
 
 // Whether this build can run `command` ("register", "average", "spectrum", "synth").
 bool job_command_available(const std::string& command);
