@@ -100,7 +100,6 @@ RegisterResult register_distributed(const Job& job, RunContext& ctx) {
   if (ctx.rank == 0) {
     try {
       t0 = Clock::now();
-      std::vector<std::size_t> excluded;
       const int saved = omp_get_max_threads();
       omp_set_num_threads(threads);
       try {

@@ -13,22 +13,13 @@
 
 #include "driftscan/error.hpp"
 #include "driftscan/mpi/dft_plan.hpp"
+#include "mpi_world.hpp"
 
 using namespace driftscan::mpi;
 using cplx = std::complex<double>;
 
 namespace {
 
-int world_size() {
-  int p = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &p);
-  return p;
-}
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
 
 // Deterministic pseudo-random values in [-1, 1) from the global index, so
 // every rank can build any part of the array.

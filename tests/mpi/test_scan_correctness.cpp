@@ -18,22 +18,13 @@
 
 #include "driftscan/mpi/work_stealing_scan.hpp"
 #include "driftscan/sequential_scan.hpp"
+#include "mpi_world.hpp"
 
 using namespace driftscan;
 using namespace driftscan::mpi;
 
 namespace {
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
 
 // A few microseconds now and then, so threads interleave differently every run.
 void jitter() {

@@ -15,22 +15,13 @@
 
 #include "driftscan/mpi/work_stealing_scan.hpp"
 #include "driftscan/sequential_scan.hpp"
+#include "mpi_world.hpp"
 
 using namespace driftscan;
 using namespace driftscan::mpi;
 
 namespace {
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
 
 // The element range a result covers; the operator checks adjacency.
 struct Range {
