@@ -22,6 +22,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <fftw3-mpi.h>
@@ -35,7 +36,6 @@
 namespace driftscan::mpi {
 namespace {
 
-using cplx = std::complex<double>;
 
 struct FftBenchOptions {
   std::string size = "256x256x256";
@@ -46,6 +46,7 @@ struct FftBenchOptions {
   bool scaling = false;
   bool skip_fftw = false;
   bool local_block_direct = false;
+  std::string precision = "double";
 };
 
 Extent3 parse_size(const std::string& s) {
@@ -77,14 +78,17 @@ double hash_unit(std::uint64_t x) {
 }
 
 // The benchmark data, a function of the global index only.
-void fill(cplx* v, const Box3& b, const Extent3& n) {
+template <class C>
+void fill(C* v, const Box3& b, const Extent3& n) {
+  using R = typename C::value_type;
   const std::int64_t e1 = b.size(1), e2 = b.size(2);
 #pragma omp parallel for schedule(static)
   for (std::int64_t i0 = b.lo[0]; i0 < b.hi[0]; ++i0)
     for (std::int64_t i1 = b.lo[1]; i1 < b.hi[1]; ++i1)
       for (std::int64_t i2 = b.lo[2]; i2 < b.hi[2]; ++i2) {
         const auto k = static_cast<std::uint64_t>((i0 * n[1] + i1) * n[2] + i2);
-        v[((i0 - b.lo[0]) * e1 + (i1 - b.lo[1])) * e2 + (i2 - b.lo[2])] = {hash_unit(2 * k), hash_unit(2 * k + 1)};
+        v[((i0 - b.lo[0]) * e1 + (i1 - b.lo[1])) * e2 + (i2 - b.lo[2])] = {static_cast<R>(hash_unit(2 * k)),
+                                                                           static_cast<R>(hash_unit(2 * k + 1))};
       }
 }
 
@@ -175,9 +179,40 @@ nlohmann::json lower_bounds(const std::vector<DftExchangeInfo>& xs, const Networ
           {"min_volume", {{"latency_s", l19}, {"bandwidth_s", b19}, {"total_s", l19 + b19}}}};
 }
 
-struct Result {
-  double median = 0;
-  DftTimes breakdown;
+// FFTW-MPI's double (fftw_) and single (fftwf_) precision interfaces.
+template <class R>
+struct FftwMpi;
+template <>
+struct FftwMpi<double> {
+  using plan = fftw_plan;
+  using complex = fftw_complex;
+  static ptrdiff_t local_size(const Extent3& n, MPI_Comm c, ptrdiff_t* ln0, ptrdiff_t* s0, ptrdiff_t* ln1, ptrdiff_t* s1) {
+    return fftw_mpi_local_size_3d_transposed(n[0], n[1], n[2], c, ln0, s0, ln1, s1);
+  }
+  static complex* alloc(std::size_t k) { return fftw_alloc_complex(k); }
+  static plan make(const Extent3& n, complex* in, complex* out, MPI_Comm c, unsigned flags) {
+    return fftw_mpi_plan_dft_3d(n[0], n[1], n[2], in, out, c, FFTW_FORWARD, flags);
+  }
+  static void threads(int t) { fftw_plan_with_nthreads(t); }
+  static void execute(plan p) { fftw_execute(p); }
+  static void destroy(plan p) { fftw_destroy_plan(p); }
+  static void release(void* p) { fftw_free(p); }
+};
+template <>
+struct FftwMpi<float> {
+  using plan = fftwf_plan;
+  using complex = fftwf_complex;
+  static ptrdiff_t local_size(const Extent3& n, MPI_Comm c, ptrdiff_t* ln0, ptrdiff_t* s0, ptrdiff_t* ln1, ptrdiff_t* s1) {
+    return fftwf_mpi_local_size_3d_transposed(n[0], n[1], n[2], c, ln0, s0, ln1, s1);
+  }
+  static complex* alloc(std::size_t k) { return fftwf_alloc_complex(k); }
+  static plan make(const Extent3& n, complex* in, complex* out, MPI_Comm c, unsigned flags) {
+    return fftwf_mpi_plan_dft_3d(n[0], n[1], n[2], in, out, c, FFTW_FORWARD, flags);
+  }
+  static void threads(int t) { fftwf_plan_with_nthreads(t); }
+  static void execute(plan p) { fftwf_execute(p); }
+  static void destroy(plan p) { fftwf_destroy_plan(p); }
+  static void release(void* p) { fftwf_free(p); }
 };
 
 class FftBench {
@@ -191,22 +226,28 @@ class FftBench {
   }
 
   void run() {
+    if (o_.precision == "single") run_all<float>();
+    else run_all<double>();
+  }
+
+ private:
+  template <class R>
+  void run_all() {
     double fftw_time[2] = {0, 0}, fftw_min[2] = {0, 0};
-    std::vector<cplx> fftw_out[2];
+    std::vector<std::complex<R>> fftw_out[2];
     Box3 fftw_box[2];
     if (!o_.skip_fftw) {
-      for (int t = 0; t < 2; ++t) run_fftw_mpi(t == 1, fftw_time[t], fftw_min[t], fftw_out[t], fftw_box[t]);
+      for (int t = 0; t < 2; ++t) run_fftw_mpi<R>(t == 1, fftw_time[t], fftw_min[t], fftw_out[t], fftw_box[t]);
     }
     std::stringstream list(o_.decompositions);
     std::string name;
     while (std::getline(list, name, ',')) {
       const Decomposition d = parse_decomposition(name);
       for (int t = 0; t < 2; ++t)
-        run_driftscan(d, t == 1, o_.skip_fftw ? 0.0 : fftw_time[t], fftw_min[t], fftw_out[t], fftw_box[t]);
+        run_driftscan<R>(d, t == 1, o_.skip_fftw ? 0.0 : fftw_time[t], fftw_min[t], fftw_out[t], fftw_box[t]);
     }
   }
 
- private:
   FftPlanner planner() const {
     if (o_.planner == "estimate") return FftPlanner::estimate;
     if (o_.planner == "patient") return FftPlanner::patient;
@@ -222,6 +263,7 @@ class FftBench {
             {"grid", grid},
             {"ranks", size_},
             {"threads", o_.threads},
+            {"precision", o_.precision},
             {"local_block_direct", impl == "driftscan" && o_.local_block_direct},
             {"oversubscribed", oversubscribed_}};
   }
@@ -232,29 +274,31 @@ class FftBench {
     if (rank_ == 0) std::cout << j.dump() << std::endl;
   }
 
-  void run_fftw_mpi(bool transposed, double& time, double& best, std::vector<cplx>& out_copy, Box3& out_box) {
+  template <class R>
+  void run_fftw_mpi(bool transposed, double& time, double& best, std::vector<std::complex<R>>& out_copy, Box3& out_box) {
+    using F = FftwMpi<R>;
+    using C = std::complex<R>;
     ptrdiff_t ln0 = 0, s0 = 0, ln1 = 0, s1 = 0;
-    const ptrdiff_t alloc =
-        fftw_mpi_local_size_3d_transposed(n_[0], n_[1], n_[2], comm_, &ln0, &s0, &ln1, &s1);
-    fftw_complex* in = fftw_alloc_complex(static_cast<std::size_t>(std::max<ptrdiff_t>(alloc, 1)));
-    fftw_complex* out = fftw_alloc_complex(static_cast<std::size_t>(std::max<ptrdiff_t>(alloc, 1)));
+    const ptrdiff_t alloc = F::local_size(n_, comm_, &ln0, &s0, &ln1, &s1);
+    typename F::complex* in = F::alloc(static_cast<std::size_t>(std::max<ptrdiff_t>(alloc, 1)));
+    typename F::complex* out = F::alloc(static_cast<std::size_t>(std::max<ptrdiff_t>(alloc, 1)));
     const unsigned flags = (planner() == FftPlanner::estimate ? FFTW_ESTIMATE
                             : planner() == FftPlanner::patient ? FFTW_PATIENT
                                                                : FFTW_MEASURE) |
                            (transposed ? FFTW_MPI_TRANSPOSED_OUT : 0u);
-    fftw_plan_with_nthreads(o_.threads);
-    fftw_plan p = fftw_mpi_plan_dft_3d(n_[0], n_[1], n_[2], in, out, comm_, FFTW_FORWARD, flags);
+    F::threads(o_.threads);
+    typename F::plan p = F::make(n_, in, out, comm_, flags);
     if (!p) throw failure("FFTW-MPI could not plan the " + o_.size + " transform");
     const Box3 in_box{{s0, 0, 0}, {s0 + ln0, n_[1], n_[2]}};
-    std::vector<cplx> pristine(static_cast<std::size_t>(in_box.count()));
+    std::vector<C> pristine(static_cast<std::size_t>(in_box.count()));
     fill(pristine.data(), in_box, n_);
     std::vector<double> times, cpu;
     for (int r = 0; r <= o_.runs; ++r) {  // run 0 warms up
       // FFTW-MPI may overwrite its input: restore it outside the timing.
-      std::memcpy(in, pristine.data(), pristine.size() * sizeof(cplx));
+      std::memcpy(in, pristine.data(), pristine.size() * sizeof(C));
       MPI_Barrier(comm_);
       const double a = MPI_Wtime(), c = cpu_seconds();
-      fftw_execute(p);
+      F::execute(p);
       const double cc = cpu_seconds() - c;
       const double t = max_over(comm_, MPI_Wtime() - a);
       if (r > 0) times.push_back(t), cpu.push_back(max_over(comm_, cc));
@@ -263,10 +307,10 @@ class FftBench {
     best = *std::min_element(times.begin(), times.end());
     // Its output: slabs of axis 0 (natural), or of axis 1 stored (i1, i0, i2).
     out_box = transposed ? Box3{{0, s1, 0}, {n_[0], s1 + ln1, n_[2]}} : in_box;
-    out_copy.assign(reinterpret_cast<cplx*>(out), reinterpret_cast<cplx*>(out) + out_box.count());
-    fftw_destroy_plan(p);
-    fftw_free(in);
-    fftw_free(out);
+    out_copy.assign(reinterpret_cast<C*>(out), reinterpret_cast<C*>(out) + out_box.count());
+    F::destroy(p);
+    F::release(in);
+    F::release(out);
     nlohmann::json j = base("fftw-mpi", "slab", transposed, std::to_string(size_));
     j["median_s"] = time;
     j["min_s"] = best;
@@ -275,9 +319,12 @@ class FftBench {
     print(j);
   }
 
-  void run_driftscan(Decomposition d, bool transposed, double fftw_time, double fftw_min, const std::vector<cplx>& fftw_out,
-                     const Box3& fftw_box) {
+  template <class R>
+  void run_driftscan(Decomposition d, bool transposed, double fftw_time, double fftw_min,
+                     const std::vector<std::complex<R>>& fftw_out, const Box3& fftw_box) {
+    using C = std::complex<R>;
     DftOptions o;
+    o.precision = std::is_same_v<R, float> ? DftPrecision::single : DftPrecision::double_;
     o.size = n_;
     o.decomposition = d;
     o.output_layout = transposed ? DftLayout::transposed : DftLayout::natural;
@@ -285,7 +332,7 @@ class FftBench {
     o.planner = planner();
     o.local_block_direct = o_.local_block_direct;
     auto plan = std::make_unique<DftPlan>(comm_, o);
-    std::vector<cplx> in(plan->input_count()), out(plan->output_count());
+    std::vector<C> in(plan->input_count()), out(plan->output_count());
     fill(in.data(), plan->input_box(), n_);
     std::vector<double> times, cpu;
     DftTimes sum;
@@ -321,11 +368,13 @@ class FftBench {
     if (!o_.skip_fftw) {
       // Bring FFTW-MPI's result into this plan's output boxes and compare.
       const AxisOrder fftw_order = transposed ? AxisOrder{1, 0, 2} : row_major_order;
-      BoxRedistribution move(comm_, fftw_box, fftw_order, out_box, row_major_order, 2, o_.threads);
-      std::vector<cplx> ref(out.size());
+      // Elements travel as opaque doubles: a complex<float> is one, a complex<double> two.
+      BoxRedistribution move(comm_, fftw_box, fftw_order, out_box, row_major_order, sizeof(C) / sizeof(double),
+                             o_.threads);
+      std::vector<C> ref(out.size());
       move.execute(fftw_out.data(), ref.data());
       double e = 0;
-      for (std::size_t i = 0; i < out.size(); ++i) e = std::max(e, std::abs(out[i] - ref[i]));
+      for (std::size_t i = 0; i < out.size(); ++i) e = std::max(e, static_cast<double>(std::abs(out[i] - ref[i])));
       j["max_error_vs_fftw"] = max_over(comm_, e);
       j["ratio_vs_fftw_mpi"] = fftw_time > 0 ? med / fftw_time : 0.0;
       j["ratio_min_vs_fftw_mpi_min"] = fftw_min > 0 ? best / fftw_min : 0.0;
@@ -366,6 +415,8 @@ int run_fft_bench(const FftBenchOptions& o, RunContext& ctx) {
     while (std::getline(list, name, ',')) parse_decomposition(name);
     if (o.runs < 5) throw bad_input("--runs must be at least 5 (the median of 5 or more runs is reported)");
     if (o.threads < 1) throw bad_input("--threads must be at least 1");
+    if (o.precision != "single" && o.precision != "double")
+      throw bad_input("--precision must be single or double");
     if (o.planner != "estimate" && o.planner != "measure" && o.planner != "patient")
       throw bad_input("--planner must be estimate, measure or patient");
   } catch (const Error& e) {
@@ -375,7 +426,10 @@ int run_fft_bench(const FftBenchOptions& o, RunContext& ctx) {
 
   init_fftw_threads();
   static std::once_flag mpi_once;
-  std::call_once(mpi_once, [] { fftw_mpi_init(); });
+  std::call_once(mpi_once, [] {
+    fftw_mpi_init();
+    fftwf_mpi_init();
+  });
 
   const Network net = measure_network(ctx.comm);
   if (ctx.rank == 0 && ctx.size > 1)
@@ -414,6 +468,8 @@ const CommandRegistrar registrar({"fft-bench",
                                                    "Comma-separated: slab-pencil, pencil-pencil-pencil, volumetric")
                                         ->capture_default_str();
                                     app.add_option("--planner", o->planner, "FFTW planner: estimate, measure, patient")
+                                        ->capture_default_str();
+                                    app.add_option("--precision", o->precision, "single or double")
                                         ->capture_default_str();
                                     app.add_flag("--scaling", o->scaling,
                                                  "Repeat for 1..P ranks (strong scaling) in one launch");

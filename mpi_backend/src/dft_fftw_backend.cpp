@@ -33,57 +33,90 @@ fftw_iodim64 iodim(const FftDim& d) {
 
 void init_fftw_threads() {
   static std::once_flag once;
-  std::call_once(once, [] { fftw_init_threads(); });
+  std::call_once(once, [] {
+    fftw_init_threads();
+    fftwf_init_threads();
+  });
 }
 
-bool fftw_aligned(const void* p) {
+bool fftw_aligned(const void* p, bool single) {
+  if (single) return fftwf_alignment_of(static_cast<float*>(const_cast<void*>(p))) == 0;
   return fftw_alignment_of(static_cast<double*>(const_cast<void*>(p))) == 0;
 }
 
 LocalFft::LocalFft(FftKind kind, int sign, FftDim transform, const std::vector<FftDim>& batch,
-                   void* in, void* out, FftPlanner planner, int threads, bool preserve_input)
-    : kind_(kind) {
+                   void* in, void* out, FftPlanner planner, int threads, bool preserve_input, bool single)
+    : kind_(kind), single_(single) {
   init_fftw_threads();
   std::vector<fftw_iodim64> howmany;
   for (const auto& b : batch) howmany.push_back(iodim(b));
   const fftw_iodim64 dim = iodim(transform);
+  // fftwf_iodim64 is the same struct under another name.
+  static_assert(sizeof(fftw_iodim64) == sizeof(fftwf_iodim64), "iodim layouts differ");
+  const auto* hmf = reinterpret_cast<const fftwf_iodim64*>(howmany.data());
+  const auto* dimf = reinterpret_cast<const fftwf_iodim64*>(&dim);
   unsigned flags = planner_flags(planner) | (preserve_input ? FFTW_PRESERVE_INPUT : FFTW_DESTROY_INPUT);
   std::lock_guard<std::mutex> lock(planner_mutex());
-  fftw_plan_with_nthreads(threads);
   const int hm = static_cast<int>(howmany.size());
-  switch (kind) {
-    case FftKind::c2c:
-      plan_ = fftw_plan_guru64_dft(1, &dim, hm, howmany.data(), static_cast<fftw_complex*>(in),
-                                   static_cast<fftw_complex*>(out), sign, flags);
-      break;
-    case FftKind::r2c:
-      plan_ = fftw_plan_guru64_dft_r2c(1, &dim, hm, howmany.data(), static_cast<double*>(in),
-                                       static_cast<fftw_complex*>(out), flags);
-      break;
-    case FftKind::c2r:
-      plan_ = fftw_plan_guru64_dft_c2r(1, &dim, hm, howmany.data(), static_cast<fftw_complex*>(in),
-                                       static_cast<double*>(out), flags);
-      break;
+  if (single) {
+    fftwf_plan_with_nthreads(threads);
+    switch (kind) {
+      case FftKind::c2c:
+        planf_ = fftwf_plan_guru64_dft(1, dimf, hm, hmf, static_cast<fftwf_complex*>(in),
+                                       static_cast<fftwf_complex*>(out), sign, flags);
+        break;
+      case FftKind::r2c:
+        planf_ = fftwf_plan_guru64_dft_r2c(1, dimf, hm, hmf, static_cast<float*>(in),
+                                           static_cast<fftwf_complex*>(out), flags);
+        break;
+      case FftKind::c2r:
+        planf_ = fftwf_plan_guru64_dft_c2r(1, dimf, hm, hmf, static_cast<fftwf_complex*>(in),
+                                           static_cast<float*>(out), flags);
+        break;
+    }
+  } else {
+    fftw_plan_with_nthreads(threads);
+    switch (kind) {
+      case FftKind::c2c:
+        plan_ = fftw_plan_guru64_dft(1, &dim, hm, howmany.data(), static_cast<fftw_complex*>(in),
+                                     static_cast<fftw_complex*>(out), sign, flags);
+        break;
+      case FftKind::r2c:
+        plan_ = fftw_plan_guru64_dft_r2c(1, &dim, hm, howmany.data(), static_cast<double*>(in),
+                                         static_cast<fftw_complex*>(out), flags);
+        break;
+      case FftKind::c2r:
+        plan_ = fftw_plan_guru64_dft_c2r(1, &dim, hm, howmany.data(), static_cast<fftw_complex*>(in),
+                                         static_cast<double*>(out), flags);
+        break;
+    }
   }
-  if (!plan_) throw failure("FFTW could not plan a local transform of length " + std::to_string(transform.n));
+  if (!plan_ && !planf_)
+    throw failure("FFTW could not plan a local transform of length " + std::to_string(transform.n));
 }
 
-LocalFft::~LocalFft() {
-  if (!plan_) return;
+void LocalFft::destroy() {
+  if (!plan_ && !planf_) return;
   std::lock_guard<std::mutex> lock(planner_mutex());
-  fftw_destroy_plan(plan_);
+  if (plan_) fftw_destroy_plan(plan_);
+  if (planf_) fftwf_destroy_plan(planf_);
+  plan_ = nullptr;
+  planf_ = nullptr;
 }
 
-LocalFft::LocalFft(LocalFft&& other) noexcept : kind_(other.kind_), plan_(std::exchange(other.plan_, nullptr)) {}
+LocalFft::~LocalFft() { destroy(); }
+
+LocalFft::LocalFft(LocalFft&& other) noexcept
+    : kind_(other.kind_), single_(other.single_), plan_(std::exchange(other.plan_, nullptr)),
+      planf_(std::exchange(other.planf_, nullptr)) {}
 
 LocalFft& LocalFft::operator=(LocalFft&& other) noexcept {
   if (this != &other) {
-    if (plan_) {
-      std::lock_guard<std::mutex> lock(planner_mutex());
-      fftw_destroy_plan(plan_);
-    }
+    destroy();
     kind_ = other.kind_;
+    single_ = other.single_;
     plan_ = std::exchange(other.plan_, nullptr);
+    planf_ = std::exchange(other.planf_, nullptr);
   }
   return *this;
 }
@@ -92,6 +125,20 @@ void LocalFft::execute(const void* in, void* out) const {
   // FFTW's new-array execute takes non-const input; plans made with
   // preserve_input never write it.
   void* i = const_cast<void*>(in);
+  if (single_) {
+    switch (kind_) {
+      case FftKind::c2c:
+        fftwf_execute_dft(planf_, static_cast<fftwf_complex*>(i), static_cast<fftwf_complex*>(out));
+        break;
+      case FftKind::r2c:
+        fftwf_execute_dft_r2c(planf_, static_cast<float*>(i), static_cast<fftwf_complex*>(out));
+        break;
+      case FftKind::c2r:
+        fftwf_execute_dft_c2r(planf_, static_cast<fftwf_complex*>(i), static_cast<float*>(out));
+        break;
+    }
+    return;
+  }
   switch (kind_) {
     case FftKind::c2c:
       fftw_execute_dft(plan_, static_cast<fftw_complex*>(i), static_cast<fftw_complex*>(out));

@@ -80,9 +80,9 @@ struct Step {
   // exchange
   int comm = -1;
   ExchangeCounts counts;
-  // copy: element bytes; scale: count of doubles and factor
+  // copy: element bytes; scale: count of real scalars and factor
   std::size_t elem = 16;
-  std::int64_t doubles = 0;
+  std::int64_t scalars = 0;
   double factor = 1.0;
 };
 
@@ -153,6 +153,9 @@ struct DftPlan::Impl {
   FftwBuffer buffers[NBUF];
   std::vector<DftExchangeInfo> exchange_info;
 
+  std::size_t rb = 8;  // bytes of a real scalar: 4 (single) or 8 (double)
+  std::size_t eb(bool real) const { return real ? rb : 2 * rb; }  // bytes of an element
+  MPI_Datatype scalar_type() const { return rb == 4 ? MPI_FLOAT : MPI_DOUBLE; }
   Extent3 dims(bool real) const { return real ? n_real : n_cplx; }
   Box3 box_of(int stage, int cart_rank, bool real) const {
     return stage_box(decomp, stage, grid, coords[cart_rank], dims(real));
@@ -218,8 +221,8 @@ struct DftPlan::Impl {
     s.desc = d;
     s.src = src.buf, s.src_view = src.view, s.src_real = src.real;
     s.dst = dst_buf, s.dst_view = dst_view, s.dst_real = dst_real;
-    use(s.src, s.src_view, src.real ? 8 : 16);
-    use(s.dst, s.dst_view, dst_real ? 8 : 16);
+    use(s.src, s.src_view, eb(src.real));
+    use(s.dst, s.dst_view, eb(dst_real));
     steps.push_back(s);
   }
 
@@ -229,7 +232,7 @@ struct DftPlan::Impl {
     s.kind = Step::copy;
     s.phase = ph;
     s.src = src, s.src_view = sv, s.dst = dst, s.dst_view = dv;
-    s.elem = real ? 8 : 16;
+    s.elem = eb(real);
     use(src, sv, s.elem);
     use(dst, dv, s.elem);
     steps.push_back(s);
@@ -305,6 +308,7 @@ struct DftPlan::Impl {
     std::vector<Box3> sends(p), recvs(p);
     for (int j = 0; j < p; ++j) sends[j] = after.intersect(dst[j]), recvs[j] = src[j].intersect(next_box);
     ExchangeCounts counts = exchange_counts(src, dst, me, dpe);
+    counts.scalar = scalar_type();
 
     // The axis along which the members' source boxes differ (the receivers'
     // block axis); -1 when none or several.
@@ -417,11 +421,11 @@ struct DftPlan::Impl {
     x.src = send_buf, x.dst = recv_buf, x.comm = ci, x.counts = counts;
     {
       StridedView sv = StridedView::dense(0, after, sigma), rv = StridedView::dense(0, next_box, sigma);
-      use(send_buf, sv, real_after ? 8 : 16);
-      use(recv_buf, rv, real_after ? 8 : 16);
+      use(send_buf, sv, eb(real_after));
+      use(recv_buf, rv, eb(real_after));
     }
     steps.push_back(x);
-    exchange_info.push_back({p, counts.total_doubles * static_cast<std::int64_t>(sizeof(double)), counts.even});
+    exchange_info.push_back({p, counts.total_scalars * static_cast<std::int64_t>(rb), counts.even});
 
     if (direct_out) {
       cur = {OUT, final_view, real_after, row_major_order};
@@ -502,7 +506,7 @@ struct DftPlan::Impl {
       Step s;
       s.kind = Step::scale;
       s.phase = ph_fft;
-      s.doubles = out_box.count() * (out_real ? 1 : 2);
+      s.scalars = out_box.count() * (out_real ? 1 : 2);
       s.factor = 1.0 / (static_cast<double>(n_real[0]) * n_real[1] * n_real[2]);
       steps.push_back(s);
     }
@@ -625,7 +629,7 @@ struct DftPlan::Impl {
     std::map<int, AxisOrder> order;
     for (const auto& [b, v] : full) order[b] = v.order();
 
-    const std::int64_t plane = std::max<std::int64_t>(1, first_fft->src_view.box.count() / std::max<std::int64_t>(1, first_fft->src_view.box.size(c))) * 16;
+    const std::int64_t plane = std::max<std::int64_t>(1, first_fft->src_view.box.count() / std::max<std::int64_t>(1, first_fft->src_view.box.size(c))) * static_cast<std::int64_t>(2 * rb);
     const std::int64_t planes = std::max<std::int64_t>(1, static_cast<std::int64_t>(opt.chunk_bytes) / plane);
     for (std::int64_t k = lo; k < hi; k += planes) {
       for (const Step& s : group) {
@@ -657,8 +661,8 @@ struct DftPlan::Impl {
     for (const Step& s : steps) {
       switch (s.kind) {
         case Step::fft:
-          use(s.src, s.src_view, s.src_real ? 8 : 16);
-          use(s.dst, s.dst_view, s.dst_real ? 8 : 16);
+          use(s.src, s.src_view, eb(s.src_real));
+          use(s.dst, s.dst_view, eb(s.dst_real));
           break;
         case Step::copy:
           use(s.src, s.src_view, s.elem);
@@ -668,8 +672,8 @@ struct DftPlan::Impl {
           std::int64_t send = 0, recv = 0;
           for (std::size_t r = 0; r < s.counts.send_counts.size(); ++r)
             send += s.counts.send_counts[r], recv += s.counts.recv_counts[r];
-          need[s.src] = std::max(need[s.src], static_cast<std::size_t>(send) * sizeof(double));
-          need[s.dst] = std::max(need[s.dst], static_cast<std::size_t>(recv) * sizeof(double));
+          need[s.src] = std::max(need[s.src], static_cast<std::size_t>(send) * rb);
+          need[s.dst] = std::max(need[s.dst], static_cast<std::size_t>(recv) * rb);
           break;
         }
         case Step::scale: break;
@@ -680,8 +684,8 @@ struct DftPlan::Impl {
     for (Step& s : steps) {
       if (s.kind != Step::fft) continue;
       const auto [sb, db] = planning_buffers(s);
-      use(sb, s.src_view, s.src_real ? 8 : 16);
-      use(db, s.dst_view, s.dst_real ? 8 : 16);
+      use(sb, s.src_view, eb(s.src_real));
+      use(db, s.dst_view, eb(s.dst_real));
     }
     for (int b = W0; b < NBUF; ++b) buffers[b] = FftwBuffer(need[b]);
     const int sign = opt.direction == DftDirection::forward ? FFTW_FORWARD : FFTW_BACKWARD;
@@ -690,7 +694,7 @@ struct DftPlan::Impl {
     std::vector<std::size_t> which;
     for (Step& s : steps) {
       if (s.kind != Step::fft) continue;
-      const std::size_t se = s.src_real ? 8 : 16, de = s.dst_real ? 8 : 16;
+      const std::size_t se = eb(s.src_real), de = eb(s.dst_real);
       const int t = s.desc.axis;
       FftDim tr{s.desc.n, s.src_view.stride[t], s.dst_view.stride[t]};
       std::vector<FftDim> batch;
@@ -708,7 +712,7 @@ struct DftPlan::Impl {
         const auto [sb, db] = planning_buffers(s);
         char* ip = buffers[sb].data() + s.src_view.offset * se;
         char* op = buffers[db].data() + s.dst_view.offset * de;
-        plans.emplace_back(s.desc.kind, sign, tr, batch, ip, op, opt.planner, opt.threads, s.src == IN);
+        plans.emplace_back(s.desc.kind, sign, tr, batch, ip, op, opt.planner, opt.threads, s.src == IN, rb == 4);
         it = shapes.emplace(key, plans.size() - 1).first;
       }
       which.push_back(it->second);
@@ -732,6 +736,12 @@ struct DftPlan::Impl {
     return {sb, db};
   }
 
+  template <class T>
+  void scale_scalars(T* p, std::int64_t n, T f) const {
+#pragma omp parallel for schedule(static) num_threads(opt.threads) if (opt.threads > 1)
+    for (std::int64_t i = 0; i < n; ++i) p[i] *= f;
+  }
+
   DftTimes run(const void* in, void* out) {
     char* ptr[NBUF];
     ptr[IN] = static_cast<char*>(const_cast<void*>(in));
@@ -743,8 +753,8 @@ struct DftPlan::Impl {
       const double a = MPI_Wtime();
       switch (s.kind) {
         case Step::fft:
-          s.plan->execute(ptr[s.src] + s.src_view.offset * (s.src_real ? 8 : 16),
-                          ptr[s.dst] + s.dst_view.offset * (s.dst_real ? 8 : 16));
+          s.plan->execute(ptr[s.src] + s.src_view.offset * (eb(s.src_real)),
+                          ptr[s.dst] + s.dst_view.offset * (eb(s.dst_real)));
           break;
         case Step::copy:
           copy_box(ptr[s.src], s.src_view, ptr[s.dst], s.dst_view, s.elem, opt.threads);
@@ -753,11 +763,8 @@ struct DftPlan::Impl {
           run_exchange(s.counts, ptr[s.src], ptr[s.dst], comms[s.comm]);
           break;
         case Step::scale: {
-          double* p = reinterpret_cast<double*>(ptr[OUT]);
-          const std::int64_t n = s.doubles;
-          const double f = s.factor;
-#pragma omp parallel for schedule(static) num_threads(opt.threads) if (opt.threads > 1)
-          for (std::int64_t i = 0; i < n; ++i) p[i] *= f;
+          if (rb == 4) scale_scalars(reinterpret_cast<float*>(ptr[OUT]), s.scalars, static_cast<float>(s.factor));
+          else scale_scalars(reinterpret_cast<double*>(ptr[OUT]), s.scalars, s.factor);
           break;
         }
       }
@@ -770,11 +777,14 @@ struct DftPlan::Impl {
   }
 
   DftTimes execute(const void* in, std::size_t in_count, bool in_is_real, void* out, std::size_t out_count,
-                   bool out_is_real) {
+                   bool out_is_real, bool single) {
     std::string err;
     const char* kind = in_real ? "real" : "complex";
     const char* okind = out_real ? "real" : "complex";
-    if (in_is_real != in_real || out_is_real != out_real)
+    if (single != (rb == 4))
+      err = std::string("distributed DFT: this plan is ") + (rb == 4 ? "single" : "double") +
+            " precision, execute() was given " + (single ? "single" : "double") + "-precision arrays";
+    else if (in_is_real != in_real || out_is_real != out_real)
       err = std::string("distributed DFT: this plan maps ") + kind + " input to " + okind + " output";
     else if (in_count != static_cast<std::size_t>(in_box.count()))
       err = "distributed DFT: rank " + std::to_string(rank) + " was given an input of " + std::to_string(in_count) +
@@ -784,7 +794,7 @@ struct DftPlan::Impl {
             " elements, its box " + out_box.to_string() + " holds " + std::to_string(out_box.count());
     else if ((in_count && !in) || (out_count && !out))
       err = "distributed DFT: rank " + std::to_string(rank) + " was given a null buffer";
-    else if ((in_count && !fftw_aligned(in)) || (out_count && !fftw_aligned(out)))
+    else if ((in_count && !fftw_aligned(in, rb == 4)) || (out_count && !fftw_aligned(out, rb == 4)))
       err = "distributed DFT: rank " + std::to_string(rank) + " was given a buffer not aligned to 16 bytes";
     else if (in_count && out_count && in == out)
       err = "distributed DFT: in-place execution is not supported (input and output are one buffer)";
@@ -797,6 +807,7 @@ DftPlan::DftPlan(MPI_Comm comm, const DftOptions& o) : impl_(std::make_unique<Im
   Impl& m = *impl_;
   m.world = comm;
   m.opt = o;
+  m.rb = o.precision == DftPrecision::single ? 4 : 8;
   MPI_Comm_rank(comm, &m.rank);
   MPI_Comm_size(comm, &m.size);
 
@@ -865,13 +876,22 @@ DftPlan::~DftPlan() {
 }
 
 DftTimes DftPlan::execute(const cplx* in, std::size_t ni, cplx* out, std::size_t no) {
-  return impl_->execute(in, ni, false, out, no, false);
+  return impl_->execute(in, ni, false, out, no, false, false);
 }
 DftTimes DftPlan::execute(const double* in, std::size_t ni, cplx* out, std::size_t no) {
-  return impl_->execute(in, ni, true, out, no, false);
+  return impl_->execute(in, ni, true, out, no, false, false);
 }
 DftTimes DftPlan::execute(const cplx* in, std::size_t ni, double* out, std::size_t no) {
-  return impl_->execute(in, ni, false, out, no, true);
+  return impl_->execute(in, ni, false, out, no, true, false);
+}
+DftTimes DftPlan::execute(const cplxf* in, std::size_t ni, cplxf* out, std::size_t no) {
+  return impl_->execute(in, ni, false, out, no, false, true);
+}
+DftTimes DftPlan::execute(const float* in, std::size_t ni, cplxf* out, std::size_t no) {
+  return impl_->execute(in, ni, true, out, no, false, true);
+}
+DftTimes DftPlan::execute(const cplxf* in, std::size_t ni, float* out, std::size_t no) {
+  return impl_->execute(in, ni, false, out, no, true, true);
 }
 
 const Box3& DftPlan::input_box() const { return impl_->in_box; }

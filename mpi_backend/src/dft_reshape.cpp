@@ -51,7 +51,8 @@ void copy_box(const char* src, const StridedView& sv, char* dst, const StridedVi
       char* d = d0 + (i * da + j * db) * E;
       if (runs) std::memcpy(d, s, static_cast<std::size_t>(nc * E));
       else if (elem == 16) copy_elements<16>(s, sc, d, dc, nc);
-      else copy_elements<8>(s, sc, d, dc, nc);
+      else if (elem == 8) copy_elements<8>(s, sc, d, dc, nc);
+      else copy_elements<4>(s, sc, d, dc, nc);
     }
   }
 }
@@ -65,7 +66,7 @@ ExchangeCounts exchange_counts(const std::vector<Box3>& src, const std::vector<B
   x.recv_counts.resize(p);
   x.recv_displs.resize(p);
   auto to_int = [](std::int64_t v) {
-    if (v > INT_MAX) throw bad_input("DFT block of " + std::to_string(v) + " doubles exceeds MPI's int counts: use more ranks");
+    if (v > INT_MAX) throw bad_input("DFT block of " + std::to_string(v) + " scalars exceeds MPI's int counts: use more ranks");
     return static_cast<int>(v);
   };
   std::int64_t first = -1;
@@ -73,7 +74,7 @@ ExchangeCounts exchange_counts(const std::vector<Box3>& src, const std::vector<B
   for (int r = 0; r < p; ++r) {
     for (int s = 0; s < p; ++s) {
       const std::int64_t c = src[r].intersect(dst[s]).count() * doubles_per_elem;
-      x.total_doubles += c;
+      x.total_scalars += c;
       if (first < 0) first = c;
       if (c != first) even = false;
     }
@@ -95,10 +96,10 @@ ExchangeCounts exchange_counts(const std::vector<Box3>& src, const std::vector<B
 void run_exchange(const ExchangeCounts& x, const void* send, void* recv, MPI_Comm comm) {
   void* s = const_cast<void*>(send);
   if (x.even)
-    MPI_Alltoall(s, x.even_count, MPI_DOUBLE, recv, x.even_count, MPI_DOUBLE, comm);
+    MPI_Alltoall(s, x.even_count, x.scalar, recv, x.even_count, x.scalar, comm);
   else
-    MPI_Alltoallv(s, x.send_counts.data(), x.send_displs.data(), MPI_DOUBLE, recv,
-                  x.recv_counts.data(), x.recv_displs.data(), MPI_DOUBLE, comm);
+    MPI_Alltoallv(s, x.send_counts.data(), x.send_displs.data(), x.scalar, recv,
+                  x.recv_counts.data(), x.recv_displs.data(), x.scalar, comm);
 }
 
 BoxRedistribution::BoxRedistribution(MPI_Comm comm, const Box3& src_box, const AxisOrder& src_order,

@@ -422,3 +422,54 @@ TEST(DftGeometry, BlockSplitsAndMinimumSurfaceGrid) {
   EXPECT_EQ(choose_decomposition({64, 64, 64}, 8), Decomposition::slab_pencil);
   EXPECT_THROW(parse_decomposition("cubes"), driftscan::Error);
 }
+
+// Single precision: the same plans on float data, against the double
+// reference. FFT round-off grows like eps * log2 N relative to the spectrum's
+// magnitude (eps = 6e-8 for float).
+TEST(DftPlan, SinglePrecisionMatchesDoubleReference) {
+  using cplxf = std::complex<float>;
+  for (const Case& c : small_cases()) {
+    const Extent3 half{c.n[0], c.n[1], c.n[2] / 2 + 1};
+    double scale = 0;
+    for (const cplx& v : reference_c2c(c.n)) scale = std::max(scale, std::abs(v));
+    const double tol = 1e-6 * std::log2(static_cast<double>(c.n[0] * c.n[1] * c.n[2])) * scale;
+    for (DftLayout l : {DftLayout::natural, DftLayout::transposed}) {
+      DftOptions o = options(c.n, c.d, DftLayout::natural, l, DftDirection::forward);
+      o.precision = DftPrecision::single;
+      o.chunk_bytes = 1;
+      DftPlan plan(MPI_COMM_WORLD, o);
+      std::vector<cplxf> in(plan.input_count()), out(plan.output_count());
+      for_box(plan.input_box(), [&](std::size_t k, auto i0, auto i1, auto i2) {
+        in[k] = cplxf(value(c.n, i0, i1, i2));
+      });
+      plan.execute(in, out);
+      std::vector<cplx> outd(out.begin(), out.end());
+      EXPECT_LE(global_max(box_error(outd, plan.output_box(), reference_c2c(c.n), c.n)), tol) << name(c, l);
+      // A double array given to a single-precision plan is refused on every rank.
+      std::vector<cplx> din(plan.input_count()), dout(plan.output_count());
+      EXPECT_THROW(plan.execute(din, dout), driftscan::Error) << name(c, l);
+
+      // Real-to-complex and back in single precision.
+      o.real_to_complex = true;
+      DftPlan r2c(MPI_COMM_WORLD, o);
+      std::vector<float> rin(r2c.input_count());
+      for_box(r2c.input_box(), [&](std::size_t k, auto i0, auto i1, auto i2) {
+        rin[k] = static_cast<float>(value(c.n, i0, i1, i2).real());
+      });
+      std::vector<cplxf> spec(r2c.output_count());
+      r2c.execute(rin, spec);
+      std::vector<cplx> specd(spec.begin(), spec.end());
+      EXPECT_LE(global_max(box_error(specd, r2c.output_box(), reference_r2c(c.n), half)), tol) << name(c, l) << " r2c";
+      DftOptions bo = options(c.n, c.d, l, DftLayout::natural, DftDirection::backward);
+      bo.real_to_complex = true;
+      bo.normalize = true;
+      bo.precision = DftPrecision::single;
+      DftPlan c2r(MPI_COMM_WORLD, bo);
+      std::vector<float> back(c2r.output_count());
+      c2r.execute(spec, back);
+      double e = 0;
+      for (std::size_t k = 0; k < back.size(); ++k) e = std::max(e, static_cast<double>(std::abs(back[k] - rin[k])));
+      EXPECT_LE(global_max(e), 1e-5) << name(c, l) << " c2r";
+    }
+  }
+}

@@ -29,8 +29,9 @@ class LocalFft {
   // `transform.n` is the logical (real) length for r2c/c2r. `sign` is
   // FFTW_FORWARD or FFTW_BACKWARD (ignored for r2c/c2r). MEASURE planning
   // overwrites `in` and `out`; `preserve_input` keeps `in` intact at execution.
+  // `single`: fftwf (float) instead of fftw (double) plans and arrays.
   LocalFft(FftKind kind, int sign, FftDim transform, const std::vector<FftDim>& batch, void* in,
-           void* out, FftPlanner planner, int threads, bool preserve_input);
+           void* out, FftPlanner planner, int threads, bool preserve_input, bool single = false);
   ~LocalFft();
   LocalFft(LocalFft&& other) noexcept;
   LocalFft& operator=(LocalFft&& other) noexcept;
@@ -40,14 +41,18 @@ class LocalFft {
   void execute(const void* in, void* out) const;
 
  private:
+  void destroy();
   FftKind kind_ = FftKind::c2c;
-  fftw_plan plan_ = nullptr;
+  bool single_ = false;
+  fftw_plan plan_ = nullptr;    // double precision
+  fftwf_plan planf_ = nullptr;  // single precision
 };
 
-// fftw_init_threads once per process (safe to call repeatedly).
+// fftw_init_threads and fftwf_init_threads once per process (safe to call repeatedly).
 void init_fftw_threads();
-// True when `p` has the alignment FFTW planned our internal buffers with.
-bool fftw_aligned(const void* p);
+// True when `p` has the alignment FFTW (fftwf when `single`) planned our
+// internal buffers with.
+bool fftw_aligned(const void* p, bool single = false);
 // Buffers for plans: fftw_malloc'd, freed with fftw_free.
 struct FftwBuffer {
   FftwBuffer() = default;

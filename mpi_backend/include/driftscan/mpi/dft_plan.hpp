@@ -41,6 +41,9 @@ namespace driftscan::mpi {
 
 enum class DftLayout { natural, transposed };
 enum class DftDirection { forward, backward };
+// Single precision halves memory and exchange volume (spectra of long stacks
+// need no more than float's 7 digits); double is the default.
+enum class DftPrecision { single, double_ };
 std::string to_string(DftLayout l);
 DftLayout parse_layout(const std::string& name);
 
@@ -52,6 +55,7 @@ struct DftOptions {
   DftLayout output_layout = DftLayout::natural;
   DftDirection direction = DftDirection::forward;
   bool real_to_complex = false;
+  DftPrecision precision = DftPrecision::double_;
   bool normalize = false;  // multiply the result by 1/(n0*n1*n2)
   int threads = 1;         // OpenMP/FFTW threads per rank
   FftPlanner planner = FftPlanner::measure;
@@ -86,10 +90,15 @@ class DftPlan {
   DftPlan& operator=(const DftPlan&) = delete;
 
   using cplx = std::complex<double>;
-  // Collective. Sizes are checked on every rank before any exchange.
+  using cplxf = std::complex<float>;
+  // Collective. Sizes, and the precision against the plan's, are checked on
+  // every rank before any exchange.
   DftTimes execute(const cplx* in, std::size_t in_count, cplx* out, std::size_t out_count);
   DftTimes execute(const double* in, std::size_t in_count, cplx* out, std::size_t out_count);  // r2c
   DftTimes execute(const cplx* in, std::size_t in_count, double* out, std::size_t out_count);  // c2r
+  DftTimes execute(const cplxf* in, std::size_t in_count, cplxf* out, std::size_t out_count);
+  DftTimes execute(const float* in, std::size_t in_count, cplxf* out, std::size_t out_count);  // r2c
+  DftTimes execute(const cplxf* in, std::size_t in_count, float* out, std::size_t out_count);  // c2r
   template <class In, class Out>
   DftTimes execute(const std::vector<In>& in, std::vector<Out>& out) {
     return execute(in.data(), in.size(), out.data(), out.size());

@@ -38,12 +38,14 @@ struct StridedView {
 void copy_box(const char* src, const StridedView& src_view, char* dst, const StridedView& dst_view,
               std::size_t elem, int threads);
 
-// Counts and displacements of one all-to-all, in units of MPI_DOUBLE.
+// Counts and displacements of one all-to-all, in real scalars (MPI_DOUBLE or
+// MPI_FLOAT; a complex element is two).
 struct ExchangeCounts {
   std::vector<int> send_counts, send_displs, recv_counts, recv_displs;
   bool even = false;  // every block of the whole exchange has one size: MPI_Alltoall
   int even_count = 0;
-  std::int64_t total_doubles = 0;  // summed over all members (for the bandwidth bound)
+  std::int64_t total_scalars = 0;  // summed over all members (for the bandwidth bound)
+  MPI_Datatype scalar = MPI_DOUBLE;
 };
 
 // The blocks of an exchange among the members of a communicator whose source
@@ -53,7 +55,7 @@ struct ExchangeCounts {
 ExchangeCounts exchange_counts(const std::vector<Box3>& src, const std::vector<Box3>& dst, int me,
                                int doubles_per_elem);
 
-// Runs the exchange (MPI_Alltoall or MPI_Alltoallv of MPI_DOUBLE).
+// Runs the exchange (MPI_Alltoall or MPI_Alltoallv of x.scalar).
 void run_exchange(const ExchangeCounts& x, const void* send, void* recv, MPI_Comm comm);
 
 // Arbitrary layout change of a distributed array: each rank gives its source
