@@ -46,6 +46,8 @@ struct FftBenchOptions {
   bool scaling = false;
   bool skip_fftw = false;
   bool local_block_direct = false;
+  bool slab_axis2_last = false;
+  bool no_autotune = false;
   std::string precision = "double";
 };
 
@@ -264,7 +266,6 @@ class FftBench {
             {"ranks", size_},
             {"threads", o_.threads},
             {"precision", o_.precision},
-            {"local_block_direct", impl == "driftscan" && o_.local_block_direct},
             {"oversubscribed", oversubscribed_}};
   }
 
@@ -331,6 +332,8 @@ class FftBench {
     o.threads = o_.threads;
     o.planner = planner();
     o.local_block_direct = o_.local_block_direct;
+    o.slab_axis2_last = o_.slab_axis2_last;
+    o.autotune = !(o_.no_autotune || o_.local_block_direct || o_.slab_axis2_last);
     auto plan = std::make_unique<DftPlan>(comm_, o);
     std::vector<C> in(plan->input_count()), out(plan->output_count());
     fill(in.data(), plan->input_box(), n_);
@@ -355,9 +358,11 @@ class FftBench {
     const std::vector<DftExchangeInfo> xs = plan->exchanges();
     const Box3 out_box = plan->output_box();
     const std::string grid = plan->grid_string();
+    const std::string variant = plan->variant_string();
     plan.reset();  // free its buffers before the comparison
 
     nlohmann::json j = base("driftscan", to_string(d), transposed, grid);
+    j["variant"] = variant;
     j["median_s"] = med;
     j["min_s"] = best;
     j["cpu_s"] = median(cpu);
@@ -474,8 +479,12 @@ const CommandRegistrar registrar({"fft-bench",
                                     app.add_flag("--scaling", o->scaling,
                                                  "Repeat for 1..P ranks (strong scaling) in one launch");
                                     app.add_flag("--no-fftw-mpi", o->skip_fftw, "Skip the FFTW-MPI reference");
+                                    app.add_flag("--no-autotune", o->no_autotune,
+                                                 "Plan the default variant instead of timing the variants");
                                     app.add_flag("--local-block-direct", o->local_block_direct,
-                                                 "Own block bypasses MPI (MPI_Alltoallv of the others)");
+                                                 "Only this variant: own block written where it is received");
+                                    app.add_flag("--slab-axis2-last", o->slab_axis2_last,
+                                                 "Only this variant: slab FFTs axis 1 then axis 2");
                                     return [o](RunContext& ctx) { return run_fft_bench(*o, ctx); };
                                   }});
 

@@ -131,11 +131,14 @@ int stage_count(Decomposition d) {
   return 0;
 }
 
-std::vector<int> stage_axes(Decomposition d, int stage) {
+std::vector<int> stage_axes(Decomposition d, int stage, bool slab_axis2_last) {
   switch (d) {
-    // Axis 1 last in the slab: its FFT then writes the all-to-all blocks
-    // contiguously (measured faster than axis 2 last into per-rank blocks).
-    case Decomposition::slab_pencil: return stage == 0 ? std::vector<int>{2, 1} : std::vector<int>{0};
+    // Axis 1 last: its FFT writes the all-to-all blocks contiguously (the
+    // receiver unpacks). Axis 2 last: its FFT writes each destination's block
+    // row-major, the blocks arrive as one box. The plan times both.
+    case Decomposition::slab_pencil:
+      if (stage != 0) return {0};
+      return slab_axis2_last ? std::vector<int>{1, 2} : std::vector<int>{2, 1};
     case Decomposition::pencil: return {2 - stage};
     case Decomposition::volumetric:
       if (stage == 0) return {};

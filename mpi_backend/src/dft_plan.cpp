@@ -18,6 +18,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include <omp.h>
@@ -135,6 +136,7 @@ AxisOrder with_first(int first, const AxisOrder& rest_from) {
 }  // namespace
 
 struct DftPlan::Impl {
+  ~Impl();
   MPI_Comm world = MPI_COMM_NULL;  // the caller's communicator (not owned)
   MPI_Comm cart = MPI_COMM_NULL;
   std::vector<MPI_Comm> comms;  // sub-communicators (and cart itself) used by exchanges
@@ -413,6 +415,10 @@ struct DftPlan::Impl {
     if (self_direct) {
       counts.send_counts[me] = counts.recv_counts[me] = 0;
       counts.even = false;
+    } else if (static_cast<std::int64_t>(counts.send_counts[me]) * static_cast<std::int64_t>(rb) >=
+               ExchangeCounts::own_copy_threshold_bytes) {
+      // Uniform across ranks where it matters: an even exchange has one block size.
+      counts.copy_own_block_outside_mpi();
     }
 
     Step x;
@@ -457,7 +463,7 @@ struct DftPlan::Impl {
     for (int k = 0; k < K; ++k) seq.push_back(from_end ? K - 1 - k : k);
     if (prefix) nodes.push_back({0, {}, -1});
     for (std::size_t i = 0; i < seq.size(); ++i) {
-      Node nd{seq[i], stage_axes(decomp, seq[i]), -1};
+      Node nd{seq[i], stage_axes(decomp, seq[i], opt.slab_axis2_last), -1};
       if (i > 0) nd.comm = comm_for(stage_comm_dims(decomp, std::max(seq[i], seq[i - 1])));
       else if (prefix) nd.comm = comm_for({});
       nodes.push_back(nd);
@@ -803,49 +809,20 @@ struct DftPlan::Impl {
   }
 };
 
-DftPlan::DftPlan(MPI_Comm comm, const DftOptions& o) : impl_(std::make_unique<Impl>()) {
-  Impl& m = *impl_;
+namespace {
+
+// Builds one variant of the plan (collective): Cartesian grid, the compiled
+// steps, buffers and FFTW plans.
+std::unique_ptr<DftPlan::Impl> build_impl(MPI_Comm comm, const DftOptions& o, Decomposition decomp,
+                                          const std::vector<int>& grid) {
+  auto impl = std::make_unique<DftPlan::Impl>();
+  DftPlan::Impl& m = *impl;
   m.world = comm;
   m.opt = o;
   m.rb = o.precision == DftPrecision::single ? 4 : 8;
-  MPI_Comm_rank(comm, &m.rank);
   MPI_Comm_size(comm, &m.size);
-
-  // Validate everything on every rank before any other communication.
-  std::string err;
-  std::ostringstream e;
-  if (o.size[0] < 1 || o.size[1] < 1 || o.size[2] < 1) {
-    e << "distributed DFT: size " << o.size[0] << "x" << o.size[1] << "x" << o.size[2]
-      << " has an empty dimension";
-  } else if (o.threads < 1) {
-    e << "distributed DFT: threads must be at least 1 (got " << o.threads << ")";
-  } else if (o.real_to_complex && o.direction == DftDirection::forward && o.input_layout != DftLayout::natural) {
-    e << "distributed DFT: a real-to-complex transform takes natural input";
-  } else if (o.real_to_complex && o.direction == DftDirection::backward && o.output_layout != DftLayout::natural) {
-    e << "distributed DFT: a complex-to-real transform gives natural output";
-  } else {
-    m.decomp = o.decomposition == Decomposition::automatic ? choose_decomposition(o.size, m.size) : o.decomposition;
-    const int gr = grid_rank(m.decomp);
-    if (o.grid.empty()) {
-      m.grid = min_surface_grid(m.decomp, o.size, m.size);
-    } else if (static_cast<int>(o.grid.size()) != gr) {
-      e << "distributed DFT: " << to_string(m.decomp) << " needs a " << gr << "-D process grid, got "
-        << o.grid.size() << " dimension(s)";
-    } else {
-      long long prod = 1;
-      bool positive = true;
-      for (int g : o.grid) prod *= g, positive = positive && g >= 1;
-      std::string gs;
-      for (std::size_t i = 0; i < o.grid.size(); ++i) gs += (i ? "x" : "") + std::to_string(o.grid[i]);
-      if (!positive || prod != m.size)
-        e << "distributed DFT: process grid " << gs << " does not fit " << m.size << " ranks";
-      else
-        m.grid = o.grid;
-    }
-  }
-  err = e.str();
-  agree_on_errors(comm, err);
-
+  m.decomp = decomp;
+  m.grid = grid;
   m.n_real = o.size;
   m.n_cplx = o.size;
   if (o.real_to_complex) m.n_cplx[2] = o.size[2] / 2 + 1;
@@ -866,13 +843,106 @@ DftPlan::DftPlan(MPI_Comm comm, const DftOptions& o) : impl_(std::make_unique<Im
     plan_error = ex.what();
   }
   agree_on_errors(comm, plan_error);
+  return impl;
 }
 
-DftPlan::~DftPlan() {
-  if (!impl_) return;
-  for (MPI_Comm& c : impl_->comms)
+// Seconds of the slowest rank for one execute, best of a few (collective).
+double time_variant(DftPlan::Impl& m) {
+  const std::size_t in_bytes = static_cast<std::size_t>(m.in_box.count()) * m.eb(m.in_real);
+  const std::size_t out_bytes = static_cast<std::size_t>(m.out_box.count()) * m.eb(m.out_real);
+  FftwBuffer in(in_bytes), out(out_bytes);
+  if (in_bytes) std::memset(in.data(), 0, in_bytes);
+  double best = 1e300;
+  for (int k = 0; k < 4; ++k) {
+    MPI_Barrier(m.world);
+    const double a = MPI_Wtime();
+    m.run(in.data(), out.data());
+    double t = MPI_Wtime() - a, slowest = 0;
+    MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, m.world);
+    if (k > 0) best = std::min(best, slowest);  // the first run warms caches
+  }
+  return best;
+}
+
+}  // namespace
+
+DftPlan::Impl::~Impl() {
+  for (MPI_Comm& c : comms)
     if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
-  if (impl_->cart != MPI_COMM_NULL) MPI_Comm_free(&impl_->cart);
+  if (cart != MPI_COMM_NULL) MPI_Comm_free(&cart);
+}
+
+DftPlan::DftPlan(MPI_Comm comm, const DftOptions& o) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  Decomposition decomp = Decomposition::slab_pencil;
+  std::vector<int> grid;
+
+  // Validate everything on every rank before any other communication.
+  std::ostringstream e;
+  if (o.size[0] < 1 || o.size[1] < 1 || o.size[2] < 1) {
+    e << "distributed DFT: size " << o.size[0] << "x" << o.size[1] << "x" << o.size[2]
+      << " has an empty dimension";
+  } else if (o.threads < 1) {
+    e << "distributed DFT: threads must be at least 1 (got " << o.threads << ")";
+  } else if (o.real_to_complex && o.direction == DftDirection::forward && o.input_layout != DftLayout::natural) {
+    e << "distributed DFT: a real-to-complex transform takes natural input";
+  } else if (o.real_to_complex && o.direction == DftDirection::backward && o.output_layout != DftLayout::natural) {
+    e << "distributed DFT: a complex-to-real transform gives natural output";
+  } else {
+    decomp = o.decomposition == Decomposition::automatic ? choose_decomposition(o.size, size) : o.decomposition;
+    const int gr = grid_rank(decomp);
+    if (o.grid.empty()) {
+      grid = min_surface_grid(decomp, o.size, size);
+    } else if (static_cast<int>(o.grid.size()) != gr) {
+      e << "distributed DFT: " << to_string(decomp) << " needs a " << gr << "-D process grid, got "
+        << o.grid.size() << " dimension(s)";
+    } else {
+      long long prod = 1;
+      bool positive = true;
+      for (int g : o.grid) prod *= g, positive = positive && g >= 1;
+      std::string gs;
+      for (std::size_t i = 0; i < o.grid.size(); ++i) gs += (i ? "x" : "") + std::to_string(o.grid[i]);
+      if (!positive || prod != size)
+        e << "distributed DFT: process grid " << gs << " does not fit " << size << " ranks";
+      else
+        grid = o.grid;
+    }
+  }
+  agree_on_errors(comm, e.str());
+
+  if (!o.autotune || o.planner == FftPlanner::estimate) {
+    impl_ = build_impl(comm, o, decomp, grid);
+    return;
+  }
+  // As FFTW does among its algorithms: build the variants, time each on this
+  // machine, keep the fastest. The variants differ in how much copying the
+  // exchanges need and in the strides of the local FFTs; which wins depends
+  // on the cache sizes and the MPI transport.
+  std::vector<DftOptions> variants;
+  for (bool direct : {false, true})
+    for (bool a2last : {false, true}) {
+      if (a2last && decomp != Decomposition::slab_pencil) continue;
+      DftOptions v = o;
+      v.local_block_direct = direct;
+      v.slab_axis2_last = a2last;
+      variants.push_back(v);
+    }
+  double best = 1e300;
+  for (const DftOptions& v : variants) {
+    auto candidate = build_impl(comm, v, decomp, grid);
+    const double t = time_variant(*candidate);
+    if (t < best) best = t, impl_ = std::move(candidate);
+  }
+}
+
+DftPlan::~DftPlan() = default;
+
+std::string DftPlan::variant_string() const {
+  const DftOptions& o = impl_->opt;
+  std::string s = o.local_block_direct ? "own-block-direct" : "own-block-copied";
+  if (impl_->decomp == Decomposition::slab_pencil) s += o.slab_axis2_last ? ",axis2-last" : ",axis1-last";
+  return s;
 }
 
 DftTimes DftPlan::execute(const cplx* in, std::size_t ni, cplx* out, std::size_t no) {

@@ -90,11 +90,26 @@ ExchangeCounts exchange_counts(const std::vector<Box3>& src, const std::vector<B
   }
   x.even = even;
   x.even_count = even ? static_cast<int>(first) : 0;
+  x.me = me;
   return x;
+}
+
+void ExchangeCounts::copy_own_block_outside_mpi() {
+  if (me < 0 || send_counts[me] == 0) return;
+  own_block = send_counts[me];
+  send_counts[me] = recv_counts[me] = 0;
+  even = false;
 }
 
 void run_exchange(const ExchangeCounts& x, const void* send, void* recv, MPI_Comm comm) {
   void* s = const_cast<void*>(send);
+  if (x.own_block > 0) {
+    int bytes = 0;
+    MPI_Type_size(x.scalar, &bytes);
+    std::memcpy(static_cast<char*>(recv) + static_cast<std::size_t>(x.recv_displs[x.me]) * bytes,
+                static_cast<const char*>(send) + static_cast<std::size_t>(x.send_displs[x.me]) * bytes,
+                static_cast<std::size_t>(x.own_block) * bytes);
+  }
   if (x.even)
     MPI_Alltoall(s, x.even_count, x.scalar, recv, x.even_count, x.scalar, comm);
   else

@@ -321,24 +321,64 @@ TEST(DftPlan, InverseFromNaturalSpectrumToReal) {
   }
 }
 
-TEST(DftPlan, OwnBlockWrittenDirectlyGivesTheSameResult) {
+// Every plan variant autotuning may pick (own block direct or copied; slab
+// FFT order), forward c2c and r2c, then back: the same results.
+TEST(DftPlan, EveryVariantGivesTheSameResult) {
   for (const Case& c : small_cases()) {
+    for (bool direct : {false, true}) {
+      for (bool a2last : {false, true}) {
+        for (DftLayout l : {DftLayout::natural, DftLayout::transposed}) {
+          const std::string what = name(c, l) + (direct ? " direct" : " copied") + (a2last ? " axis2-last" : "");
+          DftOptions o = options(c.n, c.d, DftLayout::natural, l, DftDirection::forward);
+          o.local_block_direct = direct;
+          o.slab_axis2_last = a2last;
+          o.chunk_bytes = a2last ? 1 : o.chunk_bytes;
+          DftPlan plan(MPI_COMM_WORLD, o);
+          std::vector<cplx> in = fill_complex(c.n, plan.input_box()), out(plan.output_count());
+          plan.execute(in, out);
+          EXPECT_LE(global_max(box_error(out, plan.output_box(), reference_c2c(c.n), c.n)), tolerance(c.n)) << what;
+          DftOptions bo = options(c.n, c.d, l, DftLayout::natural, DftDirection::backward);
+          bo.local_block_direct = direct;
+          bo.slab_axis2_last = a2last;
+          bo.normalize = true;
+          DftPlan back(MPI_COMM_WORLD, bo);
+          std::vector<cplx> r(back.output_count());
+          back.execute(out, r);
+          double e = 0;
+          for (std::size_t k = 0; k < r.size(); ++k) e = std::max(e, std::abs(r[k] - in[k]));
+          EXPECT_LE(global_max(e), 1e-12) << what;
+
+          o.real_to_complex = true;
+          DftPlan r2c(MPI_COMM_WORLD, o);
+          std::vector<double> rin = fill_real(c.n, r2c.input_box());
+          std::vector<cplx> spec(r2c.output_count());
+          r2c.execute(rin, spec);
+          const Extent3 half{c.n[0], c.n[1], c.n[2] / 2 + 1};
+          EXPECT_LE(global_max(box_error(spec, r2c.output_box(), reference_r2c(c.n), half)), tolerance(c.n)) << what << " r2c";
+        }
+      }
+    }
+  }
+}
+
+// With the measure planner the plan times its variants and keeps one: the
+// result is right whichever won, and the choice is one all ranks share.
+TEST(DftPlan, AutotunedPlanIsCorrect) {
+  const Extent3 n{16, 12, 10};
+  for (Decomposition d : {Decomposition::slab_pencil, Decomposition::pencil, Decomposition::volumetric}) {
     for (DftLayout l : {DftLayout::natural, DftLayout::transposed}) {
-      DftOptions o = options(c.n, c.d, DftLayout::natural, l, DftDirection::forward);
-      o.local_block_direct = true;
+      DftOptions o = options(n, d, DftLayout::natural, l, DftDirection::forward);
+      o.planner = FftPlanner::measure;
       DftPlan plan(MPI_COMM_WORLD, o);
-      std::vector<cplx> in = fill_complex(c.n, plan.input_box()), out(plan.output_count());
+      std::vector<cplx> in = fill_complex(n, plan.input_box()), out(plan.output_count());
       plan.execute(in, out);
-      EXPECT_LE(global_max(box_error(out, plan.output_box(), reference_c2c(c.n), c.n)), tolerance(c.n)) << name(c, l);
-      DftOptions bo = options(c.n, c.d, l, DftLayout::natural, DftDirection::backward);
-      bo.local_block_direct = true;
-      bo.normalize = true;
-      DftPlan back(MPI_COMM_WORLD, bo);
-      std::vector<cplx> r(back.output_count());
-      back.execute(out, r);
-      double e = 0;
-      for (std::size_t k = 0; k < r.size(); ++k) e = std::max(e, std::abs(r[k] - in[k]));
-      EXPECT_LE(global_max(e), 1e-12) << name(c, l);
+      EXPECT_LE(global_max(box_error(out, plan.output_box(), reference_c2c(n), n)), tolerance(n)) << to_string(d);
+      const std::string v = plan.variant_string();
+      std::vector<char> buf(64, 0), root(64, 0);
+      std::copy(v.begin(), v.end(), buf.begin());
+      std::copy(v.begin(), v.end(), root.begin());
+      MPI_Bcast(root.data(), 64, MPI_CHAR, 0, MPI_COMM_WORLD);
+      EXPECT_EQ(buf, root) << "rank " << world_rank() << " chose " << v;
     }
   }
 }

@@ -74,7 +74,9 @@ Decomposition choose_decomposition(const Extent3& n, int ranks);
 // Reshape into stage s (s > 0) runs on the sub-communicator of the grid
 // dimensions listed by stage_comm_dims(d, s).
 int stage_count(Decomposition d);
-std::vector<int> stage_axes(Decomposition d, int stage);
+// FFT axes of a stage in execution order (slab stage 0: {2, 1}, or {1, 2}
+// with slab_axis2_last).
+std::vector<int> stage_axes(Decomposition d, int stage, bool slab_axis2_last = false);
 std::vector<int> stage_comm_dims(Decomposition d, int stage);
 Box3 stage_box(Decomposition d, int stage, const std::vector<int>& grid,
                const std::vector<int>& coords, const Extent3& n);

@@ -67,6 +67,14 @@ struct DftOptions {
   // the FFT or pack straight to where it is received and only the others go
   // through MPI_Alltoallv (saves a copy of 1/p of the data).
   bool local_block_direct = false;
+  // Slab-pencil only: the slab's FFTs in the order axis 1, axis 2 (axis 2's
+  // FFT then writes the blocks, which arrive as one box: no unpack) instead
+  // of axis 2, axis 1 (contiguous blocks, strided FFT output, an unpack).
+  bool slab_axis2_last = false;
+  // With the measure or patient planner: build the variants above
+  // (local_block_direct, slab_axis2_last), time them and keep the fastest,
+  // as FFTW chooses among its algorithms. Off: the options as given.
+  bool autotune = true;
 };
 
 // Seconds spent by this rank in each part of one execute().
@@ -112,7 +120,8 @@ class DftPlan {
   const std::vector<int>& grid() const;
   std::string grid_string() const;  // "2x1"
   const std::vector<DftExchangeInfo>& exchanges() const;
-  const DftOptions& options() const;
+  const DftOptions& options() const;  // as planned (the variant autotuning chose)
+  std::string variant_string() const;  // e.g. "own-block-direct,axis2-last"
 
   struct Impl;
 
