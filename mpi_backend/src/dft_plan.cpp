@@ -14,6 +14,7 @@
 #include "driftscan/mpi/dft_plan.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -364,9 +365,43 @@ struct DftPlan::Impl {
     const int send_buf = how == send_as_is ? cur.buf : SEND;
     // Where the blocks land, and whether they need unpacking.
     const bool box_now = recv_is_box(sigma);
-    const StridedView as_box = StridedView::dense(0, next_box, sigma);
     const StridedView final_view = StridedView::dense(0, next_box, row_major_order);
-    const bool direct_out = next_is_final && box_now && as_box.stride == final_view.stride;
+    const bool direct_out =
+        next_is_final && box_now && StridedView::dense(0, next_box, sigma).stride == final_view.stride;
+    // Blocks are written with one cache line of padding after every slice
+    // along sigma[0] (sender and receiver agree: the pad is global). Slices
+    // of a power-of-two size put a column's elements in one cache set; the
+    // next FFT along sigma[0] then misses on every access (measured on 256^3:
+    // that FFT 26% faster with the pad).
+    std::int64_t pad = 0;
+    {
+      const std::int64_t slice = next_box.size(sigma[1]) * next_box.size(sigma[2]);
+      const bool big = next_box.empty() || (slice * static_cast<std::int64_t>(eb(real_after)) >= 4096 &&
+                                            next_box.size(sigma[0]) > 1);
+      // Collective on every rank (direct_out is a local finding).
+      if (all(how != send_as_is && !direct_out && big)) pad = 64 / static_cast<std::int64_t>(eb(real_after));
+    }
+    auto padded = [&](std::int64_t offset, const Box3& b) {
+      StridedView v = StridedView::dense(offset, b, sigma);
+      if (b.size(sigma[0]) > 1) v.stride[sigma[0]] += pad;
+      return v;
+    };
+    if (pad) {
+      // Every block grows by a pad per slice; Alltoallv on every rank.
+      std::int64_t sd = 0, rd = 0;
+      for (int j = 0; j < p; ++j) {
+        const std::int64_t sc = counts.send_counts[j] + (sends[j].empty() ? 0 : sends[j].size(sigma[0]) * pad * dpe);
+        const std::int64_t rc = counts.recv_counts[j] + (recvs[j].empty() ? 0 : recvs[j].size(sigma[0]) * pad * dpe);
+        if (sd + sc > INT_MAX || rd + rc > INT_MAX)
+          throw bad_input("DFT exchange exceeds MPI's int counts: use more ranks");
+        counts.send_counts[j] = static_cast<int>(sc), counts.recv_counts[j] = static_cast<int>(rc);
+        counts.send_displs[j] = static_cast<int>(sd), counts.recv_displs[j] = static_cast<int>(rd);
+        sd += sc, rd += rc;
+      }
+      counts.send_span = sd, counts.recv_span = rd;
+      counts.even = false;
+    }
+    const StridedView as_box = padded(0, next_box);
     const int recv_buf = direct_out ? OUT : (send_buf == RECV ? free_work(cur.buf) : RECV);
     // Optionally the own block skips MPI: written straight to where it is received.
     // (Not when the data being sent sits in the receive buffer itself.)
@@ -374,7 +409,7 @@ struct DftPlan::Impl {
 
     auto block_view = [&](const ExchangeCounts& x, bool sending, int j, const Box3& b) {
       const std::int64_t displ = (sending ? x.send_displs[j] : x.recv_displs[j]) / dpe;
-      return StridedView::dense(displ, b, sigma);
+      return padded(displ, b);
     };
     auto block_target = [&](int j) {
       if (self_direct && j == me) return std::make_pair(recv_buf, block_view(counts, false, j, recvs[j]));
@@ -390,7 +425,7 @@ struct DftPlan::Impl {
         }
         break;
       case fused_slowest: {
-        const StridedView ov = StridedView::dense(0, after, sigma);
+        const StridedView ov = padded(0, after);
         add_fft(d, cur, SEND, ov, real_after);
         break;
       }
@@ -675,11 +710,8 @@ struct DftPlan::Impl {
           use(s.dst, s.dst_view, s.elem);
           break;
         case Step::exchange: {
-          std::int64_t send = 0, recv = 0;
-          for (std::size_t r = 0; r < s.counts.send_counts.size(); ++r)
-            send += s.counts.send_counts[r], recv += s.counts.recv_counts[r];
-          need[s.src] = std::max(need[s.src], static_cast<std::size_t>(send) * rb);
-          need[s.dst] = std::max(need[s.dst], static_cast<std::size_t>(recv) * rb);
+          need[s.src] = std::max(need[s.src], static_cast<std::size_t>(s.counts.send_span) * rb);
+          need[s.dst] = std::max(need[s.dst], static_cast<std::size_t>(s.counts.recv_span) * rb);
           break;
         }
         case Step::scale: break;

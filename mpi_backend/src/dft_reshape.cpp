@@ -91,6 +91,8 @@ ExchangeCounts exchange_counts(const std::vector<Box3>& src, const std::vector<B
   x.even = even;
   x.even_count = even ? static_cast<int>(first) : 0;
   x.me = me;
+  x.send_span = sd;
+  x.recv_span = rd;
   return x;
 }
 

@@ -47,6 +47,9 @@ struct ExchangeCounts {
   std::int64_t total_scalars = 0;  // summed over all members (for the bandwidth bound)
   MPI_Datatype scalar = MPI_DOUBLE;
   int me = -1;        // this member's index
+  // Scalars the send and receive buffers span (every block, the own block
+  // included even when it does not travel through MPI).
+  std::int64_t send_span = 0, recv_span = 0;
   int own_block = 0;  // > 0: the member's own block is copied by memcpy, not by MPI
 
   // A large own block costs more inside OpenMPI 4.1's all-to-all than as a
