@@ -9,6 +9,7 @@
 #include <complex>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "driftscan/error.hpp"
@@ -47,15 +48,31 @@ std::vector<double> tukey(std::size_t n, double alpha) {
 
 std::int64_t wrap(std::int64_t i, std::int64_t n) { return ((i % n) + n) % n; }
 
+using FloatBuffer = std::shared_ptr<std::vector<float>>;
+
+// Buffers of requests a cancellation leaves pending: a peer may still be
+// copying from or into them (shared-memory single copy), so they are kept
+// until the process ends instead of being freed under MPI's feet.
+void keep_until_exit(const std::vector<FloatBuffer>& buffers) {
+  static std::mutex mutex;
+  static std::vector<FloatBuffer> kept;
+  std::lock_guard<std::mutex> lock(mutex);
+  kept.insert(kept.end(), buffers.begin(), buffers.end());
+}
+
 // Waits for `reqs` while polling the cancel token (a rank that stopped
-// would otherwise leave its peers blocked here for good).
-void wait_all(std::vector<MPI_Request>& reqs, const CancelToken& cancel) {
+// would otherwise leave its peers blocked here for good). On cancellation
+// the requests stay pending and `buffers` are kept alive.
+void wait_all(std::vector<MPI_Request>& reqs, const CancelToken& cancel, const std::vector<FloatBuffer>& buffers) {
   if (reqs.empty()) return;
   for (int spins = 0;; ++spins) {
     int done = 0;
     MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE);
     if (done) return;
-    cancel.throw_if_cancelled();
+    if (cancel.cancelled()) {
+      keep_until_exit(buffers);
+      cancel.throw_if_cancelled();
+    }
     if (spins > 100) std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
 }
@@ -236,8 +253,8 @@ StackSpectrumResult compute_stack_spectrum(const FrameSource& frames, const Stac
   energy = et * ey * ex;
   if (!(energy > 0)) energy = 1.0;  // 1- or 2-pixel axes: Hann is all zero
   // Log power of this rank's half-planes, as float: what is sent and written.
-  std::vector<float> half(spec.size());
-  for (std::size_t i = 0; i < spec.size(); ++i) half[i] = static_cast<float>(std::log1p(std::norm(spec[i]) / energy));
+  auto half = std::make_shared<std::vector<float>>(spec.size());
+  for (std::size_t i = 0; i < spec.size(); ++i) (*half)[i] = static_cast<float>(std::log1p(std::norm(spec[i]) / energy));
   std::vector<std::complex<double>>().swap(spec);
   if (ctx.rank == 0) ctx.progress.advance(1);
   result.transform_s = now_s() - t_start;
@@ -256,7 +273,7 @@ StackSpectrumResult compute_stack_spectrum(const FrameSource& frames, const Stac
     for (int r = 0; r < ctx.size; ++r) owners.lo.push_back(all[2 * r]), owners.hi.push_back(all[2 * r + 1]);
   }
   const std::size_t half_plane = static_cast<std::size_t>(n1 * n2h);
-  auto local_half = [&](std::int64_t k0) { return half.data() + std::size_t(k0 - ob.lo[0]) * half_plane; };
+  auto local_half = [&](std::int64_t k0) { return half->data() + std::size_t(k0 - ob.lo[0]) * half_plane; };
   auto planes_of = [&](std::int64_t s) {
     const std::int64_t f = s - n0 / 2;
     return std::pair<std::int64_t, std::int64_t>{wrap(f, n0), wrap(-f, n0)};
@@ -273,10 +290,10 @@ StackSpectrumResult compute_stack_spectrum(const FrameSource& frames, const Stac
       send(k0);
       if (m0 != k0) send(m0);  // a self-mirrored plane (kt = 0, n0/2) is sent once
     }
-    wait_all(sends, ctx.cancel);
+    wait_all(sends, ctx.cancel, {half});
   } else {
     ctx.progress.phase("write", std::size_t(n0));
-    std::vector<float> buf_a(half_plane), buf_b(half_plane);
+    auto buf_a = std::make_shared<std::vector<float>>(half_plane), buf_b = std::make_shared<std::vector<float>>(half_plane);
     Frame plane(width, height);
     for (std::int64_t s = 0; s < n0; ++s) {
       auto [k0, m0] = planes_of(s);
@@ -287,8 +304,8 @@ StackSpectrumResult compute_stack_spectrum(const FrameSource& frames, const Stac
         a = local_half(k0);
       } else {
         recvs.emplace_back();
-        MPI_Irecv(buf_a.data(), int(half_plane), MPI_FLOAT, owners.of(k0), kPlaneTag, ctx.comm, &recvs.back());
-        a = buf_a.data();
+        MPI_Irecv(buf_a->data(), int(half_plane), MPI_FLOAT, owners.of(k0), kPlaneTag, ctx.comm, &recvs.back());
+        a = buf_a->data();
       }
       if (m0 == k0) {
         b = a;
@@ -296,10 +313,10 @@ StackSpectrumResult compute_stack_spectrum(const FrameSource& frames, const Stac
         b = local_half(m0);
       } else {
         recvs.emplace_back();
-        MPI_Irecv(buf_b.data(), int(half_plane), MPI_FLOAT, owners.of(m0), kPlaneTag, ctx.comm, &recvs.back());
-        b = buf_b.data();
+        MPI_Irecv(buf_b->data(), int(half_plane), MPI_FLOAT, owners.of(m0), kPlaneTag, ctx.comm, &recvs.back());
+        b = buf_b->data();
       }
-      wait_all(recvs, ctx.cancel);
+      wait_all(recvs, ctx.cancel, {buf_a, buf_b});
       for (std::int64_t y = 0; y < n1; ++y) {
         const std::int64_t v = y - n1 / 2;
         float* row = plane.row(int(y));

@@ -3,7 +3,8 @@
 # the three spectra are written (2-D of a frame, 2-D of the average, the 3-D
 # volume: one float32 page of height x width per frame) and listed in the
 # result event; --spectrum-max-frames bins the time axis; a missing input or
-# a drift table of the wrong length is a one-line error and a non-zero exit.
+# a drift table of the wrong length is a one-line error and a non-zero exit;
+# SIGTERM to one rank stops the run (exit 4) and leaves no volume.
 set -euo pipefail
 E="$DRIFTSCAN_BIN/driftscan-engine"
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
@@ -47,4 +48,18 @@ set -e
   || fail "short drift table: rc $rc2, $(cat bad2.err)"
 [ $rc3 -ne 0 ] && grep -q "short.csv: 4 frames" bad3.err || fail "short drift table on 2 ranks: rc $rc3, $(cat bad3.err)"
 [ ! -e bad2/spectrum3d.tif ] && [ ! -e bad3/spectrum3d.tif ] || fail "output left after a refused table"
+# SIGTERM to rank 1 while the ranks read their slabs: every rank stops
+# (exit 4, a cancelled event) and no volume, not even a temporary one, is left.
+"$E" synth --frames 200 --size 256x256 --period 9 --dose 6 --seed 4 --out big.tif --progress none
+"${MPIRUN[@]}" -np 2 "$E" spectrum big.tif --drift big_truth.csv --out cancel --progress json > c.events 2> c.err &
+P=$!
+for i in $(seq 500); do grep -q '"phase":"read"' c.events 2>/dev/null && break; sleep 0.02; done
+R1=$(pgrep -P $P | tail -1)
+kill -TERM "$R1"; t0=$(date +%s.%N); set +e; wait $P; rc=$?; set -e; t1=$(date +%s.%N)
+dt=$(python3 -c "print(round($t1 - $t0, 2))")
+echo "  SIGTERM to rank 1 of 2 while reading -> rc=$rc in ${dt}s"
+[ $rc -eq 4 ] || fail "cancel: rc $rc, $(grep -v '^-' c.err | head -3)"
+python3 -c "import sys; sys.exit(0 if $dt <= 3.0 else 1)" || fail "cancel: took ${dt}s"
+tail -1 c.events | grep -q '"event":"cancelled"' || fail "cancel: no cancelled event"
+[ -z "$(ls -A cancel 2>/dev/null)" ] || fail "cancel: left $(ls -A cancel)"
 echo "spectrum command: ok"
