@@ -193,8 +193,9 @@ StackSpectrumResult compute_stack_spectrum(const FrameSource& frames, const Stac
       }
 #pragma omp critical(stack_spectrum_average)
       for (std::size_t i = 0; i < npix; ++i) avg_sum[i] += sum[i], avg_count[i] += cnt[i];
-      // The plane's values (NaN: no frame of the bin covers the pixel), its
-      // weighted mean, then the tapered deviations from it.
+      // The plane's values (the bin's mean per pixel), their weighted mean,
+      // then the tapered deviations from it (0 where no frame of the bin
+      // covers the pixel: missing pixels count as the mean).
       double sw = 0, swf = 0;
       for (std::int64_t y = 0; y < n1; ++y)
         for (std::int64_t x = 0; x < n2; ++x) {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -252,6 +253,60 @@ TEST(StackSpectrum, TimeAxisIsBinnedUnderMaxFrames) {
   if (world_rank() == 0) {
     EXPECT_EQ(v.size(), 3u);
     EXPECT_NEAR(r.average.at(3, 3), 1.0, 1e-6);  // mean of 0,1,2,0,1,2,...
+  }
+}
+
+// A source that records which frames this rank asked for.
+class RecordingSource : public FrameSource {
+ public:
+  explicit RecordingSource(const FrameVector& frames) : frames_(frames) {}
+  std::size_t frame_count() const override { return frames_.frame_count(); }
+  int width() const override { return frames_.width(); }
+  int height() const override { return frames_.height(); }
+  Frame frame(std::size_t k) const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    read_.push_back(k);
+    return frames_.frame(k);
+  }
+  std::vector<std::size_t> read() const {
+    std::vector<std::size_t> r = read_;
+    std::sort(r.begin(), r.end());
+    return r;
+  }
+
+ private:
+  const FrameVector& frames_;
+  mutable std::mutex mutex_;
+  mutable std::vector<std::size_t> read_;
+};
+
+// Every rank reads one contiguous run of frames (whole bins), each frame is
+// read once over all ranks, and with more than one rank no rank reads them all.
+TEST(StackSpectrum, EachRankReadsOnlyTheFramesOfItsSlab) {
+  for (std::size_t max_frames : {std::size_t(0), std::size_t(4)}) {
+    SharedTempDir dir;
+    FrameVector stack;
+    for (int t = 0; t < 13; ++t) stack.push_back(Frame(16, 12, float(t)));
+    RecordingSource source(stack);
+    StackSpectrumOptions o;
+    o.max_frames = max_frames;  // 4: bins of 4 frames, 3 planes, frame 12 left out
+    o.threads = 2;
+    spectrum_volume(source, o, dir.path);
+    const std::vector<std::size_t> mine = source.read();
+    for (std::size_t i = 1; i < mine.size(); ++i) EXPECT_EQ(mine[i], mine[i - 1] + 1) << "not one run of frames";
+    long run[2] = {mine.empty() ? 0 : long(mine.front()), mine.empty() ? 0 : long(mine.back()) + 1};
+    std::vector<long> all(2 * std::size_t(world_size()));
+    MPI_Allgather(run, 2, MPI_LONG, all.data(), 2, MPI_LONG, MPI_COMM_WORLD);
+    long next = 0;
+    for (int r = 0; r < world_size(); ++r) {
+      if (all[2 * r] == all[2 * r + 1]) continue;  // a rank without planes
+      EXPECT_EQ(all[2 * r], next) << "rank " << r << " max_frames " << max_frames;
+      next = all[2 * r + 1];
+    }
+    EXPECT_EQ(next, max_frames ? 12 : 13);
+    if (world_size() > 1) {
+      EXPECT_LT(mine.size(), 12u);
+    }
   }
 }
 
