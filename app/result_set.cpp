@@ -111,7 +111,8 @@ ScanTraceData read_scan_trace(const nlohmann::json& report) {
 bool ResultSet::looksLikeResults(const QString& folder) {
   QDir d(folder);
   return QFileInfo(folder).isDir() &&
-         (d.exists("drift.csv") || d.exists("report.json") || d.exists("average.tif") || d.exists("spectrum.tif"));
+         (d.exists("drift.csv") || d.exists("report.json") || d.exists("average.tif") || d.exists("spectrum.tif") ||
+          d.exists("spectrum3d.tif"));
 }
 
 ResultSet ResultSet::load(const QString& folder) {
@@ -148,9 +149,12 @@ ResultSet ResultSet::load(const QString& folder) {
   if (r.coveragePath.isEmpty()) r.coveragePath = path("coverage.tif");
   r.driftPath = fromReport("drift");
   if (r.driftPath.isEmpty()) r.driftPath = path("drift.csv");
-  r.spectrumPath = fromReport("spectrum");
-  if (r.spectrumPath.isEmpty()) r.spectrumPath = path("spectrum.tif");
+  // The volume view's file: the spectrum command writes spectrum3d.tif beside
+  // the 2-D spectrum.tif; older folders had only spectrum.tif.
+  r.spectrumPath = fromReport("spectrum3d");
   if (r.spectrumPath.isEmpty()) r.spectrumPath = path("spectrum3d.tif");
+  if (r.spectrumPath.isEmpty()) r.spectrumPath = fromReport("spectrum");
+  if (r.spectrumPath.isEmpty()) r.spectrumPath = path("spectrum.tif");
   if (auto it = r.report.find("input"); it != r.report.end()) {
     if (it->is_string()) r.input = QString::fromStdString(it->get<std::string>());
     else if (it->is_object() && it->contains("path") && (*it)["path"].is_string())

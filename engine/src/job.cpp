@@ -166,7 +166,7 @@ json to_json(const Job& job) {
       {"median_memory_mb", a.median_memory_mb},
       {"drift", null_or(a.drift.empty(), a.drift)},
   };
-  j["spectrum"] = {{"frame", job.spectrum.frame}};
+  j["spectrum"] = {{"frame", job.spectrum.frame}, {"max_frames", job.spectrum.max_frames}};
   j["synth"] = {
       {"frames", s.frames},
       {"width", s.width},
@@ -262,7 +262,10 @@ Job job_from_json(const json& j, const std::string& source) {
     r.get_nullable("drift", av.drift);
   });
 
-  block(top, "spectrum", [&](Reader& r) { r.get("frame", job.spectrum.frame); });
+  block(top, "spectrum", [&](Reader& r) {
+    r.get("frame", job.spectrum.frame);
+    r.get("max_frames", job.spectrum.max_frames);
+  });
 
   block(top, "synth", [&](Reader& r) {
     auto& s = job.synth;

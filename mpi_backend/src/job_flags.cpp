@@ -126,11 +126,15 @@ const std::vector<JobFlag>& table() {
        [](Job& j, const std::string& v, const std::string& f) { j.averaging.median_tile = int(to_long(v, f, 1)); }},
       {"--median-memory-mb", "averaging.median_memory_mb", "Bound on the median's buffers (MB)", averaging, false,
        [](Job& j, const std::string& v, const std::string& f) { j.averaging.median_memory_mb = to_double(v, f); }},
-      {"--drift", "averaging.drift", "Drift table of an earlier run (drift.csv) or a *_truth.csv", average_only,
-       false, [](Job& j, const std::string& v, const std::string&) { j.averaging.drift = v; }},
+      {"--drift", "averaging.drift",
+       "Drift table of an earlier run (drift.csv) or a *_truth.csv (spectrum: register the stack first)",
+       average_only | spectrum, false, [](Job& j, const std::string& v, const std::string&) { j.averaging.drift = v; }},
       // spectrum
       {"--frame", "spectrum.frame", "Frame whose power spectrum is written", spectrum, false,
        [](Job& j, const std::string& v, const std::string& f) { j.spectrum.frame = int(to_long(v, f, 0)); }},
+      {"--spectrum-max-frames", "spectrum.max_frames",
+       "Bin the time axis of the 3-D spectrum to at most this many planes (0: every frame)", spectrum, false,
+       [](Job& j, const std::string& v, const std::string& f) { j.spectrum.max_frames = std::size_t(to_long(v, f, 0)); }},
       // synth
       {"--frames", "synth.frames", "Number of frames", synth, false,
        [](Job& j, const std::string& v, const std::string& f) { j.synth.frames = std::size_t(to_long(v, f, 1)); }},

@@ -16,6 +16,7 @@
 #include "driftscan/error.hpp"
 #include "driftscan/mpi/distributed_register.hpp"
 #include "driftscan/mpi/register_checkpoint.hpp"
+#include "driftscan/mpi/stack_spectrum.hpp"
 #include "driftscan/power_spectrum.hpp"
 #include "driftscan/synthetic_series.hpp"
 #include "driftscan/tiff_writer.hpp"
@@ -175,34 +176,84 @@ int run_average(const Job& job, RunContext& ctx) {
   return 0;
 }
 
-// The 2-D power spectrum of one frame (log(1 + power), centred), on rank 0.
+// The 3-D spectrum of the stack (raw, or registered with averaging.drift)
+// with the distributed DFT, each rank reading its own slab of frames; then,
+// on rank 0, the 2-D power spectra of the stack's average and of frame
+// spectrum.frame (ln(1 + power), centred).
 int run_spectrum(const Job& job, RunContext& ctx) {
+  // Every rank opens the input and reads the drift table, so bad input stops
+  // them all with the same one-line error before any collective.
+  auto frames = open_job_input(job);
+  const std::size_t count = frames->frame_count();
+  const auto k = static_cast<std::size_t>(job.spectrum.frame);
+  if (k >= count)
+    throw bad_input(job.input + ": spectrum.frame " + std::to_string(k) + " is beyond the last frame (" +
+                    std::to_string(count - 1) + ")");
+  StackSpectrumOptions options;
+  if (!job.averaging.drift.empty()) {
+    const Point centre{(frames->width() - 1) / 2.0, (frames->height() - 1) / 2.0};
+    DriftTable drift = read_drift_table(job.averaging.drift, centre);
+    if (drift.to_frame0.size() != count)
+      throw bad_input(job.averaging.drift + ": " + std::to_string(drift.to_frame0.size()) + " frames, but " +
+                      job.input + " has " + std::to_string(count));
+    // A flagged frame stays in the stack (the time axis needs every frame),
+    // warped with whatever drift the table gives it.
+    if (ctx.rank == 0)
+      for (std::size_t f : drift.flagged)
+        ctx.progress.log(LogLevel::warning, "frame " + std::to_string(f) + " is flagged in " + job.averaging.drift +
+                                                ": its drift may be wrong");
+    options.to_frame0 = std::move(drift.to_frame0);
+  }
+  options.interpolation = job.averaging.interpolation;
+  options.max_frames = job.spectrum.max_frames;
+  options.threads = std::max(1, job.execution.threads);
+  const fs::path out(job.output);
+  options.volume_path = (out / "spectrum3d.tif").string();
+  {
+    std::unique_ptr<Error> err;
+    if (ctx.rank == 0) {
+      try {
+        make_output_folder(job.output);
+      } catch (const Error& e) {
+        err = std::make_unique<Error>(e);
+      }
+    }
+    agree_on_outcome(ctx, err.get());
+  }
+
+  StackSpectrumResult r = compute_stack_spectrum(*frames, options, ctx);
   nlohmann::json files;
   on_root(ctx, [&] {
-    auto frames = open_job_input(job);
-    auto k = static_cast<std::size_t>(job.spectrum.frame);
-    if (k >= frames->frame_count())
-      throw bad_input(job.input + ": spectrum.frame " + std::to_string(k) + " is beyond the last frame (" +
-                      std::to_string(frames->frame_count() - 1) + ")");
-    make_output_folder(job.output);
-    ctx.progress.phase("spectrum", 1);
-    Frame f = frames->frame(k);
-    ctx.cancel.throw_if_cancelled();
-    PowerSpectrum ps(f.width, f.height);
-    SpectrumPeak peak = ps.strongest_peak(f);
-    std::string path = (fs::path(job.output) / "spectrum.tif").string();
-    write_tiff(path, ps.log_power(f));
-    ctx.progress.advance(1);
-    char line[200];
-    std::snprintf(line, sizeof line, "frame %zu: strongest lattice peak at period %.3f px, sharpness %.1f", k,
-                  peak.period, peak.sharpness);
+    char line[300];
+    std::snprintf(line, sizeof line,
+                  "3-D spectrum of the %s stack: %zu planes (%zu frame%s each) x %zu x %zu, %s: read %.2f s, "
+                  "transform %.2f s, write %.2f s",
+                  options.to_frame0.empty() ? "raw" : "registered", r.size[0], r.bin, r.bin == 1 ? "" : "s",
+                  r.size[1], r.size[2], r.decomposition.c_str(), r.read_s, r.transform_s, r.write_s);
     ctx.progress.log(LogLevel::info, line);
-    files = {{"spectrum", fs::absolute(path).lexically_normal().string()}};
+    if (r.frames_used < count)
+      ctx.progress.log(LogLevel::warning, "the last " + std::to_string(count - r.frames_used) +
+                                              " frames fill no whole bin and are left out of the 3-D spectrum");
+    const PowerSpectrum ps(frames->width(), frames->height());
+    const std::string avg_path = (out / "spectrum_average.tif").string(), frame_path = (out / "spectrum.tif").string();
+    write_tiff(avg_path, ps.log_power(r.average));
+    const Frame f = frames->frame(k);
+    ctx.cancel.throw_if_cancelled();
+    write_tiff(frame_path, ps.log_power(f));
+    const SpectrumPeak pa = ps.strongest_peak(r.average), pf = ps.strongest_peak(f);
+    std::snprintf(line, sizeof line,
+                  "strongest lattice peak: average period %.3f px, sharpness %.1f; frame %zu period %.3f px, "
+                  "sharpness %.1f",
+                  pa.period, pa.sharpness, k, pf.period, pf.sharpness);
+    ctx.progress.log(LogLevel::info, line);
+    auto abs = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
+    files = {{"spectrum", abs(frame_path)}, {"spectrum_average", abs(avg_path)},
+             {"spectrum3d", abs(options.volume_path)}};
   });
+  report_peak_memory(ctx);
   if (ctx.rank == 0) ctx.progress.result(files);
   return 0;
 }
-
 
 }  // namespace
 
@@ -238,6 +289,26 @@ void cancellable_barrier(RunContext& ctx) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   ctx.cancel.throw_if_cancelled();
+}
+
+void agree_on_outcome(RunContext& ctx, const Error* local_error) {
+  // status: 0 fine, 1 error, 2 cancelled; MPI_MAXLOC picks the worst and,
+  // among equals, the lowest rank.
+  struct {
+    int status;
+    int rank;
+  } mine{ctx.cancel.cancelled() ? 2 : (local_error ? 1 : 0), ctx.rank}, worst{0, 0};
+  MPI_Allreduce(&mine, &worst, 1, MPI_2INT, MPI_MAXLOC, ctx.comm);
+  if (worst.status == 0) return;
+  if (worst.status == 2) throw Error(ErrorKind::cancelled, "cancelled");
+  int kind = local_error ? static_cast<int>(local_error->kind()) : 0;
+  std::string msg = local_error ? local_error->what() : std::string();
+  int len = static_cast<int>(msg.size());
+  MPI_Bcast(&kind, 1, MPI_INT, worst.rank, ctx.comm);
+  MPI_Bcast(&len, 1, MPI_INT, worst.rank, ctx.comm);
+  msg.resize(static_cast<std::size_t>(len));
+  MPI_Bcast(msg.data(), len, MPI_CHAR, worst.rank, ctx.comm);
+  throw Error(static_cast<ErrorKind>(kind), msg);
 }
 
 int run_job(const Job& job, RunContext& ctx) {

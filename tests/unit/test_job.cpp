@@ -52,6 +52,7 @@ TEST(Job, RoundTripKeepsEverySetting) {
   j.averaging.clip_sigma = 2.5;
   j.averaging.exclude_frames = {3, 9};
   j.spectrum.frame = 7;
+  j.spectrum.max_frames = 500;
   j.synth.frames = 33;
   j.synth.lattice = driftscan::Lattice::square;
   j.synth.drift_linear_x = -0.5;
@@ -65,6 +66,7 @@ TEST(Job, RoundTripKeepsEverySetting) {
   EXPECT_EQ(back.registration.roi.w, 50);
   EXPECT_EQ(back.averaging.exclude_frames.size(), 2u);
   EXPECT_EQ(back.synth.lattice, driftscan::Lattice::square);
+  EXPECT_EQ(back.spectrum.max_frames, 500u);
   EXPECT_EQ(a["registration"]["roi"], json::array({3, 4, 50, 60}));
   EXPECT_EQ(a["driftscan_job"], 1);
 }

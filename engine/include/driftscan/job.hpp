@@ -2,6 +2,7 @@
 // A job: every setting of one engine run, as stored in a job file (JSON; the
 // desktop app's project file is exactly this). Schema in docs/protocol.md.
 // Every command-line flag of driftscan-engine maps to one field here.
+#include <cstddef>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +15,9 @@ namespace driftscan {
 
 struct SpectrumSettings {
   int frame = 0;          // the frame whose 2-D power spectrum is written
+  // Bound on the time axis of the 3-D spectrum: a longer series is binned
+  // (consecutive frames averaged) to at most this many planes. 0: no bound.
+  std::size_t max_frames = 0;
 };
 
 struct ExecutionSettings {

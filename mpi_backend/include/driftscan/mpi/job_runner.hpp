@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "driftscan/error.hpp"
 #include "driftscan/job.hpp"
 #include "driftscan/mpi/command.hpp"
 #include "driftscan/tiff_series.hpp"
@@ -34,5 +35,12 @@ std::string synth_series_path(const std::string& output);
 // ranks that have nothing to do while rank 0 writes wait here, and still stop
 // within the cancel deadline. Throws Error(cancelled) when cancelled.
 void cancellable_barrier(RunContext& ctx);
+
+// Collective: when any rank's `local_error` is set (or its token cancelled),
+// every rank throws the same driftscan::Error (kind and message of the lowest
+// such rank; cancellation wins). For checks that only some ranks make (rank 0
+// creating the results folder, a rank reading its own frames), so no rank is
+// left waiting in a collective for one that has stopped.
+void agree_on_outcome(RunContext& ctx, const Error* local_error);
 
 }  // namespace driftscan::mpi
