@@ -14,6 +14,7 @@
 
 #include "driftscan/drift_table.hpp"
 #include "driftscan/error.hpp"
+#include "driftscan/mpi/distributed_checkpoint.hpp"
 #include "driftscan/mpi/distributed_register.hpp"
 #include "driftscan/mpi/register_checkpoint.hpp"
 #include "driftscan/power_spectrum.hpp"
@@ -113,7 +114,14 @@ int run_register(const Job& job, RunContext& ctx) {
                   r.seconds.scan, r.seconds.average);
     ctx.progress.log(LogLevel::info, line);
   };
-  if (ctx.size > 1) {
+  // A single rank resumes a multi-rank run's checkpoints through the
+  // distributed path (it merges per-rank files; the serial one reads only its own).
+  const bool rank_checkpoints = job.execution.resume && [&] {
+    for (const auto& f : checkpoint_files(job.output))
+      if (fs::path(f).filename() != fs::path(checkpoint_path(job.output)).filename()) return true;
+    return false;
+  }();
+  if (ctx.size > 1 || rank_checkpoints) {
     RegisterResult r = register_distributed(job, ctx);
     if (ctx.rank == 0) announce(r, r.registrations.size());
   } else {
