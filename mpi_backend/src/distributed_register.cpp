@@ -56,7 +56,7 @@ RegisterResult register_distributed(const Job& job, RunContext& ctx) {
   auto frames = open_job_input(job);
   const std::size_t n = frames->frame_count();
   if (n < 2) throw bad_input(job.input + ": a series of one frame has nothing to register");
-  RegistrationOperator op(*frames, job.registration);
+  RegistrationOperator op(*frames, job.registration, 1, prepared_cache_bytes(job));
 
   // What is done already. Every rank reads the same files, so every rank
   // derives the same plan; nobody writes a checkpoint before all have read.
@@ -316,14 +316,17 @@ RegisterResult register_distributed(const Job& job, RunContext& ctx) {
                             {"scan_algorithm", job.execution.scan_algorithm},
                             {"local_strategy", job.execution.local_strategy},
                             {"work_stealing", job.execution.work_stealing}};
-      extra["scan_trace"] = trace.to_json();
+      extra["scan_trace"] = trace.to_json(false);  // its records are streamed (below)
       res.seconds.total = since(t_start);
       extra["timings_s"] = {{"pairs", res.seconds.pairs},
                             {"scan", res.seconds.scan},
                             {"average", res.seconds.average},
                             {"before_write_total", res.seconds.total}};
-      res.files = write_register_outputs(job.output, *frames, job.registration, job.averaging, res.registrations,
-                                         res.applications, res.average, res.warnings, extra);
+      const auto& records = trace.records();
+      res.files = write_register_outputs(
+          job.output, *frames, job.registration, job.averaging, res.registrations, res.applications, res.average,
+          res.warnings, extra,
+          {{{"scan_trace", "records"}, records.size(), [&](std::size_t i) { return ScanTrace::record_json(records[i]); }}});
       ctx.progress.advance(4);
       remove_checkpoints(job.output);  // the outputs are complete: nothing left to resume
       res.seconds.write = since(t0);

@@ -10,6 +10,7 @@
 
 #include "driftscan/error.hpp"
 #include "driftscan/mpi/distributed_checkpoint.hpp"
+#include "driftscan/mpi/job_runner.hpp"
 
 namespace driftscan::mpi {
 namespace fs = std::filesystem;
@@ -154,7 +155,7 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
     }
   };
 
-  RegistrationOperator op(frames, job.registration);
+  RegistrationOperator op(frames, job.registration, 1, prepared_cache_bytes(job));
   RegisterResult res;
 
   auto t0 = Clock::now();
