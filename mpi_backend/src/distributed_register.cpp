@@ -109,15 +109,14 @@ RegisterResult register_distributed(const Job& job, RunContext& ctx) {
     for (const auto& g : my_gaps) needed.push_back({g.first, g.last + 1});
   }
 
-  // This rank's checkpoint: what it computes, plus what was loaded for its
-  // share of the frames (so rewriting its file never loses another run's work).
+  // This rank's checkpoint: what its file held already (an earlier run's
+  // rank r, whatever its share was: rewriting the file must not lose it;
+  // files of ranks this run does not have stay as they are), plus what it
+  // computes now.
   const std::string ck_path = rank_checkpoint_path(job.output, ctx.rank);
   RegisterCheckpoint ck;
+  if (job.execution.resume && fs::exists(ck_path)) ck = read_checkpoint_file(ck_path, fingerprint);
   ck.fingerprint = fingerprint;
-  for (std::size_t k = n * rank / ranks; k < n * (rank + 1) / ranks; ++k) {
-    if (known.elements[k]) ck.elements.push_back(*known.elements[k]);
-    if (known.outputs[k]) ck.prefix.push_back(*known.outputs[k]);
-  }
   std::mutex ck_mu;
   auto last_save = Clock::now();
   bool dirty = false;
