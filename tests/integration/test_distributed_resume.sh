@@ -6,7 +6,8 @@
 # much it took from the checkpoints, apply fewer operators than the
 # uninterrupted run and leave no checkpoint behind. A checkpoint made with
 # other settings is refused with one line (exit 2); a cancel (SIGUSR1 to
-# mpirun) saves a checkpoint that resumes too.
+# mpirun) during the pairs phase saves the pairs done, and the resumed run
+# computes only the others.
 set -uo pipefail
 E="$DRIFTSCAN_BIN/driftscan-engine"
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
@@ -56,8 +57,17 @@ check "killed run: checkpoints with some scan outputs, no drift.csv" \
   "[ $saved -ge 40 ] && [ $saved -lt $frames ] && [ ! -e part/drift.csv ]"
 cp -r part part3; cp -r part part1; cp -r part other
 
-resume() {  # folder ranks
-  local out=$1 r=$2
+saved_pairs() {
+  local total=0 f c
+  for f in "$1"/checkpoint.rank-*.dsck; do
+    [ -e "$f" ] || continue
+    c=$(head -c 4096 "$f" | head -1 | sed -n 's/.*"elements":\([0-9]*\).*/\1/p')
+    total=$((total + ${c:-0}))
+  done
+  echo $total
+}
+resume() {  # folder ranks [pairs-only]: the last for checkpoints holding pairs only
+  local out=$1 r=$2 pairs_only=${3:-}
   "${MPIRUN[@]}" -np "$r" "$E" register s.tif --out "$out" --threads 2 --checkpoint-interval 0.05 --resume \
     --progress json > "$out.events" 2> "$out.err"
   local rc=$? dev apps line
@@ -67,9 +77,17 @@ resume() {  # folder ranks
   echo "  resume on $r rank(s): exit $rc, ${line#\"message\":}, $apps of $full_apps operator applications," \
        "max deviation $dev px"
   check "resume on $r rank(s): exit 0" "[ $rc -eq 0 ]"
-  check "resume on $r rank(s): said what it took from the checkpoints" \
-    "echo '$line' | grep -Eq 'resumed: [1-9][0-9]* pairs and [1-9][0-9]* scan outputs'"
-  check "resume on $r rank(s): skipped work (fewer operator applications)" "[ $apps -lt $full_apps ]"
+  if [ -z "$pairs_only" ]; then
+    check "resume on $r rank(s): said what it took from the checkpoints" \
+      "echo '$line' | grep -Eq 'resumed: [1-9][0-9]* pairs and [1-9][0-9]* scan outputs'"
+    check "resume on $r rank(s): skipped work (fewer operator applications)" "[ $apps -lt $full_apps ]"
+  else
+    local todo; todo=$(grep -o '"phase":"pairs","total":[0-9]*' "$out.events" | head -1 | grep -o '[0-9]*$')
+    echo "  rank 0 computed $todo of its $((frames / r)) pairs"
+    check "resume on $r rank(s): said what it took from the checkpoints" \
+      "echo '$line' | grep -Eq 'resumed: [1-9][0-9]* pairs and 0 scan outputs'"
+    check "resume on $r rank(s): skipped work (rank 0 computed fewer pairs)" "[ ${todo:-$frames} -lt $((frames / r)) ]"
+  fi
   check "resume on $r rank(s): within 0.01 px of the uninterrupted run" "within '$dev'"
   check "resume on $r rank(s): checkpoints removed" "[ -z \"\$(ls $out/checkpoint* 2>/dev/null)\" ]"
 }
@@ -85,21 +103,22 @@ check "other settings: exit 2" "[ $rc -eq 2 ]"
 check "other settings: the error names the checkpoint and why" \
   "grep -q 'checkpoint.rank-[0-9].dsck: checkpoint was made for another input or other registration settings' o.err"
 
-# --- a cancel (SIGUSR1 to mpirun) saves what is done; resuming finishes it
+# --- a cancel (SIGUSR1 to mpirun) in the pairs phase saves the pairs done;
+# resuming computes only the missing ones, then scans
 "${MPIRUN[@]}" -np 2 "$E" register s.tif --out cancel --threads 2 --checkpoint-interval 30 --progress json \
   > c.events 2> c.err &
 P=$!
-for i in $(seq 600); do  # rank 0's scan: its reduce phase, then outputs (done > its share)
-  d=$(grep '"phase":"scan"' c.events 2>/dev/null | tail -1 | sed -n 's/.*"done":\([0-9]*\).*/\1/p')
-  [ "${d:-0}" -ge $((frames / 2 + 100)) ] && break
+for i in $(seq 600); do
+  d=$(grep '"phase":"pairs"' c.events 2>/dev/null | tail -1 | sed -n 's/.*"done":\([0-9]*\).*/\1/p')
+  [ "${d:-0}" -ge $((frames / 8)) ] && break
   sleep 0.05
 done
 kill -USR1 $P; wait $P; rc=$?
-echo "  cancelled: exit $rc, $(saved_outputs cancel) scan outputs saved"
+echo "  cancelled: exit $rc, $(saved_pairs cancel) pairs and $(saved_outputs cancel) scan outputs saved"
 check "cancel: exit 4" "[ $rc -eq 4 ]"
-check "cancel: checkpoints written on cancel (interval 30 s not reached)" \
-  "[ \$(saved_outputs cancel) -gt 0 ] && [ ! -e cancel/drift.csv ]"
-resume cancel 2
+check "cancel: pairs saved on cancel (interval 30 s not reached)" \
+  "[ \$(saved_pairs cancel) -gt 0 ] && [ \$(saved_pairs cancel) -lt $frames ] && [ ! -e cancel/drift.csv ]"
+resume cancel 2 pairs-only
 
 # --- a single-rank run's checkpoint (a scanned prefix) resumed on 2 ranks:
 # the rest is scanned by the work-stealing scan from the last known output
