@@ -32,12 +32,13 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 double cpu_since(std::clock_t c0) { return static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC; }
 
 // Text written under a temporary name in the same folder, then renamed.
-void write_text_atomically(const std::string& path, const std::string& text) {
+template <class Write>
+void write_atomically(const std::string& path, Write&& write) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw failure(path + ": cannot create (" + std::string(std::strerror(errno)) + ")");
-    out << text;
+    write(out);
     out.flush();
     if (!out) {
       out.close();
@@ -51,6 +52,50 @@ void write_text_atomically(const std::string& path, const std::string& text) {
     std::remove(tmp.c_str());
     throw failure(path + ": cannot rename into place (" + ec.message() + ")");
   }
+}
+void write_text_atomically(const std::string& path, const std::string& text) {
+  write_atomically(path, [&](std::ostream& out) { out << text; });
+}
+
+// `report` dumped with two-space indentation, each ReportArray streamed in
+// at its path, one compact record per line: only one record is ever a JSON
+// value in memory.
+void write_report(const std::string& path, nlohmann::json report, const std::vector<ReportArray>& arrays) {
+  auto placeholder = [](std::size_t i) { return "@driftscan-streamed-array-" + std::to_string(i) + "@"; };
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    nlohmann::json* at = &report;
+    for (const auto& key : arrays[i].path) at = &(*at)[key];
+    *at = placeholder(i);
+  }
+  const std::string text = report.dump(2) + "\n";
+  write_atomically(path, [&](std::ostream& out) {
+    std::size_t pos = 0;
+    for (;;) {
+      // The next placeholder in the text (keys are sorted, so not in array order).
+      std::size_t at = std::string::npos, which = 0;
+      for (std::size_t i = 0; i < arrays.size(); ++i) {
+        std::size_t p = text.find('"' + placeholder(i) + '"', pos);
+        if (p < at) {
+          at = p;
+          which = i;
+        }
+      }
+      if (at == std::string::npos) break;
+      const std::size_t line = text.rfind('\n', at) + 1;
+      const std::string indent(text.find_first_not_of(' ', line) - line, ' ');
+      out.write(text.data() + pos, static_cast<std::streamsize>(at - pos));
+      const ReportArray& a = arrays[which];
+      if (a.size == 0) out << "[]";
+      else {
+        out << "[\n";
+        for (std::size_t k = 0; k < a.size; ++k)
+          out << indent << "  " << a.record(k).dump() << (k + 1 < a.size ? ",\n" : "\n");
+        out << indent << ']';
+      }
+      pos = at + placeholder(which).size() + 2;
+    }
+    out.write(text.data() + pos, static_cast<std::streamsize>(text.size() - pos));
+  });
 }
 
 std::string flag_names(std::uint32_t flags) {
@@ -202,7 +247,7 @@ RegisterOutputs write_register_outputs(const std::string& out_dir, const FrameSo
                                        const std::vector<Registration>& registrations,
                                        const std::vector<OperatorApplication>& applications,
                                        const AverageResult& average, const std::vector<std::string>& warnings,
-                                       const nlohmann::json& report_extra) {
+                                       const nlohmann::json& report_extra, const std::vector<ReportArray>& streamed) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(out_dir, ec);
@@ -246,17 +291,21 @@ RegisterOutputs write_register_outputs(const std::string& out_dir, const FrameSo
       "frame k at pixel (x, y) shows what frame 0 shows at T_{0,k}(x, y); dx,dy = T_{0,k}(c) - c at the frame "
       "centre c = ((width-1)/2, (height-1)/2)";
   long total_it = 0, max_it = 0;
-  nlohmann::json apps = nlohmann::json::array();
   for (const OperatorApplication& a : applications) {
     total_it += a.iterations;
     max_it = std::max<long>(max_it, a.iterations);
-    apps.push_back({{"from", a.from},
-                    {"to", a.to},
-                    {"iterations", a.iterations},
-                    {"seconds", a.seconds},
-                    {"cost", std::isfinite(a.cost) ? a.cost : 1.0},
-                    {"flags", flag_names(a.flags)}});
   }
+  // One record per application: streamed, a long series has tens of thousands.
+  std::vector<ReportArray> arrays = streamed;
+  arrays.push_back({{"operator_applications"}, applications.size(), [&](std::size_t i) {
+                      const OperatorApplication& a = applications[i];
+                      return nlohmann::json{{"from", a.from},
+                                            {"to", a.to},
+                                            {"iterations", a.iterations},
+                                            {"seconds", a.seconds},
+                                            {"cost", std::isfinite(a.cost) ? a.cost : 1.0},
+                                            {"flags", flag_names(a.flags)}};
+                    }});
   std::size_t used = 0;
   nlohmann::json excluded = nlohmann::json::array();
   for (std::size_t k = 0; k < average.used.size(); ++k) {
@@ -269,12 +318,11 @@ RegisterOutputs write_register_outputs(const std::string& out_dir, const FrameSo
                        {"iterations_max", max_it},
                        {"frames_used", used},
                        {"frames_excluded", excluded}};
-  report["operator_applications"] = apps;
   report["warnings"] = warnings;
   report["files"] = {{"drift", files.drift}, {"average", files.average}, {"coverage", files.coverage},
                      {"report", files.report}};
   for (auto it = report_extra.begin(); it != report_extra.end(); ++it) report[it.key()] = it.value();
-  write_text_atomically(files.report, report.dump(2) + "\n");
+  write_report(files.report, std::move(report), arrays);
   return files;
 }
 

@@ -195,7 +195,7 @@ const std::vector<JobFlag>& table() {
       {"--checkpoint-interval", "execution.checkpoint_interval_s", "Seconds between checkpoints (0: off)",
        registration, false,
        [](Job& j, const std::string& v, const std::string& f) { j.execution.checkpoint_interval_s = to_double(v, f); }},
-      {"--resume", "execution.resume", "Continue from the checkpoint in the output folder", registration, true,
+      {"--resume", "execution.resume", "Continue from the checkpoints in the output folder (any rank count)", registration, true,
        [](Job& j, const std::string&, const std::string&) { j.execution.resume = true; }},
       {"--profile", "execution.profile", "Launch profile recorded in the job (driftscan-launch)", common, false,
        [](Job& j, const std::string& v, const std::string&) { j.execution.profile = v; }},

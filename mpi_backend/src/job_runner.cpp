@@ -14,6 +14,7 @@
 
 #include "driftscan/drift_table.hpp"
 #include "driftscan/error.hpp"
+#include "driftscan/mpi/distributed_checkpoint.hpp"
 #include "driftscan/mpi/distributed_register.hpp"
 #include "driftscan/mpi/register_checkpoint.hpp"
 #include "driftscan/mpi/stack_spectrum.hpp"
@@ -114,7 +115,14 @@ int run_register(const Job& job, RunContext& ctx) {
                   r.seconds.scan, r.seconds.average);
     ctx.progress.log(LogLevel::info, line);
   };
-  if (ctx.size > 1) {
+  // A single rank resumes a multi-rank run's checkpoints through the
+  // distributed path (it merges per-rank files; the serial one reads only its own).
+  const bool rank_checkpoints = job.execution.resume && [&] {
+    for (const auto& f : checkpoint_files(job.output))
+      if (fs::path(f).filename() != fs::path(checkpoint_path(job.output)).filename()) return true;
+    return false;
+  }();
+  if (ctx.size > 1 || rank_checkpoints) {
     RegisterResult r = register_distributed(job, ctx);
     if (ctx.rank == 0) announce(r, r.registrations.size());
   } else {
@@ -259,6 +267,11 @@ int run_spectrum(const Job& job, RunContext& ctx) {
 
 std::unique_ptr<TiffSeries> open_job_input(const Job& job) {
   return TiffSeries::open(job.input, static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0));
+}
+
+std::size_t prepared_cache_bytes(const Job& job) {
+  const double bytes = job.execution.frame_cache_mb * 1024.0 * 1024.0 / 4.0;
+  return static_cast<std::size_t>(std::min(bytes, 256.0 * 1024.0 * 1024.0));
 }
 
 std::string synth_series_path(const std::string& output) {

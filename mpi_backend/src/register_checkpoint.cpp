@@ -9,6 +9,8 @@
 #include <fstream>
 
 #include "driftscan/error.hpp"
+#include "driftscan/mpi/distributed_checkpoint.hpp"
+#include "driftscan/mpi/job_runner.hpp"
 
 namespace driftscan::mpi {
 namespace fs = std::filesystem;
@@ -73,7 +75,7 @@ void save_checkpoint(const RegisterCheckpoint& c, const std::string& path) {
   }
 }
 
-RegisterCheckpoint load_checkpoint(const std::string& path, const nlohmann::json& expected) {
+RegisterCheckpoint read_checkpoint_file(const std::string& path, const nlohmann::json& expected) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw bad_input(path + ": cannot open checkpoint");
   std::string line;
@@ -90,11 +92,26 @@ RegisterCheckpoint load_checkpoint(const std::string& path, const nlohmann::json
                            "(delete it or run without --resume)");
   RegisterCheckpoint c;
   c.fingerprint = head["fingerprint"];
-  std::size_t ne = head.value("elements", std::size_t(0)), np = head.value("prefix", std::size_t(0));
+  std::size_t ne = 0, np = 0;
+  try {
+    ne = head.value("elements", std::size_t(0));
+    np = head.value("prefix", std::size_t(0));
+  } catch (...) {
+    throw bad_input(path + ": not a DriftScan checkpoint");
+  }
   std::size_t n = expected.value("frames", std::size_t(0));
-  if (ne > n || np > ne) throw bad_input(path + ": checkpoint counts do not fit the series");
+  if (ne > n || np > n) throw bad_input(path + ": checkpoint counts do not fit the series");
   c.elements = read_records(in, ne, path);
   c.prefix = read_records(in, np, path);
+  return c;
+}
+
+RegisterCheckpoint load_checkpoint(const std::string& path, const nlohmann::json& expected) {
+  RegisterCheckpoint c = read_checkpoint_file(path, expected);
+  if (c.prefix.size() > c.elements.size()) throw bad_input(path + ": checkpoint counts do not fit the series");
+  for (std::size_t k = 0; k < c.elements.size(); ++k)
+    if (c.elements[k].to != k || (k < c.prefix.size() && (c.prefix[k].to != k || c.prefix[k].from != 0)))
+      throw bad_input(path + ": not a single-rank checkpoint (its frames are not in order)");
   return c;
 }
 
@@ -111,6 +128,7 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
 
   RegisterCheckpoint ck;
   ck.fingerprint = checkpoint_fingerprint(job, frames);
+  if (!job.execution.resume) remove_checkpoints(job.output);  // an earlier run's: never mixed with this one's
   if (job.execution.resume) {
     if (fs::exists(ck_path)) {
       ck = load_checkpoint(ck_path, ck.fingerprint);
@@ -137,7 +155,7 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
     }
   };
 
-  RegistrationOperator op(frames, job.registration);
+  RegistrationOperator op(frames, job.registration, 1, prepared_cache_bytes(job));
   RegisterResult res;
 
   auto t0 = Clock::now();
@@ -206,7 +224,7 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
   res.files = write_register_outputs(job.output, frames, job.registration, job.averaging, res.registrations,
                                      res.applications, res.average, res.warnings, extra);
   progress.advance(4);
-  fs::remove(ck_path, ec);  // the outputs are complete: nothing left to resume
+  remove_checkpoints(job.output);  // the outputs are complete: nothing left to resume
   res.seconds.write = since(t0);
   res.seconds.total = since(t_start);
   return res;

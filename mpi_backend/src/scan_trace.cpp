@@ -122,7 +122,12 @@ ScanSummary ScanTrace::summary() const {
   return s;
 }
 
-nlohmann::json ScanTrace::to_json() const {
+nlohmann::json ScanTrace::record_json(const ScanRecord& r) {
+  return {{"rank", r.rank}, {"thread", r.thread}, {"first", r.first}, {"last", r.last},
+          {"phase", to_string(r.phase)}, {"start_s", r.start_s}, {"end_s", r.end_s}, {"stolen", r.stolen != 0}};
+}
+
+nlohmann::json ScanTrace::to_json(bool with_records) const {
   ScanSummary s = summary();
   nlohmann::json j;
   j["details"] = details_;
@@ -140,11 +145,9 @@ nlohmann::json ScanTrace::to_json() const {
   for (const auto& c : s.critical_path)
     path.push_back({{"phase", to_string(c.phase)}, {"rank", c.rank}, {"thread", c.thread},
                     {"start_s", c.start_s}, {"end_s", c.end_s}, {"busy_s", c.busy_s}});
+  if (!with_records) return j;
   auto& records = j["records"] = nlohmann::json::array();
-  for (const auto& r : records_)
-    records.push_back({{"rank", r.rank}, {"thread", r.thread}, {"first", r.first}, {"last", r.last},
-                       {"phase", to_string(r.phase)}, {"start_s", r.start_s}, {"end_s", r.end_s},
-                       {"stolen", r.stolen != 0}});
+  for (const auto& r : records_) records.push_back(record_json(r));
   return j;
 }
 

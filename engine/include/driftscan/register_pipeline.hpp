@@ -86,15 +86,25 @@ AverageResult average_registered(const FrameSource& frames, const std::vector<Re
                                  const AveragingOptions& options, std::vector<std::string>& warnings,
                                  Progress* progress, const CancelToken* cancel);
 
+// A large array of report.json written record by record rather than built
+// in memory (as JSON values, tens of thousands of records take ~1 KB each).
+struct ReportArray {
+  std::vector<std::string> path;  // where in the report, e.g. {"scan_trace", "records"}
+  std::size_t size = 0;
+  std::function<nlohmann::json(std::size_t)> record;  // record i
+};
+
 // Phase "write": the four files in `out_dir` (created), atomically each;
 // report.json is written last. `report_extra` is merged into the report
-// (timings, execution details of the caller).
+// (timings, execution details of the caller), then `streamed` arrays are
+// written in at their paths.
 RegisterOutputs write_register_outputs(const std::string& out_dir, const FrameSource& frames,
                                        const RegistrationSettings& settings, const AveragingOptions& averaging,
                                        const std::vector<Registration>& registrations,
                                        const std::vector<OperatorApplication>& applications,
                                        const AverageResult& average, const std::vector<std::string>& warnings,
-                                       const nlohmann::json& report_extra);
+                                       const nlohmann::json& report_extra,
+                                       const std::vector<ReportArray>& streamed = {});
 
 // drift.csv alone (atomically): frame,dx,dy [,angle_deg] [,a,b,c,d,tx,ty],
 // iterations,cost,ncc,quality,used,flags. (dx, dy) is the displacement

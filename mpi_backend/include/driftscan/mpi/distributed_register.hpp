@@ -11,7 +11,9 @@
 //             the trace, streams the frames through the averaging and writes
 //             drift.csv, average.tif, coverage.tif and report.json (with the
 //             scan trace the app's load-balance view draws).
-// Checkpoints are a feature of the serial pipeline only (said in a warning).
+// Checkpoints: every rank saves its completed pair elements and scan outputs
+// (distributed_checkpoint.hpp); --resume with any rank count recomputes only
+// the missing pairs and finishes the scan from the known outputs.
 #include "driftscan/job.hpp"
 #include "driftscan/mpi/command.hpp"
 #include "driftscan/register_pipeline.hpp"

@@ -24,6 +24,12 @@ int run_job(const Job& job, RunContext& ctx);
 // execution.frame_cache_mb (each rank opens it and reads only what it needs).
 std::unique_ptr<TiffSeries> open_job_input(const Job& job);
 
+// The registration operator's cache of prepared frames (pyramids): a quarter
+// of execution.frame_cache_mb, at most 256 MB. The scan reuses only a few
+// prepared frames at a time (frame 0, each worker's segment start), so this
+// holds plenty; a fixed 256 MB let it grow with the series up to that size.
+std::size_t prepared_cache_bytes(const Job& job);
+
 // Whether this build can run `command` ("register", "average", "spectrum", "synth").
 bool job_command_available(const std::string& command);
 

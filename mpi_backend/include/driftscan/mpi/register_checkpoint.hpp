@@ -22,18 +22,22 @@ namespace driftscan::mpi {
 
 struct RegisterCheckpoint {
   nlohmann::json fingerprint;              // input, frames, size, registration settings
-  std::vector<Registration> elements;      // e_0 .. e_{m-1}
-  std::vector<Registration> prefix;        // (0 -> k) for k < prefix.size()
+  std::vector<Registration> elements;      // e_0 .. e_{m-1} (a rank's file: any e_k, frame in `to`)
+  std::vector<Registration> prefix;        // (0 -> k) for k < prefix.size() (a rank's file: any (0 -> k))
 };
 
 std::string checkpoint_path(const std::string& out_dir);
 nlohmann::json checkpoint_fingerprint(const Job& job, const FrameSource& frames);
 void save_checkpoint(const RegisterCheckpoint& c, const std::string& path);  // atomic
-// Throws bad_input when the file is corrupt or made for another input/settings.
+// Any checkpoint file, serial or a rank's, as stored. Throws bad_input when
+// the file is corrupt or made for another input/settings.
+RegisterCheckpoint read_checkpoint_file(const std::string& path, const nlohmann::json& expected_fingerprint);
+// The serial checkpoint: read_checkpoint_file, and its records in frame order.
 RegisterCheckpoint load_checkpoint(const std::string& path, const nlohmann::json& expected_fingerprint);
 
 // The serial register pipeline (register_pipeline.hpp's phases) with
-// checkpoints and resume. Runs on the calling rank only.
+// checkpoints and resume. Runs on the calling rank only. Multi-rank runs
+// checkpoint per rank (distributed_checkpoint.hpp).
 RegisterResult register_with_checkpoints(const Job& job, const FrameSource& frames, Progress& progress,
                                          const CancelToken& cancel);
 

@@ -103,8 +103,10 @@ class ScanTrace {
   // Free-form description of the run (algorithm, strategy, ...), copied into to_json().
   nlohmann::json& details() { return details_; }
   // {"details", "ranks", "threads", "makespan_s", "imbalance", "workers": [...],
-  //  "critical_path": [...], "records": [...]}.
-  nlohmann::json to_json() const;
+  //  "critical_path": [...], "records": [...]}; without "records" when
+  //  `with_records` is false (a long run's report streams them: record_json).
+  nlohmann::json to_json(bool with_records = true) const;
+  static nlohmann::json record_json(const ScanRecord& r);
 
  private:
   ScanClock clock_;

@@ -44,6 +44,12 @@
 
 namespace driftscan::mpi {
 
+// run()'s default `on_output`: nothing to learn.
+struct NoScanOutputHook {
+  template <class T>
+  void operator()(std::size_t, const T&) const {}
+};
+
 struct ScanOptions {
   GlobalScanAlgorithm algorithm = GlobalScanAlgorithm::dissemination;
   LocalStrategy strategy = LocalStrategy::reduce_then_scan;
@@ -76,8 +82,12 @@ class WorkStealingScan {
   // prefixes over the whole distributed sequence. `op(a, b)` returns a ⊕ b.
   // On an operator failure on any rank, every rank throws the same Error.
   // With `trace`, every application is recorded (trace->gather() afterwards).
-  template <class T, class Op, class Codec = ScanElementCodec<T>>
-  std::vector<T> run(const std::vector<T>& block, Op&& op, ScanTrace* trace = nullptr) {
+  // `on_output(k, prefix)` is called as soon as block[k]'s final prefix is
+  // known (checkpoints), from the worker thread that computed it: it runs
+  // concurrently, must be cheap, thread-safe, and must not throw.
+  template <class T, class Op, class Codec = ScanElementCodec<T>, class OnOutput = NoScanOutputHook>
+  std::vector<T> run(const std::vector<T>& block, Op&& op, ScanTrace* trace = nullptr,
+                     OnOutput&& on_output = OnOutput{}) {
     const std::size_t n = block.size();
     if (n >= (std::size_t(1) << 32) - 1) throw bad_input("scan: more than 2^32 elements on one rank");
     long long count = static_cast<long long>(n), before = 0;
@@ -254,20 +264,33 @@ class WorkStealingScan {
                 auto local_prefix = ScanPartial<T>::of(*out[k], offset + static_cast<std::int64_t>(seg.lo),
                                                        offset + static_cast<std::int64_t>(k));
                 auto r = combine_partials(prefix, local_prefix, applier(thread, ScanPhase::map, false));
-                if (r.has_value()) out[k] = r.value();
-                else final_status[t] = r;
+                if (r.has_value()) {
+                  out[k] = r.value();
+                  on_output(k, *out[k]);
+                } else {
+                  final_status[t] = r;
+                }
               }
             } else if (prefix.failed()) {
               final_status[t] = prefix;
+            } else {  // nothing before this segment: its local prefixes are final
+              for (std::size_t k = seg.lo; k < seg.hi; ++k)
+                if (out[k]) on_output(k, *out[k]);
             }
           } else {
             const bool has_head = !head.empty();
             ScanPartial<T> acc =
                 combine_partials(exclusive, has_head ? head : before, applier(thread, ScanPhase::final_scan, false));
-            if (has_head && acc.has_value()) out[seg.lo] = acc.value();
+            if (has_head && acc.has_value()) {
+              out[seg.lo] = acc.value();
+              on_output(seg.lo, *out[seg.lo]);
+            }
             for (std::size_t k = has_head ? seg.lo + 1 : seg.lo; k < seg.hi && !acc.failed(); ++k) {
               acc = combine_partials(acc, element(k), applier(thread, ScanPhase::final_scan, false));
-              if (acc.has_value()) out[k] = acc.value();
+              if (acc.has_value()) {
+                out[k] = acc.value();
+                on_output(k, *out[k]);
+              }
             }
             if (acc.failed()) final_status[t] = acc;
           }
