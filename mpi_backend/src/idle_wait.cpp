@@ -5,27 +5,19 @@
 #include <thread>
 
 namespace driftscan::mpi {
-namespace {
-class Backoff {
- public:
-  void pause() {
-    std::this_thread::sleep_for(std::chrono::microseconds(us_));
-    us_ = std::min(us_ * 2, 200);
-  }
-
- private:
-  int us_ = 10;
-};
-}  // namespace
+void IdleBackoff::pause() {
+  std::this_thread::sleep_for(std::chrono::microseconds(us_));
+  us_ = std::min(us_ * 2, 200);
+}
 
 void wait_idle(MPI_Request& request, MPI_Status* status) {
-  Backoff backoff;
+  IdleBackoff backoff;
   int done = 0;
   for (MPI_Test(&request, &done, status); !done; MPI_Test(&request, &done, status)) backoff.pause();
 }
 
 MPI_Status probe_idle(int source, int tag, MPI_Comm comm) {
-  Backoff backoff;
+  IdleBackoff backoff;
   MPI_Status status;
   int found = 0;
   for (MPI_Iprobe(source, tag, comm, &found, &status); !found; MPI_Iprobe(source, tag, comm, &found, &status))

@@ -93,6 +93,38 @@ TEST(ScanStealing, FastThreadTakesOverSlowNeighboursElements) {
   }
 }
 
+// A thread's final phase waits only for what precedes its segment, not for
+// its slowest sibling: on rank 0 (nothing precedes it), thread 1 scans its
+// segment while thread 2 is still in the last, slow step of its reduce.
+// (Static segments, so that step is certainly thread 2's.)
+TEST(ScanStealing, FinalPhaseDoesNotWaitForSlowestSibling) {
+  const std::size_t per_rank = 30, threads = 3;
+  WorkStealingScan scan(MPI_COMM_WORLD, ScanOptions{GlobalScanAlgorithm::dissemination,
+                                                    LocalStrategy::reduce_then_scan, false, int(threads)});
+  ScanTrace trace;
+  const std::int64_t offset = static_cast<std::int64_t>(per_rank) * world_rank();
+  auto op = [&](const Range& a, const Range& b) {
+    if (a.last + 1 != b.first) throw failure("not adjacent");
+    if (a.first == offset + 20 && b.last == offset + 29) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return Range{a.first, b.last};
+  };
+  std::vector<Range> got = scan.run(my_ranges(per_rank), op, &trace);
+  for (std::size_t k = 0; k < per_rank; ++k) EXPECT_EQ(got[k], (Range{0, offset + std::int64_t(k)}));
+  trace.gather(MPI_COMM_WORLD);
+  if (world_rank() == 0) {
+    double thread1_final_start = 1e300, thread2_reduce_end = 0.0;
+    for (const auto& rec : trace.records()) {
+      if (rec.rank != 0) continue;
+      if (rec.thread == 1 && rec.phase == ScanPhase::final_scan)
+        thread1_final_start = std::min(thread1_final_start, rec.start_s);
+      if (rec.thread == 2 && rec.phase == ScanPhase::local_reduce)
+        thread2_reduce_end = std::max(thread2_reduce_end, rec.end_s);
+    }
+    EXPECT_GT(thread2_reduce_end, 0.3);
+    EXPECT_LT(thread1_final_start, thread2_reduce_end - 0.2);
+  }
+}
+
 // Stealing off: every thread keeps exactly its static segment.
 TEST(ScanStealing, StaticRunStealsNothing) {
   WorkStealingScan scan(MPI_COMM_WORLD,

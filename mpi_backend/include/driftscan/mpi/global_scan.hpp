@@ -187,25 +187,71 @@ ScanPartial<T> global_inclusive_scan(MPI_Comm comm, const ScanPartial<T>& mine, 
 }
 
 // What rank r needs for its final phase: the inclusive result of rank r−1
-// (empty on rank 0), by one shift to the right.
+// (empty on rank 0), by one shift to the right. Split in two halves so a
+// rank can take its exclusive prefix as soon as it arrives — it does not
+// depend on the rank's own part of the global phase, which may still be
+// running: send_inclusive_right() after the global scan, and an
+// ExclusiveReceiver polled (or waited on) whenever convenient.
+namespace detail {
+constexpr int kExclusiveTag = kScanTagBase + 63;
+}  // namespace detail
+
 template <class T, class Codec = ScanElementCodec<T>>
-ScanPartial<T> exclusive_from_inclusive(MPI_Comm comm, const ScanPartial<T>& inclusive) {
+class ExclusiveReceiver {
+ public:
+  explicit ExclusiveReceiver(MPI_Comm comm) : comm_(comm) {
+    MPI_Comm_rank(comm_, &rank_);
+    done_ = rank_ == 0;
+  }
+  // Non-blocking: true once the left neighbour's inclusive result is here.
+  bool poll() {
+    if (done_) return true;
+    int found = 0;
+    MPI_Status status;
+    MPI_Iprobe(rank_ - 1, detail::kExclusiveTag, comm_, &found, &status);
+    if (found) take();
+    return done_;
+  }
+  void wait() {
+    if (!done_) take();
+  }
+  bool done() const { return done_; }
+  const ScanPartial<T>& value() const { return value_; }
+
+ private:
+  void take() {
+    ByteBuffer bytes = detail::recv_bytes(comm_, rank_ - 1, detail::kExclusiveTag);
+    value_ = ScanPartial<T>::template decode<Codec>(bytes.data(), bytes.size());
+    done_ = true;
+  }
+  MPI_Comm comm_;
+  int rank_ = 0;
+  bool done_ = false;
+  ScanPartial<T> value_;
+};
+
+// The sending half: rank r's inclusive result to rank r+1 (if any). Complete
+// `pending` with detail::wait_all.
+template <class T, class Codec = ScanElementCodec<T>>
+void send_inclusive_right(MPI_Comm comm, const ScanPartial<T>& inclusive, std::deque<detail::PendingSend>& pending) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  std::deque<detail::PendingSend> pending;
   if (rank + 1 < size) {
     ByteBuffer bytes;
     inclusive.template encode<Codec>(bytes);
-    detail::isend_bytes(comm, rank + 1, detail::kScanTagBase + 63, pending, std::move(bytes));
+    detail::isend_bytes(comm, rank + 1, detail::kExclusiveTag, pending, std::move(bytes));
   }
-  ScanPartial<T> result;
-  if (rank > 0) {
-    ByteBuffer bytes = detail::recv_bytes(comm, rank - 1, detail::kScanTagBase + 63);
-    result = ScanPartial<T>::template decode<Codec>(bytes.data(), bytes.size());
-  }
+}
+
+template <class T, class Codec = ScanElementCodec<T>>
+ScanPartial<T> exclusive_from_inclusive(MPI_Comm comm, const ScanPartial<T>& inclusive) {
+  std::deque<detail::PendingSend> pending;
+  ExclusiveReceiver<T, Codec> receiver(comm);
+  send_inclusive_right<T, Codec>(comm, inclusive, pending);
+  receiver.wait();
   detail::wait_all(pending);
-  return result;
+  return receiver.value();
 }
 
 }  // namespace driftscan::mpi

@@ -10,6 +10,15 @@
 
 namespace driftscan::mpi {
 
+// Sleeps between polls, backing off from 10 µs to 0.2 ms.
+class IdleBackoff {
+ public:
+  void pause();
+
+ private:
+  int us_ = 10;
+};
+
 // MPI_Wait, sleeping between tests.
 void wait_idle(MPI_Request& request, MPI_Status* status = MPI_STATUS_IGNORE);
 // MPI_Probe, sleeping between probes.

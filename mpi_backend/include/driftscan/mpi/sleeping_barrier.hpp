@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <mutex>
+#include <vector>
 
 namespace driftscan::mpi {
 
@@ -60,11 +61,48 @@ class SleepingGate {
     std::unique_lock<std::mutex> lock(mutex_);
     opened_.wait(lock, [&] { return open_; });
   }
+  // Non-blocking; when true, the same visibility as after wait().
+  bool is_open() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return open_;
+  }
 
  private:
   std::mutex mutex_;
   std::condition_variable opened_;
   bool open_ = false;
+};
+
+// One-shot flags with the same sleeping waiters, for waiting on exactly the
+// results one needs (one thread's segment sum, one tree node) instead of on
+// every thread: a thread of the final phase starts as soon as what precedes
+// its segment is known, not when the slowest sibling is done.
+class ReadyFlags {
+ public:
+  // Only while no thread waits.
+  void reset(std::size_t count) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ready_.assign(count, 0);
+  }
+  void set(std::size_t i) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ready_[i] = 1;
+    changed_.notify_all();
+  }
+  // Everything written before set(i) is visible after wait(i), or after is_set(i) returned true.
+  void wait(std::size_t i) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return ready_[i] != 0; });
+  }
+  bool is_set(std::size_t i) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return ready_[i] != 0;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<char> ready_;
 };
 
 }  // namespace driftscan::mpi
