@@ -406,12 +406,21 @@ struct DftPlan::Impl {
     // Optionally the own block skips MPI: written straight to where it is received.
     // (Not when the data being sent sits in the receive buffer itself.)
     const bool self_direct = opt.local_block_direct && (how == fused_blocks || how == pack) && cur.buf != recv_buf;
+    // Where unpacked blocks go (when the received blocks are not yet the new
+    // box). Into the user's output, the own block, written directly, goes
+    // straight there instead. (Not into a work buffer: the chunking of local
+    // runs would take a buffer first written by the unpack for a scratch.)
+    const bool unpack_needed = !direct_out && !(box_now && !next_is_final);
+    const int unpack_buf = next_is_final ? OUT : free_work(recv_buf);
+    const StridedView unpack_view = next_is_final ? final_view : StridedView::dense(0, next_box, sigma);
+    const bool self_to_unpacked = self_direct && unpack_needed && next_is_final && cur.buf != OUT;
 
     auto block_view = [&](const ExchangeCounts& x, bool sending, int j, const Box3& b) {
       const std::int64_t displ = (sending ? x.send_displs[j] : x.recv_displs[j]) / dpe;
       return padded(displ, b);
     };
     auto block_target = [&](int j) {
+      if (self_to_unpacked && j == me) return std::make_pair(unpack_buf, unpack_view.sub(recvs[j]));
       if (self_direct && j == me) return std::make_pair(recv_buf, block_view(counts, false, j, recvs[j]));
       return std::make_pair(static_cast<int>(SEND), block_view(counts, true, j, sends[j]));
     };
@@ -447,7 +456,11 @@ struct DftPlan::Impl {
         break;
       }
     }
-    if (self_direct) {
+    // Otherwise, when the blocks are unpacked anyway, the own block is copied
+    // from the send buffer straight to where it is unpacked to (one copy
+    // instead of a memcpy to the receive buffer and an unpack).
+    const bool own_from_send = all(!self_direct && unpack_needed && how != send_as_is);
+    if (self_direct || own_from_send) {
       counts.send_counts[me] = counts.recv_counts[me] = 0;
       counts.even = false;
     } else if (static_cast<std::int64_t>(counts.send_counts[me]) * static_cast<std::int64_t>(rb) >=
@@ -473,11 +486,16 @@ struct DftPlan::Impl {
     } else if (box_now && !next_is_final) {
       cur = {recv_buf, as_box, real_after, sigma};
     } else {
-      const int out_buf = next_is_final ? OUT : free_work(recv_buf);
-      const StridedView ov = next_is_final ? final_view : StridedView::dense(0, next_box, sigma);
-      for (int j = 0; j < p; ++j)
-        add_copy(ph_unpack, recv_buf, block_view(counts, false, j, recvs[j]), out_buf, ov.sub(recvs[j]), real_after);
-      cur = {out_buf, ov, real_after, next_is_final ? row_major_order : sigma};
+      for (int j = 0; j < p; ++j) {
+        if (j == me && self_to_unpacked) continue;
+        if (j == me && own_from_send)
+          add_copy(ph_unpack, SEND, block_view(counts, true, j, sends[j]), unpack_buf, unpack_view.sub(recvs[j]),
+                   real_after);
+        else
+          add_copy(ph_unpack, recv_buf, block_view(counts, false, j, recvs[j]), unpack_buf, unpack_view.sub(recvs[j]),
+                   real_after);
+      }
+      cur = {unpack_buf, unpack_view, real_after, next_is_final ? row_major_order : sigma};
     }
   }
 
