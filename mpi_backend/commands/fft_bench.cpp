@@ -47,6 +47,7 @@ struct FftBenchOptions {
   bool skip_fftw = false;
   bool local_block_direct = false;
   bool slab_axis2_last = false;
+  bool final_through_work = false;
   bool no_autotune = false;
   std::string precision = "double";
 };
@@ -333,7 +334,8 @@ class FftBench {
     o.planner = planner();
     o.local_block_direct = o_.local_block_direct;
     o.slab_axis2_last = o_.slab_axis2_last;
-    o.autotune = !(o_.no_autotune || o_.local_block_direct || o_.slab_axis2_last);
+    o.final_through_work = o_.final_through_work;
+    o.autotune = !(o_.no_autotune || o_.local_block_direct || o_.slab_axis2_last || o_.final_through_work);
     auto plan = std::make_unique<DftPlan>(comm_, o);
     std::vector<C> in(plan->input_count()), out(plan->output_count());
     fill(in.data(), plan->input_box(), n_);
@@ -485,6 +487,8 @@ const CommandRegistrar registrar({"fft-bench",
                                                  "Only this variant: own block written where it is received");
                                     app.add_flag("--slab-axis2-last", o->slab_axis2_last,
                                                  "Only this variant: slab FFTs axis 1 then axis 2");
+                                    app.add_flag("--final-through-work", o->final_through_work,
+                                                 "Only this variant: last FFT through a work buffer");
                                     return [o](RunContext& ctx) { return run_fft_bench(*o, ctx); };
                                   }});
 

@@ -271,7 +271,20 @@ struct DftPlan::Impl {
     if (next_stage < 0) {  // final: into OUT, row-major
       if (!has_fft && cur.buf == OUT) return;
       const StridedView ov = StridedView::dense(0, after, row_major_order);
-      if (has_fft) add_fft(d, cur, OUT, ov, real_after);
+      if (has_fft && opt.final_through_work) {
+        // The FFT writes cache-sized chunks of a work buffer (the chunking of
+        // local runs shrinks it), each then copied to the output: the output's
+        // large strides along the transform axis cost the FFT more than the copy.
+        if (cur.buf != IN && d.kind == FftKind::c2c) {
+          // In place (same strides in and out, which FFTW handles best), then copied.
+          add_fft(d, cur, cur.buf, cur.view, real_after);
+          add_copy(ph_unpack, cur.buf, cur.view, OUT, ov, real_after);
+        } else {
+          const int w = free_work(cur.buf);
+          add_fft(d, cur, w, ov, real_after);
+          add_copy(ph_unpack, w, ov, OUT, ov, real_after);
+        }
+      } else if (has_fft) add_fft(d, cur, OUT, ov, real_after);
       else add_copy(ph_unpack, cur.buf, cur.view, OUT, ov, real_after);
       cur = {OUT, ov, real_after, row_major_order};
       return;
@@ -655,11 +668,14 @@ struct DftPlan::Impl {
     // place in all its views, or a chunk could overwrite what a later chunk reads.
     std::map<int, std::vector<const StridedView*>> views;
     std::map<int, bool> read, written;
+    std::map<int, std::size_t> elem_bytes;
     for (const Step& s : group) {
       views[s.src].push_back(&s.src_view);
       views[s.dst].push_back(&s.dst_view);
       read[s.src] = true;
       written[s.dst] = true;
+      elem_bytes[s.src] = s.kind == Step::fft ? eb(s.src_real) : s.elem;
+      elem_bytes[s.dst] = s.kind == Step::fft ? eb(s.dst_real) : s.elem;
     }
     for (const auto& [b, vs] : views)
       if (read[b] && written[b])
@@ -699,7 +715,14 @@ struct DftPlan::Impl {
           if (!full.count(buf) || b.empty()) return v.sub(b);
           Box3 chunk = full[buf].box;
           chunk.lo[c] = std::max(chunk.lo[c], k), chunk.hi[c] = std::min(chunk.hi[c], k + planes);
-          return StridedView::dense(0, chunk, order[buf]).sub(b);
+          // One cache line of padding per slice when slices are whole
+          // pages: a power-of-two stride would put a column in one cache set.
+          StridedView cv = StridedView::dense(0, chunk, order[buf]);
+          const int slow = order[buf][0];
+          const std::int64_t slice_bytes = cv.stride[slow] * static_cast<std::int64_t>(elem_bytes[buf]);
+          if (chunk.size(slow) > 1 && slice_bytes % 4096 == 0)
+            cv.stride[slow] += 64 / static_cast<std::int64_t>(elem_bytes[buf]);
+          return cv.sub(b);
         };
         Step t = s;
         t.src_view = restrict_view(s.src_view, s.src);
@@ -969,15 +992,21 @@ DftPlan::DftPlan(MPI_Comm comm, const DftOptions& o) {
   // machine, keep the fastest. The variants differ in how much copying the
   // exchanges need and in the strides of the local FFTs; which wins depends
   // on the cache sizes and the MPI transport.
+  // The final transform writes the output itself only when the output is the
+  // decomposition's last stage (transposed forward, natural backward).
+  const bool ends_in_fft = (o.direction == DftDirection::forward) == (o.output_layout == DftLayout::transposed);
   std::vector<DftOptions> variants;
   for (bool direct : {false, true})
-    for (bool a2last : {false, true}) {
-      if (a2last && decomp != Decomposition::slab_pencil) continue;
-      DftOptions v = o;
-      v.local_block_direct = direct;
-      v.slab_axis2_last = a2last;
-      variants.push_back(v);
-    }
+    for (bool a2last : {false, true})
+      for (bool via_work : {false, true}) {
+        if (a2last && decomp != Decomposition::slab_pencil) continue;
+        if (via_work && !ends_in_fft) continue;
+        DftOptions v = o;
+        v.local_block_direct = direct;
+        v.slab_axis2_last = a2last;
+        v.final_through_work = via_work;
+        variants.push_back(v);
+      }
   double best = 1e300;
   for (const DftOptions& v : variants) {
     auto candidate = build_impl(comm, v, decomp, grid);
@@ -992,6 +1021,7 @@ std::string DftPlan::variant_string() const {
   const DftOptions& o = impl_->opt;
   std::string s = o.local_block_direct ? "own-block-direct" : "own-block-copied";
   if (impl_->decomp == Decomposition::slab_pencil) s += o.slab_axis2_last ? ",axis2-last" : ",axis1-last";
+  if (o.final_through_work) s += ",final-through-work";
   return s;
 }
 

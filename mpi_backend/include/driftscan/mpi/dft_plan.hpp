@@ -71,8 +71,12 @@ struct DftOptions {
   // FFT then writes the blocks, which arrive as one box: no unpack) instead
   // of axis 2, axis 1 (contiguous blocks, strided FFT output, an unpack).
   bool slab_axis2_last = false;
+  // The last FFT writes chunks of a work buffer, copied to the output,
+  // instead of writing the output along its large strides.
+  bool final_through_work = false;
   // With the measure or patient planner: build the variants above
-  // (local_block_direct, slab_axis2_last), time them and keep the fastest,
+  // (local_block_direct, slab_axis2_last, final_through_work), time them and
+  // keep the fastest,
   // as FFTW chooses among its algorithms. Off: the options as given.
   bool autotune = true;
 };
