@@ -48,6 +48,7 @@ struct FftBenchOptions {
   bool local_block_direct = false;
   bool slab_axis2_last = false;
   bool final_through_work = false;
+  bool pack_after_fft = false;
   bool no_autotune = false;
   std::string precision = "double";
 };
@@ -335,7 +336,9 @@ class FftBench {
     o.local_block_direct = o_.local_block_direct;
     o.slab_axis2_last = o_.slab_axis2_last;
     o.final_through_work = o_.final_through_work;
-    o.autotune = !(o_.no_autotune || o_.local_block_direct || o_.slab_axis2_last || o_.final_through_work);
+    o.pack_after_fft = o_.pack_after_fft;
+    o.autotune = !(o_.no_autotune || o_.local_block_direct || o_.slab_axis2_last || o_.final_through_work ||
+                   o_.pack_after_fft);
     auto plan = std::make_unique<DftPlan>(comm_, o);
     std::vector<C> in(plan->input_count()), out(plan->output_count());
     fill(in.data(), plan->input_box(), n_);
@@ -489,6 +492,8 @@ const CommandRegistrar registrar({"fft-bench",
                                                  "Only this variant: slab FFTs axis 1 then axis 2");
                                     app.add_flag("--final-through-work", o->final_through_work,
                                                  "Only this variant: last FFT through a work buffer");
+                                    app.add_flag("--pack-after-fft", o->pack_after_fft,
+                                                 "Only this variant: FFTs in place, then packed");
                                     return [o](RunContext& ctx) { return run_fft_bench(*o, ctx); };
                                   }});
 

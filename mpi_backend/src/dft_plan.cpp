@@ -367,6 +367,9 @@ struct DftPlan::Impl {
       else if (b_ok) how = fused_slowest, sigma = with_first(d.axis, target);
       else if (a_ok) how = fused_blocks, sigma = sa;
       else how = pack, sigma = cur.order;
+      // Variant: the FFT in place (FFTW is fastest with equal strides in and
+      // out), then packed into the same block layout.
+      if (opt.pack_after_fft && cur.buf != IN && d.kind == FftKind::c2c) how = pack;
     } else if (contiguous_now) {
       how = send_as_is;
       sigma = cur.order;
@@ -469,10 +472,12 @@ struct DftPlan::Impl {
         break;
       }
     }
-    // Otherwise, when the blocks are unpacked anyway, the own block is copied
-    // from the send buffer straight to where it is unpacked to (one copy
-    // instead of a memcpy to the receive buffer and an unpack).
-    const bool own_from_send = all(!self_direct && unpack_needed && how != send_as_is);
+    // Otherwise, when the blocks are unpacked into the output anyway, the own
+    // block is copied from the send buffer straight to its place there (one
+    // copy instead of a memcpy to the receive buffer and an unpack). Not into
+    // a work buffer: the next stage's FFTs write the send buffer, and a copy
+    // reading it in the same run would stop that run being chunked.
+    const bool own_from_send = all(!self_direct && unpack_needed && how != send_as_is && next_is_final);
     if (self_direct || own_from_send) {
       counts.send_counts[me] = counts.recv_counts[me] = 0;
       counts.even = false;
@@ -998,15 +1003,17 @@ DftPlan::DftPlan(MPI_Comm comm, const DftOptions& o) {
   std::vector<DftOptions> variants;
   for (bool direct : {false, true})
     for (bool a2last : {false, true})
-      for (bool via_work : {false, true}) {
-        if (a2last && decomp != Decomposition::slab_pencil) continue;
-        if (via_work && !ends_in_fft) continue;
-        DftOptions v = o;
-        v.local_block_direct = direct;
-        v.slab_axis2_last = a2last;
-        v.final_through_work = via_work;
-        variants.push_back(v);
-      }
+      for (bool via_work : {false, true})
+        for (bool pack : {false, true}) {
+          if (a2last && decomp != Decomposition::slab_pencil) continue;
+          if (via_work && !ends_in_fft) continue;
+          DftOptions v = o;
+          v.local_block_direct = direct;
+          v.slab_axis2_last = a2last;
+          v.final_through_work = via_work;
+          v.pack_after_fft = pack;
+          variants.push_back(v);
+        }
   double best = 1e300;
   for (const DftOptions& v : variants) {
     auto candidate = build_impl(comm, v, decomp, grid);
@@ -1022,6 +1029,7 @@ std::string DftPlan::variant_string() const {
   std::string s = o.local_block_direct ? "own-block-direct" : "own-block-copied";
   if (impl_->decomp == Decomposition::slab_pencil) s += o.slab_axis2_last ? ",axis2-last" : ",axis1-last";
   if (o.final_through_work) s += ",final-through-work";
+  if (o.pack_after_fft) s += ",pack-after-fft";
   return s;
 }
 

@@ -322,7 +322,8 @@ TEST(DftPlan, InverseFromNaturalSpectrumToReal) {
 }
 
 // Every plan variant autotuning may pick (own block direct or copied; slab
-// FFT order; final FFT through a work buffer), forward c2c and r2c, then
+// FFT order; final FFT through a work buffer; pack after FFT), forward c2c
+// and r2c, then
 // back: the same results.
 TEST(DftPlan, EveryVariantGivesTheSameResult) {
   std::vector<Case> cases = small_cases();
@@ -338,6 +339,7 @@ TEST(DftPlan, EveryVariantGivesTheSameResult) {
           o.local_block_direct = direct;
           o.slab_axis2_last = a2last;
           o.final_through_work = direct != a2last;
+          o.pack_after_fft = direct == a2last;
           o.chunk_bytes = a2last ? 1 : o.chunk_bytes;
           DftPlan plan(MPI_COMM_WORLD, o);
           std::vector<cplx> in = fill_complex(c.n, plan.input_box()), out(plan.output_count());
@@ -347,6 +349,7 @@ TEST(DftPlan, EveryVariantGivesTheSameResult) {
           bo.local_block_direct = direct;
           bo.slab_axis2_last = a2last;
           bo.final_through_work = direct != a2last;
+          bo.pack_after_fft = direct == a2last;
           bo.normalize = true;
           DftPlan back(MPI_COMM_WORLD, bo);
           std::vector<cplx> r(back.output_count());

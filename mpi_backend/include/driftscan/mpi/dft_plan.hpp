@@ -74,8 +74,12 @@ struct DftOptions {
   // The last FFT writes chunks of a work buffer, copied to the output,
   // instead of writing the output along its large strides.
   bool final_through_work = false;
+  // FFTs before an exchange run in place and are then packed into the send
+  // blocks, instead of writing the blocks themselves (other strides out).
+  bool pack_after_fft = false;
   // With the measure or patient planner: build the variants above
-  // (local_block_direct, slab_axis2_last, final_through_work), time them and
+  // (local_block_direct, slab_axis2_last, final_through_work, pack_after_fft),
+  // time them and
   // keep the fastest,
   // as FFTW chooses among its algorithms. Off: the options as given.
   bool autotune = true;
