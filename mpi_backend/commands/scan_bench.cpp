@@ -10,6 +10,9 @@
 // work_bound_s = sum of all operator costs / workers; efficiency =
 // work_bound_s / makespan_s; speedup_vs_static = makespan of the static
 // hierarchical reduce-then-scan with the same algorithm and draws / makespan.
+// Each configuration runs --repeat times (interleaved with its static
+// baseline); the line reports the run with the median makespan, and the
+// spread (makespan_min_s, makespan_max_s).
 #include <sys/prctl.h>
 
 #include <algorithm>
@@ -43,6 +46,7 @@ struct ScanBenchOptions {
   std::string cost_per = "element";   // element | application
   std::string algorithm = "all";
   std::string strategy = "all";       // scan-then-map | reduce-then-scan | work-stealing | all
+  int repeat = 3;                     // runs per configuration; the median makespan is reported
 };
 
 // The scanned element: the range of global element indices a result covers.
@@ -190,23 +194,43 @@ int run_bench(RunContext& ctx, const ScanBenchOptions& o) {
     strategies.push_back(o.strategy);
   else throw bad_input("scan-bench: unknown --strategy '" + o.strategy + "' (scan-then-map, reduce-then-scan, work-stealing or all)");
 
+  if (o.repeat < 1) throw bad_input("scan-bench: --repeat must be at least 1");
   SleepOperator op(o, ctx.size, ctx.rank);
   const double workers = static_cast<double>(ctx.size) * o.threads;
+  auto options_for = [&](GlobalScanAlgorithm algorithm, const std::string& name) {
+    if (name == "scan-then-map") return ScanOptions{algorithm, LocalStrategy::scan_then_map, false, o.threads};
+    if (name == "work-stealing") return ScanOptions{algorithm, LocalStrategy::reduce_then_scan, true, o.threads};
+    return ScanOptions{algorithm, LocalStrategy::reduce_then_scan, false, o.threads};
+  };
+  // The run with the median makespan of a configuration's repetitions.
+  auto median_run = [](std::vector<RunResult> runs) {
+    std::sort(runs.begin(), runs.end(), [](const RunResult& a, const RunResult& b) { return a.makespan_s < b.makespan_s; });
+    return runs[runs.size() / 2];
+  };
   for (auto algorithm : algorithms) {
-    ctx.cancel.throw_if_cancelled();
-    const RunResult baseline =
-        run_once(ctx, o, op, ScanOptions{algorithm, LocalStrategy::reduce_then_scan, false, o.threads});
-    for (const auto& name : strategies) {
+    // Repetitions interleave the static baseline and the strategies, so a
+    // disturbance of the shared machine hits them alike; 16 sleeping threads
+    // on 2 cores make single runs vary by several per cent.
+    std::vector<RunResult> baseline_runs;
+    std::vector<std::vector<RunResult>> runs(strategies.size());
+    for (int rep = 0; rep < o.repeat; ++rep) {
       ctx.cancel.throw_if_cancelled();
-      RunResult r = baseline;
-      if (name == "scan-then-map")
-        r = run_once(ctx, o, op, ScanOptions{algorithm, LocalStrategy::scan_then_map, false, o.threads});
-      else if (name == "work-stealing")
-        r = run_once(ctx, o, op, ScanOptions{algorithm, LocalStrategy::reduce_then_scan, true, o.threads});
+      baseline_runs.push_back(run_once(ctx, o, op, options_for(algorithm, "reduce-then-scan")));
+      for (std::size_t i = 0; i < strategies.size(); ++i) {
+        ctx.cancel.throw_if_cancelled();
+        if (strategies[i] == "reduce-then-scan") runs[i].push_back(baseline_runs.back());
+        else runs[i].push_back(run_once(ctx, o, op, options_for(algorithm, strategies[i])));
+      }
+    }
+    const RunResult baseline = median_run(baseline_runs);
+    for (std::size_t i = 0; i < strategies.size(); ++i) {
       if (ctx.rank != 0) continue;
+      const RunResult r = median_run(runs[i]);
+      double lo = r.makespan_s, hi = r.makespan_s;
+      for (const RunResult& x : runs[i]) lo = std::min(lo, x.makespan_s), hi = std::max(hi, x.makespan_s);
       const double work_bound = r.work_s / workers;
       nlohmann::json line{{"algorithm", to_string(algorithm)},
-                          {"strategy", name},
+                          {"strategy", strategies[i]},
                           {"ranks", ctx.size},
                           {"threads", o.threads},
                           {"elements_per_worker", o.elements_per_worker},
@@ -215,7 +239,10 @@ int run_bench(RunContext& ctx, const ScanBenchOptions& o) {
                           {"mean_ms", o.mean_ms},
                           {"tail_fraction", o.tail_fraction},
                           {"tail_factor", o.tail_factor},
+                          {"repeat", o.repeat},
                           {"makespan_s", r.makespan_s},
+                          {"makespan_min_s", lo},
+                          {"makespan_max_s", hi},
                           {"work_bound_s", work_bound},
                           {"efficiency", work_bound / r.makespan_s},
                           {"speedup_vs_static", baseline.makespan_s / r.makespan_s},
@@ -251,6 +278,9 @@ const CommandRegistrar registrar({"scan-bench", "Benchmark the distributed scan 
                                         ->check(CLI::IsMember({"element", "application"}));
                                     app.add_option("--algorithm", o->algorithm,
                                                    "Global scan: mpi-scan, dissemination, blelloch, ladner-fischer or all");
+                                    app.add_option("--repeat", o->repeat,
+                                                   "Runs per configuration (median makespan reported)")
+                                        ->capture_default_str();
                                     app.add_option("--strategy", o->strategy,
                                                    "scan-then-map, reduce-then-scan, work-stealing or all");
                                     return [o](RunContext& ctx) { return run_bench(ctx, *o); };
