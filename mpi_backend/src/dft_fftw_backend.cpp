@@ -46,15 +46,22 @@ bool fftw_aligned(const void* p, bool single) {
 
 LocalFft::LocalFft(FftKind kind, int sign, FftDim transform, const std::vector<FftDim>& batch,
                    void* in, void* out, FftPlanner planner, int threads, bool preserve_input, bool single)
+    : LocalFft(kind, sign, std::vector<FftDim>{transform}, batch, in, out, planner, threads, preserve_input,
+               single) {}
+
+LocalFft::LocalFft(FftKind kind, int sign, const std::vector<FftDim>& transform, const std::vector<FftDim>& batch,
+                   void* in, void* out, FftPlanner planner, int threads, bool preserve_input, bool single)
     : kind_(kind), single_(single) {
   init_fftw_threads();
-  std::vector<fftw_iodim64> howmany;
+  std::vector<fftw_iodim64> howmany, dims;
   for (const auto& b : batch) howmany.push_back(iodim(b));
-  const fftw_iodim64 dim = iodim(transform);
+  for (const auto& t : transform) dims.push_back(iodim(t));
+  const int rank = static_cast<int>(dims.size());
+  const fftw_iodim64* dim = dims.data();
   // fftwf_iodim64 is the same struct under another name.
   static_assert(sizeof(fftw_iodim64) == sizeof(fftwf_iodim64), "iodim layouts differ");
   const auto* hmf = reinterpret_cast<const fftwf_iodim64*>(howmany.data());
-  const auto* dimf = reinterpret_cast<const fftwf_iodim64*>(&dim);
+  const auto* dimf = reinterpret_cast<const fftwf_iodim64*>(dims.data());
   unsigned flags = planner_flags(planner) | (preserve_input ? FFTW_PRESERVE_INPUT : FFTW_DESTROY_INPUT);
   std::lock_guard<std::mutex> lock(planner_mutex());
   const int hm = static_cast<int>(howmany.size());
@@ -62,15 +69,15 @@ LocalFft::LocalFft(FftKind kind, int sign, FftDim transform, const std::vector<F
     fftwf_plan_with_nthreads(threads);
     switch (kind) {
       case FftKind::c2c:
-        planf_ = fftwf_plan_guru64_dft(1, dimf, hm, hmf, static_cast<fftwf_complex*>(in),
+        planf_ = fftwf_plan_guru64_dft(rank, dimf, hm, hmf, static_cast<fftwf_complex*>(in),
                                        static_cast<fftwf_complex*>(out), sign, flags);
         break;
       case FftKind::r2c:
-        planf_ = fftwf_plan_guru64_dft_r2c(1, dimf, hm, hmf, static_cast<float*>(in),
+        planf_ = fftwf_plan_guru64_dft_r2c(rank, dimf, hm, hmf, static_cast<float*>(in),
                                            static_cast<fftwf_complex*>(out), flags);
         break;
       case FftKind::c2r:
-        planf_ = fftwf_plan_guru64_dft_c2r(1, dimf, hm, hmf, static_cast<fftwf_complex*>(in),
+        planf_ = fftwf_plan_guru64_dft_c2r(rank, dimf, hm, hmf, static_cast<fftwf_complex*>(in),
                                            static_cast<float*>(out), flags);
         break;
     }
@@ -78,21 +85,21 @@ LocalFft::LocalFft(FftKind kind, int sign, FftDim transform, const std::vector<F
     fftw_plan_with_nthreads(threads);
     switch (kind) {
       case FftKind::c2c:
-        plan_ = fftw_plan_guru64_dft(1, &dim, hm, howmany.data(), static_cast<fftw_complex*>(in),
+        plan_ = fftw_plan_guru64_dft(rank, dim, hm, howmany.data(), static_cast<fftw_complex*>(in),
                                      static_cast<fftw_complex*>(out), sign, flags);
         break;
       case FftKind::r2c:
-        plan_ = fftw_plan_guru64_dft_r2c(1, &dim, hm, howmany.data(), static_cast<double*>(in),
+        plan_ = fftw_plan_guru64_dft_r2c(rank, dim, hm, howmany.data(), static_cast<double*>(in),
                                          static_cast<fftw_complex*>(out), flags);
         break;
       case FftKind::c2r:
-        plan_ = fftw_plan_guru64_dft_c2r(1, &dim, hm, howmany.data(), static_cast<fftw_complex*>(in),
+        plan_ = fftw_plan_guru64_dft_c2r(rank, dim, hm, howmany.data(), static_cast<fftw_complex*>(in),
                                          static_cast<double*>(out), flags);
         break;
     }
   }
   if (!plan_ && !planf_)
-    throw failure("FFTW could not plan a local transform of length " + std::to_string(transform.n));
+    throw failure("FFTW could not plan a local transform of length " + std::to_string(transform.back().n));
 }
 
 void LocalFft::destroy() {

@@ -64,9 +64,12 @@ namespace {
 enum Buf { IN = 0, OUT = 1, W0 = 2, W1 = 3, SEND = 4, RECV = 5, NBUF = 6 };
 enum Phase { ph_fft = 0, ph_pack = 1, ph_alltoall = 2, ph_unpack = 3 };
 
+// FftDesc::axis of a transform over all three axes at once (one rank).
+constexpr int whole_array = -1;
+
 struct FftDesc {
   FftKind kind = FftKind::c2c;
-  int axis = 0;
+  int axis = 0;  // or whole_array
   std::int64_t n = 0;  // logical length
 };
 
@@ -520,7 +523,36 @@ struct DftPlan::Impl {
   int current_stage = 0;
   Box3 box_of_current(int cart_rank, bool real) const { return box_of(current_stage, cart_rank, real); }
 
+  void add_normalize() {
+    if (!opt.normalize) return;
+    Step s;
+    s.kind = Step::scale;
+    s.phase = ph_fft;
+    s.scalars = out_box.count() * (out_real ? 1 : 2);
+    s.factor = 1.0 / (static_cast<double>(n_real[0]) * n_real[1] * n_real[2]);
+    steps.push_back(s);
+  }
+
   void compile() {
+    if (size == 1) {
+      // One rank: every layout is the whole array, row-major; FFTW's own
+      // multi-dimensional plan beats three batched 1-D passes.
+      const bool fwd = opt.direction == DftDirection::forward;
+      in_real = opt.real_to_complex && fwd;
+      out_real = opt.real_to_complex && !fwd;
+      in_box = Box3{{0, 0, 0}, dims(in_real)};
+      out_box = Box3{{0, 0, 0}, dims(out_real)};
+      const FftKind kind = !opt.real_to_complex ? FftKind::c2c : fwd ? FftKind::r2c : FftKind::c2r;
+      Cursor cur{IN, StridedView::dense(0, in_box, row_major_order), in_real, row_major_order};
+      if (kind == FftKind::c2r) {
+        // FFTW cannot preserve the input of a multi-dimensional c2r: work on a copy.
+        add_copy(ph_pack, IN, cur.view, W0, cur.view, false);
+        cur.buf = W0;
+      }
+      add_fft(FftDesc{kind, whole_array, 0}, cur, OUT, StridedView::dense(0, out_box, row_major_order), out_real);
+      add_normalize();
+      return;
+    }
     const int K = stage_count(decomp);
     const bool real = opt.real_to_complex;
     const bool fwd = opt.direction == DftDirection::forward;
@@ -579,14 +611,7 @@ struct DftPlan::Impl {
       }
     }
     if (cur.buf != OUT) throw failure("DFT plan: result not delivered to the output");
-    if (opt.normalize) {
-      Step s;
-      s.kind = Step::scale;
-      s.phase = ph_fft;
-      s.scalars = out_box.count() * (out_real ? 1 : 2);
-      s.factor = 1.0 / (static_cast<double>(n_real[0]) * n_real[1] * n_real[2]);
-      steps.push_back(s);
-    }
+    add_normalize();
   }
 
   // Splits each run of local steps (the FFTs of a stage, the local reshapes
@@ -596,6 +621,8 @@ struct DftPlan::Impl {
   // a plane at a time than on one huge-stride batch. Intermediates that are
   // created and consumed inside the run shrink to one chunk.
   void chunk_local_runs() {
+    for (const Step& s : steps)
+      if (s.kind == Step::fft && s.desc.axis == whole_array) return;  // one rank: FFTW's 3-D plan does it all
     std::vector<Step> result;
     std::size_t i = 0;
     while (i < steps.size()) {
@@ -655,6 +682,7 @@ struct DftPlan::Impl {
     const Step* first_fft = nullptr;
     for (const Step& s : group)
       if (s.kind == Step::fft) {
+        if (s.desc.axis == whole_array) return keep();
         used[s.desc.axis] = true;
         if (!first_fft) first_fft = &s;
       }
@@ -779,6 +807,15 @@ struct DftPlan::Impl {
     for (Step& s : steps) {
       if (s.kind != Step::fft) continue;
       const std::size_t se = eb(s.src_real), de = eb(s.dst_real);
+      if (s.desc.axis == whole_array) {
+        std::vector<FftDim> dims3;
+        for (int a = 0; a < 3; ++a) dims3.push_back({n_real[a], s.src_view.stride[a], s.dst_view.stride[a]});
+        const auto [sb, db] = planning_buffers(s);
+        plans.emplace_back(s.desc.kind, sign, dims3, std::vector<FftDim>{}, buffers[sb].data(), buffers[db].data(),
+                           opt.planner, opt.threads, s.src == IN, rb == 4);
+        which.push_back(plans.size() - 1);
+        continue;
+      }
       const int t = s.desc.axis;
       FftDim tr{s.desc.n, s.src_view.stride[t], s.dst_view.stride[t]};
       std::vector<FftDim> batch;
@@ -989,7 +1026,7 @@ DftPlan::DftPlan(MPI_Comm comm, const DftOptions& o) {
   }
   agree_on_errors(comm, e.str());
 
-  if (!o.autotune || o.planner == FftPlanner::estimate) {
+  if (!o.autotune || o.planner == FftPlanner::estimate || size == 1) {  // one rank: a single FFTW plan
     impl_ = build_impl(comm, o, decomp, grid);
     return;
   }
@@ -1026,6 +1063,7 @@ DftPlan::~DftPlan() = default;
 
 std::string DftPlan::variant_string() const {
   const DftOptions& o = impl_->opt;
+  if (impl_->size == 1) return "one-rank-fftw-3d";
   std::string s = o.local_block_direct ? "own-block-direct" : "own-block-copied";
   if (impl_->decomp == Decomposition::slab_pencil) s += o.slab_axis2_last ? ",axis2-last" : ",axis1-last";
   if (o.final_through_work) s += ",final-through-work";
