@@ -51,8 +51,20 @@ stop_sshd() {
 }
 
 # Writes a profiles.json entry for the loopback sshd. Args: name kind extra-json
+# Remote shells do not inherit this environment: a sanitizer build's options
+# (scripts/test --sanitize sets them; MPI's own allocations would otherwise
+# fail every remote run as leaks) travel in the profile's setup lines.
+sanitizer_env_line() {
+  if [ -n "${ASAN_OPTIONS:-}" ]; then
+    printf 'export ASAN_OPTIONS=%s UBSAN_OPTIONS=%s' "$ASAN_OPTIONS" "${UBSAN_OPTIONS:-}"
+  fi
+}
+
 ssh_profile_json() {
   local name="$1" kind="$2" extra="${3:-}"
+  if [ -n "$(sanitizer_env_line)" ] && [[ "$extra" != *setup_lines* ]]; then
+    extra="$extra,\"setup_lines\":[\"$(sanitizer_env_line)\"]"
+  fi
   cat <<JSON
 {"name":"$name","kind":"$kind","host":"127.0.0.1","user":"$(id -un)","port":$SSHD_PORT,
  "identity_file":"$SSH_KEY","ssh_options":["StrictHostKeyChecking=no","UserKnownHostsFile=/dev/null","LogLevel=ERROR"],

@@ -91,7 +91,7 @@ INSTALL=$(cd "$BIN/.." && pwd)
 {
   echo '{"profiles":['
   ssh_profile_json cluster slurm ",\"remote_install\":\"$INSTALL\",\"remote_workdir\":\"$WORK/remote\",
-   \"setup_lines\":[\"export SLURM_CONF=$SLURM_CONF PATH=\$PATH:/usr/sbin\"],
+   \"setup_lines\":[\"export SLURM_CONF=$SLURM_CONF PATH=\$PATH:/usr/sbin\"$( [ -n "$(sanitizer_env_line)" ] && printf ',\"%s\"' "$(sanitizer_env_line)")],
    \"nodes\":1,\"tasks_per_node\":2,\"cpus_per_task\":1,\"partition\":\"dstest\",\"time_limit\":\"00:10:00\",
    \"poll_interval_s\":0.5,\"mpirun_args\":[\"--oversubscribe\",\"--mca\",\"mpi_yield_when_idle\",\"1\"]"
   echo ']}'
