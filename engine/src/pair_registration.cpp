@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "driftscan/apodisation_window.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/fftw_planner.hpp"
 
@@ -16,22 +17,12 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
+// Sample-centre windows (never exactly zero at the edges); Hann is the
+// Tukey window with alpha = 1.
 std::vector<float> window_1d(int n, Apodisation kind, double alpha) {
-  std::vector<float> w(static_cast<std::size_t>(n), 1.0f);
-  if (kind == Apodisation::none || n < 3) return w;
-  for (int i = 0; i < n; ++i) {
-    double x = (i + 0.5) / n;  // in (0, 1), symmetric, never exactly zero at the edges
-    double v = 1.0;
-    if (kind == Apodisation::hann) {
-      v = 0.5 - 0.5 * std::cos(2 * kPi * x);
-    } else {
-      double a = std::clamp(alpha, 1e-6, 1.0);
-      if (x < a / 2) v = 0.5 - 0.5 * std::cos(2 * kPi * x / a);
-      else if (x > 1 - a / 2) v = 0.5 - 0.5 * std::cos(2 * kPi * (1 - x) / a);
-    }
-    w[static_cast<std::size_t>(i)] = static_cast<float>(v);
-  }
-  return w;
+  if (kind == Apodisation::none || n < 3) return std::vector<float>(static_cast<std::size_t>(n), 1.0f);
+  const std::vector<double> w = tukey_window(static_cast<std::size_t>(n), kind == Apodisation::hann ? 1.0 : alpha);
+  return std::vector<float>(w.begin(), w.end());
 }
 
 int signed_index(int i, int n) { return i <= n / 2 ? i : i - n; }

@@ -5,28 +5,18 @@
 #include <complex>
 #include <string>
 
+#include "driftscan/apodisation_window.hpp"
 #include "driftscan/error.hpp"
 
 namespace driftscan {
-namespace {
-
-constexpr double kPi = 3.14159265358979323846;
-
-std::vector<double> hann(int n) {
-  std::vector<double> w(static_cast<std::size_t>(n), 1.0);
-  if (n > 1)
-    for (int i = 0; i < n; ++i) w[static_cast<std::size_t>(i)] = 0.5 - 0.5 * std::cos(2 * kPi * i / (n - 1));
-  return w;
-}
-
-}  // namespace
 
 PowerSpectrum::PowerSpectrum(int width, int height, SpectrumWindow window)
     : width_(width), height_(height), fft_(width, height) {
   const std::size_t n = static_cast<std::size_t>(width) * height;
   window_.assign(n, 1.0);
   if (window == SpectrumWindow::hann) {
-    std::vector<double> wx = hann(width), wy = hann(height);
+    std::vector<double> wx = hann_window(static_cast<std::size_t>(width)),
+                        wy = hann_window(static_cast<std::size_t>(height));
     for (int y = 0; y < height; ++y)
       for (int x = 0; x < width; ++x)
         window_[static_cast<std::size_t>(y) * width + x] = wx[static_cast<std::size_t>(x)] * wy[static_cast<std::size_t>(y)];

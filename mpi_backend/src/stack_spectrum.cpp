@@ -12,38 +12,17 @@
 #include <mutex>
 #include <thread>
 
+#include "driftscan/apodisation_window.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/mpi/job_runner.hpp"
 
 namespace driftscan::mpi {
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
 constexpr int kPlaneTag = 5301;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// The 2-D spectra's Hann (power_spectrum.cpp): zero at both ends.
-std::vector<double> hann(std::size_t n) {
-  std::vector<double> w(n, 1.0);
-  if (n > 1)
-    for (std::size_t i = 0; i < n; ++i) w[i] = 0.5 - 0.5 * std::cos(2 * kPi * double(i) / double(n - 1));
-  return w;
-}
-
-// Tukey on sample centres u = (t + 0.5) / n: cosine ramps over the outer
-// alpha/2 of each end, never exactly 0.
-std::vector<double> tukey(std::size_t n, double alpha) {
-  std::vector<double> w(n, 1.0);
-  const double edge = alpha / 2;
-  for (std::size_t t = 0; t < n; ++t) {
-    const double u = (double(t) + 0.5) / double(n);
-    if (u < edge) w[t] = 0.5 * (1 - std::cos(kPi * u / edge));
-    else if (u > 1 - edge) w[t] = 0.5 * (1 - std::cos(kPi * (1 - u) / edge));
-  }
-  return w;
 }
 
 std::int64_t wrap(std::int64_t i, std::int64_t n) { return ((i % n) + n) % n; }
@@ -96,7 +75,7 @@ TimeBinning time_binning(std::size_t frames, std::size_t max_frames) {
 
 StackTaper stack_taper(std::size_t n0, std::size_t n1, std::size_t n2, bool taper) {
   if (!taper) return {std::vector<double>(n0, 1.0), std::vector<double>(n1, 1.0), std::vector<double>(n2, 1.0)};
-  return {tukey(n0, 0.25), hann(n1), hann(n2)};
+  return {tukey_window(n0, 0.25), hann_window(n1), hann_window(n2)};
 }
 
 StackSpectrumResult compute_stack_spectrum(const FrameSource& frames, const StackSpectrumOptions& options,
