@@ -10,11 +10,13 @@
 //  (c) on the receiving side no unpack is needed when the received blocks,
 //      concatenated, are already the new box in some memory order (the next
 //      FFT reads any strides).
-// Only what cannot be fused becomes an explicit strided copy.
+// Only what cannot be fused becomes an explicit strided copy. Blocks are
+// padded by a cache line per slice, and the plan's variants (own block,
+// slab FFT order, in-place-then-pack, final FFT through a work buffer) are
+// timed by the constructor; docs/distributed-dft.md says why each exists.
 #include "driftscan/mpi/dft_plan.hpp"
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -406,19 +408,12 @@ struct DftPlan::Impl {
       return v;
     };
     if (pad) {
-      // Every block grows by a pad per slice; Alltoallv on every rank.
-      std::int64_t sd = 0, rd = 0;
+      std::vector<std::int64_t> send_extra(p, 0), recv_extra(p, 0);
       for (int j = 0; j < p; ++j) {
-        const std::int64_t sc = counts.send_counts[j] + (sends[j].empty() ? 0 : sends[j].size(sigma[0]) * pad * dpe);
-        const std::int64_t rc = counts.recv_counts[j] + (recvs[j].empty() ? 0 : recvs[j].size(sigma[0]) * pad * dpe);
-        if (sd + sc > INT_MAX || rd + rc > INT_MAX)
-          throw bad_input("DFT exchange exceeds MPI's int counts: use more ranks");
-        counts.send_counts[j] = static_cast<int>(sc), counts.recv_counts[j] = static_cast<int>(rc);
-        counts.send_displs[j] = static_cast<int>(sd), counts.recv_displs[j] = static_cast<int>(rd);
-        sd += sc, rd += rc;
+        if (!sends[j].empty()) send_extra[j] = sends[j].size(sigma[0]) * pad * dpe;
+        if (!recvs[j].empty()) recv_extra[j] = recvs[j].size(sigma[0]) * pad * dpe;
       }
-      counts.send_span = sd, counts.recv_span = rd;
-      counts.even = false;
+      counts.grow_blocks(send_extra, recv_extra);
     }
     const StridedView as_box = padded(0, next_box);
     const int recv_buf = direct_out ? OUT : (send_buf == RECV ? free_work(cur.buf) : RECV);
@@ -494,11 +489,6 @@ struct DftPlan::Impl {
     x.kind = Step::exchange;
     x.phase = ph_alltoall;
     x.src = send_buf, x.dst = recv_buf, x.comm = ci, x.counts = counts;
-    {
-      StridedView sv = StridedView::dense(0, after, sigma), rv = StridedView::dense(0, next_box, sigma);
-      use(send_buf, sv, eb(real_after));
-      use(recv_buf, rv, eb(real_after));
-    }
     steps.push_back(x);
     exchange_info.push_back({p, counts.total_scalars * static_cast<std::int64_t>(rb), counts.even});
 

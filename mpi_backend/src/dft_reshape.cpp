@@ -96,6 +96,20 @@ ExchangeCounts exchange_counts(const std::vector<Box3>& src, const std::vector<B
   return x;
 }
 
+void ExchangeCounts::grow_blocks(const std::vector<std::int64_t>& send_extra,
+                                 const std::vector<std::int64_t>& recv_extra) {
+  std::int64_t sd = 0, rd = 0;
+  for (std::size_t j = 0; j < send_counts.size(); ++j) {
+    const std::int64_t sc = send_counts[j] + send_extra[j], rc = recv_counts[j] + recv_extra[j];
+    if (sd + sc > INT_MAX || rd + rc > INT_MAX) throw bad_input("DFT exchange exceeds MPI's int counts: use more ranks");
+    send_counts[j] = static_cast<int>(sc), recv_counts[j] = static_cast<int>(rc);
+    send_displs[j] = static_cast<int>(sd), recv_displs[j] = static_cast<int>(rd);
+    sd += sc, rd += rc;
+  }
+  send_span = sd, recv_span = rd;
+  even = false;
+}
+
 void ExchangeCounts::copy_own_block_outside_mpi() {
   if (me < 0 || send_counts[me] == 0) return;
   own_block = send_counts[me];

@@ -58,6 +58,10 @@ struct ExchangeCounts {
   // exchanges therefore copy their own block themselves.
   static constexpr std::int64_t own_copy_threshold_bytes = std::int64_t(1) << 18;
   void copy_own_block_outside_mpi();
+  // Every block grows by the given scalars (padding inside the blocks);
+  // displacements and spans follow, and the exchange becomes MPI_Alltoallv.
+  // Throws bad_input past MPI's int counts.
+  void grow_blocks(const std::vector<std::int64_t>& send_extra, const std::vector<std::int64_t>& recv_extra);
 };
 
 // The blocks of an exchange among the members of a communicator whose source
