@@ -155,8 +155,7 @@ void check_fields(const Job& job, const std::string& block) {
     if (!f.has_range() || !(f.checked_for & command)) continue;
     const json v = f.get(job);
     if (v.is_null()) continue;  // off
-    check(f.in_range(v.get<double>()),
-          f.path() + " must be " + f.range_text() + (f.type == FieldType::optional_number ? " (or null)" : ""));
+    check(f.in_range(v.get<double>()), f.path() + " must be " + f.range_text());
   }
 }
 

@@ -115,6 +115,10 @@ struct Row {
     f.max_open = true;
     return *this;
   }
+  Row& said(const char* rule) {
+    f.rule = rule;
+    return *this;
+  }
   Row& checked_for(unsigned commands) {
     f.checked_for = commands;
     return *this;
@@ -222,7 +226,7 @@ std::vector<JobField> make_table() {
                     j.registration.bandpass_high = v.is_null() ? 0.0 : v[1].get<double>();
                   }),
       Row("registration", "max_shift", T::optional_number, "Bound on consecutive-pair shifts (pixels)")
-          .flag("--max-shift", reg).at_least(0).member<R, &Reg::max_shift>(),
+          .flag("--max-shift", reg).at_least(0).said("positive or null").member<R, &Reg::max_shift>(),
 
       // averaging
       Row("averaging", "method", T::choice, "Average of the registered frames (clipped: sigma-clipped mean)").choices(enum_names<AverageMethod>())
@@ -260,7 +264,8 @@ std::vector<JobField> make_table() {
           .member<S, &Syn::width>(),
       Row("synth", "height", T::integer, "Frame height (pixels)").flag("--height", syn).at_least(8).checked_for(syn)
           .member<S, &Syn::height>(),
-      Row("synth", "period", T::number, "Lattice period (pixels)").flag("--period", syn).above(1).checked_for(syn)
+      Row("synth", "period", T::number, "Lattice period (pixels)").flag("--period", syn).above(1).said("more than 1 pixel")
+          .checked_for(syn)
           .member<S, &Syn::period>(),
       Row("synth", "lattice", T::choice, "Lattice of the synthetic crystal").choices(enum_names<Lattice>()).flag("--lattice", syn)
           .member<S, &Syn::lattice>(),
@@ -303,7 +308,7 @@ std::vector<JobField> make_table() {
       Row("execution", "frame_cache_mb", T::number, "Decoded-frame cache per rank (MB)").flag("--frame-cache-mb", all)
           .at_least(1).member<E, &Exe::frame_cache_mb>(),
       Row("execution", "checkpoint_interval_s", T::number, "Seconds between checkpoints (0: off)")
-          .flag("--checkpoint-interval", reg).at_least(0).member<E, &Exe::checkpoint_interval_s>(),
+          .flag("--checkpoint-interval", reg).at_least(0).said("0 (off) or more").member<E, &Exe::checkpoint_interval_s>(),
       Row("execution", "resume", T::boolean, "Continue from the checkpoints in the output folder (any rank count)")
           .flag("--resume", reg).is_switch().member<E, &Exe::resume>(),
   };
@@ -342,6 +347,7 @@ bool JobField::in_range(double v) const {
 }
 
 std::string JobField::range_text() const {
+  if (rule) return rule;
   const bool lo = std::isfinite(min), hi = std::isfinite(max);
   if (lo && hi) {
     if (!min_open && !max_open && min == std::floor(min) && max == std::floor(max))

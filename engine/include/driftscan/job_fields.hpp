@@ -79,6 +79,7 @@ struct JobField {
   double max = std::numeric_limits<double>::infinity();
   bool min_open = false, max_open = false;
   unsigned checked_for = for_all;
+  const char* rule = nullptr;  // how messages say the range, when range_text() would say it less well
 
   EditorHints editor;
 
@@ -90,7 +91,7 @@ struct JobField {
   std::string path() const { return *block ? std::string(block) + "." + key : std::string(key); }
   bool has_range() const;
   bool in_range(double value) const;
-  std::string range_text() const;  // "at least 1", "1..12", "positive", "in [0, 1)"
+  std::string range_text() const;  // `rule`, or "at least 1", "1..12", "positive", "in [0, 1)"
   nlohmann::json default_value() const { return get(Job{}); }
 };
 
