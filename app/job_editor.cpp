@@ -66,7 +66,7 @@ JobEditor::JobEditor(QWidget* parent) : QWidget(parent) {
         band->addWidget(new QLabel("to"));
         band->addWidget(bandHigh_);
         band->addWidget(new QLabel(f->editor.unit));
-        form->addRow(label, band);
+        form->addRow(f->editor.label, band);  // the unit is at the end of the row
       } else {
         QWidget* w = makeWidget(*f);
         fields_.push_back({f, w});
