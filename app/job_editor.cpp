@@ -13,6 +13,7 @@
 #include <QVBoxLayout>
 
 #include "driftscan/error.hpp"
+#include "driftscan/job_fields.hpp"
 
 using driftscan::Job;
 
@@ -26,109 +27,98 @@ QLabel* JobEditor::messageLabel() {
 
 JobEditor::JobEditor(QWidget* parent) : QWidget(parent) {
   auto* top = new QVBoxLayout(this);
-  auto group = [&](const QString& title) {
-    auto* g = new QGroupBox(title);
-    auto* f = new QFormLayout(g);
-    f->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  static const std::map<std::string, QString> titles{{"", "Series and results"},
+                                                     {"registration", "Registration"},
+                                                     {"averaging", "Averaging"},
+                                                     {"execution", "Where to run"}};
+  std::vector<std::string> blocks{""};
+  for (const auto& b : driftscan::job_blocks()) blocks.push_back(b);
+  for (const auto& block : blocks) {
+    std::vector<const driftscan::JobField*> shown;
+    for (const auto& f : driftscan::job_fields())
+      if (f.block == block && f.editor.label) shown.push_back(&f);
+    if (shown.empty()) continue;
+    auto* g = new QGroupBox(titles.count(block) ? titles.at(block) : QString::fromStdString(block));
+    auto* form = new QFormLayout(g);
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     top->addWidget(g);
-    return f;
-  };
-  auto spin = [](int lo, int hi) {
-    auto* s = new QSpinBox;
-    s->setRange(lo, hi);
-    return s;
-  };
-  auto dspin = [](double lo, double hi, int decimals, double step) {
-    auto* s = new QDoubleSpinBox;
-    s->setRange(lo, hi);
-    s->setDecimals(decimals);
-    s->setSingleStep(step);
-    return s;
-  };
-
-  auto* files = group("Series and results");
-  input_ = new QLineEdit;
-  input_->setPlaceholderText("series.tif, a folder or a glob");
-  output_ = new QLineEdit;
-  output_->setPlaceholderText("results folder");
-  files->addRow("Input", input_);
-  files->addRow("Output", output_);
-  inputMsg_ = messageLabel();
-  files->addRow(inputMsg_);
-
-  auto* reg = group("Registration");
-  model_ = new QComboBox;
-  model_->addItems({"translation", "rigid", "affine"});
-  levels_ = spin(1, 12);
-  iterations_ = spin(1, 100000);
-  tolerance_ = dspin(0.0, 10.0, 5, 0.0005);
-  bandpassOn_ = new QCheckBox("band-pass");
-  bandLow_ = dspin(0.0, 1e5, 1, 0.5);
-  bandHigh_ = dspin(0.0, 1e5, 1, 1.0);
-  auto* band = new QHBoxLayout;
-  band->addWidget(bandpassOn_);
-  band->addWidget(bandLow_);
-  band->addWidget(new QLabel("to"));
-  band->addWidget(bandHigh_);
-  band->addWidget(new QLabel("px"));
-  reg->addRow("Model", model_);
-  reg->addRow("Pyramid levels", levels_);
-  reg->addRow("Max iterations", iterations_);
-  reg->addRow("Tolerance (px)", tolerance_);
-  reg->addRow("Periods kept", band);
-  registrationMsg_ = messageLabel();
-  reg->addRow(registrationMsg_);
-
-  roiWhole_ = new QCheckBox("whole frame");
-  auto* roiRow = new QHBoxLayout;
-  const char* names[4] = {"x", "y", "w", "h"};
-  for (int i = 0; i < 4; ++i) {
-    roi_[i] = spin(0, 1 << 20);
-    roi_[i]->setPrefix(QString(names[i]) + " ");
-    roiRow->addWidget(roi_[i]);
+    const driftscan::JobField* roiField = nullptr;
+    for (const auto* f : shown) {
+      QString label = f->editor.label;
+      if (f->editor.unit) label += QString(" (%1)").arg(f->editor.unit);
+      if (f->type == driftscan::FieldType::rectangle) {
+        roiField = f;  // after the block's messages, with its own
+      } else if (f->type == driftscan::FieldType::number_pair) {
+        // On/off and two periods: "[x] band-pass  2.0 to 64.0 px".
+        auto dspin = [f](double step) {
+          auto* s = new QDoubleSpinBox;
+          s->setRange(f->editor.lo, f->editor.hi);
+          s->setDecimals(f->editor.decimals);
+          s->setSingleStep(step);
+          return s;
+        };
+        bandpassOn_ = new QCheckBox("band-pass");
+        bandLow_ = dspin(f->editor.step);
+        bandHigh_ = dspin(2 * f->editor.step);
+        auto* band = new QHBoxLayout;
+        band->addWidget(bandpassOn_);
+        band->addWidget(bandLow_);
+        band->addWidget(new QLabel("to"));
+        band->addWidget(bandHigh_);
+        band->addWidget(new QLabel(f->editor.unit));
+        form->addRow(f->editor.label, band);  // the unit is at the end of the row
+      } else {
+        QWidget* w = makeWidget(*f);
+        fields_.push_back({f, w});
+        form->addRow(label, w);
+      }
+    }
+    QLabel* msg = messageLabel();
+    form->addRow(msg);
+    blockMsg_[block] = msg;
+    if (roiField) {
+      roiWhole_ = new QCheckBox("whole frame");
+      auto* roiRow = new QHBoxLayout;
+      const char* names[4] = {"x", "y", "w", "h"};
+      for (int i = 0; i < 4; ++i) {
+        roi_[i] = new QSpinBox;
+        roi_[i]->setRange(0, 1 << 20);
+        roi_[i]->setPrefix(QString(names[i]) + " ");
+        roiRow->addWidget(roi_[i]);
+      }
+      form->addRow(roiField->editor.label, roiWhole_);
+      form->addRow("", roiRow);
+      roiMsg_ = messageLabel();
+      form->addRow(roiMsg_);
+    }
   }
-  reg->addRow("ROI", roiWhole_);
-  reg->addRow("", roiRow);
-  roiMsg_ = messageLabel();
-  reg->addRow(roiMsg_);
-
-  auto* avg = group("Averaging");
-  method_ = new QComboBox;
-  method_->addItems({"mean", "median", "clipped"});
-  clipSigma_ = dspin(0.0, 100.0, 2, 0.5);
-  interpolation_ = new QComboBox;
-  interpolation_->addItems({"cubic", "fourier"});
-  minQuality_ = dspin(-1.0, 1.0, 3, 0.05);
-  avg->addRow("Method", method_);
-  avg->addRow("Rejection (sigma)", clipSigma_);
-  avg->addRow("Interpolation", interpolation_);
-  avg->addRow("Min quality (NCC)", minQuality_);
-  averagingMsg_ = messageLabel();
-  avg->addRow(averagingMsg_);
-
-  auto* exe = group("Where to run");
-  profile_ = new QComboBox;
-  profile_->addItem("local");
-  ranks_ = spin(1, 100000);
-  threads_ = spin(1, 1024);
-  exe->addRow("Profile", profile_);
-  exe->addRow("MPI ranks", ranks_);
-  exe->addRow("Threads per rank", threads_);
-  executionMsg_ = messageLabel();
-  exe->addRow(executionMsg_);
+  inputMsg_ = blockMsg_.at("");
+  registrationMsg_ = blockMsg_.at("registration");
+  averagingMsg_ = blockMsg_.at("averaging");
+  executionMsg_ = blockMsg_.at("execution");
   jobMsg_ = messageLabel();
   top->addWidget(jobMsg_);
   top->addStretch(1);
 
   setJob(Job{});
-  auto notify = [this] { if (!loading_) { revalidate(); emit changed(); } };
-  for (auto* e : {input_, output_}) connect(e, &QLineEdit::textChanged, this, notify);
-  for (auto* c : {model_, method_, interpolation_, profile_})
-    connect(c, qOverload<int>(&QComboBox::currentIndexChanged), this, notify);
-  for (auto* s : {levels_, iterations_, ranks_, threads_})
-    connect(s, qOverload<int>(&QSpinBox::valueChanged), this, notify);
-  for (auto* s : {tolerance_, bandLow_, bandHigh_, clipSigma_, minQuality_})
-    connect(s, qOverload<double>(&QDoubleSpinBox::valueChanged), this, notify);
+  auto notify = [this] {
+    updateEnabled();
+    if (!loading_) {
+      revalidate();
+      emit changed();
+    }
+  };
+  for (const auto& fw : fields_) {
+    if (auto* e = qobject_cast<QLineEdit*>(fw.widget)) connect(e, &QLineEdit::textChanged, this, notify);
+    else if (auto* c = qobject_cast<QComboBox*>(fw.widget))
+      connect(c, qOverload<int>(&QComboBox::currentIndexChanged), this, notify);
+    else if (auto* s = qobject_cast<QSpinBox*>(fw.widget))
+      connect(s, qOverload<int>(&QSpinBox::valueChanged), this, notify);
+    else if (auto* d = qobject_cast<QDoubleSpinBox*>(fw.widget))
+      connect(d, qOverload<double>(&QDoubleSpinBox::valueChanged), this, notify);
+    else if (auto* b = qobject_cast<QCheckBox*>(fw.widget)) connect(b, &QCheckBox::toggled, this, notify);
+  }
+  for (auto* s : {bandLow_, bandHigh_}) connect(s, qOverload<double>(&QDoubleSpinBox::valueChanged), this, notify);
   connect(bandpassOn_, &QCheckBox::toggled, this, [this, notify](bool on) {
     bandLow_->setEnabled(on);
     bandHigh_->setEnabled(on);
@@ -145,8 +135,84 @@ JobEditor::JobEditor(QWidget* parent) : QWidget(parent) {
   };
   connect(roiWhole_, &QCheckBox::toggled, this, roiChanged);
   for (auto* s : roi_) connect(s, qOverload<int>(&QSpinBox::valueChanged), this, roiChanged);
-  connect(method_, qOverload<int>(&QComboBox::currentIndexChanged), this,
-          [this](int i) { clipSigma_->setEnabled(i == 2); });
+}
+
+QWidget* JobEditor::makeWidget(const driftscan::JobField& f) {
+  using driftscan::FieldType;
+  switch (f.type) {
+    case FieldType::integer:
+    case FieldType::count:
+    case FieldType::seed: {
+      auto* s = new QSpinBox;
+      s->setRange(int(f.editor.lo), int(f.editor.hi));
+      return s;
+    }
+    case FieldType::number:
+    case FieldType::optional_number: {
+      auto* s = new QDoubleSpinBox;
+      s->setRange(f.editor.lo, f.editor.hi);
+      s->setDecimals(f.editor.decimals);
+      s->setSingleStep(f.editor.step);
+      return s;
+    }
+    case FieldType::choice: {
+      auto* c = new QComboBox;
+      for (const auto& name : f.choices) c->addItem(QString::fromStdString(name));
+      return c;
+    }
+    case FieldType::boolean: return new QCheckBox;
+    default: break;
+  }
+  if (f.editor.listed) {
+    profile_ = new QComboBox;
+    profile_->addItem("local");
+    return profile_;
+  }
+  auto* e = new QLineEdit;
+  if (f.editor.placeholder) e->setPlaceholderText(f.editor.placeholder);
+  return e;
+}
+
+void JobEditor::showValue(const FieldWidget& fw, const nlohmann::json& v) {
+  if (auto* e = qobject_cast<QLineEdit*>(fw.widget)) {
+    e->setText(v.is_string() ? QString::fromStdString(v.get<std::string>()) : QString());
+  } else if (auto* c = qobject_cast<QComboBox*>(fw.widget)) {
+    const QString name = v.is_string() ? QString::fromStdString(v.get<std::string>()) : QString();
+    if (c->findText(name) < 0 && fw.field->editor.listed) c->addItem(name);  // a profile this machine lacks
+    c->setCurrentIndex(c->findText(name));
+  } else if (auto* s = qobject_cast<QSpinBox*>(fw.widget)) {
+    s->setValue(v.is_number() ? v.get<int>() : 0);
+  } else if (auto* d = qobject_cast<QDoubleSpinBox*>(fw.widget)) {
+    d->setValue(v.is_number() ? v.get<double>() : 0.0);
+  } else if (auto* b = qobject_cast<QCheckBox*>(fw.widget)) {
+    b->setChecked(v.is_boolean() && v.get<bool>());
+  }
+}
+
+nlohmann::json JobEditor::valueOf(const FieldWidget& fw) const {
+  if (auto* e = qobject_cast<QLineEdit*>(fw.widget)) return e->text().trimmed().toStdString();
+  if (auto* c = qobject_cast<QComboBox*>(fw.widget)) return c->currentText().toStdString();
+  if (auto* s = qobject_cast<QSpinBox*>(fw.widget)) return s->value();
+  if (auto* d = qobject_cast<QDoubleSpinBox*>(fw.widget)) return d->value();
+  if (auto* b = qobject_cast<QCheckBox*>(fw.widget)) return b->isChecked();
+  return nullptr;
+}
+
+const JobEditor::FieldWidget* JobEditor::fieldWidget(const std::string& path) const {
+  for (const auto& fw : fields_)
+    if (fw.field->path() == path) return &fw;
+  return nullptr;
+}
+
+// A field that only matters while another has a given value (the clipped
+// mean's sigma) is disabled otherwise.
+void JobEditor::updateEnabled() {
+  for (const auto& fw : fields_) {
+    const auto& hints = fw.field->editor;
+    if (!hints.enabled_by) continue;
+    const FieldWidget* by = fieldWidget(hints.enabled_by);
+    fw.widget->setEnabled(!by || valueOf(*by) == hints.enabled_value);
+  }
 }
 
 void JobEditor::setProfiles(const QStringList& names) {
@@ -163,12 +229,7 @@ void JobEditor::setProfiles(const QStringList& names) {
 void JobEditor::setJob(const Job& job) {
   loading_ = true;
   base_ = job;
-  input_->setText(QString::fromStdString(job.input));
-  output_->setText(QString::fromStdString(job.output));
-  model_->setCurrentText(driftscan::to_string(job.registration.model));
-  levels_->setValue(job.registration.pyramid_levels);
-  iterations_->setValue(job.registration.max_iterations);
-  tolerance_->setValue(job.registration.tolerance);
+  for (const auto& fw : fields_) showValue(fw, fw.field->get(job));
   const auto& r = job.registration.roi;
   roiWhole_->setChecked(r.whole_frame());
   roi_[0]->setValue(r.x);
@@ -182,41 +243,18 @@ void JobEditor::setJob(const Job& job) {
   bandHigh_->setValue(band ? job.registration.bandpass_high : 64.0);
   bandLow_->setEnabled(band);
   bandHigh_->setEnabled(band);
-  const int methods[] = {0, 1, 2};
-  method_->setCurrentIndex(methods[int(job.averaging.method)]);
-  clipSigma_->setValue(job.averaging.clip_sigma);
-  clipSigma_->setEnabled(job.averaging.method == driftscan::AverageMethod::clipped);
-  interpolation_->setCurrentIndex(job.averaging.interpolation == driftscan::Interpolation::fourier ? 1 : 0);
-  minQuality_->setValue(job.averaging.min_quality);
-  const QString prof = QString::fromStdString(job.execution.profile);
-  if (profile_->findText(prof) < 0) profile_->addItem(prof);
-  profile_->setCurrentText(prof);
-  ranks_->setValue(job.execution.ranks);
-  threads_->setValue(job.execution.threads);
+  updateEnabled();
   loading_ = false;
   revalidate();
 }
 
 Job JobEditor::job() const {
   Job j = base_;
-  j.input = input_->text().trimmed().toStdString();
-  j.output = output_->text().trimmed().toStdString();
-  j.registration.model = driftscan::motion_model_from_string(model_->currentText().toStdString());
-  j.registration.pyramid_levels = levels_->value();
-  j.registration.max_iterations = iterations_->value();
-  j.registration.tolerance = tolerance_->value();
+  for (const auto& fw : fields_) fw.field->set(j, valueOf(fw));
   if (roiWhole_->isChecked()) j.registration.roi = driftscan::Roi{};
   else j.registration.roi = driftscan::Roi{roi_[0]->value(), roi_[1]->value(), roi_[2]->value(), roi_[3]->value()};
   j.registration.bandpass_low = bandpassOn_->isChecked() ? bandLow_->value() : 0.0;
   j.registration.bandpass_high = bandpassOn_->isChecked() ? bandHigh_->value() : 0.0;
-  j.averaging.method = static_cast<driftscan::AverageMethod>(method_->currentIndex());
-  j.averaging.clip_sigma = clipSigma_->value();
-  j.averaging.interpolation =
-      interpolation_->currentIndex() == 1 ? driftscan::Interpolation::fourier : driftscan::Interpolation::cubic;
-  j.averaging.min_quality = minQuality_->value();
-  j.execution.profile = profile_->currentText().toStdString();
-  j.execution.ranks = ranks_->value();
-  j.execution.threads = threads_->value();
   return j;
 }
 
@@ -226,7 +264,7 @@ void JobEditor::setFrameSize(int width, int height) {
   revalidate();
 }
 
-void JobEditor::setInput(const QString& path) { input_->setText(path); }
+void JobEditor::setInput(const QString& path) { qobject_cast<QLineEdit*>(fieldWidget("input")->widget)->setText(path); }
 
 void JobEditor::setRoi(int x, int y, int w, int h) {
   loading_ = true;
@@ -255,7 +293,17 @@ void JobEditor::revalidate() {
   else if (j.input.find('*') == std::string::npos && !QFileInfo::exists(QString::fromStdString(j.input)))
     in << QString("Input %1 does not exist.").arg(QString::fromStdString(j.input));
   if (j.output.empty()) in << "Choose a results folder.";
-  if (tolerance_->value() <= 0) reg << "Tolerance must be positive.";
+  // The ranges of the job-field table, for the fields shown and in use.
+  std::map<std::string, QStringList> ranges;
+  for (const auto& fw : fields_) {
+    const auto& f = *fw.field;
+    const nlohmann::json v = valueOf(fw);
+    if (!f.has_range() || !v.is_number() || !fw.widget->isEnabledTo(this)) continue;
+    if (!f.in_range(v.get<double>()))
+      ranges[f.block] << QString("%1 must be %2.").arg(f.editor.label).arg(QString::fromStdString(f.range_text()));
+  }
+  in << ranges[""];
+  reg << ranges["registration"];
   if (bandpassOn_->isChecked() && bandLow_->value() >= bandHigh_->value())
     reg << "Band-pass: the shortest period kept must be below the longest.";
   if (bandpassOn_->isChecked() && bandLow_->value() < 2.0)
@@ -269,9 +317,9 @@ void JobEditor::revalidate() {
   if (j.averaging.interpolation == driftscan::Interpolation::fourier &&
       j.registration.model != driftscan::MotionModel::translation)
     avg << "Fourier interpolation only applies to the translation model.";
-  if (j.averaging.method == driftscan::AverageMethod::clipped && j.averaging.clip_sigma <= 0)
-    avg << "Rejection threshold must be positive.";
+  avg << ranges["averaging"];
   if (j.execution.profile.empty()) exe << "Choose a launcher profile.";
+  exe << ranges["execution"];
   QString engineMsg;
   if (in.isEmpty() && reg.isEmpty() && roi.isEmpty() && avg.isEmpty() && exe.isEmpty()) {
     // The engine's own rules, so the GUI never accepts what the engine rejects.

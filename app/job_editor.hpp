@@ -2,9 +2,16 @@
 // The settings panel: edits a driftscan::Job (the project file is exactly the
 // engine's job file). Every change is validated at once and the messages
 // appear next to the fields concerned; run() is only enabled for a valid job.
+// The fields shown, their labels, ranges and order come from the job-field
+// table (driftscan/job_fields.hpp), grouped by block.
 #include <QWidget>
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "driftscan/job.hpp"
+#include "driftscan/job_fields.hpp"
 
 class QComboBox;
 class QSpinBox;
@@ -33,33 +40,34 @@ class JobEditor : public QWidget {
   void roiEdited(int x, int y, int w, int h);
 
  private:
+  // A widget generated from a row of the job-field table (driftscan/job_fields.hpp).
+  struct FieldWidget {
+    const driftscan::JobField* field;
+    QWidget* widget;  // QLineEdit, QSpinBox, QDoubleSpinBox or QComboBox
+  };
   void revalidate();
   QLabel* messageLabel();
+  QWidget* makeWidget(const driftscan::JobField& f);
+  void showValue(const FieldWidget& fw, const nlohmann::json& value);
+  nlohmann::json valueOf(const FieldWidget& fw) const;
+  const FieldWidget* fieldWidget(const std::string& path) const;
+  void updateEnabled();
 
-  QLineEdit* input_;
-  QLineEdit* output_;
-  QComboBox* model_;
-  QSpinBox* levels_;
-  QSpinBox* iterations_;
-  QDoubleSpinBox* tolerance_;
+  std::vector<FieldWidget> fields_;
+  QComboBox* profile_ = nullptr;  // execution.profile: one of the launcher's profiles
+  // Compound widgets: the ROI (also drawn on the frame) and the band-pass (on/off + two periods).
   QCheckBox* roiWhole_;
   QSpinBox* roi_[4];
   QCheckBox* bandpassOn_;
   QDoubleSpinBox* bandLow_;
   QDoubleSpinBox* bandHigh_;
-  QComboBox* method_;
-  QDoubleSpinBox* clipSigma_;
-  QComboBox* interpolation_;
-  QDoubleSpinBox* minQuality_;
-  QComboBox* profile_;
-  QSpinBox* ranks_;
-  QSpinBox* threads_;
   QLabel* inputMsg_;
   QLabel* registrationMsg_;
   QLabel* roiMsg_;
   QLabel* averagingMsg_;
   QLabel* executionMsg_;
   QLabel* jobMsg_;
+  std::map<std::string, QLabel*> blockMsg_;  // block -> its message label
   driftscan::Job base_;  // fields the panel does not show are kept as loaded
   int frameW_ = 0, frameH_ = 0;
   bool loading_ = false;

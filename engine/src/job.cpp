@@ -6,33 +6,25 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
+#include "driftscan/enum_names.hpp"
 #include "driftscan/error.hpp"
+#include "driftscan/job_fields.hpp"
 
 namespace driftscan {
 namespace {
 
 using nlohmann::json;
-
-const char* to_string(AverageMethod m) {
-  switch (m) {
-    case AverageMethod::mean: return "mean";
-    case AverageMethod::median: return "median";
-    case AverageMethod::clipped: return "clipped";
-  }
-  return "mean";
-}
-const char* to_string(Interpolation i) { return i == Interpolation::fourier ? "fourier" : "cubic"; }
-const char* to_string(Lattice l) { return l == Lattice::square ? "square" : "hex"; }
-
-json null_or(bool is_null, json value) { return is_null ? json(nullptr) : std::move(value); }
 
 // Reads one object of the job file: each accessor names "source: field
 // 'block.key'" in its errors; finish() rejects keys nobody asked for.
@@ -51,54 +43,75 @@ class Reader {
   }
   [[noreturn]] void fail(const std::string& key, const std::string& what) const { fail_at(prefix_ + key, what); }
 
-  void get(const std::string& key, std::string& out) {
-    if (auto* v = find(key)) {
-      if (!v->is_string()) fail(key, "must be a string");
-      out = v->get<std::string>();
-    }
-  }
-  void get_nullable(const std::string& key, std::string& out) {
-    if (auto* v = find(key)) {
-      if (v->is_null()) out.clear();
-      else if (v->is_string()) out = v->get<std::string>();
-      else fail(key, "must be a string or null");
-    }
-  }
-  void get(const std::string& key, bool& out) {
-    if (auto* v = find(key)) {
-      if (!v->is_boolean()) fail(key, "must be true or false");
-      out = v->get<bool>();
-    }
-  }
-  void get(const std::string& key, double& out) {
-    if (auto* v = find(key)) out = number(key, *v);
-  }
-  void get(const std::string& key, int& out) {
-    if (auto* v = find(key)) out = static_cast<int>(integer(key, *v, -2147483647.0, 2147483647.0));
-  }
-  void get(const std::string& key, std::size_t& out) {
-    if (auto* v = find(key)) out = static_cast<std::size_t>(integer(key, *v, 0.0, 9.0e15));
-  }
-  void get(const std::string& key, std::uint32_t& out) {
-    if (auto* v = find(key)) out = static_cast<std::uint32_t>(integer(key, *v, 0.0, 4294967295.0));
-  }
-  // An optional number: null (or absent) -> 0, meaning "off".
-  void get_nullable(const std::string& key, double& out) {
-    if (auto* v = find(key)) out = v->is_null() ? 0.0 : number(key, *v);
-  }
-
   double number(const std::string& key, const json& v) const {
     if (!v.is_number()) fail(key, "must be a number");
     double d = v.get<double>();
     if (!std::isfinite(d)) fail(key, "must be finite");
     return d;
   }
-  double integer(const std::string& key, const json& v, double lo, double hi) const {
+  // As a JSON integer, so the field's setter reads it with get<int>() and friends.
+  json integer(const std::string& key, const json& v, double lo, double hi) const {
     if (!v.is_number()) fail(key, "must be an integer");
     double d = v.get<double>();
     if (d != std::floor(d)) fail(key, "must be an integer");
     if (d < lo || d > hi) fail(key, "is out of range");
-    return d;
+    return static_cast<std::int64_t>(d);
+  }
+
+  // The value of `f` in the file, checked for type and shape; nullopt when
+  // the field is absent (or null where null means "keep the default").
+  std::optional<json> value(const JobField& f) {
+    const json* v = find(f.key);
+    if (!v) return std::nullopt;
+    const std::string key = f.key;
+    const std::string shape = f.shape ? f.shape : "";
+    switch (f.type) {
+      case FieldType::text:
+        if (!v->is_string()) fail(key, "must be a string");
+        return *v;
+      case FieldType::optional_text:
+        if (!v->is_null() && !v->is_string()) fail(key, "must be a string or null");
+        return *v;
+      case FieldType::boolean:
+        if (!v->is_boolean()) fail(key, "must be true or false");
+        return *v;
+      case FieldType::integer: return integer(key, *v, -2147483647.0, 2147483647.0);
+      case FieldType::count: return integer(key, *v, 0.0, 9.0e15);
+      case FieldType::seed: return integer(key, *v, 0.0, 4294967295.0);
+      case FieldType::number: return number(key, *v);
+      case FieldType::optional_number:
+        if (v->is_null()) return json(nullptr);
+        return number(key, *v);
+      case FieldType::choice: {
+        if (!v->is_string()) fail(key, "must be a string");
+        const std::string name = v->get<std::string>();
+        if (name.empty()) return std::nullopt;  // "": the default
+        if (std::find(f.choices.begin(), f.choices.end(), name) == f.choices.end())
+          fail(key, "is '" + name + "'; expected " + one_of(f.choices));
+        return *v;
+      }
+      case FieldType::rectangle: {
+        if (v->is_null()) return std::nullopt;
+        if (!v->is_array() || v->size() != 4) fail(key, "must be " + shape);
+        json r = json::array();
+        for (const auto& x : *v) r.push_back(integer(key, x, 0, 1e9));
+        if (r[2].get<int>() <= 0 || r[3].get<int>() <= 0) fail(key, "needs a positive width and height");
+        return r;
+      }
+      case FieldType::number_pair: {
+        if (v->is_null()) return std::nullopt;
+        if (!v->is_array() || v->size() != 2) fail(key, "must be " + shape);
+        return json::array({number(key, (*v)[0]), number(key, (*v)[1])});
+      }
+      case FieldType::frame_list: {
+        if (v->is_null()) return std::nullopt;
+        if (!v->is_array()) fail(key, "must be " + shape);
+        json r = json::array();
+        for (const auto& x : *v) r.push_back(integer(key, x, 0, 9e15));
+        return r;
+      }
+    }
+    return std::nullopt;
   }
 
   void finish() const {
@@ -119,192 +132,66 @@ class Reader {
   std::set<std::string> seen_;
 };
 
-template <class F>
-void block(Reader& top, const std::string& key, F&& read) {
-  if (const json* v = top.find(key)) {
-    if (v->is_null()) return;
-    Reader r(*v, top.source(), top.prefix() + key + ".");
-    read(r);
-    r.finish();
-  }
+void read_fields(Reader& r, const std::string& block, Job& job) {
+  for (const auto& f : job_fields())
+    if (f.block == block)
+      if (auto v = r.value(f)) f.set(job, *v);
 }
 
 void check(bool ok, const std::string& message) {
   if (!ok) throw bad_input("job: " + message);
 }
 
+// The range and the allowed names of every field of `block`, as declared in the table.
+void check_fields(const Job& job, const std::string& block) {
+  const unsigned command = job_command_bit(job.command);
+  for (const auto& f : job_fields()) {
+    if (f.block != block) continue;
+    if (f.type == FieldType::text && !f.choices.empty()) {
+      const std::string v = f.get(job).get<std::string>();
+      check(std::find(f.choices.begin(), f.choices.end(), v) != f.choices.end(),
+            f.path() + " '" + v + "' is not one of " + one_of(f.choices));
+    }
+    if (!f.has_range() || !(f.checked_for & command)) continue;
+    const json v = f.get(job);
+    if (v.is_null()) continue;  // off
+    check(f.in_range(v.get<double>()), f.path() + " must be " + f.range_text());
+  }
+}
+
 }  // namespace
 
 json to_json(const Job& job) {
-  const auto& r = job.registration;
-  const auto& a = job.averaging;
-  const auto& s = job.synth;
-  const auto& e = job.execution;
   json j = json::object();
   j["driftscan_job"] = job.version;
-  j["command"] = job.command;
-  j["input"] = job.input;
-  j["output"] = job.output;
-  j["registration"] = {
-      {"model", to_string(r.model)},
-      {"roi", null_or(r.roi.whole_frame(), json::array({r.roi.x, r.roi.y, r.roi.w, r.roi.h}))},
-      {"mask", null_or(r.mask.empty(), r.mask)},
-      {"pyramid_levels", r.pyramid_levels},
-      {"max_iterations", r.max_iterations},
-      {"tolerance", r.tolerance},
-      {"bandpass", null_or(r.bandpass_low <= 0 && r.bandpass_high <= 0,
-                           json::array({r.bandpass_low, r.bandpass_high}))},
-      {"max_shift", null_or(r.max_shift <= 0, r.max_shift)},
-  };
-  j["averaging"] = {
-      {"method", to_string(a.method)},
-      {"clip_sigma", a.clip_sigma},
-      {"interpolation", to_string(a.interpolation)},
-      {"min_quality", a.min_quality},
-      {"exclude_frames", a.exclude_frames},
-      {"median_tile", a.median_tile},
-      {"median_memory_mb", a.median_memory_mb},
-      {"drift", null_or(a.drift.empty(), a.drift)},
-  };
-  j["spectrum"] = {{"frame", job.spectrum.frame}, {"max_frames", job.spectrum.max_frames}};
-  j["synth"] = {
-      {"frames", s.frames},
-      {"width", s.width},
-      {"height", s.height},
-      {"period", s.period},
-      {"lattice", to_string(s.lattice)},
-      {"drift_step", s.drift_step},
-      {"drift_linear", json::array({s.drift_linear_x, s.drift_linear_y})},
-      {"rotation_step_deg", s.rotation_step_deg},
-      {"jitter", s.jitter},
-      {"dose", s.dose},
-      {"read_noise", s.read_noise},
-      {"vacancy_fraction", s.vacancy_fraction},
-      {"grain_boundary", s.grain_boundary},
-      {"seed", s.seed},
-  };
-  j["execution"] = {
-      {"profile", e.profile},
-      {"ranks", e.ranks},
-      {"threads", e.threads},
-      {"scan_algorithm", e.scan_algorithm},
-      {"local_strategy", e.local_strategy},
-      {"work_stealing", e.work_stealing},
-      {"frame_cache_mb", e.frame_cache_mb},
-      {"checkpoint_interval_s", e.checkpoint_interval_s},
-      {"resume", e.resume},
-  };
+  for (const auto& b : job_blocks()) j[b] = json::object();
+  for (const auto& f : job_fields()) {
+    json& slot = *f.block ? j[f.block][f.key] : j[f.key];
+    json v = f.get(job);
+    if (f.type == FieldType::optional_text && v == "") v = nullptr;
+    if (f.type == FieldType::optional_number && v.get<double>() <= 0) v = nullptr;
+    slot = std::move(v);
+  }
   return j;
 }
 
 Job job_from_json(const json& j, const std::string& source) {
   Job job;
   Reader top(j, source, "");
-  top.get("driftscan_job", job.version);
-  if (!top.find("driftscan_job")) top.fail("driftscan_job", "is missing (not a DriftScan job file?)");
+  if (const json* v = top.find("driftscan_job"))
+    job.version = top.integer("driftscan_job", *v, -2147483647.0, 2147483647.0).get<int>();
+  else
+    top.fail("driftscan_job", "is missing (not a DriftScan job file?)");
   if (job.version != 1) top.fail("driftscan_job", "is version " + std::to_string(job.version) +
                                                        "; this build reads version 1");
-  top.get("command", job.command);
-  top.get("input", job.input);
-  top.get("output", job.output);
-
-  block(top, "registration", [&](Reader& r) {
-    auto& reg = job.registration;
-    std::string model;
-    r.get("model", model);
-    if (!model.empty()) {
-      try {
-        reg.model = motion_model_from_string(model);
-      } catch (const Error&) {
-        r.fail("model", "is '" + model + "'; expected translation, rigid or affine");
-      }
-    }
-    if (const json* roi = r.find("roi"); roi && !roi->is_null()) {
-      if (!roi->is_array() || roi->size() != 4) r.fail("roi", "must be [x, y, w, h] or null");
-      int v[4];
-      for (int i = 0; i < 4; ++i) v[i] = static_cast<int>(r.integer("roi", (*roi)[i], 0, 1e9));
-      reg.roi = Roi{v[0], v[1], v[2], v[3]};
-      if (reg.roi.whole_frame()) r.fail("roi", "needs a positive width and height");
-    }
-    r.get_nullable("mask", reg.mask);
-    r.get("pyramid_levels", reg.pyramid_levels);
-    r.get("max_iterations", reg.max_iterations);
-    r.get("tolerance", reg.tolerance);
-    if (const json* bp = r.find("bandpass"); bp && !bp->is_null()) {
-      if (!bp->is_array() || bp->size() != 2) r.fail("bandpass", "must be [low_px, high_px] or null");
-      reg.bandpass_low = r.number("bandpass", (*bp)[0]);
-      reg.bandpass_high = r.number("bandpass", (*bp)[1]);
-    }
-    r.get_nullable("max_shift", reg.max_shift);
-  });
-
-  block(top, "averaging", [&](Reader& r) {
-    auto& av = job.averaging;
-    std::string method, interp;
-    r.get("method", method);
-    if (method == "mean") av.method = AverageMethod::mean;
-    else if (method == "median") av.method = AverageMethod::median;
-    else if (method == "clipped") av.method = AverageMethod::clipped;
-    else if (!method.empty()) r.fail("method", "is '" + method + "'; expected mean, median or clipped");
-    r.get("clip_sigma", av.clip_sigma);
-    r.get("interpolation", interp);
-    if (interp == "cubic") av.interpolation = Interpolation::cubic;
-    else if (interp == "fourier") av.interpolation = Interpolation::fourier;
-    else if (!interp.empty()) r.fail("interpolation", "is '" + interp + "'; expected cubic or fourier");
-    r.get("min_quality", av.min_quality);
-    if (const json* ex = r.find("exclude_frames"); ex && !ex->is_null()) {
-      if (!ex->is_array()) r.fail("exclude_frames", "must be a list of frame numbers");
-      av.exclude_frames.clear();
-      for (const auto& f : *ex) av.exclude_frames.push_back(static_cast<std::size_t>(r.integer("exclude_frames", f, 0, 9e15)));
-    }
-    r.get("median_tile", av.median_tile);
-    r.get("median_memory_mb", av.median_memory_mb);
-    r.get_nullable("drift", av.drift);
-  });
-
-  block(top, "spectrum", [&](Reader& r) {
-    r.get("frame", job.spectrum.frame);
-    r.get("max_frames", job.spectrum.max_frames);
-  });
-
-  block(top, "synth", [&](Reader& r) {
-    auto& s = job.synth;
-    r.get("frames", s.frames);
-    r.get("width", s.width);
-    r.get("height", s.height);
-    r.get("period", s.period);
-    std::string lattice;
-    r.get("lattice", lattice);
-    if (lattice == "hex") s.lattice = Lattice::hex;
-    else if (lattice == "square") s.lattice = Lattice::square;
-    else if (!lattice.empty()) r.fail("lattice", "is '" + lattice + "'; expected hex or square");
-    r.get("drift_step", s.drift_step);
-    if (const json* dl = r.find("drift_linear"); dl && !dl->is_null()) {
-      if (!dl->is_array() || dl->size() != 2) r.fail("drift_linear", "must be [dx, dy] pixels per frame");
-      s.drift_linear_x = r.number("drift_linear", (*dl)[0]);
-      s.drift_linear_y = r.number("drift_linear", (*dl)[1]);
-    }
-    r.get("rotation_step_deg", s.rotation_step_deg);
-    r.get("jitter", s.jitter);
-    r.get("dose", s.dose);
-    r.get("read_noise", s.read_noise);
-    r.get("vacancy_fraction", s.vacancy_fraction);
-    r.get("grain_boundary", s.grain_boundary);
-    r.get("seed", s.seed);
-  });
-
-  block(top, "execution", [&](Reader& r) {
-    auto& e = job.execution;
-    r.get("profile", e.profile);
-    r.get("ranks", e.ranks);
-    r.get("threads", e.threads);
-    r.get("scan_algorithm", e.scan_algorithm);
-    r.get("local_strategy", e.local_strategy);
-    r.get("work_stealing", e.work_stealing);
-    r.get("frame_cache_mb", e.frame_cache_mb);
-    r.get("checkpoint_interval_s", e.checkpoint_interval_s);
-    r.get("resume", e.resume);
-  });
+  read_fields(top, "", job);
+  for (const auto& b : job_blocks()) {
+    const json* v = top.find(b);
+    if (!v || v->is_null()) continue;
+    Reader r(*v, source, b + ".");
+    read_fields(r, b, job);
+    r.finish();
+  }
   top.finish();
   return job;
 }
@@ -345,53 +232,27 @@ void save_job(const Job& job, const std::string& path) {
 }
 
 void validate(const Job& job) {
-  static const std::set<std::string> commands{"register", "average", "spectrum", "synth"};
-  check(commands.count(job.command) == 1,
-        "command '" + job.command + "' is not one of register, average, spectrum, synth");
+  check_fields(job, "");
   if (job.command != "synth") check(!job.input.empty(), "'input' is required for " + job.command);
   check(!job.output.empty(), "'output' (the results folder) is required");
 
   const auto& r = job.registration;
-  check(r.pyramid_levels >= 1 && r.pyramid_levels <= 12, "registration.pyramid_levels must be 1..12");
-  check(r.max_iterations >= 1, "registration.max_iterations must be at least 1");
-  check(r.tolerance > 0, "registration.tolerance must be positive");
+  check_fields(job, "registration");
   check(r.roi.x >= 0 && r.roi.y >= 0, "registration.roi must start inside the frame");
   check(r.bandpass_low >= 0 && r.bandpass_high >= 0, "registration.bandpass periods must be positive");
   check(r.bandpass_low <= 0 || r.bandpass_high <= 0 || r.bandpass_low <= r.bandpass_high,
         "registration.bandpass must be [low_px, high_px] with low <= high");
-  check(r.max_shift >= 0, "registration.max_shift must be positive or null");
 
   const auto& a = job.averaging;
-  check(a.clip_sigma > 0, "averaging.clip_sigma must be positive");
-  check(a.median_tile >= 1, "averaging.median_tile must be at least 1");
-  check(a.median_memory_mb > 0, "averaging.median_memory_mb must be positive");
+  check_fields(job, "averaging");
   check(job.command != "average" || !a.drift.empty(),
         "'average' needs averaging.drift: the drift.csv of an earlier run (or a *_truth.csv)");
   check(a.interpolation != Interpolation::fourier || r.model == MotionModel::translation,
         "averaging.interpolation 'fourier' needs registration.model 'translation'");
 
-  check(job.spectrum.frame >= 0, "spectrum.frame must be 0 or more");
-
-  const auto& s = job.synth;
-  if (job.command == "synth") {
-    check(s.frames >= 1, "synth.frames must be at least 1");
-    check(s.width >= 8 && s.height >= 8, "synth.width and synth.height must be at least 8");
-    check(s.period > 1, "synth.period must be more than 1 pixel");
-    check(s.drift_step >= 0 && s.jitter >= 0 && s.read_noise >= 0, "synth noise and drift steps must be >= 0");
-    check(s.vacancy_fraction >= 0 && s.vacancy_fraction < 1, "synth.vacancy_fraction must be in [0, 1)");
-  }
-
-  const auto& e = job.execution;
-  static const std::set<std::string> scans{"mpi-scan", "dissemination", "blelloch", "ladner-fischer"};
-  static const std::set<std::string> strategies{"reduce-then-scan", "scan-then-map"};
-  check(e.ranks >= 1, "execution.ranks must be at least 1");
-  check(e.threads >= 1, "execution.threads must be at least 1");
-  check(scans.count(e.scan_algorithm) == 1, "execution.scan_algorithm '" + e.scan_algorithm +
-                                                "' is not one of mpi-scan, dissemination, blelloch, ladner-fischer");
-  check(strategies.count(e.local_strategy) == 1,
-        "execution.local_strategy '" + e.local_strategy + "' is not reduce-then-scan or scan-then-map");
-  check(e.frame_cache_mb >= 1, "execution.frame_cache_mb must be at least 1");
-  check(e.checkpoint_interval_s >= 0, "execution.checkpoint_interval_s must be 0 (off) or more");
+  check_fields(job, "spectrum");
+  check_fields(job, "synth");
+  check_fields(job, "execution");
 }
 
 }  // namespace driftscan

@@ -5,6 +5,7 @@
 #include <random>
 #include <sstream>
 
+#include "driftscan/enum_names.hpp"
 #include "driftscan/error.hpp"
 
 namespace driftscan {
@@ -276,7 +277,7 @@ std::string SyntheticSeries::describe() const {
   const SynthOptions& o = options_;
   std::ostringstream s;
   s << "synthetic: " << o.frames << " x " << o.width << "x" << o.height << " float32, "
-    << (o.atoms.empty() ? (o.lattice == Lattice::hex ? "hex" : "square") : "custom") << " lattice period "
+    << (o.atoms.empty() ? to_string(o.lattice) : "custom") << " lattice period "
     << o.period << " px, dose " << o.dose << ", seed " << o.seed;
   return s.str();
 }

@@ -1,5 +1,6 @@
 #pragma once
-// The one mapping between command-line flags and job fields. Every job
+// Command-line flags for job fields, made from the job-field table
+// (driftscan/job_fields.hpp): flag names, types and help come from there. Every job
 // subcommand (register, average, spectrum, synth, run) declares its flags
 // from this table, so `--max-shift 4` means registration.max_shift in every
 // command and in `run job.json --max-shift 4` (file first, flags override).
@@ -15,7 +16,7 @@
 
 namespace driftscan::mpi {
 
-struct JobFlag;  // one row of the table (flag name, job field, parser)
+struct JobFlag;  // one flag: a row of the job-field table (driftscan/job_fields.hpp), or --size
 
 struct JobFlagValues {
   std::string command;       // the subcommand ("run": taken from the job file)
