@@ -10,58 +10,12 @@
 #include <string>
 #include <utility>
 
-#include <fftw3.h>
-
 #include "driftscan/error.hpp"
+#include "driftscan/fftw_traits.hpp"
 
 namespace driftscan {
 
 namespace {
-
-template <class T>
-struct Fftw;
-
-template <>
-struct Fftw<float> {
-  using plan = fftwf_plan;
-  using complex = fftwf_complex;
-  static void* malloc(std::size_t n) { return fftwf_malloc(n); }
-  static void free(void* p) { fftwf_free(p); }
-  static plan r2c(int h, int w, float* in, complex* out, unsigned flags) {
-    return fftwf_plan_dft_r2c_2d(h, w, in, out, flags);
-  }
-  static plan c2r(int h, int w, complex* in, float* out, unsigned flags) {
-    return fftwf_plan_dft_c2r_2d(h, w, in, out, flags);
-  }
-  static void exec_r2c(plan p, float* in, complex* out) { fftwf_execute_dft_r2c(p, in, out); }
-  static void exec_c2r(plan p, complex* in, float* out) { fftwf_execute_dft_c2r(p, in, out); }
-  static void destroy(plan p) { fftwf_destroy_plan(p); }
-  static int alignment_of(float* p) { return fftwf_alignment_of(p); }
-  static int import_wisdom(const char* f) { return fftwf_import_wisdom_from_filename(f); }
-  static int export_wisdom(const char* f) { return fftwf_export_wisdom_to_filename(f); }
-  static const char* wisdom_name() { return "fftw3f.wisdom"; }
-};
-
-template <>
-struct Fftw<double> {
-  using plan = fftw_plan;
-  using complex = fftw_complex;
-  static void* malloc(std::size_t n) { return fftw_malloc(n); }
-  static void free(void* p) { fftw_free(p); }
-  static plan r2c(int h, int w, double* in, complex* out, unsigned flags) {
-    return fftw_plan_dft_r2c_2d(h, w, in, out, flags);
-  }
-  static plan c2r(int h, int w, complex* in, double* out, unsigned flags) {
-    return fftw_plan_dft_c2r_2d(h, w, in, out, flags);
-  }
-  static void exec_r2c(plan p, double* in, complex* out) { fftw_execute_dft_r2c(p, in, out); }
-  static void exec_c2r(plan p, complex* in, double* out) { fftw_execute_dft_c2r(p, in, out); }
-  static void destroy(plan p) { fftw_destroy_plan(p); }
-  static int alignment_of(double* p) { return fftw_alignment_of(p); }
-  static int import_wisdom(const char* f) { return fftw_import_wisdom_from_filename(f); }
-  static int export_wisdom(const char* f) { return fftw_export_wisdom_to_filename(f); }
-  static const char* wisdom_name() { return "fftw3.wisdom"; }
-};
 
 FftRigor initial_rigor() {
   const char* env = std::getenv("DRIFTSCAN_FFTW_RIGOR");
@@ -88,9 +42,9 @@ void load_wisdom_once() {
   loaded = true;
   auto dir = wisdom_dir();
   if (dir.empty()) return;
-  auto file = dir / Fftw<T>::wisdom_name();
+  auto file = dir / FftwTraits<T>::wisdom_name;
   std::error_code ec;
-  if (std::filesystem::exists(file, ec)) Fftw<T>::import_wisdom(file.c_str());  // stale/corrupt: ignored
+  if (std::filesystem::exists(file, ec)) FftwTraits<T>::import_wisdom_from_filename(file.c_str());  // stale/corrupt: ignored
 }
 
 template <class T>
@@ -101,10 +55,10 @@ void save_wisdom() {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return;  // wisdom is an optimisation: a read-only cache folder is not an error
-  auto file = dir / Fftw<T>::wisdom_name();
+  auto file = dir / FftwTraits<T>::wisdom_name;
   auto tmp = file;
   tmp += ".tmp" + std::to_string(static_cast<unsigned long>(reinterpret_cast<std::uintptr_t>(&ec) & 0xffffff));
-  if (Fftw<T>::export_wisdom(tmp.c_str())) fs::rename(tmp, file, ec);
+  if (FftwTraits<T>::export_wisdom_to_filename(tmp.c_str())) fs::rename(tmp, file, ec);
   if (ec) fs::remove(tmp, ec);
 }
 
@@ -130,16 +84,14 @@ FftRigor fft_rigor() {
 template <class T>
 FftBuffer<T>::FftBuffer(std::size_t n) : size_(n) {
   if (n == 0) return;
-  using Real = std::conditional_t<std::is_same_v<T, std::complex<double>> || std::is_same_v<T, double>, double, float>;
-  data_ = static_cast<T*>(Fftw<Real>::malloc(n * sizeof(T)));
+  data_ = static_cast<T*>(FftwTraits<fftw_real_t<T>>::malloc(n * sizeof(T)));
   if (!data_) throw failure("out of memory allocating an FFT buffer of " + std::to_string(n) + " elements");
   for (std::size_t i = 0; i < n; ++i) data_[i] = T{};
 }
 
 template <class T>
 FftBuffer<T>::~FftBuffer() {
-  using Real = std::conditional_t<std::is_same_v<T, std::complex<double>> || std::is_same_v<T, double>, double, float>;
-  if (data_) Fftw<Real>::free(data_);
+  if (data_) FftwTraits<fftw_real_t<T>>::free(data_);
 }
 
 template <class T>
@@ -163,7 +115,7 @@ template class FftBuffer<std::complex<double>>;
 
 template <class T>
 struct RealFft2d<T>::Plans {
-  using F = Fftw<T>;
+  using F = FftwTraits<T>;
   typename F::plan forward = nullptr, inverse = nullptr;                       // SIMD-aligned arrays
   typename F::plan forward_unaligned = nullptr, inverse_unaligned = nullptr;  // made on first need
   ~Plans() {
@@ -171,7 +123,7 @@ struct RealFft2d<T>::Plans {
     // correct anyway: destruction goes through the planner lock.
     std::lock_guard<std::mutex> lock(fftw_planner_mutex());
     for (auto p : {forward, inverse, forward_unaligned, inverse_unaligned})
-      if (p) F::destroy(p);
+      if (p) F::destroy_plan(p);
   }
 };
 
@@ -182,7 +134,7 @@ unsigned planner_flags() { return rigor_setting() == FftRigor::measure ? FFTW_ME
 // Creates a pair of plans; caller holds the planner mutex.
 template <class T, class Plan>
 void make_plans(int w, int h, unsigned extra, Plan& fwd, Plan& inv) {
-  using F = Fftw<T>;
+  using F = FftwTraits<T>;
   load_wisdom_once<T>();
   std::size_t nr = static_cast<std::size_t>(w) * h, nc = static_cast<std::size_t>(w / 2 + 1) * h;
   T* r = static_cast<T*>(F::malloc(nr * sizeof(T)));
@@ -193,8 +145,8 @@ void make_plans(int w, int h, unsigned extra, Plan& fwd, Plan& inv) {
     throw failure("out of memory planning a " + std::to_string(w) + "x" + std::to_string(h) + " FFT");
   }
   unsigned flags = planner_flags() | extra;
-  fwd = F::r2c(h, w, r, c, flags);
-  inv = F::c2r(h, w, c, r, flags);
+  fwd = F::plan_dft_r2c_2d(h, w, r, c, flags);
+  inv = F::plan_dft_c2r_2d(h, w, c, r, flags);
   F::free(r);
   F::free(c);
   if (!fwd || !inv) throw failure("FFTW could not plan a " + std::to_string(w) + "x" + std::to_string(h) + " transform");
@@ -222,11 +174,11 @@ RealFft2d<T>::RealFft2d(int width, int height) : width_(width), height_(height) 
 
 template <class T>
 void RealFft2d<T>::forward(const T* in, std::complex<T>* out) const {
-  using F = Fftw<T>;
+  using F = FftwTraits<T>;
   T* rin = const_cast<T*>(in);  // r2c out-of-place preserves its input (FFTW's default)
   auto* cout = reinterpret_cast<typename F::complex*>(out);
   if (F::alignment_of(rin) == 0 && F::alignment_of(reinterpret_cast<T*>(out)) == 0) {
-    F::exec_r2c(plans_->forward, rin, cout);
+    F::execute_dft_r2c(plans_->forward, rin, cout);
     return;
   }
   typename F::plan p;
@@ -236,15 +188,15 @@ void RealFft2d<T>::forward(const T* in, std::complex<T>* out) const {
       make_plans<T>(width_, height_, FFTW_UNALIGNED, plans_->forward_unaligned, plans_->inverse_unaligned);
     p = plans_->forward_unaligned;
   }
-  F::exec_r2c(p, rin, cout);
+  F::execute_dft_r2c(p, rin, cout);
 }
 
 template <class T>
 void RealFft2d<T>::inverse(std::complex<T>* in, T* out) const {
-  using F = Fftw<T>;
+  using F = FftwTraits<T>;
   auto* cin = reinterpret_cast<typename F::complex*>(in);
   if (F::alignment_of(reinterpret_cast<T*>(in)) == 0 && F::alignment_of(out) == 0) {
-    F::exec_c2r(plans_->inverse, cin, out);
+    F::execute_dft_c2r(plans_->inverse, cin, out);
     return;
   }
   typename F::plan p;
@@ -254,7 +206,7 @@ void RealFft2d<T>::inverse(std::complex<T>* in, T* out) const {
       make_plans<T>(width_, height_, FFTW_UNALIGNED, plans_->forward_unaligned, plans_->inverse_unaligned);
     p = plans_->inverse_unaligned;
   }
-  F::exec_c2r(p, cin, out);
+  F::execute_dft_c2r(p, cin, out);
 }
 
 template class RealFft2d<float>;
@@ -271,49 +223,33 @@ P checked(P p, const char* what, int ny, int nx) {
 }
 }  // namespace
 
-void FftwPlan::reset() {
+template <class R>
+void FftwPlanOwner<R>::reset() {
   if (!plan_) return;
   std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-  fftw_destroy_plan(plan_);
+  F::destroy_plan(plan_);
   plan_ = nullptr;
 }
 
-FftwPlan FftwPlan::r2c_2d(int ny, int nx, double* in, fftw_complex* out, unsigned flags) {
+template <class R>
+FftwPlanOwner<R> FftwPlanOwner<R>::r2c_2d(int ny, int nx, R* in, complex* out, unsigned flags) {
   std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-  return FftwPlan(checked(fftw_plan_dft_r2c_2d(ny, nx, in, out, flags), "r2c transform", ny, nx));
+  return FftwPlanOwner(checked(F::plan_dft_r2c_2d(ny, nx, in, out, flags), "r2c transform", ny, nx));
 }
 
-FftwPlan FftwPlan::c2r_2d(int ny, int nx, fftw_complex* in, double* out, unsigned flags) {
+template <class R>
+FftwPlanOwner<R> FftwPlanOwner<R>::c2r_2d(int ny, int nx, complex* in, R* out, unsigned flags) {
   std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-  return FftwPlan(checked(fftw_plan_dft_c2r_2d(ny, nx, in, out, flags), "c2r transform", ny, nx));
+  return FftwPlanOwner(checked(F::plan_dft_c2r_2d(ny, nx, in, out, flags), "c2r transform", ny, nx));
 }
 
-FftwPlan FftwPlan::dft_2d(int ny, int nx, fftw_complex* in, fftw_complex* out, int sign, unsigned flags) {
+template <class R>
+FftwPlanOwner<R> FftwPlanOwner<R>::dft_2d(int ny, int nx, complex* in, complex* out, int sign, unsigned flags) {
   std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-  return FftwPlan(checked(fftw_plan_dft_2d(ny, nx, in, out, sign, flags), "complex transform", ny, nx));
+  return FftwPlanOwner(checked(F::plan_dft_2d(ny, nx, in, out, sign, flags), "complex transform", ny, nx));
 }
 
-void FftwfPlan::reset() {
-  if (!plan_) return;
-  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-  fftwf_destroy_plan(plan_);
-  plan_ = nullptr;
-}
-
-FftwfPlan FftwfPlan::r2c_2d(int ny, int nx, float* in, fftwf_complex* out, unsigned flags) {
-  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-  return FftwfPlan(checked(fftwf_plan_dft_r2c_2d(ny, nx, in, out, flags), "r2c transform", ny, nx));
-}
-
-FftwfPlan FftwfPlan::c2r_2d(int ny, int nx, fftwf_complex* in, float* out, unsigned flags) {
-  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-  return FftwfPlan(checked(fftwf_plan_dft_c2r_2d(ny, nx, in, out, flags), "c2r transform", ny, nx));
-}
-
-FftwfPlan FftwfPlan::dft_2d(int ny, int nx, fftwf_complex* in, fftwf_complex* out, int sign,
-                            unsigned flags) {
-  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
-  return FftwfPlan(checked(fftwf_plan_dft_2d(ny, nx, in, out, sign, flags), "complex transform", ny, nx));
-}
+template class FftwPlanOwner<double>;
+template class FftwPlanOwner<float>;
 
 }  // namespace driftscan

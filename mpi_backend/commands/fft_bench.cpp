@@ -25,17 +25,17 @@
 #include <type_traits>
 #include <vector>
 
-#include <fftw3-mpi.h>
 #include <nlohmann/json.hpp>
 
 #include "driftscan/error.hpp"
+#include "driftscan/fftw_traits.hpp"
 #include "driftscan/mpi/command.hpp"
 #include "driftscan/mpi/dft_plan.hpp"
 #include "driftscan/mpi/dft_reshape.hpp"
+#include "driftscan/mpi/fftw_mpi_traits.hpp"
 
 namespace driftscan::mpi {
 namespace {
-
 
 struct FftBenchOptions {
   std::string size = "256x256x256";
@@ -183,42 +183,6 @@ nlohmann::json lower_bounds(const std::vector<DftExchangeInfo>& xs, const Networ
           {"min_volume", {{"latency_s", l19}, {"bandwidth_s", b19}, {"total_s", l19 + b19}}}};
 }
 
-// FFTW-MPI's double (fftw_) and single (fftwf_) precision interfaces.
-template <class R>
-struct FftwMpi;
-template <>
-struct FftwMpi<double> {
-  using plan = fftw_plan;
-  using complex = fftw_complex;
-  static ptrdiff_t local_size(const Extent3& n, MPI_Comm c, ptrdiff_t* ln0, ptrdiff_t* s0, ptrdiff_t* ln1, ptrdiff_t* s1) {
-    return fftw_mpi_local_size_3d_transposed(n[0], n[1], n[2], c, ln0, s0, ln1, s1);
-  }
-  static complex* alloc(std::size_t k) { return fftw_alloc_complex(k); }
-  static plan make(const Extent3& n, complex* in, complex* out, MPI_Comm c, unsigned flags) {
-    return fftw_mpi_plan_dft_3d(n[0], n[1], n[2], in, out, c, FFTW_FORWARD, flags);
-  }
-  static void threads(int t) { fftw_plan_with_nthreads(t); }
-  static void execute(plan p) { fftw_execute(p); }
-  static void destroy(plan p) { fftw_destroy_plan(p); }
-  static void release(void* p) { fftw_free(p); }
-};
-template <>
-struct FftwMpi<float> {
-  using plan = fftwf_plan;
-  using complex = fftwf_complex;
-  static ptrdiff_t local_size(const Extent3& n, MPI_Comm c, ptrdiff_t* ln0, ptrdiff_t* s0, ptrdiff_t* ln1, ptrdiff_t* s1) {
-    return fftwf_mpi_local_size_3d_transposed(n[0], n[1], n[2], c, ln0, s0, ln1, s1);
-  }
-  static complex* alloc(std::size_t k) { return fftwf_alloc_complex(k); }
-  static plan make(const Extent3& n, complex* in, complex* out, MPI_Comm c, unsigned flags) {
-    return fftwf_mpi_plan_dft_3d(n[0], n[1], n[2], in, out, c, FFTW_FORWARD, flags);
-  }
-  static void threads(int t) { fftwf_plan_with_nthreads(t); }
-  static void execute(plan p) { fftwf_execute(p); }
-  static void destroy(plan p) { fftwf_destroy_plan(p); }
-  static void release(void* p) { fftwf_free(p); }
-};
-
 class FftBench {
  public:
   FftBench(const FftBenchOptions& o, MPI_Comm comm, const Network& net, bool oversubscribed)
@@ -279,18 +243,16 @@ class FftBench {
 
   template <class R>
   void run_fftw_mpi(bool transposed, double& time, double& best, std::vector<std::complex<R>>& out_copy, Box3& out_box) {
-    using F = FftwMpi<R>;
+    using F = FftwTraits<R>;
+    using M = FftwMpiTraits<R>;
     using C = std::complex<R>;
     ptrdiff_t ln0 = 0, s0 = 0, ln1 = 0, s1 = 0;
-    const ptrdiff_t alloc = F::local_size(n_, comm_, &ln0, &s0, &ln1, &s1);
-    typename F::complex* in = F::alloc(static_cast<std::size_t>(std::max<ptrdiff_t>(alloc, 1)));
-    typename F::complex* out = F::alloc(static_cast<std::size_t>(std::max<ptrdiff_t>(alloc, 1)));
-    const unsigned flags = (planner() == FftPlanner::estimate ? FFTW_ESTIMATE
-                            : planner() == FftPlanner::patient ? FFTW_PATIENT
-                                                               : FFTW_MEASURE) |
-                           (transposed ? FFTW_MPI_TRANSPOSED_OUT : 0u);
-    F::threads(o_.threads);
-    typename F::plan p = F::make(n_, in, out, comm_, flags);
+    const ptrdiff_t alloc = M::local_size_3d_transposed(n_[0], n_[1], n_[2], comm_, &ln0, &s0, &ln1, &s1);
+    typename F::complex* in = F::alloc_complex(static_cast<std::size_t>(std::max<ptrdiff_t>(alloc, 1)));
+    typename F::complex* out = F::alloc_complex(static_cast<std::size_t>(std::max<ptrdiff_t>(alloc, 1)));
+    const unsigned flags = fftw_planner_flags(planner()) | (transposed ? FFTW_MPI_TRANSPOSED_OUT : 0u);
+    F::plan_with_nthreads(o_.threads);
+    typename F::plan p = M::plan_dft_3d(n_[0], n_[1], n_[2], in, out, comm_, FFTW_FORWARD, flags);
     if (!p) throw failure("FFTW-MPI could not plan the " + o_.size + " transform");
     const Box3 in_box{{s0, 0, 0}, {s0 + ln0, n_[1], n_[2]}};
     std::vector<C> pristine(static_cast<std::size_t>(in_box.count()));
@@ -311,9 +273,9 @@ class FftBench {
     // Its output: slabs of axis 0 (natural), or of axis 1 stored (i1, i0, i2).
     out_box = transposed ? Box3{{0, s1, 0}, {n_[0], s1 + ln1, n_[2]}} : in_box;
     out_copy.assign(reinterpret_cast<C*>(out), reinterpret_cast<C*>(out) + out_box.count());
-    F::destroy(p);
-    F::release(in);
-    F::release(out);
+    F::destroy_plan(p);
+    F::free(in);
+    F::free(out);
     nlohmann::json j = base("fftw-mpi", "slab", transposed, std::to_string(size_));
     j["median_s"] = time;
     j["min_s"] = best;
@@ -437,8 +399,8 @@ int run_fft_bench(const FftBenchOptions& o, RunContext& ctx) {
   init_fftw_threads();
   static std::once_flag mpi_once;
   std::call_once(mpi_once, [] {
-    fftw_mpi_init();
-    fftwf_mpi_init();
+    FftwMpiTraits<double>::init();
+    FftwMpiTraits<float>::init();
   });
 
   const Network net = measure_network(ctx.comm);

@@ -5,15 +5,64 @@
 #include <utility>
 
 #include "driftscan/error.hpp"
+#include "driftscan/fftw_planner.hpp"
+#include "driftscan/fftw_traits.hpp"
 
 namespace driftscan::mpi {
 namespace {
-std::mutex& planner_mutex() {
-  static std::mutex m;
-  return m;
+template <class R>
+using iodims = std::vector<typename FftwTraits<R>::iodim64>;
+
+template <class R>
+iodims<R> to_iodims(const std::vector<FftDim>& ds) {
+  iodims<R> r;
+  for (const FftDim& d : ds) {
+    typename FftwTraits<R>::iodim64 x;
+    x.n = d.n;
+    x.is = d.in_stride;
+    x.os = d.out_stride;
+    r.push_back(x);
+  }
+  return r;
 }
 
-unsigned planner_flags(FftPlanner p) {
+// Caller holds the planner mutex.
+template <class R>
+typename FftwTraits<R>::plan plan_guru64(FftKind kind, int sign, const std::vector<FftDim>& transform,
+                                         const std::vector<FftDim>& batch, void* in, void* out, int threads,
+                                         unsigned flags) {
+  using F = FftwTraits<R>;
+  using C = typename F::complex;
+  const iodims<R> dims = to_iodims<R>(transform), howmany = to_iodims<R>(batch);
+  const int rank = static_cast<int>(dims.size()), hm = static_cast<int>(howmany.size());
+  F::plan_with_nthreads(threads);
+  switch (kind) {
+    case FftKind::c2c:
+      return F::plan_guru64_dft(rank, dims.data(), hm, howmany.data(), static_cast<C*>(in), static_cast<C*>(out), sign,
+                                flags);
+    case FftKind::r2c:
+      return F::plan_guru64_dft_r2c(rank, dims.data(), hm, howmany.data(), static_cast<R*>(in), static_cast<C*>(out),
+                                    flags);
+    case FftKind::c2r:
+      return F::plan_guru64_dft_c2r(rank, dims.data(), hm, howmany.data(), static_cast<C*>(in), static_cast<R*>(out),
+                                    flags);
+  }
+  return nullptr;
+}
+
+template <class R>
+void execute_plan(typename FftwTraits<R>::plan p, FftKind kind, void* in, void* out) {
+  using F = FftwTraits<R>;
+  using C = typename F::complex;
+  switch (kind) {
+    case FftKind::c2c: F::execute_dft(p, static_cast<C*>(in), static_cast<C*>(out)); break;
+    case FftKind::r2c: F::execute_dft_r2c(p, static_cast<R*>(in), static_cast<C*>(out)); break;
+    case FftKind::c2r: F::execute_dft_c2r(p, static_cast<C*>(in), static_cast<R*>(out)); break;
+  }
+}
+}  // namespace
+
+unsigned fftw_planner_flags(FftPlanner p) {
   switch (p) {
     case FftPlanner::estimate: return FFTW_ESTIMATE;
     case FftPlanner::measure: return FFTW_MEASURE;
@@ -22,26 +71,17 @@ unsigned planner_flags(FftPlanner p) {
   return FFTW_MEASURE;
 }
 
-fftw_iodim64 iodim(const FftDim& d) {
-  fftw_iodim64 r;
-  r.n = d.n;
-  r.is = d.in_stride;
-  r.os = d.out_stride;
-  return r;
-}
-}  // namespace
-
 void init_fftw_threads() {
   static std::once_flag once;
   std::call_once(once, [] {
-    fftw_init_threads();
-    fftwf_init_threads();
+    FftwTraits<double>::init_threads();
+    FftwTraits<float>::init_threads();
   });
 }
 
 bool fftw_aligned(const void* p, bool single) {
-  if (single) return fftwf_alignment_of(static_cast<float*>(const_cast<void*>(p))) == 0;
-  return fftw_alignment_of(static_cast<double*>(const_cast<void*>(p))) == 0;
+  if (single) return FftwTraits<float>::alignment_of(static_cast<float*>(const_cast<void*>(p))) == 0;
+  return FftwTraits<double>::alignment_of(static_cast<double*>(const_cast<void*>(p))) == 0;
 }
 
 LocalFft::LocalFft(FftKind kind, int sign, FftDim transform, const std::vector<FftDim>& batch,
@@ -53,60 +93,19 @@ LocalFft::LocalFft(FftKind kind, int sign, const std::vector<FftDim>& transform,
                    void* in, void* out, FftPlanner planner, int threads, bool preserve_input, bool single)
     : kind_(kind), single_(single) {
   init_fftw_threads();
-  std::vector<fftw_iodim64> howmany, dims;
-  for (const auto& b : batch) howmany.push_back(iodim(b));
-  for (const auto& t : transform) dims.push_back(iodim(t));
-  const int rank = static_cast<int>(dims.size());
-  const fftw_iodim64* dim = dims.data();
-  // fftwf_iodim64 is the same struct under another name.
-  static_assert(sizeof(fftw_iodim64) == sizeof(fftwf_iodim64), "iodim layouts differ");
-  const auto* hmf = reinterpret_cast<const fftwf_iodim64*>(howmany.data());
-  const auto* dimf = reinterpret_cast<const fftwf_iodim64*>(dims.data());
-  unsigned flags = planner_flags(planner) | (preserve_input ? FFTW_PRESERVE_INPUT : FFTW_DESTROY_INPUT);
-  std::lock_guard<std::mutex> lock(planner_mutex());
-  const int hm = static_cast<int>(howmany.size());
-  if (single) {
-    fftwf_plan_with_nthreads(threads);
-    switch (kind) {
-      case FftKind::c2c:
-        planf_ = fftwf_plan_guru64_dft(rank, dimf, hm, hmf, static_cast<fftwf_complex*>(in),
-                                       static_cast<fftwf_complex*>(out), sign, flags);
-        break;
-      case FftKind::r2c:
-        planf_ = fftwf_plan_guru64_dft_r2c(rank, dimf, hm, hmf, static_cast<float*>(in),
-                                           static_cast<fftwf_complex*>(out), flags);
-        break;
-      case FftKind::c2r:
-        planf_ = fftwf_plan_guru64_dft_c2r(rank, dimf, hm, hmf, static_cast<fftwf_complex*>(in),
-                                           static_cast<float*>(out), flags);
-        break;
-    }
-  } else {
-    fftw_plan_with_nthreads(threads);
-    switch (kind) {
-      case FftKind::c2c:
-        plan_ = fftw_plan_guru64_dft(rank, dim, hm, howmany.data(), static_cast<fftw_complex*>(in),
-                                     static_cast<fftw_complex*>(out), sign, flags);
-        break;
-      case FftKind::r2c:
-        plan_ = fftw_plan_guru64_dft_r2c(rank, dim, hm, howmany.data(), static_cast<double*>(in),
-                                         static_cast<fftw_complex*>(out), flags);
-        break;
-      case FftKind::c2r:
-        plan_ = fftw_plan_guru64_dft_c2r(rank, dim, hm, howmany.data(), static_cast<fftw_complex*>(in),
-                                         static_cast<double*>(out), flags);
-        break;
-    }
-  }
+  const unsigned flags = fftw_planner_flags(planner) | (preserve_input ? FFTW_PRESERVE_INPUT : FFTW_DESTROY_INPUT);
+  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
+  if (single) planf_ = plan_guru64<float>(kind, sign, transform, batch, in, out, threads, flags);
+  else plan_ = plan_guru64<double>(kind, sign, transform, batch, in, out, threads, flags);
   if (!plan_ && !planf_)
     throw failure("FFTW could not plan a local transform of length " + std::to_string(transform.back().n));
 }
 
 void LocalFft::destroy() {
   if (!plan_ && !planf_) return;
-  std::lock_guard<std::mutex> lock(planner_mutex());
-  if (plan_) fftw_destroy_plan(plan_);
-  if (planf_) fftwf_destroy_plan(planf_);
+  std::lock_guard<std::mutex> lock(fftw_planner_mutex());
+  if (plan_) FftwTraits<double>::destroy_plan(plan_);
+  if (planf_) FftwTraits<float>::destroy_plan(planf_);
   plan_ = nullptr;
   planf_ = nullptr;
 }
@@ -132,31 +131,8 @@ void LocalFft::execute(const void* in, void* out) const {
   // FFTW's new-array execute takes non-const input; plans made with
   // preserve_input never write it.
   void* i = const_cast<void*>(in);
-  if (single_) {
-    switch (kind_) {
-      case FftKind::c2c:
-        fftwf_execute_dft(planf_, static_cast<fftwf_complex*>(i), static_cast<fftwf_complex*>(out));
-        break;
-      case FftKind::r2c:
-        fftwf_execute_dft_r2c(planf_, static_cast<float*>(i), static_cast<fftwf_complex*>(out));
-        break;
-      case FftKind::c2r:
-        fftwf_execute_dft_c2r(planf_, static_cast<fftwf_complex*>(i), static_cast<float*>(out));
-        break;
-    }
-    return;
-  }
-  switch (kind_) {
-    case FftKind::c2c:
-      fftw_execute_dft(plan_, static_cast<fftw_complex*>(i), static_cast<fftw_complex*>(out));
-      break;
-    case FftKind::r2c:
-      fftw_execute_dft_r2c(plan_, static_cast<double*>(i), static_cast<fftw_complex*>(out));
-      break;
-    case FftKind::c2r:
-      fftw_execute_dft_c2r(plan_, static_cast<fftw_complex*>(i), static_cast<double*>(out));
-      break;
-  }
+  if (single_) execute_plan<float>(planf_, kind_, i, out);
+  else execute_plan<double>(plan_, kind_, i, out);
 }
 
 FftwBuffer::FftwBuffer(std::size_t bytes) : bytes_(bytes) {

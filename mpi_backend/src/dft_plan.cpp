@@ -14,6 +14,10 @@
 // padded by a cache line per slice, and the plan's variants (own block,
 // slab FFT order, in-place-then-pack, final FFT through a work buffer) are
 // timed by the constructor; docs/distributed-dft.md says why each exists.
+//
+// The decisions (the stages visited; for each exchange which of (a)-(c), the
+// padding, the own block) are the plan logic, dft_plan_logic.cpp; here they
+// become steps, which are then chunked, planned with FFTW and run.
 #include "driftscan/mpi/dft_plan.hpp"
 
 #include <algorithm>
@@ -27,9 +31,12 @@
 #include <omp.h>
 
 #include "driftscan/error.hpp"
+#include "driftscan/mpi/dft_plan_logic.hpp"
 #include "driftscan/mpi/dft_reshape.hpp"
 
 namespace driftscan::mpi {
+
+using namespace dft;  // the plan logic: buffers, stage plan, exchange choices
 
 std::string to_string(DftLayout l) { return l == DftLayout::natural ? "natural" : "transposed"; }
 
@@ -63,7 +70,6 @@ void agree_on_errors(MPI_Comm comm, const std::string& local_error) {
 
 namespace {
 
-enum Buf { IN = 0, OUT = 1, W0 = 2, W1 = 3, SEND = 4, RECV = 5, NBUF = 6 };
 enum Phase { ph_fft = 0, ph_pack = 1, ph_alltoall = 2, ph_unpack = 3 };
 
 // FftDesc::axis of a transform over all three axes at once (one rank).
@@ -102,14 +108,6 @@ struct Cursor {
   AxisOrder order = row_major_order;
 };
 
-// One node of the traversal: a stage layout entered through `comm` (index in
-// the plan's communicator list, -1 for the first node), then FFTs on `axes`.
-struct Node {
-  int stage = 0;
-  std::vector<int> axes;
-  int comm = -1;
-};
-
 std::size_t view_end_bytes(const StridedView& v, std::size_t elem) {
   if (v.box.empty()) return 0;
   std::int64_t last = v.offset;
@@ -117,26 +115,10 @@ std::size_t view_end_bytes(const StridedView& v, std::size_t elem) {
   return static_cast<std::size_t>(last + 1) * elem;
 }
 
-// Do the nonempty `parts` (in order) tile `whole` along `axis` only, each
-// spanning `whole` in the other axes?
-bool tiles_along(const Box3& whole, const std::vector<Box3>& parts, int axis) {
-  std::int64_t next = whole.lo[axis];
-  for (const Box3& p : parts) {
-    if (p.empty()) continue;
-    for (int d = 0; d < 3; ++d)
-      if (d != axis && (p.lo[d] != whole.lo[d] || p.hi[d] != whole.hi[d])) return false;
-    if (p.lo[axis] != next) return false;
-    next = p.hi[axis];
-  }
-  return whole.empty() || next == whole.hi[axis];
-}
-
-AxisOrder with_first(int first, const AxisOrder& rest_from) {
-  AxisOrder o{first, 0, 0};
-  int k = 1;
-  for (int a : rest_from)
-    if (a != first) o[k++] = a;
-  return o;
+// Where the received blocks are unpacked to: the new box, row-major when it
+// is the output, else in the blocks' order.
+StridedView unpack_view(const ExchangeShape& x, const ExchangeChoice& c) {
+  return StridedView::dense(0, x.next_box, x.next_is_final ? row_major_order : c.sigma);
 }
 
 }  // namespace
@@ -207,17 +189,20 @@ struct DftPlan::Impl {
     need[buf] = std::max(need[buf], view_end_bytes(v, elem));
   }
 
-  int free_work(int a, int b = -1) const {
-    for (int w : {W0, W1})
-      if (w != a && w != b) return w;
-    return W1;
-  }
-
   // Global agreement (every rank of the plan) on a locally evaluated condition.
   bool all(bool local) const {
     int v = local ? 1 : 0, r = 0;
     MPI_Allreduce(&v, &r, 1, MPI_INT, MPI_MIN, cart);
     return r == 1;
+  }
+  // `axis` when every rank of the plan gives the same one, else -1.
+  int same_axis(int axis) const {
+    int qs[2] = {axis, -axis}, r[2] = {0, 0};
+    MPI_Allreduce(qs, r, 2, MPI_INT, MPI_MAX, cart);
+    return r[0] == -r[1] ? axis : -1;
+  }
+  Consensus consensus() const {
+    return {[this](bool local) { return all(local); }, [this](int axis) { return same_axis(axis); }};
   }
 
   void add_fft(const FftDesc& d, const Cursor& src, int dst_buf, const StridedView& dst_view,
@@ -252,266 +237,186 @@ struct DftPlan::Impl {
     return FftKind::c2r;
   }
 
-  // Applies `d` (or the identity when !has_fft) to `cur`, delivering the
-  // result to `next` through an exchange on comm `ci`, or to OUT when
-  // next_stage < 0 (the end of the plan).
-  void deliver(Cursor& cur, bool has_fft, const FftDesc& d, int next_stage, bool next_is_final,
-               int ci) {
-    const bool real_after = has_fft ? (d.kind == FftKind::c2r ? true : d.kind == FftKind::r2c ? false : cur.real)
-                                    : cur.real;
-    const int dpe = real_after ? 1 : 2;
-    // The box this rank holds after the op (axis-2 extent changes for r2c/c2r).
+  // The data once `d` has run on `cur` (or as it is when !has_fft): real or
+  // complex, and its box (the axis-2 extent changes for r2c and c2r).
+  static bool real_after(const Cursor& cur, bool has_fft, const FftDesc& d) {
+    if (!has_fft) return cur.real;
+    return d.kind == FftKind::c2r ? true : d.kind == FftKind::r2c ? false : cur.real;
+  }
+  Box3 box_after(const Cursor& cur, bool has_fft, const FftDesc& d) const {
     Box3 after = cur.view.box;
     if (has_fft && d.kind != FftKind::c2c) {
-      const Extent3 nn = dims(real_after);
+      const Extent3 nn = dims(real_after(cur, has_fft, d));
       after.lo[2] = 0, after.hi[2] = nn[2];
     }
+    return after;
+  }
+
+  // Runs `d` on `cur` in place when it can (FFTW is fastest with equal
+  // strides in and out), else into a free work buffer in `order`.
+  Cursor add_local_fft(const Cursor& cur, const FftDesc& d, const AxisOrder& order) {
+    const bool real = real_after(cur, true, d);
+    const bool in_place = cur.buf != IN && d.kind == FftKind::c2c;
+    const int out_buf = in_place ? cur.buf : free_work(cur.buf);
+    const StridedView ov = in_place ? cur.view : StridedView::dense(0, box_after(cur, true, d), order);
+    add_fft(d, cur, out_buf, ov, real);
+    return {out_buf, ov, real, order};
+  }
+
+  // Applies `d` (or the identity when !has_fft) to `cur`, which holds this
+  // rank's box of stage `stage`, and delivers the result to stage
+  // `next_stage` through an exchange on comm `ci`, or to OUT when
+  // next_stage < 0 (the end of the plan). The FFT is fused into the
+  // exchange's packing whenever the blocks allow.
+  void deliver(Cursor& cur, int stage, bool has_fft, const FftDesc& d, int next_stage, bool next_is_final, int ci) {
+    if (next_stage < 0) return deliver_to_output(cur, has_fft, d);
+    const ExchangeShape x = exchange_shape(cur, stage, has_fft, d, next_stage, next_is_final, ci);
+    if (all(x.src.size() == 1)) return reorder_locally(cur, has_fft, d, x);
+    const ExchangeChoice c = choose_exchange(x, opt, consensus());
+    const ExchangeCounts counts = exchange_counts_for(x, c, scalar_type());
+    fill_send_buffer(cur, has_fft, d, x, c, counts);
+    add_exchange(x, c, counts, ci);
+    cur = receive(x, c, counts);
+  }
+
+  // The end of the plan: into OUT, row-major.
+  void deliver_to_output(Cursor& cur, bool has_fft, const FftDesc& d) {
+    if (!has_fft && cur.buf == OUT) return;
+    const bool real = real_after(cur, has_fft, d);
+    const StridedView ov = StridedView::dense(0, box_after(cur, has_fft, d), row_major_order);
+    if (has_fft && opt.final_through_work) {
+      // The FFT writes cache-sized chunks of a work buffer (the chunking of
+      // local runs shrinks it), each then copied to the output: the output's
+      // large strides along the transform axis cost the FFT more than the copy.
+      if (cur.buf != IN && d.kind == FftKind::c2c) {
+        // In place (same strides in and out, which FFTW handles best), then copied.
+        add_fft(d, cur, cur.buf, cur.view, real);
+        add_copy(ph_unpack, cur.buf, cur.view, OUT, ov, real);
+      } else {
+        const int w = free_work(cur.buf);
+        add_fft(d, cur, w, ov, real);
+        add_copy(ph_unpack, w, ov, OUT, ov, real);
+      }
+    } else if (has_fft) add_fft(d, cur, OUT, ov, real);
+    else add_copy(ph_unpack, cur.buf, cur.view, OUT, ov, real);
+    cur = {OUT, ov, real, row_major_order};
+  }
+
+  // The boxes of an exchange on comm `ci` from `stage` to `next_stage`.
+  ExchangeShape exchange_shape(const Cursor& cur, int stage, bool has_fft, const FftDesc& d, int next_stage,
+                               bool next_is_final, int ci) const {
+    const bool real = real_after(cur, has_fft, d);
+    const std::vector<int>& members = comm_members[ci];
+    const int p = static_cast<int>(members.size());
+    ExchangeShape x;
+    for (int j = 0; j < p; ++j)
+      if (members[j] == rank) x.me = j;
+    x.src.resize(p), x.dst.resize(p), x.sends.resize(p), x.recvs.resize(p);
+    for (int j = 0; j < p; ++j) {
+      x.src[j] = box_of(stage, members[j], real);
+      x.dst[j] = box_of(next_stage, members[j], real);
+    }
+    x.after = box_after(cur, has_fft, d);
+    x.next_box = x.dst[x.me];
+    // Blocks this rank sends (I_s) and receives (J_r).
+    for (int j = 0; j < p; ++j) x.sends[j] = x.after.intersect(x.dst[j]), x.recvs[j] = x.src[j].intersect(x.next_box);
+    x.has_fft = has_fft;
+    x.fft_axis = d.axis;
+    x.fft_c2c = d.kind == FftKind::c2c;
+    x.cur_buf = cur.buf;
+    x.cur_order = cur.order;
+    x.next_is_final = next_is_final;
+    x.scalars_per_elem = real ? 1 : 2;
+    x.scalar_bytes = rb;
+    return x;
+  }
+
+  // A size-1 communicator: the box stays; only the memory order may change.
+  void reorder_locally(Cursor& cur, bool has_fft, const FftDesc& d, const ExchangeShape& x) {
+    if (x.next_box != x.after) throw failure("DFT plan: inconsistent local reshape");
+    if (!has_fft) return;
+    if (x.next_is_final) {
+      const bool real = real_after(cur, has_fft, d);
+      const StridedView ov = StridedView::dense(0, x.after, row_major_order);
+      add_fft(d, cur, OUT, ov, real);
+      cur = {OUT, ov, real, row_major_order};
+      return;
+    }
+    cur = add_local_fft(cur, d, cur.order);
+  }
+
+  // The steps filling the send buffer (and writing blocks that skip MPI).
+  void fill_send_buffer(const Cursor& cur, bool has_fft, const FftDesc& d, const ExchangeShape& x,
+                        const ExchangeChoice& c, const ExchangeCounts& counts) {
+    const bool real = x.scalars_per_elem == 1;
+    // Input view for an output part: same ranges except along the transform axis.
     auto src_part = [&](const Box3& part) {
-      // Input view for an output part: same ranges except along the transform axis.
       Box3 b = part;
       b.lo[d.axis] = cur.view.box.lo[d.axis], b.hi[d.axis] = cur.view.box.hi[d.axis];
       return cur.view.sub(b);
     };
-
-    if (next_stage < 0) {  // final: into OUT, row-major
-      if (!has_fft && cur.buf == OUT) return;
-      const StridedView ov = StridedView::dense(0, after, row_major_order);
-      if (has_fft && opt.final_through_work) {
-        // The FFT writes cache-sized chunks of a work buffer (the chunking of
-        // local runs shrinks it), each then copied to the output: the output's
-        // large strides along the transform axis cost the FFT more than the copy.
-        if (cur.buf != IN && d.kind == FftKind::c2c) {
-          // In place (same strides in and out, which FFTW handles best), then copied.
-          add_fft(d, cur, cur.buf, cur.view, real_after);
-          add_copy(ph_unpack, cur.buf, cur.view, OUT, ov, real_after);
-        } else {
-          const int w = free_work(cur.buf);
-          add_fft(d, cur, w, ov, real_after);
-          add_copy(ph_unpack, w, ov, OUT, ov, real_after);
-        }
-      } else if (has_fft) add_fft(d, cur, OUT, ov, real_after);
-      else add_copy(ph_unpack, cur.buf, cur.view, OUT, ov, real_after);
-      cur = {OUT, ov, real_after, row_major_order};
-      return;
-    }
-
-    const std::vector<int>& members = comm_members[ci];
-    const int p = static_cast<int>(members.size());
-    int me = 0;
-    for (int j = 0; j < p; ++j)
-      if (members[j] == rank) me = j;
-    std::vector<Box3> src(p), dst(p);
-    for (int j = 0; j < p; ++j) {
-      src[j] = box_of_current(members[j], real_after);
-      dst[j] = box_of(next_stage, members[j], real_after);
-    }
-    const Box3 next_box = dst[me];
-
-    if (all(p == 1)) {
-      // A size-1 communicator: the box stays; only the memory order may change.
-      if (next_box != after) throw failure("DFT plan: inconsistent local reshape");
-      if (!has_fft) return;
-      if (next_is_final) {
-        const StridedView ov = StridedView::dense(0, after, row_major_order);
-        add_fft(d, cur, OUT, ov, real_after);
-        cur = {OUT, ov, real_after, row_major_order};
-        return;
-      }
-      const bool in_place = cur.buf != IN && d.kind == FftKind::c2c;
-      const int out_buf = in_place ? cur.buf : free_work(cur.buf);
-      const StridedView ov = in_place ? cur.view : StridedView::dense(0, after, cur.order);
-      add_fft(d, cur, out_buf, ov, real_after);
-      cur = {out_buf, ov, real_after, cur.order};
-      return;
-    }
-
-    // Blocks this rank sends (I_s) and receives (J_r).
-    std::vector<Box3> sends(p), recvs(p);
-    for (int j = 0; j < p; ++j) sends[j] = after.intersect(dst[j]), recvs[j] = src[j].intersect(next_box);
-    ExchangeCounts counts = exchange_counts(src, dst, me, dpe);
-    counts.scalar = scalar_type();
-
-    // The axis along which the members' source boxes differ (the receivers'
-    // block axis); -1 when none or several.
-    int q = -1, nq = 0;
-    for (int a = 0; a < 3; ++a) {
-      bool differs = false;
-      for (int j = 1; j < p; ++j)
-        if (src[j].lo[a] != src[0].lo[a] || src[j].hi[a] != src[0].hi[a]) differs = true;
-      if (differs) q = a, ++nq;
-    }
-    if (nq != 1) q = -1;
-    {
-      int qs[2] = {q, -q}, r[2] = {0, 0};
-      MPI_Allreduce(qs, r, 2, MPI_INT, MPI_MAX, cart);
-      if (r[0] != -r[1]) q = -1;  // not the same axis everywhere
-    }
-    const AxisOrder target = next_is_final ? row_major_order : cur.order;
-
-    bool a_ok = true;  // transform axis whole in every block
-    if (has_fft)
-      for (const Box3& s : sends)
-        if (!s.empty() && s.size(d.axis) != after.size(d.axis)) a_ok = false;
-    a_ok = all(a_ok);
-    const bool b_ok = has_fft && all(tiles_along(after, sends, d.axis));
-    const bool contiguous_now = !has_fft && all(tiles_along(after, sends, cur.order[0]));
-
-    // Choose how the send buffer is filled and in which block order.
-    enum { fused_blocks, fused_slowest, send_as_is, pack } how = pack;
-    AxisOrder sigma = cur.order;
-    auto recv_is_box = [&](const AxisOrder& o) { return all(tiles_along(next_box, recvs, o[0])); };
-    if (has_fft) {
-      AxisOrder sa = sigma;
-      bool a_box = false;
-      if (a_ok) {
-        if (q >= 0 && (!next_is_final || q == 0)) sa = with_first(q, target);
-        else sa = target;
-        a_box = recv_is_box(sa);
-      }
-      if (a_ok && a_box) how = fused_blocks, sigma = sa;
-      else if (b_ok) how = fused_slowest, sigma = with_first(d.axis, target);
-      else if (a_ok) how = fused_blocks, sigma = sa;
-      else how = pack, sigma = cur.order;
-      // Variant: the FFT in place (FFTW is fastest with equal strides in and
-      // out), then packed into the same block layout.
-      if (opt.pack_after_fft && cur.buf != IN && d.kind == FftKind::c2c) how = pack;
-    } else if (contiguous_now) {
-      how = send_as_is;
-      sigma = cur.order;
-    } else {
-      how = pack;
-      sigma = cur.order;  // keeps the source's contiguous runs
-    }
-
-    const int send_buf = how == send_as_is ? cur.buf : SEND;
-    // Where the blocks land, and whether they need unpacking.
-    const bool box_now = recv_is_box(sigma);
-    const StridedView final_view = StridedView::dense(0, next_box, row_major_order);
-    const bool direct_out =
-        next_is_final && box_now && StridedView::dense(0, next_box, sigma).stride == final_view.stride;
-    // Blocks are written with one cache line of padding after every slice
-    // along sigma[0] (sender and receiver agree: the pad is global). Slices
-    // of a power-of-two size put a column's elements in one cache set; the
-    // next FFT along sigma[0] then misses on every access (measured on 256^3:
-    // that FFT 26% faster with the pad).
-    std::int64_t pad = 0;
-    {
-      const std::int64_t slice = next_box.size(sigma[1]) * next_box.size(sigma[2]);
-      const bool big = next_box.empty() || (slice * static_cast<std::int64_t>(eb(real_after)) >= 4096 &&
-                                            next_box.size(sigma[0]) > 1);
-      // Collective on every rank (direct_out is a local finding).
-      if (all(how != send_as_is && !direct_out && big)) pad = 64 / static_cast<std::int64_t>(eb(real_after));
-    }
-    auto padded = [&](std::int64_t offset, const Box3& b) {
-      StridedView v = StridedView::dense(offset, b, sigma);
-      if (b.size(sigma[0]) > 1) v.stride[sigma[0]] += pad;
-      return v;
+    // Where block j is written: the send buffer, or for the own block its
+    // place in the receive buffer or in the unpacked result.
+    auto block_target = [&](int j) -> std::pair<int, StridedView> {
+      if (c.self_to_unpacked && j == x.me) return {c.unpack_buf, unpack_view(x, c).sub(x.recvs[j])};
+      if (c.self_direct && j == x.me) return {c.recv_buf, c.block_view(counts.recv_displs[j] / x.scalars_per_elem, x.recvs[j])};
+      return {SEND, c.block_view(counts.send_displs[j] / x.scalars_per_elem, x.sends[j])};
     };
-    if (pad) {
-      std::vector<std::int64_t> send_extra(p, 0), recv_extra(p, 0);
-      for (int j = 0; j < p; ++j) {
-        if (!sends[j].empty()) send_extra[j] = sends[j].size(sigma[0]) * pad * dpe;
-        if (!recvs[j].empty()) recv_extra[j] = recvs[j].size(sigma[0]) * pad * dpe;
-      }
-      counts.grow_blocks(send_extra, recv_extra);
-    }
-    const StridedView as_box = padded(0, next_box);
-    const int recv_buf = direct_out ? OUT : (send_buf == RECV ? free_work(cur.buf) : RECV);
-    // Optionally the own block skips MPI: written straight to where it is received.
-    // (Not when the data being sent sits in the receive buffer itself.)
-    const bool self_direct = opt.local_block_direct && (how == fused_blocks || how == pack) && cur.buf != recv_buf;
-    // Where unpacked blocks go (when the received blocks are not yet the new
-    // box). Into the user's output, the own block, written directly, goes
-    // straight there instead. (Not into a work buffer: the chunking of local
-    // runs would take a buffer first written by the unpack for a scratch.)
-    const bool unpack_needed = !direct_out && !(box_now && !next_is_final);
-    const int unpack_buf = next_is_final ? OUT : free_work(recv_buf);
-    const StridedView unpack_view = next_is_final ? final_view : StridedView::dense(0, next_box, sigma);
-    const bool self_to_unpacked = self_direct && unpack_needed && next_is_final && cur.buf != OUT;
-
-    auto block_view = [&](const ExchangeCounts& x, bool sending, int j, const Box3& b) {
-      const std::int64_t displ = (sending ? x.send_displs[j] : x.recv_displs[j]) / dpe;
-      return padded(displ, b);
-    };
-    auto block_target = [&](int j) {
-      if (self_to_unpacked && j == me) return std::make_pair(unpack_buf, unpack_view.sub(recvs[j]));
-      if (self_direct && j == me) return std::make_pair(recv_buf, block_view(counts, false, j, recvs[j]));
-      return std::make_pair(static_cast<int>(SEND), block_view(counts, true, j, sends[j]));
-    };
-    switch (how) {
-      case fused_blocks:
+    const int p = static_cast<int>(x.sends.size());
+    switch (c.how) {
+      case ExchangeChoice::fused_blocks:
         for (int j = 0; j < p; ++j) {
-          if (sends[j].empty()) continue;
-          Cursor part{cur.buf, src_part(sends[j]), cur.real, cur.order};
+          if (x.sends[j].empty()) continue;
+          Cursor part{cur.buf, src_part(x.sends[j]), cur.real, cur.order};
           const auto [buf, view] = block_target(j);
-          add_fft(d, part, buf, view, real_after);
+          add_fft(d, part, buf, view, real);
         }
         break;
-      case fused_slowest: {
-        const StridedView ov = padded(0, after);
-        add_fft(d, cur, SEND, ov, real_after);
+      case ExchangeChoice::fused_slowest:
+        add_fft(d, cur, SEND, c.block_view(0, x.after), real);
         break;
-      }
-      case send_as_is:
+      case ExchangeChoice::send_as_is:
         break;
-      case pack: {
-        Cursor c = cur;
-        if (has_fft) {
-          const bool in_place = cur.buf != IN && d.kind == FftKind::c2c;
-          const int out_buf = in_place ? cur.buf : free_work(cur.buf);
-          const StridedView ov = in_place ? cur.view : StridedView::dense(0, after, sigma);
-          add_fft(d, cur, out_buf, ov, real_after);
-          c = {out_buf, ov, real_after, sigma};
-        }
+      case ExchangeChoice::pack: {
+        const Cursor packed = has_fft ? add_local_fft(cur, d, c.sigma) : cur;
         for (int j = 0; j < p; ++j) {
           const auto [buf, view] = block_target(j);
-          add_copy(ph_pack, c.buf, c.view.sub(sends[j]), buf, view, real_after);
+          add_copy(ph_pack, packed.buf, packed.view.sub(x.sends[j]), buf, view, real);
         }
         break;
       }
-    }
-    // Otherwise, when the blocks are unpacked into the output anyway, the own
-    // block is copied from the send buffer straight to its place there (one
-    // copy instead of a memcpy to the receive buffer and an unpack). Not into
-    // a work buffer: the next stage's FFTs write the send buffer, and a copy
-    // reading it in the same run would stop that run being chunked.
-    const bool own_from_send = all(!self_direct && unpack_needed && how != send_as_is && next_is_final);
-    if (self_direct || own_from_send) {
-      counts.send_counts[me] = counts.recv_counts[me] = 0;
-      counts.even = false;
-    } else if (static_cast<std::int64_t>(counts.send_counts[me]) * static_cast<std::int64_t>(rb) >=
-               ExchangeCounts::own_copy_threshold_bytes) {
-      // Uniform across ranks where it matters: an even exchange has one block size.
-      counts.copy_own_block_outside_mpi();
-    }
-
-    Step x;
-    x.kind = Step::exchange;
-    x.phase = ph_alltoall;
-    x.src = send_buf, x.dst = recv_buf, x.comm = ci, x.counts = counts;
-    steps.push_back(x);
-    exchange_info.push_back({p, counts.total_scalars * static_cast<std::int64_t>(rb), counts.even});
-
-    if (direct_out) {
-      cur = {OUT, final_view, real_after, row_major_order};
-    } else if (box_now && !next_is_final) {
-      cur = {recv_buf, as_box, real_after, sigma};
-    } else {
-      for (int j = 0; j < p; ++j) {
-        if (j == me && self_to_unpacked) continue;
-        if (j == me && own_from_send)
-          add_copy(ph_unpack, SEND, block_view(counts, true, j, sends[j]), unpack_buf, unpack_view.sub(recvs[j]),
-                   real_after);
-        else
-          add_copy(ph_unpack, recv_buf, block_view(counts, false, j, recvs[j]), unpack_buf, unpack_view.sub(recvs[j]),
-                   real_after);
-      }
-      cur = {unpack_buf, unpack_view, real_after, next_is_final ? row_major_order : sigma};
     }
   }
 
-  int current_stage = 0;
-  Box3 box_of_current(int cart_rank, bool real) const { return box_of(current_stage, cart_rank, real); }
+  void add_exchange(const ExchangeShape& x, const ExchangeChoice& c, const ExchangeCounts& counts, int ci) {
+    Step s;
+    s.kind = Step::exchange;
+    s.phase = ph_alltoall;
+    s.src = c.send_buf, s.dst = c.recv_buf, s.comm = ci, s.counts = counts;
+    steps.push_back(s);
+    exchange_info.push_back(
+        {static_cast<int>(x.src.size()), counts.total_scalars * static_cast<std::int64_t>(rb), counts.even});
+  }
+
+  // Where the data is after the exchange: received as the new box (the
+  // output itself, or a buffer the next FFTs read in the blocks' order), or
+  // unpacked.
+  Cursor receive(const ExchangeShape& x, const ExchangeChoice& c, const ExchangeCounts& counts) {
+    const bool real = x.scalars_per_elem == 1;
+    if (c.direct_out) return {OUT, StridedView::dense(0, x.next_box, row_major_order), real, row_major_order};
+    if (!c.unpack_needed) return {c.recv_buf, c.block_view(0, x.next_box), real, c.sigma};
+    const StridedView uv = unpack_view(x, c);
+    for (int j = 0; j < static_cast<int>(x.recvs.size()); ++j) {
+      if (j == x.me && c.self_to_unpacked) continue;
+      if (j == x.me && c.own_from_send)
+        add_copy(ph_unpack, SEND, c.block_view(counts.send_displs[j] / x.scalars_per_elem, x.sends[j]), c.unpack_buf,
+                 uv.sub(x.recvs[j]), real);
+      else
+        add_copy(ph_unpack, c.recv_buf, c.block_view(counts.recv_displs[j] / x.scalars_per_elem, x.recvs[j]),
+                 c.unpack_buf, uv.sub(x.recvs[j]), real);
+    }
+    return {c.unpack_buf, uv, real, x.next_is_final ? row_major_order : c.sigma};
+  }
 
   void add_normalize() {
     if (!opt.normalize) return;
@@ -523,6 +428,8 @@ struct DftPlan::Impl {
     steps.push_back(s);
   }
 
+  // Compiles the steps: the stage plan (plan logic), then each visit's FFTs,
+  // the last of them delivered to the next visit through its exchange.
   void compile() {
     if (size == 1) {
       // One rank: every layout is the whole array, row-major; FFTW's own
@@ -543,62 +450,27 @@ struct DftPlan::Impl {
       add_normalize();
       return;
     }
-    const int K = stage_count(decomp);
-    const bool real = opt.real_to_complex;
-    const bool fwd = opt.direction == DftDirection::forward;
-    std::vector<Node> nodes;
-    std::vector<int> seq;
-    bool prefix = false;
-    if (opt.input_layout == DftLayout::natural) {
-      if (real && !fwd) prefix = true;
-    }
-    const bool from_end = opt.input_layout == DftLayout::transposed || prefix;
-    for (int k = 0; k < K; ++k) seq.push_back(from_end ? K - 1 - k : k);
-    if (prefix) nodes.push_back({0, {}, -1});
-    for (std::size_t i = 0; i < seq.size(); ++i) {
-      Node nd{seq[i], stage_axes(decomp, seq[i], opt.slab_axis2_last), -1};
-      if (i > 0) nd.comm = comm_for(stage_comm_dims(decomp, std::max(seq[i], seq[i - 1])));
-      else if (prefix) nd.comm = comm_for({});
-      nodes.push_back(nd);
-    }
-    const int out_stage = opt.output_layout == DftLayout::natural ? 0 : K - 1;
-    if (nodes.back().stage != out_stage) nodes.push_back({out_stage, {}, comm_for({})});
+    const StagePlan plan = plan_stages(decomp, opt);
+    // The sub-communicator of every exchange, created in visit order (collective).
+    std::vector<int> comm_of;
+    for (const StageVisit& v : plan.visits) comm_of.push_back(v.exchange ? comm_for(v.comm_dims) : -1);
 
-    in_real = real && fwd;
-    out_real = real && !fwd;
-    in_box = box_of(nodes.front().stage, rank, in_real);
-    out_box = box_of(out_stage, rank, out_real);
+    in_real = opt.real_to_complex && opt.direction == DftDirection::forward;
+    out_real = opt.real_to_complex && opt.direction == DftDirection::backward;
+    in_box = box_of(plan.visits.front().stage, rank, in_real);
+    out_box = box_of(plan.out_stage, rank, out_real);
 
     Cursor cur{IN, StridedView::dense(0, in_box, row_major_order), in_real, row_major_order};
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      current_stage = nodes[i].stage;
-      std::vector<int> axes = nodes[i].axes;
-      if (real && std::find(axes.begin(), axes.end(), 2) != axes.end()) {
-        // r2c must come first (the data is real), c2r last (the result is real).
-        axes.erase(std::find(axes.begin(), axes.end(), 2));
-        if (fwd) axes.insert(axes.begin(), 2);
-        else axes.push_back(2);
-      }
-      for (std::size_t k = 0; k + 1 < axes.size(); ++k) {
-        FftDesc d{kind_for(axes[k], cur.real), axes[k], n_real[axes[k]]};
-        const bool real_after = d.kind == FftKind::c2r ? true : d.kind == FftKind::r2c ? false : cur.real;
-        Box3 after = cur.view.box;
-        if (d.kind != FftKind::c2c) after.lo[2] = 0, after.hi[2] = dims(real_after)[2];
-        const bool in_place = cur.buf != IN && d.kind == FftKind::c2c;
-        const int out_buf = in_place ? cur.buf : free_work(cur.buf);
-        const StridedView ov = in_place ? cur.view : StridedView::dense(0, after, cur.order);
-        add_fft(d, cur, out_buf, ov, real_after);
-        cur = {out_buf, ov, real_after, cur.order};
-      }
-      const bool has_fft = !axes.empty();
-      FftDesc last{};
-      if (has_fft) last = {kind_for(axes.back(), cur.real), axes.back(), n_real[axes.back()]};
-      if (i + 1 < nodes.size()) {
-        const bool next_final = (i + 2 == nodes.size()) && nodes[i + 1].axes.empty();
-        deliver(cur, has_fft, last, nodes[i + 1].stage, next_final, nodes[i + 1].comm);
-      } else {
-        deliver(cur, has_fft, last, -1, true, -1);
-      }
+    for (std::size_t i = 0; i < plan.visits.size(); ++i) {
+      const StageVisit& v = plan.visits[i];
+      auto fft = [&](int axis) { return FftDesc{kind_for(axis, cur.real), axis, n_real[axis]}; };
+      for (std::size_t k = 0; k + 1 < v.axes.size(); ++k) cur = add_local_fft(cur, fft(v.axes[k]), cur.order);
+      const bool has_fft = !v.axes.empty();
+      const FftDesc last = has_fft ? fft(v.axes.back()) : FftDesc{};
+      if (i + 1 < plan.visits.size())
+        deliver(cur, v.stage, has_fft, last, plan.visits[i + 1].stage, plan.next_is_final(i), comm_of[i + 1]);
+      else
+        deliver(cur, v.stage, has_fft, last, -1, true, -1);
     }
     if (cur.buf != OUT) throw failure("DFT plan: result not delivered to the output");
     add_normalize();

@@ -13,14 +13,14 @@
 //
 // Anyone else calling the FFTW planner (fftw_plan_*, fftw_destroy_plan,
 // fftw_mpi_plan_*) must hold fftw_planner_mutex().
-#include <fftw3.h>
-
 #include <complex>
 #include <cstddef>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <utility>
+
+#include "driftscan/fftw_traits.hpp"
 
 namespace driftscan {
 
@@ -129,55 +129,39 @@ class FftwBuffer {
 // factories plan with FFTW_ESTIMATE by default (MEASURE would overwrite the
 // planning arrays and cost seconds per size) and throw std::runtime_error if
 // FFTW returns no plan.
-class FftwPlan {
+template <class R>
+class FftwPlanOwner {
  public:
-  FftwPlan() = default;
-  explicit FftwPlan(fftw_plan p) : plan_(p) {}
-  ~FftwPlan() { reset(); }
-  FftwPlan(FftwPlan&& o) noexcept : plan_(std::exchange(o.plan_, nullptr)) {}
-  FftwPlan& operator=(FftwPlan&& o) noexcept {
+  using F = FftwTraits<R>;
+  using plan = typename F::plan;
+  using complex = typename F::complex;
+
+  FftwPlanOwner() = default;
+  explicit FftwPlanOwner(plan p) : plan_(p) {}
+  ~FftwPlanOwner() { reset(); }
+  FftwPlanOwner(FftwPlanOwner&& o) noexcept : plan_(std::exchange(o.plan_, nullptr)) {}
+  FftwPlanOwner& operator=(FftwPlanOwner&& o) noexcept {
     std::swap(plan_, o.plan_);
     return *this;
   }
-  FftwPlan(const FftwPlan&) = delete;
-  FftwPlan& operator=(const FftwPlan&) = delete;
+  FftwPlanOwner(const FftwPlanOwner&) = delete;
+  FftwPlanOwner& operator=(const FftwPlanOwner&) = delete;
   void reset();
-  fftw_plan get() const { return plan_; }
+  plan get() const { return plan_; }
   explicit operator bool() const { return plan_ != nullptr; }
 
   // 2-D transforms of an ny x nx (rows x columns) array, row-major.
-  static FftwPlan r2c_2d(int ny, int nx, double* in, fftw_complex* out, unsigned flags = FFTW_ESTIMATE);
-  static FftwPlan c2r_2d(int ny, int nx, fftw_complex* in, double* out, unsigned flags = FFTW_ESTIMATE);
-  static FftwPlan dft_2d(int ny, int nx, fftw_complex* in, fftw_complex* out, int sign,
-                         unsigned flags = FFTW_ESTIMATE);
+  static FftwPlanOwner r2c_2d(int ny, int nx, R* in, complex* out, unsigned flags = FFTW_ESTIMATE);
+  static FftwPlanOwner c2r_2d(int ny, int nx, complex* in, R* out, unsigned flags = FFTW_ESTIMATE);
+  static FftwPlanOwner dft_2d(int ny, int nx, complex* in, complex* out, int sign, unsigned flags = FFTW_ESTIMATE);
 
  private:
-  fftw_plan plan_ = nullptr;
+  plan plan_ = nullptr;
 };
 
-class FftwfPlan {
- public:
-  FftwfPlan() = default;
-  explicit FftwfPlan(fftwf_plan p) : plan_(p) {}
-  ~FftwfPlan() { reset(); }
-  FftwfPlan(FftwfPlan&& o) noexcept : plan_(std::exchange(o.plan_, nullptr)) {}
-  FftwfPlan& operator=(FftwfPlan&& o) noexcept {
-    std::swap(plan_, o.plan_);
-    return *this;
-  }
-  FftwfPlan(const FftwfPlan&) = delete;
-  FftwfPlan& operator=(const FftwfPlan&) = delete;
-  void reset();
-  fftwf_plan get() const { return plan_; }
-  explicit operator bool() const { return plan_ != nullptr; }
-
-  static FftwfPlan r2c_2d(int ny, int nx, float* in, fftwf_complex* out, unsigned flags = FFTW_ESTIMATE);
-  static FftwfPlan c2r_2d(int ny, int nx, fftwf_complex* in, float* out, unsigned flags = FFTW_ESTIMATE);
-  static FftwfPlan dft_2d(int ny, int nx, fftwf_complex* in, fftwf_complex* out, int sign,
-                          unsigned flags = FFTW_ESTIMATE);
-
- private:
-  fftwf_plan plan_ = nullptr;
-};
+extern template class FftwPlanOwner<double>;
+extern template class FftwPlanOwner<float>;
+using FftwPlan = FftwPlanOwner<double>;
+using FftwfPlan = FftwPlanOwner<float>;
 
 }  // namespace driftscan

@@ -6,8 +6,10 @@
 // written transposed or straight into per-destination all-to-all blocks.
 //
 // FFTW's planner is not thread-safe: every plan is created (and destroyed)
-// under one process-wide mutex. Plans run on the arrays they were made for or,
-// through execute(in, out), on other arrays of the same alignment.
+// under the engine's process-wide fftw_planner_mutex(). Plans run on the
+// arrays they were made for or, through execute(in, out), on other arrays of
+// the same alignment. Double and single precision go through FftwTraits
+// (driftscan/fftw_traits.hpp).
 #include <cstdint>
 #include <vector>
 
@@ -17,6 +19,9 @@ namespace driftscan::mpi {
 
 enum class FftKind { c2c, r2c, c2r };
 enum class FftPlanner { estimate, measure, patient };
+
+// FFTW_ESTIMATE, FFTW_MEASURE or FFTW_PATIENT.
+unsigned fftw_planner_flags(FftPlanner p);
 
 struct FftDim {
   std::int64_t n = 1;
