@@ -1,49 +1,34 @@
 #include "result_set.hpp"
 
 #include <QDir>
-#include <QFile>
 #include <QFileInfo>
-#include <QTextStream>
 #include <algorithm>
 #include <fstream>
 #include <map>
 
-#include "driftscan/error.hpp"
+#include "driftscan/drift_table.hpp"
 
-std::vector<DriftRow> read_drift_csv(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly | QIODevice::Text))
-    throw driftscan::bad_input(path.toStdString() + ": cannot open");
-  QTextStream in(&f);
-  const QStringList header = in.readLine().trimmed().split(',');
-  auto col = [&](const QString& name) { return header.indexOf(name); };
-  const int cf = col("frame"), cx = col("dx"), cy = col("dy"), ca = col("angle_deg"), cq = col("quality"),
-            cu = col("used");
-  if (cf < 0 || cx < 0 || cy < 0)
-    throw driftscan::bad_input(path.toStdString() + ": header lacks frame,dx,dy");
+namespace {
+
+// The views' rows from the engine's reading of drift.csv.
+std::vector<DriftRow> drift_rows(const driftscan::DriftRecords& table) {
   std::vector<DriftRow> rows;
-  int lineNo = 1;
-  while (!in.atEnd()) {
-    const QString line = in.readLine().trimmed();
-    ++lineNo;
-    if (line.isEmpty()) continue;
-    const QStringList c = line.split(',');
-    bool ok1, ok2, ok3;
+  rows.reserve(table.frames.size());
+  for (std::size_t k = 0; k < table.frames.size(); ++k) {
+    const driftscan::DriftRecord& f = table.frames[k];
     DriftRow r;
-    if (c.size() < header.size())
-      throw driftscan::bad_input(path.toStdString() + ": line " + std::to_string(lineNo) + " is short");
-    r.frame = c[cf].toInt(&ok1);
-    r.dx = c[cx].toDouble(&ok2);
-    r.dy = c[cy].toDouble(&ok3);
-    if (!ok1 || !ok2 || !ok3)
-      throw driftscan::bad_input(path.toStdString() + ": line " + std::to_string(lineNo) + " is not numeric");
-    if (ca >= 0) r.angle_deg = c[ca].toDouble();
-    if (cq >= 0) r.quality = c[cq].toDouble();
-    if (cu >= 0) r.used = c[cu].trimmed() != "0" && c[cu].trimmed().toLower() != "false";
+    r.frame = static_cast<int>(k);
+    r.dx = f.dx;
+    r.dy = f.dy;
+    r.angle_deg = f.angle_deg;
+    if (table.has_quality) r.quality = f.quality;
+    r.used = f.used;
     rows.push_back(r);
   }
   return rows;
 }
+
+}  // namespace
 
 ScanTraceData read_scan_trace(const nlohmann::json& report) {
   ScanTraceData t;
@@ -169,7 +154,7 @@ ResultSet ResultSet::load(const QString& folder) {
   }
   if (auto it = r.report.find("job"); r.input.isEmpty() && it != r.report.end() && it->is_object())
     r.input = QString::fromStdString(it->value("input", std::string()));
-  if (!r.driftPath.isEmpty()) r.drift = read_drift_csv(r.driftPath);
+  if (!r.driftPath.isEmpty()) r.drift = drift_rows(driftscan::read_drift_records(r.driftPath.toStdString()));
   else r.warnings << folder + ": no drift.csv";
   r.trace = read_scan_trace(r.report);
   return r;

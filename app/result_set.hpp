@@ -1,8 +1,9 @@
 #pragma once
 // What a finished run left in its results folder, read back for the views:
-// drift.csv (frame,dx,dy[,angle_deg,...,quality,used]), report.json (with the
-// scan trace: one record per operator application), average.tif,
-// coverage.tif, and the spectrum volume when present.
+// drift.csv (frame,dx,dy[,angle_deg,...,quality,used]; read with the engine's
+// read_drift_records), report.json (with the scan trace: one record per
+// operator application), average.tif, coverage.tif, and the spectrum volume
+// when present.
 #include <QString>
 #include <QStringList>
 #include <vector>
@@ -54,5 +55,4 @@ struct ResultSet {
   static bool looksLikeResults(const QString& folder);
 };
 
-std::vector<DriftRow> read_drift_csv(const QString& path);
 ScanTraceData read_scan_trace(const nlohmann::json& report);

@@ -22,7 +22,7 @@ std::vector<std::string> split(const std::string& line) {
 
 }  // namespace
 
-DriftTable read_drift_table(const std::string& path, Point centre) {
+DriftRecords read_drift_records(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw bad_input(path + ": cannot open the drift table");
   std::string line;
@@ -32,11 +32,13 @@ DriftTable read_drift_table(const std::string& path, Point centre) {
   for (std::size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
   for (const char* need : {"frame", "dx", "dy"})
     if (!col.count(need)) throw bad_input(path + ": no '" + need + "' column in the header");
-  const bool affine = col.count("a") && col.count("b") && col.count("c") && col.count("d") && col.count("tx") &&
-                      col.count("ty");
-  const bool rigid = !affine && col.count("angle_deg");
+  DriftRecords table;
+  table.has_affine = col.count("a") && col.count("b") && col.count("c") && col.count("d") && col.count("tx") &&
+                     col.count("ty");
+  table.has_angle = col.count("angle_deg");
+  table.has_quality = col.count("quality");
+  table.has_used = col.count("used");
 
-  DriftTable table;
   std::size_t lineno = 1;
   while (std::getline(in, line)) {
     ++lineno;
@@ -52,23 +54,43 @@ DriftTable read_drift_table(const std::string& path, Point centre) {
       return v;
     };
     double frame = number("frame");
-    if (frame != static_cast<double>(table.to_frame0.size()))
-      throw bad_input(path + ":" + std::to_string(lineno) + ": expected frame " +
-                      std::to_string(table.to_frame0.size()));
-    Transform t;
-    if (affine)
-      t = Transform{number("a"), number("b"), number("c"), number("d"), number("tx"), number("ty")};
-    else if (rigid)
-      t = Transform::rigid(number("angle_deg") * M_PI / 180.0, number("dx"), number("dy"), centre);
-    else
-      t = Transform::translation(number("dx"), number("dy"));
+    if (frame != static_cast<double>(table.frames.size()))
+      throw bad_input(path + ":" + std::to_string(lineno) + ": expected frame " + std::to_string(table.frames.size()));
+    DriftRecord r;
+    r.dx = number("dx");
+    r.dy = number("dy");
+    if (table.has_angle) r.angle_deg = number("angle_deg");
+    if (table.has_affine) {
+      r.affine.a = number("a");
+      r.affine.b = number("b");
+      r.affine.c = number("c");
+      r.affine.d = number("d");
+      r.affine.tx = number("tx");
+      r.affine.ty = number("ty");
+    }
+    if (table.has_quality) r.quality = number("quality");
+    if (table.has_used) r.used = number("used") != 0;
     if (col.count("flags") && col["flags"] < f.size()) {
       std::string flags = f[col["flags"]];
-      if (!flags.empty() && flags != "\r" && flags != "0") table.flagged.push_back(table.to_frame0.size());
+      r.flagged = !flags.empty() && flags != "\r" && flags != "0";
     }
-    table.to_frame0.push_back(t);
+    table.frames.push_back(r);
   }
-  if (table.to_frame0.empty()) throw bad_input(path + ": no frames in the drift table");
+  if (table.frames.empty()) throw bad_input(path + ": no frames in the drift table");
+  return table;
+}
+
+DriftTable read_drift_table(const std::string& path, Point centre) {
+  const DriftRecords records = read_drift_records(path);
+  DriftTable table;
+  for (const DriftRecord& r : records.frames) {
+    if (r.flagged) table.flagged.push_back(table.to_frame0.size());
+    if (records.has_affine) table.to_frame0.push_back(r.affine);
+    else if (records.has_angle)
+      table.to_frame0.push_back(Transform::rigid(r.angle_deg * M_PI / 180.0, r.dx, r.dy, centre));
+    else
+      table.to_frame0.push_back(Transform::translation(r.dx, r.dy));
+  }
   return table;
 }
 

@@ -1,6 +1,6 @@
-# Sourced by the launcher tests: a real sshd on 127.0.0.1 on a free port with
-# throw-away host and user keys (see ../shared/notes/platform.md). Defines
-# SSHD_PORT, SSH_KEY, SSHD_DIR; stop_sshd stops it (call it from a trap).
+# Sourced by the launcher tests after common.sh: a real sshd on 127.0.0.1 on a
+# free port with throw-away host and user keys (see ../shared/notes/platform.md).
+# Defines SSHD_PORT, SSH_KEY, SSHD_DIR; stop_sshd stops it (at_exit stop_sshd).
 start_sshd() {
   local work="$1"
   SSHD_DIR="$work/sshd"
@@ -13,7 +13,7 @@ start_sshd() {
   local sshd_bin
   sshd_bin=$(command -v sshd || echo /usr/sbin/sshd)
   for attempt in 1 2 3 4 5; do
-    SSHD_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+    SSHD_PORT=$(free_port)
     cat > "$SSHD_DIR/sshd_config" <<CONF
 Port $SSHD_PORT
 ListenAddress 127.0.0.1

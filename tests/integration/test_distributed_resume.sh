@@ -9,18 +9,8 @@
 # mpirun) during the pairs phase saves the pairs done, and the resumed run
 # computes only the others.
 set -uo pipefail
-E="$DRIFTSCAN_BIN/driftscan-engine"
-dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
-cd "$dir"
-MPIRUN=(mpirun --bind-to none)
-fail=0
-check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
-compare() {  # max |drift(a) - drift(b)| over frames, in px
-  paste -d, <(cut -d, -f1-3 "$1") <(cut -d, -f1-3 "$2") |
-    awk -F, 'NR>1 { if ($1 != $4) { print "frame-mismatch"; exit 1 }
-                    d = sqrt(($2-$5)^2 + ($3-$6)^2); if (d > m) m = d }
-             END { printf "%.6f\n", m + 0 }'
-}
+. "$(dirname "$0")/common.sh"
+cd "$WORK"
 within() { awk -v d="$1" 'BEGIN { exit !(d != "" && d <= 0.01) }'; }
 # Scan outputs saved so far: the "prefix" counts of the checkpoint files' first lines.
 saved_outputs() {
@@ -35,14 +25,14 @@ saved_outputs() {
 applications() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['summary']['operator_applications'])" "$1"; }
 
 frames=1500
-"$E" synth --frames $frames --size 128x128 --period 9 --dose 6 --drift-linear 0.05,0.03 --seed 5 --out s.tif \
+"$ENGINE" synth --frames $frames --size 128x128 --period 9 --dose 6 --drift-linear 0.05,0.03 --seed 5 --out s.tif \
   --progress none
-"${MPIRUN[@]}" -np 2 "$E" register s.tif --out full --threads 2 --progress none
+"${MPIRUN[@]}" -np 2 "$ENGINE" register s.tif --out full --threads 2 --progress none
 check "uninterrupted 2x2 run" "[ -s full/drift.csv ] && [ -z \"\$(ls full/checkpoint* 2>/dev/null)\" ]"
 full_apps=$(applications full/report.json)
 
 # --- kill -9 the ranks once part of the scan is in the checkpoints
-"${MPIRUN[@]}" -np 2 "$E" register s.tif --out part --threads 2 --checkpoint-interval 0.05 --progress json \
+"${MPIRUN[@]}" -np 2 "$ENGINE" register s.tif --out part --threads 2 --checkpoint-interval 0.05 --progress json \
   > p.events 2> p.err &
 P=$!
 for i in $(seq 600); do
@@ -68,10 +58,10 @@ saved_pairs() {
 }
 resume() {  # folder ranks [pairs-only]: the last for checkpoints holding pairs only
   local out=$1 r=$2 pairs_only=${3:-}
-  "${MPIRUN[@]}" -np "$r" "$E" register s.tif --out "$out" --threads 2 --checkpoint-interval 0.05 --resume \
+  "${MPIRUN[@]}" -np "$r" "$ENGINE" register s.tif --out "$out" --threads 2 --checkpoint-interval 0.05 --resume \
     --progress json > "$out.events" 2> "$out.err"
   local rc=$? dev apps line
-  dev=$(compare full/drift.csv "$out/drift.csv" 2>/dev/null)
+  dev=$(max_drift_deviation full/drift.csv "$out/drift.csv" 2>/dev/null)
   line=$(grep -o '"message":"resumed: [^"]*"' "$out.events" | head -1)
   apps=$(applications "$out/report.json" 2>/dev/null || echo "$full_apps")
   echo "  resume on $r rank(s): exit $rc, ${line#\"message\":}, $apps of $full_apps operator applications," \
@@ -96,7 +86,7 @@ resume part3 3
 resume part1 1
 
 # --- a checkpoint made with other settings: one line, exit 2
-"${MPIRUN[@]}" -np 2 "$E" register s.tif --out other --threads 1 --resume --max-shift 7 --progress none \
+"${MPIRUN[@]}" -np 2 "$ENGINE" register s.tif --out other --threads 1 --resume --max-shift 7 --progress none \
   > o.out 2> o.err; rc=$?
 echo "  other settings: exit $rc: $(grep -m1 . o.err)"
 check "other settings: exit 2" "[ $rc -eq 2 ]"
@@ -105,7 +95,7 @@ check "other settings: the error names the checkpoint and why" \
 
 # --- a cancel (SIGUSR1 to mpirun) in the pairs phase saves the pairs done;
 # resuming computes only the missing ones, then scans
-"${MPIRUN[@]}" -np 2 "$E" register s.tif --out cancel --threads 2 --checkpoint-interval 30 --progress json \
+"${MPIRUN[@]}" -np 2 "$ENGINE" register s.tif --out cancel --threads 2 --checkpoint-interval 30 --progress json \
   > c.events 2> c.err &
 P=$!
 for i in $(seq 600); do
@@ -122,7 +112,7 @@ resume cancel 2 pairs-only
 
 # --- a single-rank run's checkpoint (a scanned prefix) resumed on 2 ranks:
 # the rest is scanned by the work-stealing scan from the last known output
-"$E" register s.tif --out serial --threads 2 --checkpoint-interval 0.05 --progress none &
+"$ENGINE" register s.tif --out serial --threads 2 --checkpoint-interval 0.05 --progress none &
 P=$!
 for i in $(seq 600); do
   [ "$(saved_outputs serial)" -ge 40 ] && break
@@ -135,9 +125,9 @@ resume serial 2
 check "single-rank checkpoint on 2 ranks: one gap, scanned" "grep -q 'in 1 gap(s)' serial.events"
 
 # --- a fresh run (no --resume) never mixes in an earlier run's checkpoints
-"$E" synth --frames 60 --size 64x64 --seed 3 --out small.tif --progress none
+"$ENGINE" synth --frames 60 --size 64x64 --seed 3 --out small.tif --progress none
 mkdir -p fresh && cp other/checkpoint.rank-0.dsck fresh/checkpoint.rank-0.dsck
-"${MPIRUN[@]}" -np 2 "$E" register small.tif --out fresh --threads 1 --progress none; rc=$?
+"${MPIRUN[@]}" -np 2 "$ENGINE" register small.tif --out fresh --threads 1 --progress none; rc=$?
 check "fresh run over stale checkpoints: exit 0, none left" \
   "[ $rc -eq 0 ] && [ -z \"\$(ls fresh/checkpoint* 2>/dev/null)\" ]"
 

@@ -5,17 +5,8 @@
 # -9 (non-zero within 10 s, message naming the rank and host), and
 # checkpoints (kill mid-run, --resume, same drift.csv as an uninterrupted run).
 set -uo pipefail
-BIN=${DRIFTSCAN_BIN:?DRIFTSCAN_BIN must point at build/bin}
-ENGINE="$BIN/driftscan-engine"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1
-MPIRUN=(mpirun --oversubscribe --bind-to none)
-WORK=$(mktemp -d /tmp/driftscan-engine-test.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+. "$(dirname "$0")/common.sh"
 cd "$WORK"
-fail=0
-check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
-now() { date +%s.%N; }
-elapsed() { python3 -c "print(round($(now) - $1, 2))"; }
 
 # --- job files and flags
 "$ENGINE" --version | grep -q '^driftscan-engine [0-9]'; check "--version" "[ $? -eq 0 ]"

@@ -4,10 +4,8 @@
 # to driftscan-launch -> exit 4, no complete-looking output) and a rank
 # killed with -9 (non-zero within 10 s, message naming rank and host).
 set -uo pipefail
-BIN=${DRIFTSCAN_BIN:?DRIFTSCAN_BIN must point at build/bin}
-command -v mpirun >/dev/null || { echo "SKIP: mpirun not installed"; exit 0; }
-WORK=$(mktemp -d /tmp/driftscan-local-test.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+. "$(dirname "$0")/common.sh"
+require_programs mpirun
 export XDG_CONFIG_HOME="$WORK/config"
 mkdir -p "$XDG_CONFIG_HOME/driftscan"
 cat > "$XDG_CONFIG_HOME/driftscan/profiles.json" <<JSON
@@ -16,17 +14,13 @@ cat > "$XDG_CONFIG_HOME/driftscan/profiles.json" <<JSON
  {"name":"three","kind":"local","ranks":3,"threads":1,"mpirun_args":["--oversubscribe","--mca","mpi_yield_when_idle","1"]}
 ]}
 JSON
-fail=0
-check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
-now() { date +%s.%N; }
-elapsed() { python3 -c "print(round($(now) - $1, 2))"; }
 
 for prof in two three; do
   n=$([ $prof = two ] && echo 2 || echo 3)
   cat > "$WORK/$prof.json" <<JSON
 {"driftscan_job":1,"command":"synth","output":"$WORK/out-$prof","synth":{"frames":16,"width":64,"height":64,"seed":$n}}
 JSON
-  "$BIN/driftscan-launch" -p $prof "$WORK/$prof.json" --progress json > "$WORK/$prof.events" 2> "$WORK/$prof.err"
+  "$LAUNCH" -p $prof "$WORK/$prof.json" --progress json > "$WORK/$prof.events" 2> "$WORK/$prof.err"
   rc=$?
   check "$n ranks: exit 0" "[ $rc -eq 0 ]"
   check "$n ranks: engine reports $n ranks" "grep -q '\"event\":\"start\".*\"ranks\":$n' '$WORK/$prof.events'"
@@ -34,14 +28,14 @@ JSON
   check "$n ranks: progress and result events" "grep -q '\"phase\":\"synthesize\"' '$WORK/$prof.events' && grep -q '\"event\":\"result\"' '$WORK/$prof.events'"
   check "$n ranks: series written" "[ -s '$WORK/out-$prof/series.tif' ] && [ \$(wc -l < '$WORK/out-$prof/series_truth.csv') -eq 17 ]"
 done
-"$BIN/driftscan-launch" -p nosuch "$WORK/two.json" 2> "$WORK/nosuch.err"; rc=$?
+"$LAUNCH" -p nosuch "$WORK/two.json" 2> "$WORK/nosuch.err"; rc=$?
 check "unknown profile: exit 2 listing the known ones" "[ $rc -eq 2 ] && grep -q 'three' '$WORK/nosuch.err'"
 
 cat > "$WORK/long.json" <<JSON
 {"driftscan_job":1,"command":"synth","output":"$WORK/out-long","synth":{"frames":20000,"width":256,"height":256}}
 JSON
 # --- cancel
-"$BIN/driftscan-launch" -p two "$WORK/long.json" --progress json > "$WORK/cancel.events" 2> "$WORK/cancel.err" &
+"$LAUNCH" -p two "$WORK/long.json" --progress json > "$WORK/cancel.events" 2> "$WORK/cancel.err" &
 P=$!
 for i in $(seq 100); do grep -q '"done":[1-9]' "$WORK/cancel.events" 2>/dev/null && break; sleep 0.1; done
 kill -TERM $P; t0=$(now); wait $P; rc=$?; dt=$(elapsed $t0)
@@ -53,7 +47,7 @@ check "cancel: no complete-looking output" "[ ! -e '$WORK/out-long/series.tif' ]
 
 # --- a rank dies
 rm -rf "$WORK/out-long"
-"$BIN/driftscan-launch" -p two "$WORK/long.json" --progress json > "$WORK/dead.events" 2> "$WORK/dead.err" &
+"$LAUNCH" -p two "$WORK/long.json" --progress json > "$WORK/dead.events" 2> "$WORK/dead.err" &
 P=$!
 for i in $(seq 100); do grep -q '"done":[1-9]' "$WORK/dead.events" 2>/dev/null && break; sleep 0.1; done
 # The launcher's own ranks: launcher -> mpirun -> driftscan-engine.

@@ -5,31 +5,26 @@
 # progress streamed back, completion detected, results fetched; and a second
 # job cancelled (scancel) from driftscan-launch.
 set -uo pipefail
-BIN=${DRIFTSCAN_BIN:?DRIFTSCAN_BIN must point at build/bin}
-HERE=$(cd "$(dirname "$0")" && pwd)
-for b in slurmctld slurmd munged sbatch squeue scontrol scancel sshd ssh scp; do
-  command -v $b >/dev/null 2>&1 || [ -x /usr/sbin/$b ] || { echo "SKIP: $b not installed"; exit 0; }
-done
-[ "$(id -u)" = 0 ] || { echo "SKIP: the private Slurm needs root (munge, slurmd)"; exit 0; }
+. "$(dirname "$0")/common.sh"
+require_programs slurmctld slurmd munged sbatch squeue scontrol scancel sshd ssh scp
+[ "$(id -u)" = 0 ] || skip "the private Slurm needs root (munge, slurmd)"
 export PATH="$PATH:/usr/sbin"
-. "$HERE/sshd_fixture.sh"
-WORK=$(mktemp -d /tmp/driftscan-slurm-test.XXXXXX)
+. "$TESTS_DIR/sshd_fixture.sh"
 chmod 755 "$WORK"
 STARTED_MUNGE=0
-cleanup() {
+stop_slurm() {
   for f in "$WORK/slurm/slurmd.pid" "$WORK/slurm/slurmctld.pid"; do
     [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
   done
   sleep 0.5
   [ "$STARTED_MUNGE" = 1 ] && [ -f "$WORK/munged.pid" ] && kill "$(cat "$WORK/munged.pid")" 2>/dev/null
-  stop_sshd
-  rm -rf "$WORK"
 }
-trap cleanup EXIT
+at_exit stop_sshd
+at_exit stop_slurm   # runs first
 
 # --- munge: reuse a running munged, else start one with a key (created if absent)
 if ! munge -n </dev/null >/dev/null 2>&1; then
-  id munge >/dev/null 2>&1 || { echo "SKIP: no munge user"; exit 0; }
+  id munge >/dev/null 2>&1 || skip "no munge user"
   mkdir -p /etc/munge /run/munge /var/lib/munge /var/log/munge
   if [ ! -s /etc/munge/munge.key ]; then
     dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none
@@ -47,7 +42,6 @@ fi
 
 # --- slurmctld + slurmd from a private configuration
 S="$WORK/slurm"; mkdir -p "$S/state" "$S/spool"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1]); s.close()'; }
 HOST=$(hostname -s)
 cat > "$S/slurm.conf" <<CONF
 ClusterName=dstest$$
@@ -97,13 +91,10 @@ INSTALL=$(cd "$BIN/.." && pwd)
   echo ']}'
 } > "$XDG_CONFIG_HOME/driftscan/profiles.json"
 
-fail=0
-check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
-
 cat > "$WORK/synth.json" <<JSON
 {"driftscan_job":1,"command":"synth","output":"$WORK/out","synth":{"frames":300,"width":128,"height":128}}
 JSON
-timeout 180 "$BIN/driftscan-launch" -p cluster "$WORK/synth.json" --progress json > "$WORK/run.events" 2> "$WORK/run.err"
+timeout 180 "$LAUNCH" -p cluster "$WORK/synth.json" --progress json > "$WORK/run.events" 2> "$WORK/run.err"
 rc=$?
 check "slurm run: exit 0" "[ $rc -eq 0 ]"
 check "slurm run: sbatch logged" "grep -q 'sbatch --parsable' '$WORK/run.events'"
@@ -119,7 +110,7 @@ check "slurm run: batch script generated with the profile's resources" "grep -q 
 cat > "$WORK/long.json" <<JSON
 {"driftscan_job":1,"command":"synth","output":"$WORK/out-long","synth":{"frames":20000,"width":256,"height":256}}
 JSON
-timeout 180 "$BIN/driftscan-launch" -p cluster "$WORK/long.json" --progress json > "$WORK/cancel.events" 2> "$WORK/cancel.err" &
+timeout 180 "$LAUNCH" -p cluster "$WORK/long.json" --progress json > "$WORK/cancel.events" 2> "$WORK/cancel.err" &
 P=$!
 for i in $(seq 300); do grep -q '"event":"progress"' "$WORK/cancel.events" 2>/dev/null && break; sleep 0.2; done
 JOB=$(grep -o '"slurm_job":"[0-9]*"' "$WORK/cancel.events" | grep -o '[0-9]*' | head -1)

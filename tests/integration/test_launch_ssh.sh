@@ -5,14 +5,10 @@
 # a synth job run remotely; a register job whose input is staged with scp and
 # whose results are fetched back; cancel of a remote run.
 set -uo pipefail
-BIN=${DRIFTSCAN_BIN:?DRIFTSCAN_BIN must point at build/bin}
-HERE=$(cd "$(dirname "$0")" && pwd)
-for b in sshd ssh scp ssh-keygen python3; do
-  command -v $b >/dev/null 2>&1 || [ -x /usr/sbin/$b ] || { echo "SKIP: $b not installed"; exit 0; }
-done
-. "$HERE/sshd_fixture.sh"
-WORK=$(mktemp -d /tmp/driftscan-ssh-test.XXXXXX)
-trap 'stop_sshd; rm -rf "$WORK"' EXIT
+. "$(dirname "$0")/common.sh"
+require_programs sshd ssh scp ssh-keygen python3
+. "$TESTS_DIR/sshd_fixture.sh"
+at_exit stop_sshd
 start_sshd "$WORK" || exit 1
 export XDG_CONFIG_HOME="$WORK/config"
 mkdir -p "$XDG_CONFIG_HOME/driftscan" "$WORK/remote" "$WORK/fake/bin"
@@ -20,7 +16,7 @@ INSTALL=$(cd "$BIN/.." && pwd)   # remote_install: <install>/bin/driftscan-engin
 # A different DriftScan install, for the version check.
 printf '#!/bin/sh\necho "driftscan-engine 9.9.9"\n' > "$WORK/fake/bin/driftscan-engine"
 chmod +x "$WORK/fake/bin/driftscan-engine"
-CLOSED_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+CLOSED_PORT=$(free_port)
 ssh-keygen -q -t ed25519 -N '' -f "$WORK/wrong_key"
 {
   echo '{"profiles":['
@@ -32,9 +28,6 @@ ssh-keygen -q -t ed25519 -N '' -f "$WORK/wrong_key"
   echo ']}'
 } > "$XDG_CONFIG_HOME/driftscan/profiles.json"
 
-fail=0
-check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
-
 cat > "$WORK/synth.json" <<JSON
 {"driftscan_job":1,"command":"synth","output":"$WORK/out-synth","synth":{"frames":12,"width":64,"height":64}}
 JSON
@@ -43,7 +36,7 @@ JSON
 for case in "closed:unreachable" "badkey:authentication" "missing:not found" "oldver:version mismatch"; do
   prof=${case%%:*}; want=${case#*:}
   t0=$(date +%s)
-  "$BIN/driftscan-launch" -p "$prof" "$WORK/synth.json" > "$WORK/$prof.out" 2> "$WORK/$prof.err"
+  "$LAUNCH" -p "$prof" "$WORK/synth.json" > "$WORK/$prof.out" 2> "$WORK/$prof.err"
   rc=$?; dt=$(( $(date +%s) - t0 ))
   msg=$(grep '^driftscan-launch:' "$WORK/$prof.err" | head -1)
   echo "  $prof -> rc=$rc in ${dt}s: $msg"
@@ -54,7 +47,7 @@ done
 check "version mismatch names both versions" "grep -q '9.9.9' '$WORK/oldver.err' && grep -q \"\$($BIN/driftscan-engine --version | awk '{print \$2}')\" '$WORK/oldver.err'"
 
 # --- a remote synth run with 2 ranks, events streamed, results fetched
-"$BIN/driftscan-launch" -p remote "$WORK/synth.json" --progress json > "$WORK/remote.events" 2> "$WORK/remote.err"
+"$LAUNCH" -p remote "$WORK/synth.json" --progress json > "$WORK/remote.events" 2> "$WORK/remote.err"
 rc=$?
 check "remote synth: exit 0" "[ $rc -eq 0 ]"
 check "remote synth: start event from 2 ranks" "grep -q '\"event\":\"start\".*\"ranks\":2' '$WORK/remote.events'"
@@ -68,7 +61,7 @@ if "$BIN/driftscan-engine" --progress none synth --frames 24 --width 64 --height
   cat > "$WORK/register.json" <<JSON
 {"driftscan_job":1,"command":"register","input":"$WORK/local-series/series.tif","output":"$WORK/out-register"}
 JSON
-  "$BIN/driftscan-launch" -p remote "$WORK/register.json" --progress json > "$WORK/register.events" 2> "$WORK/register.err"
+  "$LAUNCH" -p remote "$WORK/register.json" --progress json > "$WORK/register.events" 2> "$WORK/register.err"
   rc=$?
   check "remote register: exit 0" "[ $rc -eq 0 ]"
   check "remote register: input staged into the remote job folder" "ls '$WORK'/remote/job-*/series.tif >/dev/null 2>&1"
@@ -79,7 +72,7 @@ fi
 cat > "$WORK/long.json" <<JSON
 {"driftscan_job":1,"command":"synth","output":"$WORK/out-long","synth":{"frames":20000,"width":256,"height":256}}
 JSON
-"$BIN/driftscan-launch" -p remote "$WORK/long.json" --progress json > "$WORK/long.events" 2> "$WORK/long.err" &
+"$LAUNCH" -p remote "$WORK/long.json" --progress json > "$WORK/long.events" 2> "$WORK/long.err" &
 LP=$!
 for i in $(seq 100); do grep -q '"event":"progress"' "$WORK/long.events" 2>/dev/null && break; sleep 0.2; done
 sleep 1

@@ -13,6 +13,7 @@
 
 #include "driftscan/error.hpp"
 #include "driftscan/mpi/dft_plan.hpp"
+#include "hash_unit.hpp"
 #include "mpi_world.hpp"
 
 using namespace driftscan::mpi;
@@ -20,16 +21,6 @@ using cplx = std::complex<double>;
 
 namespace {
 
-
-// Deterministic pseudo-random values in [-1, 1) from the global index, so
-// every rank can build any part of the array.
-double hash_unit(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return static_cast<double>(x >> 11) * (2.0 / 9007199254740992.0) - 1.0;
-}
 std::int64_t flat(const Extent3& n, std::int64_t i0, std::int64_t i1, std::int64_t i2) {
   return (i0 * n[1] + i1) * n[2] + i2;
 }

@@ -29,6 +29,7 @@
 #include "driftscan/mpi/stack_spectrum.hpp"
 #include "driftscan/progress.hpp"
 #include "driftscan/tiff_series.hpp"
+#include "hash_unit.hpp"
 #include "mpi_world.hpp"
 
 using namespace driftscan;
@@ -38,14 +39,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
-
-double hash_unit(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return static_cast<double>(x >> 11) * (2.0 / 9007199254740992.0) - 1.0;
-}
 
 // A temporary folder shared by the ranks (rank 0 makes it, everyone learns its name).
 struct SharedTempDir {

@@ -22,4 +22,24 @@ struct DriftTable {
 // missing frame or frame numbers out of order.
 DriftTable read_drift_table(const std::string& path, Point centre);
 
+// One frame of a drift table as written (what a viewer shows); a column the
+// table lacks leaves its default.
+struct DriftRecord {
+  double dx = 0, dy = 0;   // displacement of the frame centre, pixels
+  double angle_deg = 0;    // `angle_deg` (rigid and affine tables)
+  Transform affine;        // `a,b,c,d,tx,ty` (affine tables)
+  double quality = 0;      // `quality` (a register run's): NCC of the frame with the average
+  bool used = true;        // `used` (a register run's): the frame went into the average
+  bool flagged = false;    // a non-empty `flags`
+};
+
+struct DriftRecords {
+  bool has_angle = false, has_affine = false, has_quality = false, has_used = false;
+  std::vector<DriftRecord> frames;  // frame k at index k
+};
+
+// The table behind read_drift_table, column by column; the same checks and
+// errors, and the optional columns present must be numbers too.
+DriftRecords read_drift_records(const std::string& path);
+
 }  // namespace driftscan

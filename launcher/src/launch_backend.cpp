@@ -1,0 +1,160 @@
+// What the backends share: events, command logging, following the engine's
+// event stream, and turning how it ended into a LaunchResult.
+#include "launch_backend.hpp"
+
+#include <signal.h>
+
+#include <chrono>
+#include <regex>
+
+namespace driftscan::launch {
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// mpirun's report of a dead rank, reduced to one line naming rank and host.
+std::string rank_death(const std::string& stderr_text) {
+  static const std::regex re(
+      R"(process rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+)(?: \(([^)]*)\))?)");
+  std::smatch m;
+  if (std::regex_search(stderr_text, m, re))
+    return "rank " + m[1].str() + (m[2].str() == "0" ? "" : " (pid " + m[2].str() + ")") + " on host " + m[3].str() +
+           " died: signal " + m[4].str() +
+           (m[5].matched ? " (" + m[5].str() + ")" : "");
+  static const std::regex re2(R"(rank (\d+) with PID (\d+) on node (\S+) exited)");
+  if (std::regex_search(stderr_text, m, re2))
+    return "rank " + m[1].str() + " (pid " + m[2].str() + ") on host " + m[3].str() + " exited unexpectedly";
+  return "";
+}
+
+}  // namespace
+
+void LaunchContext::emit(const json& e) {
+  if (callback) {
+    try {
+      callback(e);
+    } catch (...) {
+      // A faulty consumer must not take the launcher down.
+    }
+  }
+}
+
+void LaunchContext::log(const std::string& message, const std::string& level) {
+  emit({{"event", "log"}, {"level", level}, {"source", "launcher"}, {"message", message}});
+}
+
+void LaunchContext::log_command(const std::vector<std::string>& argv) {
+  emit({{"event", "log"}, {"level", "info"}, {"source", "launcher"}, {"command", argv},
+        {"message", "$ " + shell_join(argv)}});
+}
+
+CommandOutput LaunchContext::run_logged(const std::vector<std::string>& argv, double timeout_s,
+                                        const std::string& stdin_text) {
+  log_command(argv);
+  return run_command(argv, timeout_s, stdin_text);
+}
+
+void LaunchContext::on_engine_line(const std::string& line) {
+  if (line.empty()) return;
+  json e;
+  try {
+    e = json::parse(line);
+  } catch (...) {
+    log(line);  // not an event: pass through as a log line
+    return;
+  }
+  if (!e.is_object() || !e.contains("event")) {
+    log(line);
+    return;
+  }
+  const std::string ev = e["event"].is_string() ? e["event"].get<std::string>() : "";
+  if (ev == "result" && e.contains("files")) {
+    e["files"] = local_files(e["files"]);
+    result_files = e["files"];
+  } else if (ev == "cancelled") {
+    saw_cancelled_event = true;
+  } else if (ev == "error" && e.contains("message") && e["message"].is_string()) {
+    engine_error = e["message"].get<std::string>();
+  }
+  emit(e);
+}
+
+void LaunchContext::on_stderr_line(const std::string& line) {
+  stderr_tail += line + "\n";
+  if (stderr_tail.size() > 16384) stderr_tail.erase(0, stderr_tail.size() - 16384);
+  if (line.rfind("error: ", 0) == 0) return;  // the engine's copy of its error event
+  emit({{"event", "log"}, {"level", "warning"}, {"source", "stderr"}, {"message", line}});
+}
+
+// Remote result paths -> where they will be after fetching.
+json LaunchContext::local_files(const json& files) const {
+  if (remote_output.empty() || !profile.fetch_results) return files;
+  json out = files;
+  for (auto it = out.begin(); it != out.end(); ++it) {
+    if (!it->is_string()) continue;
+    std::string p = it->get<std::string>();
+    if (p.rfind(remote_output, 0) == 0) *it = job.output + p.substr(remote_output.size());
+  }
+  return out;
+}
+
+int LaunchContext::follow(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                          const std::function<void()>& on_cancel) {
+  log_command(argv);
+  Subprocess p(argv, env);
+  bool cancelling = false;
+  Clock::time_point cancel_at{};
+  auto out = [&](const std::string& l) { on_engine_line(l); };
+  auto err = [&](const std::string& l) { on_stderr_line(l); };
+  while (p.pump(100, out, err)) {
+    if (cancel_requested && !cancelling) {
+      cancelling = true;
+      cancel_at = Clock::now();
+      log("cancelling");
+      if (on_cancel) on_cancel();
+      else p.send_signal(SIGUSR1);  // mpirun forwards it to every rank: they stop cleanly with code 4
+    }
+    if (cancelling && Clock::now() - cancel_at > std::chrono::duration<double>(options.cancel_grace_s)) {
+      log("the job did not stop within " + std::to_string(options.cancel_grace_s) + " s; killing it", "warning");
+      p.signal_group(SIGKILL);
+      cancelling = false;  // once
+      cancel_at = Clock::now() + std::chrono::hours(1000);
+    }
+  }
+  return p.wait();
+}
+
+LaunchResult LaunchContext::finish(int code) {
+  LaunchResult r;
+  r.exit_code = code;
+  r.result_folder = job.output;
+  r.files = result_files;
+  r.remote_id = remote_id;
+  std::string death = rank_death(stderr_tail);
+  if (code == 0) {
+    r.status = LaunchStatus::done;
+  } else if (!death.empty() && !cancel_requested) {
+    // mpirun stops the survivors (they report "cancelled"): the death is the news.
+    r.status = LaunchStatus::failed;
+    r.exit_code = 3;
+    r.message = death;
+  } else if (code == 4 || saw_cancelled_event || (cancel_requested && code != 2)) {
+    r.status = LaunchStatus::cancelled;
+    r.exit_code = 4;
+    r.message = "cancelled";
+  } else {
+    r.status = LaunchStatus::failed;
+    r.message = !death.empty() ? death : !engine_error.empty() ? engine_error : [&] {
+      std::string t = stderr_tail;
+      while (!t.empty() && t.back() == '\n') t.pop_back();
+      auto pos = t.rfind('\n');
+      return "driftscan-engine ended with code " + std::to_string(code) +
+             (t.empty() ? "" : ": " + t.substr(pos == std::string::npos ? 0 : pos + 1));
+    }();
+    if (code != 2) r.exit_code = 3;
+  }
+  return r;
+}
+
+}  // namespace driftscan::launch
