@@ -88,7 +88,6 @@ class FrameStream {
     threads_ = std::max(1, omp_get_max_threads());
   }
 
-  int width() const { return source_.width(); }
   int height() const { return source_.height(); }
 
   template <class Work, class Ordered>

@@ -1,3 +1,6 @@
+// Averaging a registered series; see averaging.hpp. The frame selection and
+// per-frame quality live here, the methods in average_{mean,clipped,median}.cpp,
+// the warping and streaming of frames in average_frame_stream.cpp.
 #include "driftscan/averaging.hpp"
 
 #include <algorithm>
