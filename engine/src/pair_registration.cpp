@@ -149,21 +149,21 @@ PairRegistrationPlan::PairRegistrationPlan(int width, int height, const PairRegi
   state_ = std::move(st);
 }
 
-PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const {
-  const State& s = *state_;
-  for (const Frame* f : {&fi, &fk})
-    if (f->width != width_ || f->height != height_ || f->size() != static_cast<std::size_t>(width_) * height_)
-      throw bad_input("pair registration: frame is " + std::to_string(f->width) + "x" + std::to_string(f->height) +
-                      ", expected " + std::to_string(width_) + "x" + std::to_string(height_));
+namespace {
+
+using State = PairRegistrationPlan::State;
+
+// Per-thread scratch, reused across calls (allocation and page faults
+// would otherwise cost as much as the transforms).
+struct Scratch {
+  FftBuffer<float> a, b;
+  FftBuffer<std::complex<float>> A, B;
+  std::vector<std::complex<float>> R;
+};
+
+Scratch& thread_scratch(const State& s) {
+  thread_local Scratch scratch;
   const std::size_t n = s.fft.real_size(), ns = s.fft.spectrum_size();
-  const int sw = s.fft.spectrum_width();
-  // Per-thread scratch, reused across calls (allocation and page faults
-  // would otherwise cost as much as the transforms).
-  thread_local struct Scratch {
-    FftBuffer<float> a, b;
-    FftBuffer<std::complex<float>> A, B;
-    std::vector<std::complex<float>> R;
-  } scratch;
   if (scratch.a.size() != n || scratch.A.size() != ns) {
     scratch.a = FftBuffer<float>(n);
     scratch.b = FftBuffer<float>(n);
@@ -171,43 +171,49 @@ PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const 
     scratch.B = FftBuffer<std::complex<float>>(ns);
     scratch.R.resize(ns);
   }
-  FftBuffer<float>&a = scratch.a, &b = scratch.b;
-  FftBuffer<std::complex<float>>&A = scratch.A, &B = scratch.B;
-  std::vector<std::complex<float>>& R = scratch.R;
+  return scratch;
+}
 
-  // Mean removal and apodisation; the mean of the windowed ROI is removed so
-  // the DC term (and the window's own spectrum) does not dominate.
-  auto prepare = [&](const Frame& f, FftBuffer<float>& out, const char* which) {
-    double sum = 0.0, sum2 = 0.0;
-    for (int y = 0; y < s.h; ++y) {
-      const float* row = f.row(s.y0 + y) + s.x0;
-      for (int x = 0; x < s.w; ++x) {
-        double v = row[x];
-        if (!std::isfinite(v))
-          throw bad_input(std::string("pair registration: ") + which + " frame has a non-finite pixel at (" +
-                          std::to_string(s.x0 + x) + ", " + std::to_string(s.y0 + y) + ")");
-        sum += v;
-        sum2 += v * v;
-      }
-    }
-    double mean = sum / static_cast<double>(n);
-    double var = sum2 / static_cast<double>(n) - mean * mean;
-    if (!(var > 1e-12 * std::max(1.0, mean * mean)))
-      throw bad_input(std::string("pair registration: ") + which + " frame is blank (no contrast in the region)");
-    for (int y = 0; y < s.h; ++y) {
-      const float* row = f.row(s.y0 + y) + s.x0;
-      float* o = out.data() + static_cast<std::size_t>(y) * s.w;
-      for (int x = 0; x < s.w; ++x) o[x] = static_cast<float>((row[x] - mean) * s.wy[y] * s.wx[x]);
-    }
-  };
-  prepare(fi, a, "reference");
-  prepare(fk, b, "moving");
-  s.fft.forward(a.data(), A.data());
-  s.fft.forward(b.data(), B.data());
+void check_frame_size(const Frame& f, int width, int height) {
+  if (f.width != width || f.height != height || f.size() != static_cast<std::size_t>(width) * height)
+    throw bad_input("pair registration: frame is " + std::to_string(f.width) + "x" + std::to_string(f.height) +
+                    ", expected " + std::to_string(width) + "x" + std::to_string(height));
+}
 
-  // Cross-power spectrum R = A conj(B) (weighted); IFFT(R)[s] = sum_p a(p+s) b(p).
-  // Then B, b are free: the reference's autocorrelation goes there.
-  const double wexp = std::clamp(options_.whitening, 0.0, 1.0);
+// Mean removal and apodisation of the ROI into `out`; the mean of the
+// windowed ROI is removed so the DC term (and the window's own spectrum)
+// does not dominate.
+void prepare(const State& s, const Frame& f, float* out, const char* which) {
+  const std::size_t n = s.fft.real_size();
+  double sum = 0.0, sum2 = 0.0;
+  for (int y = 0; y < s.h; ++y) {
+    const float* row = f.row(s.y0 + y) + s.x0;
+    for (int x = 0; x < s.w; ++x) {
+      double v = row[x];
+      if (!std::isfinite(v))
+        throw bad_input(std::string("pair registration: ") + which + " frame has a non-finite pixel at (" +
+                        std::to_string(s.x0 + x) + ", " + std::to_string(s.y0 + y) + ")");
+      sum += v;
+      sum2 += v * v;
+    }
+  }
+  double mean = sum / static_cast<double>(n);
+  double var = sum2 / static_cast<double>(n) - mean * mean;
+  if (!(var > 1e-12 * std::max(1.0, mean * mean)))
+    throw bad_input(std::string("pair registration: ") + which + " frame is blank (no contrast in the region)");
+  for (int y = 0; y < s.h; ++y) {
+    const float* row = f.row(s.y0 + y) + s.x0;
+    float* o = out + static_cast<std::size_t>(y) * s.w;
+    for (int x = 0; x < s.w; ++x) o[x] = static_cast<float>((row[x] - mean) * s.wy[y] * s.wx[x]);
+  }
+}
+
+// Cross-power spectrum R = A conj(B) (band-pass weighted, whitened);
+// IFFT(R)[s] = sum_p a(p+s) b(p).
+void cross_power(const State& s, const std::complex<float>* A, const std::complex<float>* B, double whitening,
+                 std::complex<float>* R) {
+  const std::size_t ns = s.fft.spectrum_size();
+  const double wexp = std::clamp(whitening, 0.0, 1.0);
   for (std::size_t i = 0; i < ns; ++i) {
     std::complex<float> r = A[i] * std::conj(B[i]);
     if (!s.weight.empty()) r *= s.weight[i];
@@ -215,28 +221,38 @@ PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const 
     R[i] = r;
   }
   R[0] = 0.0f;  // no DC: the correlation has zero mean
-  double lattice = options_.lattice_bound ? options_.lattice_vector : 0.0;
-  if (options_.lattice_bound && !(lattice > 0)) {
-    for (std::size_t i = 0; i < ns; ++i) B[i] = std::norm(A[i]);
-    B[0] = 0.0f;
-    s.fft.inverse(B.data(), b.data());
-    lattice = shortest_lattice_vector(b.data(), s.w, s.h, s.max_sx, s.max_sy, 0.15);
-  }
-  // Periodic frame: consecutive shifts are below half a period (method.md),
-  // so the peak is searched inside that circle, where it is unambiguous.
-  const double radius = lattice > 0 ? 0.5 * lattice : INFINITY;
-  std::copy(R.begin(), R.end(), A.data());
-  s.fft.inverse(A.data(), a.data());  // a now holds the correlation surface
-  const float* c = a.data();
-  auto at = [&](int sx, int sy) {
-    int ix = (sx % s.w + s.w) % s.w, iy = (sy % s.h + s.h) % s.h;
-    return c[static_cast<std::size_t>(iy) * s.w + ix];
-  };
+}
 
-  // Integer peak within the bound (and the lattice circle): row by row, the
-  // allowed columns of each row as wrapped contiguous runs.
-  int px = 0, py = 0;
-  float best = -INFINITY;
+// The reference's shortest lattice vector (0: not periodic) from its
+// autocorrelation, the inverse transform of |A|^2; B and b are scratch.
+double reference_lattice_vector(const State& s, const std::complex<float>* A, std::complex<float>* B, float* b) {
+  const std::size_t ns = s.fft.spectrum_size();
+  for (std::size_t i = 0; i < ns; ++i) B[i] = std::norm(A[i]);
+  B[0] = 0.0f;
+  s.fft.inverse(B, b);
+  return shortest_lattice_vector(b, s.w, s.h, s.max_sx, s.max_sy, 0.15);
+}
+
+// The correlation surface, indexed by wrapped shifts.
+struct Correlation {
+  const float* c;
+  int w, h;
+  float at(int sx, int sy) const {
+    int ix = (sx % w + w) % w, iy = (sy % h + h) % h;
+    return c[static_cast<std::size_t>(iy) * w + ix];
+  }
+};
+
+struct IntegerPeak {
+  int x = 0, y = 0;
+  float value = -INFINITY;
+};
+
+// Integer peak within the max-shift bound and the lattice circle of
+// `radius`: row by row, the allowed columns of each row as wrapped
+// contiguous runs.
+IntegerPeak find_integer_peak(const State& s, const Correlation& corr, double radius) {
+  IntegerPeak p;
   for (int sy = -s.max_sy; sy <= s.max_sy; ++sy) {
     int reach = s.max_sx;
     if (std::isfinite(radius)) {
@@ -246,18 +262,22 @@ PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const 
       while (reach >= 0 && static_cast<double>(reach) * reach + static_cast<double>(sy) * sy >= radius * radius) --reach;
       if (reach < 0) continue;
     }
-    const float* row = c + static_cast<std::size_t>((sy + s.h) % s.h) * s.w;
+    const float* row = corr.c + static_cast<std::size_t>((sy + s.h) % s.h) * s.w;
     for (int sx = 0; sx <= reach; ++sx)
-      if (row[sx] > best) best = row[sx], px = sx, py = sy;
+      if (row[sx] > p.value) p.value = row[sx], p.x = sx, p.y = sy;
     for (int sx = 1; sx <= reach; ++sx)
-      if (row[s.w - sx] > best) best = row[s.w - sx], px = -sx, py = sy;
+      if (row[s.w - sx] > p.value) p.value = row[s.w - sx], p.x = -sx, p.y = sy;
   }
-  PairShift out;
-  out.lattice_vector = lattice;
-  out.at_bound = std::abs(px) == s.max_sx || std::abs(py) == s.max_sy || std::hypot(px, py) > radius - 1.5;
+  return p;
+}
 
-  // Peak-to-sidelobe ratio over the surface without the 5x5 around the
-  // peak; second peak: the highest other local maximum.
+// Peak-to-sidelobe ratio over the surface without the 5x5 around the
+// peak; second peak: the highest other local maximum.
+void sidelobe_measures(const Correlation& corr, const IntegerPeak& peak, PairShift& out) {
+  const float* c = corr.c;
+  const int w = corr.w, h = corr.h, px = peak.x, py = peak.y;
+  const float best = peak.value;
+  const std::size_t n = static_cast<std::size_t>(w) * h;
   double sum = 0.0, sum2 = 0.0;
   for (std::size_t i = 0; i < n; ++i) {
     sum += c[i];
@@ -266,103 +286,152 @@ PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const 
   std::size_t cnt = n;
   for (int dy = -2; dy <= 2; ++dy)
     for (int dx = -2; dx <= 2; ++dx) {
-      if (std::abs(dx) * 2 >= s.w || std::abs(dy) * 2 >= s.h) continue;
-      double v = at(px + dx, py + dy);
+      if (std::abs(dx) * 2 >= w || std::abs(dy) * 2 >= h) continue;
+      double v = corr.at(px + dx, py + dy);
       sum -= v;
       sum2 -= v * v;
       --cnt;
     }
   float second = -INFINITY;
-  for (int iy = 0; iy < s.h; ++iy) {
-    const float* row = c + static_cast<std::size_t>(iy) * s.w;
-    for (int ix = 0; ix < s.w; ++ix) {
+  for (int iy = 0; iy < h; ++iy) {
+    const float* row = c + static_cast<std::size_t>(iy) * w;
+    for (int ix = 0; ix < w; ++ix) {
       const float v = row[ix];
       if (!(v > second)) continue;  // the common case: one compare per pixel
-      const int sx = signed_index(ix, s.w), sy = signed_index(iy, s.h);
+      const int sx = signed_index(ix, w), sy = signed_index(iy, h);
       int ddx = std::abs(sx - px), ddy = std::abs(sy - py);
-      ddx = std::min(ddx, s.w - ddx);
-      ddy = std::min(ddy, s.h - ddy);
+      ddx = std::min(ddx, w - ddx);
+      ddy = std::min(ddy, h - ddy);
       if (ddx <= 2 && ddy <= 2) continue;
-      if (v >= at(sx - 1, sy) && v >= at(sx + 1, sy) && v >= at(sx, sy - 1) && v >= at(sx, sy + 1)) second = v;
+      if (v >= corr.at(sx - 1, sy) && v >= corr.at(sx + 1, sy) && v >= corr.at(sx, sy - 1) &&
+          v >= corr.at(sx, sy + 1))
+        second = v;
     }
   }
   double mean = cnt ? sum / cnt : 0.0;
   double sd = cnt ? std::sqrt(std::max(0.0, sum2 / cnt - mean * mean)) : 0.0;
   out.psr = sd > 0 ? (best - mean) / sd : 0.0;
   out.second_peak = best > mean && std::isfinite(second) ? std::max(0.0, (second - mean) / (best - mean)) : 0.0;
+}
 
-  // Subpixel: a parabola through the integer neighbours, then Newton steps
-  // on the correlation evaluated exactly from the cross-power spectrum
-  // (band-limited interpolation: the peak of the DFT-upsampled surface
-  // without computing the surface).
-  auto parabola = [](double l, double m, double r) {
-    double den = l - 2 * m + r;
-    return den < 0 ? std::clamp(0.5 * (l - r) / den, -0.5, 0.5) : 0.0;
-  };
-  double ex = px + parabola(at(px - 1, py), best, at(px + 1, py));
-  double ey = py + parabola(at(px, py - 1), best, at(px, py + 1));
-  if (options_.dft_subpixel) {
-    std::vector<double> mult(static_cast<std::size_t>(sw)), wxk(static_cast<std::size_t>(sw));
-    for (int kx = 0; kx < sw; ++kx) {
-      mult[static_cast<std::size_t>(kx)] = (kx == 0 || (s.w % 2 == 0 && kx == s.w / 2)) ? 1.0 : 2.0;  // Hermitian half
-      wxk[static_cast<std::size_t>(kx)] = 2 * kPi * kx / s.w;
-    }
-    // Split, single-precision arrays: the row sums below vectorise.
-    std::vector<float> pr(static_cast<std::size_t>(sw)), pi(static_cast<std::size_t>(sw));
-    std::vector<float> m0(static_cast<std::size_t>(sw)), m1(static_cast<std::size_t>(sw)), m2(static_cast<std::size_t>(sw));
+// Sub-pixel offset of a parabola's vertex through three samples, within
+// half a pixel; 0 when they are not a cap.
+double parabola(double l, double m, double r) {
+  double den = l - 2 * m + r;
+  return den < 0 ? std::clamp(0.5 * (l - r) / den, -0.5, 0.5) : 0.0;
+}
+
+// Newton steps from (ex, ey) to the maximum of the correlation evaluated
+// exactly from the cross-power spectrum R (band-limited interpolation: the
+// peak of the DFT-upsampled surface without computing the surface). Stays
+// put where the start is not on a maximum's cap; goes back to the start
+// when a step wanders more than a pixel away.
+void refine_on_spectrum(const State& s, const std::complex<float>* R, double& ex, double& ey) {
+  const int sw = s.fft.spectrum_width();
+  std::vector<double> mult(static_cast<std::size_t>(sw)), wxk(static_cast<std::size_t>(sw));
+  for (int kx = 0; kx < sw; ++kx) {
+    mult[static_cast<std::size_t>(kx)] = (kx == 0 || (s.w % 2 == 0 && kx == s.w / 2)) ? 1.0 : 2.0;  // Hermitian half
+    wxk[static_cast<std::size_t>(kx)] = 2 * kPi * kx / s.w;
+  }
+  // Split, single-precision arrays: the row sums below vectorise.
+  std::vector<float> pr(static_cast<std::size_t>(sw)), pi(static_cast<std::size_t>(sw));
+  std::vector<float> m0(static_cast<std::size_t>(sw)), m1(static_cast<std::size_t>(sw)), m2(static_cast<std::size_t>(sw));
+  for (int kx = 0; kx < sw; ++kx) {
+    auto i = static_cast<std::size_t>(kx);
+    m0[i] = static_cast<float>(mult[i]);
+    m1[i] = static_cast<float>(mult[i] * wxk[i]);
+    m2[i] = static_cast<float>(mult[i] * wxk[i] * wxk[i]);
+  }
+  const double start_x = ex, start_y = ey;
+  // c(s) = sum m Re(R e^{i w.s}); gradient and Hessian follow from the
+  // three row sums T_n = sum_kx m wx^n R e^{i wx sx}.
+  for (int it = 0; it < 5; ++it) {
     for (int kx = 0; kx < sw; ++kx) {
       auto i = static_cast<std::size_t>(kx);
-      m0[i] = static_cast<float>(mult[i]);
-      m1[i] = static_cast<float>(mult[i] * wxk[i]);
-      m2[i] = static_cast<float>(mult[i] * wxk[i] * wxk[i]);
+      pr[i] = static_cast<float>(std::cos(wxk[i] * ex));
+      pi[i] = static_cast<float>(std::sin(wxk[i] * ex));
     }
-    const double start_x = ex, start_y = ey;
-    // c(s) = sum m Re(R e^{i w.s}); gradient and Hessian follow from the
-    // three row sums T_n = sum_kx m wx^n R e^{i wx sx}.
-    for (int it = 0; it < 5; ++it) {
+    double gx = 0, gy = 0, hxx = 0, hxy = 0, hyy = 0;
+    for (int ky = 0; ky < s.h; ++ky) {
+      const float* row = reinterpret_cast<const float*>(R + static_cast<std::size_t>(ky) * sw);
+      float t0r = 0, t0i = 0, t1r = 0, t1i = 0, t2r = 0, t2i = 0;
       for (int kx = 0; kx < sw; ++kx) {
-        auto i = static_cast<std::size_t>(kx);
-        pr[i] = static_cast<float>(std::cos(wxk[i] * ex));
-        pi[i] = static_cast<float>(std::sin(wxk[i] * ex));
+        const float rr = row[2 * kx], ri = row[2 * kx + 1];
+        const float zr = rr * pr[static_cast<std::size_t>(kx)] - ri * pi[static_cast<std::size_t>(kx)];
+        const float zi = rr * pi[static_cast<std::size_t>(kx)] + ri * pr[static_cast<std::size_t>(kx)];
+        t0r += m0[static_cast<std::size_t>(kx)] * zr, t0i += m0[static_cast<std::size_t>(kx)] * zi;
+        t1r += m1[static_cast<std::size_t>(kx)] * zr, t1i += m1[static_cast<std::size_t>(kx)] * zi;
+        t2r += m2[static_cast<std::size_t>(kx)] * zr, t2i += m2[static_cast<std::size_t>(kx)] * zi;
       }
-      double gx = 0, gy = 0, hxx = 0, hxy = 0, hyy = 0;
-      for (int ky = 0; ky < s.h; ++ky) {
-        const float* row = reinterpret_cast<const float*>(R.data() + static_cast<std::size_t>(ky) * sw);
-        float t0r = 0, t0i = 0, t1r = 0, t1i = 0, t2r = 0, t2i = 0;
-        for (int kx = 0; kx < sw; ++kx) {
-          const float rr = row[2 * kx], ri = row[2 * kx + 1];
-          const float zr = rr * pr[static_cast<std::size_t>(kx)] - ri * pi[static_cast<std::size_t>(kx)];
-          const float zi = rr * pi[static_cast<std::size_t>(kx)] + ri * pr[static_cast<std::size_t>(kx)];
-          t0r += m0[static_cast<std::size_t>(kx)] * zr, t0i += m0[static_cast<std::size_t>(kx)] * zi;
-          t1r += m1[static_cast<std::size_t>(kx)] * zr, t1i += m1[static_cast<std::size_t>(kx)] * zi;
-          t2r += m2[static_cast<std::size_t>(kx)] * zr, t2i += m2[static_cast<std::size_t>(kx)] * zi;
-        }
-        double wy = 2 * kPi * signed_index(ky, s.h) / s.h;
-        double cr = std::cos(wy * ey), ci = std::sin(wy * ey);
-        double z0r = t0r * cr - t0i * ci, z0i = t0r * ci + t0i * cr;
-        double z1r = t1r * cr - t1i * ci, z1i = t1r * ci + t1i * cr;
-        double z2r = t2r * cr - t2i * ci;
-        gx -= z1i;
-        gy -= wy * z0i;
-        hxx -= z2r;
-        hxy -= wy * z1r;
-        hyy -= wy * wy * z0r;
-      }
-      double det = hxx * hyy - hxy * hxy;
-      if (!(hxx < 0 && det > 0)) break;  // not at a maximum's cap: keep what we have
-      double sx = -(hyy * gx - hxy * gy) / det, sy = -(hxx * gy - hxy * gx) / det;
-      double len = std::hypot(sx, sy);
-      if (len > 0.25) sx *= 0.25 / len, sy *= 0.25 / len;  // trust region
-      ex += sx;
-      ey += sy;
-      if (std::abs(ex - start_x) > 1.0 || std::abs(ey - start_y) > 1.0) {  // wandered off: undo
-        ex = start_x;
-        ey = start_y;
-        break;
-      }
-      if (len < 1e-4) break;
+      double wy = 2 * kPi * signed_index(ky, s.h) / s.h;
+      double cr = std::cos(wy * ey), ci = std::sin(wy * ey);
+      double z0r = t0r * cr - t0i * ci, z0i = t0r * ci + t0i * cr;
+      double z1r = t1r * cr - t1i * ci, z1i = t1r * ci + t1i * cr;
+      double z2r = t2r * cr - t2i * ci;
+      gx -= z1i;
+      gy -= wy * z0i;
+      hxx -= z2r;
+      hxy -= wy * z1r;
+      hyy -= wy * wy * z0r;
     }
+    double det = hxx * hyy - hxy * hxy;
+    if (!(hxx < 0 && det > 0)) break;  // not at a maximum's cap: keep what we have
+    double sx = -(hyy * gx - hxy * gy) / det, sy = -(hxx * gy - hxy * gx) / det;
+    double len = std::hypot(sx, sy);
+    if (len > 0.25) sx *= 0.25 / len, sy *= 0.25 / len;  // trust region
+    ex += sx;
+    ey += sy;
+    if (std::abs(ex - start_x) > 1.0 || std::abs(ey - start_y) > 1.0) {  // wandered off: undo
+      ex = start_x;
+      ey = start_y;
+      break;
+    }
+    if (len < 1e-4) break;
   }
+}
+
+}  // namespace
+
+PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const {
+  const State& s = *state_;
+  for (const Frame* f : {&fi, &fk}) check_frame_size(*f, width_, height_);
+  Scratch& scratch = thread_scratch(s);
+  FftBuffer<float>&a = scratch.a, &b = scratch.b;
+  FftBuffer<std::complex<float>>&A = scratch.A, &B = scratch.B;
+  std::vector<std::complex<float>>& R = scratch.R;
+
+  // Prepare (mean removal, apodisation) and forward FFTs.
+  prepare(s, fi, a.data(), "reference");
+  prepare(s, fk, b.data(), "moving");
+  s.fft.forward(a.data(), A.data());
+  s.fft.forward(b.data(), B.data());
+
+  // Cross-power spectrum; then B, b are free: the reference's
+  // autocorrelation goes there when the lattice bound needs it.
+  cross_power(s, A.data(), B.data(), options_.whitening, R.data());
+  double lattice = options_.lattice_bound ? options_.lattice_vector : 0.0;
+  if (options_.lattice_bound && !(lattice > 0)) lattice = reference_lattice_vector(s, A.data(), B.data(), b.data());
+  // Periodic frame: consecutive shifts are below half a period (method.md),
+  // so the peak is searched inside that circle, where it is unambiguous.
+  const double radius = lattice > 0 ? 0.5 * lattice : INFINITY;
+
+  // Correlation surface (into a), its integer peak within the bounds, and
+  // how distinct that peak is.
+  std::copy(R.begin(), R.end(), A.data());
+  s.fft.inverse(A.data(), a.data());
+  const Correlation corr{a.data(), s.w, s.h};
+  const IntegerPeak peak = find_integer_peak(s, corr, radius);
+  const int px = peak.x, py = peak.y;
+  PairShift out;
+  out.lattice_vector = lattice;
+  out.at_bound = std::abs(px) == s.max_sx || std::abs(py) == s.max_sy || std::hypot(px, py) > radius - 1.5;
+  sidelobe_measures(corr, peak, out);
+
+  // Sub-pixel: a parabola through the integer neighbours, then Newton steps
+  // on the correlation interpolated from the cross-power spectrum.
+  double ex = px + parabola(corr.at(px - 1, py), peak.value, corr.at(px + 1, py));
+  double ey = py + parabola(corr.at(px, py - 1), peak.value, corr.at(px, py + 1));
+  if (options_.dft_subpixel) refine_on_spectrum(s, R.data(), ex, ey);
   out.dx = ex;
   out.dy = ey;
   return out;

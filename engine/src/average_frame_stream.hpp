@@ -1,0 +1,162 @@
+#pragma once
+// What every averaging method shares: warping a frame into frame 0's
+// coordinates (Warper), what is learnt about each frame on the way
+// (FrameState), and the streaming of frames through read + warp in frame
+// order (FrameStream). Private to the engine; see averaging.hpp.
+#include <omp.h>
+
+#include <algorithm>
+#include <complex>
+#include <cstddef>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "driftscan/averaging.hpp"
+#include "driftscan/cancel_token.hpp"
+#include "driftscan/error.hpp"
+#include "driftscan/fftw_planner.hpp"
+#include "driftscan/frame.hpp"
+#include "driftscan/frame_source.hpp"
+#include "driftscan/progress.hpp"
+#include "driftscan/transform.hpp"
+
+namespace driftscan {
+namespace averaging {
+
+inline constexpr float kMissing = std::numeric_limits<float>::quiet_NaN();
+
+// Warps frames into the reference grid: out(p) = f(T^{-1}(p)), NaN where
+// T^{-1}(p) falls outside f or next to a non-finite pixel of f. A plan
+// object: the FFT plans are made once; warp() is thread-safe given each
+// thread its own Scratch.
+class Warper {
+ public:
+  struct Scratch {
+    std::vector<float> real;
+    FftBuffer<std::complex<float>> spectrum;
+  };
+
+  Warper(int width, int height, Interpolation interpolation);
+
+  Scratch scratch() const;
+
+  // Rows [y0, y1) of the warped frame into out ((y1 - y0) * width values).
+  void warp(const Frame& f, const Transform& to_reference, bool has_bad_pixels, int y0, int y1, float* out,
+            Scratch& s) const;
+
+ private:
+  bool near_bad(const Frame& f, Point q) const;
+  void fourier_shift(const Frame& f, double sx, double sy, Scratch& s) const;
+
+  int w_, h_;
+  Interpolation interpolation_;
+  std::unique_ptr<RealFft2d<float>> fft_;
+};
+
+struct FrameState {
+  bool listed_excluded = false;  // in exclude_frames
+  bool blank = false;            // no finite pixel, or constant
+  long bad_pixels = 0;           // NaN/Inf
+  long overlap = 0;              // finite warped pixels
+  bool inspected = false;
+  double quality = 0.0;
+  bool rejected_quality = false;
+  bool used = false;
+};
+
+// Streams frames through read + warp, a chunk at a time: the chunk's frames
+// are read and warped in parallel, `work(k, warped)` runs in the parallel
+// part (it may only touch frame k's own state), then `ordered(k, warped)`
+// runs on the calling thread in frame order — so sums come out the same
+// whatever the number of threads. Blank frames are inspected, then skipped.
+class FrameStream {
+ public:
+  FrameStream(const FrameSource& source, const std::vector<Transform>& transforms, const Warper& warper,
+              std::vector<FrameState>& state, const CancelToken* cancel, Progress* progress,
+              std::size_t progress_total)
+      : source_(source),
+        transforms_(transforms),
+        warper_(warper),
+        state_(state),
+        cancel_(cancel),
+        progress_(progress),
+        progress_total_(progress_total) {
+    threads_ = std::max(1, omp_get_max_threads());
+  }
+
+  int height() const { return source_.height(); }
+
+  template <class Work, class Ordered>
+  void run(const std::vector<std::size_t>& frames, int y0, int y1, Work work, Ordered ordered) {
+    const int w = source_.width(), h = source_.height();
+    const std::size_t band = static_cast<std::size_t>(y1 - y0) * w;
+    // Chunks of up to 64 frames (at least 2 per thread, at most ~256 MB of
+    // warped frames): few parallel regions, so threads seldom wait on each other.
+    const std::size_t by_memory = (std::size_t(256) << 20) / std::max<std::size_t>(band * sizeof(float), 1);
+    const std::size_t chunk = std::max<std::size_t>(2 * static_cast<std::size_t>(threads_), std::min<std::size_t>(64, by_memory));
+    std::vector<std::vector<float>> slots(std::min(chunk, std::max<std::size_t>(frames.size(), 1)),
+                                          std::vector<float>(band));
+    std::vector<char> warped(slots.size());
+    std::vector<Warper::Scratch> scratch;
+    for (int t = 0; t < threads_; ++t) scratch.push_back(warper_.scratch());
+
+    for (std::size_t start = 0; start < frames.size(); start += slots.size()) {
+      if (cancel_) cancel_->throw_if_cancelled();
+      const std::size_t count = std::min(slots.size(), frames.size() - start);
+      std::exception_ptr error;
+      std::mutex error_mutex;
+      // Threads only where there is enough to share (parallel regions are
+      // not free, least of all on a busy machine).
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_) if (count > 1 && count * band >= 16384)
+      for (std::size_t i = 0; i < count; ++i) {
+        try {
+          const std::size_t k = frames[start + i];
+          Frame f = source_.frame(k);
+          if (f.width != w || f.height != h || f.size() != static_cast<std::size_t>(w) * h)
+            throw bad_input(describe_source() + "frame " + std::to_string(k) + " is " + std::to_string(f.width) +
+                            "x" + std::to_string(f.height) + ", frame 0 is " + std::to_string(w) + "x" +
+                            std::to_string(h));
+          FrameState& st = state_[k];
+          if (!st.inspected) inspect(f, st);
+          warped[i] = !st.blank;
+          if (st.blank) continue;
+          float* out = slots[i].data();
+          warper_.warp(f, transforms_[k], st.bad_pixels > 0, y0, y1, out,
+                       scratch[static_cast<std::size_t>(omp_get_thread_num())]);
+          work(k, static_cast<const float*>(out));
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(error_mutex);
+          if (!error) error = std::current_exception();
+        }
+      }
+      if (error) std::rethrow_exception(error);
+      for (std::size_t i = 0; i < count; ++i)
+        if (warped[i]) ordered(frames[start + i], static_cast<const float*>(slots[i].data()));
+      done_ += count;
+      if (progress_) progress_->advance(std::min(done_, progress_total_));
+    }
+  }
+
+  // "source: " from the source's description, or nothing.
+  std::string describe_source() const;
+
+ private:
+  static void inspect(const Frame& f, FrameState& st);
+
+  const FrameSource& source_;
+  const std::vector<Transform>& transforms_;
+  const Warper& warper_;
+  std::vector<FrameState>& state_;
+  const CancelToken* cancel_;
+  Progress* progress_;
+  std::size_t progress_total_;
+  std::size_t done_ = 0;
+  int threads_ = 1;
+};
+
+}  // namespace averaging
+}  // namespace driftscan

@@ -1,0 +1,43 @@
+// The per-pixel sums every averaging method starts from, and the plain mean
+// made of them; see average_strategy.hpp.
+#include <cmath>
+#include <limits>
+
+#include "average_strategy.hpp"
+
+namespace driftscan {
+namespace averaging {
+
+void MeanAccumulator::add(const float* v, double sign) {
+  const std::size_t npix = count.size();
+  const bool squares = !sum2.empty();
+#pragma omp parallel for schedule(static) if (npix >= 65536)
+  for (std::size_t i = 0; i < npix; ++i) {
+    if (!std::isfinite(v[i])) continue;
+    sum[i] += sign * v[i];
+    if (squares) sum2[i] += sign * double(v[i]) * v[i];
+    count[i] += sign;
+  }
+}
+
+std::vector<double> MeanAccumulator::mean_or_nan() const {
+  const std::size_t npix = count.size();
+  std::vector<double> mean(npix, std::numeric_limits<double>::quiet_NaN());
+  for (std::size_t i = 0; i < npix; ++i)
+    if (count[i] > 0.5) mean[i] = sum[i] / count[i];
+  return mean;
+}
+
+void PlainMean::average(FrameStream&, const std::vector<std::size_t>&, MeanAccumulator& sums, Frame& average,
+                        Frame& coverage) const {
+  const std::vector<double>&sum = sums.sum, &count = sums.count;
+  for (std::size_t i = 0; i < count.size(); ++i) {
+    if (count[i] > 0.5) {
+      average.pixels[i] = static_cast<float>(sum[i] / count[i]);
+      coverage.pixels[i] = static_cast<float>(std::round(count[i]));
+    }
+  }
+}
+
+}  // namespace averaging
+}  // namespace driftscan
