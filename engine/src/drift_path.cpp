@@ -136,6 +136,17 @@ DriftPath DriftPath::fit(std::vector<DriftSample> samples, double t_begin, doubl
   return path;
 }
 
+DriftPath DriftPath::shifted(Point offset) const {
+  DriftPath p = *this;
+  if (p.cx_.empty()) {  // the zero path: one constant segment
+    p.t_begin_ = 0.0, p.t_end_ = 1.0, p.h_ = 1.0, p.segments_ = 1;
+    p.cx_.assign(4, 0.0), p.cy_.assign(4, 0.0);
+  }
+  for (double& c : p.cx_) c += offset.x;
+  for (double& c : p.cy_) c += offset.y;
+  return p;
+}
+
 void DriftPath::locate(double t, std::size_t& segment, double& u) const {
   const double x = (t - t_begin_) / h_;
   const double s = std::clamp(std::floor(x), 0.0, static_cast<double>(segments_ - 1));
