@@ -416,7 +416,7 @@ Point SyntheticSeries::drift_at(double t) const {
 }
 
 double SyntheticSeries::line_jitter(std::size_t k, int line) const {
-  scan_timing();
+  scan_timing();  // raster timing only, like the rest of the per-line truth
   return options_.jitter > 0 ? options_.jitter * model_->line_jitter_deviate(k, line) : 0.0;
 }
 

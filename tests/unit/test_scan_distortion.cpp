@@ -213,3 +213,30 @@ TEST(ScanDistortion, NearlyRigidScanIsNotMadeWorse) {
   // a known limit of this first version, bounded here so it cannot grow.
   EXPECT_LT(jitter, 0.15);
 }
+
+TEST(ScanDistortion, SerpentineAndRotatedScansToo) {
+  for (ScanDirection direction : {ScanDirection::serpentine, ScanDirection::rotated90}) {
+    SynthOptions o = scanned_series();
+    o.frames = 10;
+    o.scan_direction = direction;
+    // Milder than above: between frames 2 and 3 that path moves 5 px along
+    // x, more than half the lattice period, where the rigid pair registration
+    // (the start) jumps a period on the rotated scan.
+    o.drift_linear_x = 2.0;
+    o.drift_linear_y = 1.0;
+    o.drift_wobble = 1.0;
+    SyntheticSeries s(o);
+    const ScanTiming& t = s.scan_timing();
+    const std::vector<Point> rigid = rigid_drift(s);
+    ScanDistortionSettings settings;
+    settings.max_band_offset = 0.3 * 9.0;
+    ScanDistortionResult r = estimate_scan_distortion(s, t, rigid, settings);
+    const double rigid_err = line_drift_rms(s, [&](std::size_t k, int) { return rigid[k]; });
+    const double err = line_drift_rms(s, [&](std::size_t k, int l) { return r.model.path.at(t.line_mid_time(k, l)); });
+    std::printf("scan distortion, %s scan: per-line drift RMS error %.4f px (rigid %.4f px), jitter RMS error %.4f px "
+                "(%.4f px if left at 0)\n", to_string(direction).c_str(), err, rigid_err, jitter_rms(s, r.model),
+                jitter_rms(s, r.model, true));
+    EXPECT_LT(err, 0.25 * rigid_err) << to_string(direction);
+    EXPECT_LT(jitter_rms(s, r.model), jitter_rms(s, r.model, true)) << to_string(direction);
+  }
+}
