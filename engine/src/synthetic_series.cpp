@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 
 #include "driftscan/enum_names.hpp"
 #include "driftscan/error.hpp"
@@ -26,7 +27,7 @@ std::uint64_t hash(std::uint64_t seed, std::uint64_t stream, std::uint64_t a, st
 }
 double unit(std::uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }  // [0, 1)
 
-enum Stream : std::uint64_t { kWalk = 1, kOrigin, kSite, kJitter, kNoise };
+enum Stream : std::uint64_t { kWalk = 1, kOrigin, kSite, kJitter, kNoise, kWobble };
 
 // splitmix64 as a standard random bit generator: free to seed, so every row
 // of every frame gets its own stream (deterministic whatever the threads).
@@ -88,6 +89,12 @@ struct SyntheticSeries::Model {
   // Grain boundary: signed distance s = n . (q - b); grain 0 where s < -gap/2, grain 1 where s > gap/2.
   double bx = 0, by = 0, nx = 1, ny = 0, half_gap = 0;
 
+  // The standard normal deviate of line `line` of frame k's jitter.
+  double line_jitter_deviate(std::uint64_t k, int line) const {
+    SplitMix64 g(hash(o.seed, kJitter, k, static_cast<std::uint64_t>(line)));
+    return std::normal_distribution<double>(0.0, 1.0)(g);
+  }
+
   double site_intensity(const LatticeGrain& g, long i, long j) const {
     std::uint64_t h = hash(o.seed, kSite + 16 * g.id, static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(j));
     if (unit(h) < o.vacancy_fraction) return 0.0;
@@ -106,8 +113,7 @@ struct SyntheticSeries::Model {
     double jmax = 0.0;
     if (jitter > 0) {
       for (int y = 0; y < h; ++y) {
-        SplitMix64 g(hash(o.seed, kJitter, k, static_cast<std::uint64_t>(y)));
-        jx[static_cast<std::size_t>(y)] = jitter * std::normal_distribution<double>(0.0, 1.0)(g);
+        jx[static_cast<std::size_t>(y)] = jitter * line_jitter_deviate(k, y);
         jmax = std::max(jmax, std::fabs(jx[static_cast<std::size_t>(y)]));
       }
     }
@@ -155,13 +161,23 @@ struct SyntheticSeries::Model {
       }
     };
 
-    if (!o.atoms.empty()) {
-      for (const Point& a : o.atoms) splat(a.x, a.y, scale);
-      return f;
-    }
     // The frame's footprint in model coordinates, widened by the margin.
     Point corners[4] = {t.apply(-margin, -margin), t.apply(w - 1 + margin, -margin),
                         t.apply(-margin, h - 1 + margin), t.apply(w - 1 + margin, h - 1 + margin)};
+    for_each_column(corners, scale, splat);
+    return f;
+  }
+
+  // Calls add(sx, sy, amplitude) for every column (model coordinates) whose
+  // lattice indices fall in the range spanned by the four corners (model
+  // coordinates): the custom atoms, or the sites of each grain on its side of
+  // the boundary.
+  template <class Add>
+  void for_each_column(const Point (&corners)[4], double scale, Add&& add) const {
+    if (!o.atoms.empty()) {
+      for (const Point& a : o.atoms) add(a.x, a.y, scale);
+      return;
+    }
     const int grains = o.grain_boundary ? 2 : 1;
     for (int gi = 0; gi < grains; ++gi) {
       const LatticeGrain& g = grain[gi];
@@ -179,8 +195,75 @@ struct SyntheticSeries::Model {
             if (gi == 0 ? s >= -half_gap : s <= half_gap) continue;
           }
           double amplitude = site_intensity(g, i, j);
-          if (amplitude > 0.0) splat(sx, sy, scale * amplitude);
+          if (amplitude > 0.0) add(sx, sy, scale * amplitude);
         }
+      }
+    }
+  }
+
+  // A scanned frame: pixel i shows the model at probed[i] (model
+  // coordinates), each pixel at its own point, so no rigid shortcut applies.
+  // The columns near the probed region are bucketed on a grid of cells one
+  // cutoff wide; a pixel then sums the columns of its 3x3 cells within the
+  // same square cutoff window the rigid renderer uses.
+  Frame render_probed(const std::vector<Point>& probed, double scale) const {
+    const int w = o.width, h = o.height;
+    Frame f(w, h);
+    double xmin = 1e300, xmax = -1e300, ymin = 1e300, ymax = -1e300;
+    for (const Point& q : probed) {
+      xmin = std::min(xmin, q.x), xmax = std::max(xmax, q.x);
+      ymin = std::min(ymin, q.y), ymax = std::max(ymax, q.y);
+    }
+    const double pad = cutoff + 1.0;
+    xmin -= pad, ymin -= pad, xmax += pad, ymax += pad;
+    struct Column {
+      double x, y, amplitude;
+    };
+    std::vector<Column> columns;
+    Point corners[4] = {{xmin, ymin}, {xmax, ymin}, {xmin, ymax}, {xmax, ymax}};
+    for_each_column(corners, scale, [&](double sx, double sy, double a) {
+      if (sx >= xmin && sx <= xmax && sy >= ymin && sy <= ymax) columns.push_back({sx, sy, a});
+    });
+    const double cell = std::max(cutoff, 0.5);
+    const int nx = static_cast<int>((xmax - xmin) / cell) + 1, ny = static_cast<int>((ymax - ymin) / cell) + 1;
+    auto cell_of = [&](double x, double y, int& cx, int& cy) {
+      cx = std::clamp(static_cast<int>((x - xmin) / cell), 0, nx - 1);
+      cy = std::clamp(static_cast<int>((y - ymin) / cell), 0, ny - 1);
+    };
+    // Counting sort of the columns by cell (stable: the sums below are in a
+    // fixed order, so a frame is the same whatever the thread count).
+    std::vector<std::size_t> start(static_cast<std::size_t>(nx) * ny + 1, 0);
+    for (const Column& c : columns) {
+      int cx, cy;
+      cell_of(c.x, c.y, cx, cy);
+      ++start[static_cast<std::size_t>(cy) * nx + cx + 1];
+    }
+    for (std::size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
+    std::vector<Column> sorted(columns.size());
+    std::vector<std::size_t> next(start.begin(), start.end() - 1);
+    for (const Column& c : columns) {
+      int cx, cy;
+      cell_of(c.x, c.y, cx, cy);
+      sorted[next[static_cast<std::size_t>(cy) * nx + cx]++] = c;
+    }
+    const double base = scale * o.background;
+    for (int y = 0; y < h; ++y) {
+      float* row = f.row(y);
+      for (int x = 0; x < w; ++x) {
+        const Point q = probed[static_cast<std::size_t>(y) * w + x];
+        int cx, cy;
+        cell_of(q.x, q.y, cx, cy);
+        double v = base;
+        for (int j = std::max(0, cy - 1); j <= std::min(ny - 1, cy + 1); ++j)
+          for (int i = std::max(0, cx - 1); i <= std::min(nx - 1, cx + 1); ++i) {
+            const std::size_t id = static_cast<std::size_t>(j) * nx + i;
+            for (std::size_t s = start[id]; s < start[id + 1]; ++s) {
+              const double dx = q.x - sorted[s].x, dy = q.y - sorted[s].y;
+              if (std::fabs(dx) > cutoff || std::fabs(dy) > cutoff) continue;
+              v += sorted[s].amplitude * std::exp(-(dx * dx + dy * dy) * inv_two_sigma2);
+            }
+          }
+        row[x] = static_cast<float>(v);
       }
     }
     return f;
@@ -207,6 +290,18 @@ SyntheticSeries::SyntheticSeries(const SynthOptions& options) : options_(options
   check(std::isfinite(o.background) && o.background >= 0, "background must be >= 0");
   check(std::isfinite(o.intensity_spread) && o.intensity_spread >= 0 && o.intensity_spread < 1,
         "intensity spread must be in [0, 1)");
+  check(std::isfinite(o.scan_dwell) && o.scan_dwell >= 0, "scan dwell must be >= 0 (0: frames drawn at one instant)");
+  if (o.scan_dwell > 0) {
+    check(o.rotation_step_deg == 0.0, "rotation drift is not modelled with raster timing (scan dwell > 0)");
+    check(std::isfinite(o.drift_wobble) && o.drift_wobble >= 0, "drift wobble must be >= 0");
+    check(std::isfinite(o.drift_wobble_period) && o.drift_wobble_period > 0, "drift wobble period must be > 0");
+    ScanTimingSettings timing;
+    timing.dwell = o.scan_dwell;
+    timing.line_flyback_fraction = o.scan_line_flyback;
+    timing.frame_flyback_fraction = o.scan_frame_flyback;
+    timing.direction = o.scan_direction;
+    timing_ = std::make_shared<const ScanTiming>(timing, o.width, o.height);  // validates, naming the setting
+  }
 
   // Truth: random walk + linear drift of the frame centre, rotation k * step.
   const std::size_t n = o.frames;
@@ -216,16 +311,45 @@ SyntheticSeries::SyntheticSeries(const SynthOptions& options) : options_(options
   std::mt19937_64 walk(hash(o.seed, kWalk, 0));
   std::normal_distribution<double> step(0.0, 1.0);
   Point c = centre();
-  double dx = 0, dy = 0;
-  for (std::size_t k = 0; k < n; ++k) {
-    if (k > 0) {
-      dx += o.drift_linear_x + o.drift_step * step(walk);
-      dy += o.drift_linear_y + o.drift_step * step(walk);
+  // Where each frame sits in model coordinates (the grain boundary is placed
+  // among them): drift_ itself when frames are drawn at instants.
+  std::vector<Point> placement;
+  if (!timing_) {
+    double dx = 0, dy = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      if (k > 0) {
+        dx += o.drift_linear_x + o.drift_step * step(walk);
+        dy += o.drift_linear_y + o.drift_step * step(walk);
+      }
+      drift_[k] = {dx, dy};
+      angle_deg_[k] = o.rotation_step_deg * static_cast<double>(k);
+      truth_[k] = k == 0 ? Transform::identity()
+                         : Transform::rigid(angle_deg_[k] * kPi / 180.0, dx, dy, c);
     }
-    drift_[k] = {dx, dy};
-    angle_deg_[k] = o.rotation_step_deg * static_cast<double>(k);
-    truth_[k] = k == 0 ? Transform::identity()
-                       : Transform::rigid(angle_deg_[k] * kPi / 180.0, dx, dy, c);
+    placement = drift_;
+  } else {
+    // The random walk of the drift path, one node per line time from the
+    // start of frame 0 to past the end of the last frame; a step's std dev
+    // makes the variance over one frame time drift_step^2 per axis.
+    const ScanTiming& t = *timing_;
+    const double nodes = std::ceil(static_cast<double>(n) * t.frame_time() / t.line_time()) + 2.0;
+    check(nodes <= 1e8, "the series is too long for a drift path sampled every line time");
+    const double sd = o.drift_step * std::sqrt(t.line_time() / t.frame_time());
+    walk_.assign(static_cast<std::size_t>(nodes), Point{});
+    for (std::size_t i = 1; i < walk_.size(); ++i) {
+      walk_[i].x = walk_[i - 1].x + sd * step(walk);
+      walk_[i].y = walk_[i - 1].y + sd * step(walk);
+    }
+    wobble_phase_x_ = 2 * kPi * unit(hash(o.seed, kWobble, 0));
+    wobble_phase_y_ = 2 * kPi * unit(hash(o.seed, kWobble, 1));
+    const Point mid0 = drift_at(t.frame_mid_time(0));
+    placement.resize(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      placement[k] = drift_at(t.frame_mid_time(k));
+      drift_[k] = {placement[k].x - mid0.x, placement[k].y - mid0.y};
+      angle_deg_[k] = 0.0;
+      truth_[k] = k == 0 ? Transform::identity() : Transform::translation(drift_[k].x, drift_[k].y);
+    }
   }
 
   auto m = std::make_shared<Model>();
@@ -245,7 +369,7 @@ SyntheticSeries::SyntheticSeries(const SynthOptions& options) : options_(options
   // The boundary passes through where the frame centres are on average, so
   // it stays in view as the drift accumulates; tilted 8 degrees off vertical.
   double mx = 0, my = 0;
-  for (const Point& d : drift_) mx += d.x, my += d.y;
+  for (const Point& d : placement) mx += d.x, my += d.y;
   m->bx = c.x + mx / static_cast<double>(n);
   m->by = c.y + my / static_cast<double>(n);
   double tilt = 8.0 * kPi / 180.0;
@@ -270,6 +394,40 @@ Point SyntheticSeries::centre() const { return {(options_.width - 1) / 2.0, (opt
 double SyntheticSeries::counts_scale() const { return options_.dose > 0 ? options_.dose : 1.0; }
 
 Transform SyntheticSeries::truth(std::size_t k) const { return truth_.at(k); }
+
+const ScanTiming& SyntheticSeries::scan_timing() const {
+  if (!timing_) throw std::logic_error("synthetic series: no raster timing (scan dwell is 0)");
+  return *timing_;
+}
+
+Point SyntheticSeries::drift_at(double t) const {
+  const ScanTiming& timing = scan_timing();
+  const SynthOptions& o = options_;
+  const double frames = t / timing.frame_time();  // time in frame times
+  const double phase = 2 * kPi * frames / o.drift_wobble_period;
+  Point d{o.drift_linear_x * frames + o.drift_wobble * (std::sin(phase + wobble_phase_x_) - std::sin(wobble_phase_x_)),
+          o.drift_linear_y * frames + o.drift_wobble * (std::sin(phase + wobble_phase_y_) - std::sin(wobble_phase_y_))};
+  // The walk between its nodes (linear), held at its ends outside them.
+  const double u = std::clamp(t / timing.line_time(), 0.0, static_cast<double>(walk_.size() - 1));
+  const std::size_t i = std::min(static_cast<std::size_t>(u), walk_.size() - 2);
+  const double f = u - static_cast<double>(i);
+  d.x += (1 - f) * walk_[i].x + f * walk_[i + 1].x;
+  d.y += (1 - f) * walk_[i].y + f * walk_[i + 1].y;
+  return d;
+}
+
+double SyntheticSeries::line_jitter(std::size_t k, int line) const {
+  scan_timing();  // raster timing only, like the rest of the per-line truth
+  return options_.jitter > 0 ? options_.jitter * model_->line_jitter_deviate(k, line) : 0.0;
+}
+
+Point SyntheticSeries::probed(std::size_t k, double x, double y) const {
+  const ScanTiming& timing = scan_timing();
+  const Point d = drift_at(timing.time_of(k, x, y));
+  const double j = line_jitter(k, timing.line_of(static_cast<int>(std::lround(x)), static_cast<int>(std::lround(y))));
+  const Point fast = timing.fast_axis();
+  return {x + d.x + j * fast.x, y + d.y + j * fast.y};
+}
 Point SyntheticSeries::drift(std::size_t k) const { return drift_.at(k); }
 double SyntheticSeries::angle_deg(std::size_t k) const { return angle_deg_.at(k); }
 
@@ -279,15 +437,33 @@ std::string SyntheticSeries::describe() const {
   s << "synthetic: " << o.frames << " x " << o.width << "x" << o.height << " float32, "
     << (o.atoms.empty() ? to_string(o.lattice) : "custom") << " lattice period "
     << o.period << " px, dose " << o.dose << ", seed " << o.seed;
+  if (timing_) s << ", " << timing_->describe();
   return s.str();
 }
 
 Frame SyntheticSeries::clean_frame(std::size_t k) const {
-  return model_->render(truth(k), k, options_.jitter, counts_scale());
+  if (!timing_) return model_->render(truth(k), k, options_.jitter, counts_scale());
+  // Scanned: every pixel at the point probed at its own acquisition time.
+  const ScanTiming& timing = *timing_;
+  const int w = options_.width, h = options_.height;
+  const Point fast = timing.fast_axis();
+  std::vector<double> jitter(static_cast<std::size_t>(timing.lines()));
+  for (int line = 0; line < timing.lines(); ++line) jitter[static_cast<std::size_t>(line)] = line_jitter(k, line);
+  std::vector<Point> probed(static_cast<std::size_t>(w) * h);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const Point d = drift_at(timing.time_of(k, x, y));
+      const double j = jitter[static_cast<std::size_t>(timing.line_of(x, y))];
+      probed[static_cast<std::size_t>(y) * w + x] = {x + d.x + j * fast.x, y + d.y + j * fast.y};
+    }
+  return model_->render_probed(probed, counts_scale());
 }
 
 Frame SyntheticSeries::ideal_frame(std::size_t k) const {
-  return model_->render(truth(k), k, 0.0, counts_scale());
+  if (!timing_) return model_->render(truth(k), k, 0.0, counts_scale());
+  // An instant scan at the frame's mid time (truth(k) is relative to frame 0's).
+  const Point d = drift_at(timing_->frame_mid_time(k));
+  return model_->render(Transform::translation(d.x, d.y), k, 0.0, counts_scale());
 }
 
 Frame SyntheticSeries::frame(std::size_t k) const {

@@ -26,22 +26,15 @@ std::string stem_of(const std::string& out_path) {
   return out_path;
 }
 
-void write_truth_csv(const SyntheticSeries& s, const std::string& path) {
+// Writes a text file under a temporary name, then renames it into place, so
+// that it appears only when complete. `fill` writes the contents.
+template <class Fill>
+void write_text_file(const std::string& path, Fill&& fill) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  bool rotating = s.options().rotation_step_deg != 0.0;
   {
     std::ofstream out(tmp);
     if (!out) throw failure(path + ": cannot write the truth file");
-    out << (rotating ? "frame,dx,dy,angle_deg\n" : "frame,dx,dy\n");
-    char line[160];
-    for (std::size_t k = 0; k < s.frame_count(); ++k) {
-      Point d = s.drift(k);
-      if (rotating)
-        std::snprintf(line, sizeof line, "%zu,%.6f,%.6f,%.8f\n", k, d.x, d.y, s.angle_deg(k));
-      else
-        std::snprintf(line, sizeof line, "%zu,%.6f,%.6f\n", k, d.x, d.y);
-      out << line;
-    }
+    fill(out);
     out.flush();
     if (!out) {
       std::remove(tmp.c_str());
@@ -56,6 +49,39 @@ void write_truth_csv(const SyntheticSeries& s, const std::string& path) {
   }
 }
 
+void write_truth_csv(const SyntheticSeries& s, const std::string& path) {
+  bool rotating = s.options().rotation_step_deg != 0.0;
+  write_text_file(path, [&](std::ofstream& out) {
+    out << (rotating ? "frame,dx,dy,angle_deg\n" : "frame,dx,dy\n");
+    char line[160];
+    for (std::size_t k = 0; k < s.frame_count(); ++k) {
+      Point d = s.drift(k);
+      if (rotating)
+        std::snprintf(line, sizeof line, "%zu,%.6f,%.6f,%.8f\n", k, d.x, d.y, s.angle_deg(k));
+      else
+        std::snprintf(line, sizeof line, "%zu,%.6f,%.6f\n", k, d.x, d.y);
+      out << line;
+    }
+  });
+}
+
+// One row per scan line of every frame: the drift path at the line's mid time
+// and the line's jitter (the per-line model a scan-distortion correction fits).
+void write_lines_truth_csv(const SyntheticSeries& s, const std::string& path) {
+  const ScanTiming& timing = s.scan_timing();
+  write_text_file(path, [&](std::ofstream& out) {
+    out << "frame,line,t,dx,dy,jitter\n";
+    char line[200];
+    for (std::size_t k = 0; k < s.frame_count(); ++k)
+      for (int l = 0; l < timing.lines(); ++l) {
+        const double t = timing.line_mid_time(k, l);
+        const Point d = s.drift_at(t);
+        std::snprintf(line, sizeof line, "%zu,%d,%.12g,%.6f,%.6f,%.6f\n", k, l, t, d.x, d.y, s.line_jitter(k, l));
+        out << line;
+      }
+  });
+}
+
 }  // namespace
 
 SynthOutputs write_synthetic_series(const SynthOptions& options, const std::string& out_path,
@@ -66,6 +92,7 @@ SynthOutputs write_synthetic_series(const SynthOptions& options, const std::stri
   std::string stem = stem_of(out_path);
   outs.truth = stem + "_truth.csv";
   outs.reference = stem + "_reference.tif";
+  if (series.scanned()) outs.lines_truth = stem + "_lines_truth.csv";
 
   // The stack goes to a temporary name first; the truth and the reference
   // are written next, and the stack is renamed into place last, so a run
@@ -92,6 +119,7 @@ SynthOutputs write_synthetic_series(const SynthOptions& options, const std::stri
   if (cancel) cancel->throw_if_cancelled();
   write_tiff(outs.reference, series.ideal_frame(0));
   write_truth_csv(series, outs.truth);
+  if (series.scanned()) write_lines_truth_csv(series, outs.lines_truth);
   writer.commit();
   return outs;
 }

@@ -6,6 +6,15 @@
 // optional Gaussian read noise. Frames are drawn by evaluating the analytic
 // model at shifted coordinates (no interpolation error) on demand, so a
 // SyntheticSeries is itself a FrameSource of any length at no memory cost.
+//
+// With raster timing (scan_dwell > 0) a frame is not drawn at one instant but
+// scanned: pixel (x, y) of frame k is recorded at ScanTiming::time_of(k, x, y)
+// and shows the specimen at p = (x, y) + d(t) + j_{k,line} * fast axis, with
+// d(t) a continuous drift path (linear + slow wobble + random walk in time,
+// d = 0 at the start of frame 0) and j the line's jitter. Drift during a
+// frame then shears and bends it as in a real STEM scan
+// (../shared/notes/scan-distortion.md); the per-line truth is written beside
+// the series.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -15,6 +24,7 @@
 #include "driftscan/cancel_token.hpp"
 #include "driftscan/frame_source.hpp"
 #include "driftscan/progress.hpp"
+#include "driftscan/scan_timing.hpp"
 #include "driftscan/transform.hpp"
 
 namespace driftscan {
@@ -31,7 +41,7 @@ struct SynthOptions {
   double drift_linear_x = 0.2;    // linear drift per frame, pixels
   double drift_linear_y = 0.1;
   double rotation_step_deg = 0.0; // rotation drift per frame, degrees
-  double jitter = 0.0;            // scan-line jitter, pixels (std dev per row)
+  double jitter = 0.0;            // scan-line jitter, pixels (std dev per line, along the fast axis)
   double dose = 6.0;              // mean counts at an atom column (Poisson); <= 0: no noise
   double read_noise = 0.0;        // Gaussian read noise, counts
   double vacancy_fraction = 0.02;
@@ -45,6 +55,20 @@ struct SynthOptions {
   // Custom columns in frame-0 pixels (intensity 1); when non-empty they
   // replace the lattice (no vacancies, no boundary): single-atom tests.
   std::vector<Point> atoms;
+
+  // Raster-scan timing. scan_dwell = 0 (the default) draws every frame at one
+  // instant, exactly as without these fields; > 0 scans it (see above).
+  // Then the drift is a path in time measured in frame times (start to
+  // start): drift_linear_x/y is its velocity per frame time, drift_step the
+  // std dev per axis of its random walk over one frame time (stepped once per
+  // line time and interpolated linearly), and drift_wobble adds a sinusoid.
+  // Rotation drift is not modelled with raster timing.
+  double scan_dwell = 0.0;               // seconds per pixel; 0: frames drawn at one instant
+  double scan_line_flyback = 0.0;        // fraction of a line's pixels x dwell
+  double scan_frame_flyback = 0.0;       // fraction of a frame's lines x line time
+  ScanDirection scan_direction = ScanDirection::normal;
+  double drift_wobble = 0.0;             // amplitude per axis, pixels
+  double drift_wobble_period = 8.0;      // in frame times
 };
 
 class SyntheticSeries : public FrameSource {
@@ -64,6 +88,9 @@ class SyntheticSeries : public FrameSource {
   Frame ideal_frame(std::size_t k) const;
   // T_{0,k}: f_k(p) ~ f_0(T_{0,k}(p)). A rigid motion (rotation by angle(k)
   // about the frame centre c, then the shift): truth(k)(c) = c + drift(k).
+  // With raster timing, the best rigid description of a scanned frame: the
+  // shift d(mid time of frame k) - d(mid time of frame 0), and ideal_frame(k)
+  // is the specimen as an instant scan at frame k's mid time would show it.
   Transform truth(std::size_t k) const;
   Point drift(std::size_t k) const;           // (dx, dy) of the truth CSV: displacement at the frame centre
   double angle_deg(std::size_t k) const;      // rotation of frame k relative to frame 0
@@ -71,11 +98,24 @@ class SyntheticSeries : public FrameSource {
   double counts_scale() const;                // counts of a unit-intensity column peak (dose, or 1)
   const SynthOptions& options() const;
 
+  // Raster timing (scan_dwell > 0) only; the others throw std::logic_error
+  // on a series drawn at instants.
+  bool scanned() const { return timing_ != nullptr; }
+  const ScanTiming& scan_timing() const;
+  Point drift_at(double t) const;                   // d(t), specimen-coordinate pixels; d(0) = 0
+  double line_jitter(std::size_t k, int line) const;  // j_{k,line}, pixels along the fast axis (0 without jitter)
+  // The specimen point pixel (x, y) of frame k shows (noise-free, with jitter):
+  // (x, y) + d(time_of(k, x, y)) + j_{k,line} * fast axis.
+  Point probed(std::size_t k, double x, double y) const;
+
  private:
   SynthOptions options_;
   std::vector<Transform> truth_;
   std::vector<Point> drift_;
   std::vector<double> angle_deg_;
+  std::shared_ptr<const ScanTiming> timing_;  // null: frames drawn at one instant
+  std::vector<Point> walk_;                    // random walk of the drift path, one node per line time
+  double wobble_phase_x_ = 0.0, wobble_phase_y_ = 0.0;
   // lattice sites, intensities etc. live in the .cpp's private state
   struct Model;
   std::shared_ptr<const Model> model_;
@@ -84,10 +124,13 @@ class SyntheticSeries : public FrameSource {
 // Writes OUT (a float32 TIFF stack), OUT_truth.csv (frame,dx,dy and
 // angle_deg when rotating; OUT's extension dropped: series.tif ->
 // series_truth.csv) and OUT_reference.tif (the ideal frame 0: no noise, no
-// jitter). Every file appears under its name only when complete; the series
-// is committed last. Returns the paths written.
+// jitter). With raster timing also OUT_lines_truth.csv: one row per scan line,
+// frame,line,t,dx,dy,jitter with t the line's mid time (seconds from the start
+// of frame 0), (dx, dy) = d(t) and the line's jitter along the fast axis.
+// Every file appears under its name only when complete; the series is
+// committed last. Returns the paths written (lines_truth empty when instant).
 struct SynthOutputs {
-  std::string series, truth, reference;
+  std::string series, truth, reference, lines_truth;
 };
 SynthOutputs write_synthetic_series(const SynthOptions& options, const std::string& out_path,
                                     Progress* progress = nullptr, const CancelToken* cancel = nullptr);

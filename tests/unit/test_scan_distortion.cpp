@@ -1,0 +1,242 @@
+// Scan-distortion estimation on small raster-scanned synthetic series: the
+// per-line drift it recovers must be well below what one rigid shift per
+// frame leaves, the jitter must be found, and a series without intra-frame
+// drift must not be made worse.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "driftscan/error.hpp"
+#include "driftscan/frame_source.hpp"
+#include "driftscan/progress.hpp"
+#include "driftscan/register_pipeline.hpp"
+#include "driftscan/scan_distortion.hpp"
+#include "driftscan/synthetic_series.hpp"
+
+using namespace driftscan;
+namespace fs = std::filesystem;
+
+namespace {
+
+SynthOptions scanned_series() {
+  SynthOptions o;
+  o.frames = 16;
+  o.width = 128;
+  o.height = 128;
+  o.period = 9.0;
+  o.dose = 20.0;
+  o.drift_linear_x = 3.0;  // pixels per frame time
+  o.drift_linear_y = 1.5;
+  o.drift_wobble = 1.5;
+  o.drift_wobble_period = 3.0;
+  o.drift_step = 0.3;
+  o.jitter = 0.3;
+  o.scan_dwell = 1e-6;
+  o.scan_line_flyback = 0.2;
+  o.scan_frame_flyback = 0.1;
+  o.seed = 5;
+  return o;
+}
+
+// The rigid result of today's pipeline: one shift per frame (drift.csv convention).
+std::vector<Point> rigid_drift(const FrameSource& frames) {
+  fs::path dir = fs::temp_directory_path() / ("driftscan_scandist_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto progress = make_silent_progress();
+  CancelToken cancel;
+  RegisterResult r = register_series(frames, RegistrationSettings{}, AveragingOptions{}, dir.string(), *progress,
+                                     cancel, 2);
+  fs::remove_all(dir);
+  std::vector<Point> out;
+  for (const Registration& reg : r.registrations) out.push_back({reg.transform.tx, reg.transform.ty});
+  return out;
+}
+
+// RMS over every line of every frame of (estimate - truth), after removing
+// the mean difference: a constant offset only moves the average (the gauge).
+template <class Estimate>
+double line_drift_rms(const SyntheticSeries& s, Estimate&& estimate) {
+  const ScanTiming& t = s.scan_timing();
+  std::vector<Point> e;
+  Point mean;
+  for (std::size_t k = 0; k < s.frame_count(); ++k)
+    for (int l = 0; l < t.lines(); ++l) {
+      const Point truth = s.drift_at(t.line_mid_time(k, l)), est = estimate(k, l);
+      e.push_back({est.x - truth.x, est.y - truth.y});
+      mean.x += e.back().x, mean.y += e.back().y;
+    }
+  mean.x /= e.size(), mean.y /= e.size();
+  double sum = 0;
+  for (const Point& d : e) sum += (d.x - mean.x) * (d.x - mean.x) + (d.y - mean.y) * (d.y - mean.y);
+  return std::sqrt(sum / e.size());
+}
+
+// RMS of the jitter error, each frame's mean removed from the truth too (it
+// is drift as far as any estimate can tell).
+double jitter_rms(const SyntheticSeries& s, const ScanModel& m, bool zero = false) {
+  const ScanTiming& t = s.scan_timing();
+  double sum = 0;
+  std::size_t count = 0;
+  for (std::size_t k = 0; k < s.frame_count(); ++k) {
+    double mean = 0;
+    for (int l = 0; l < t.lines(); ++l) mean += s.line_jitter(k, l);
+    mean /= t.lines();
+    for (int l = 0; l < t.lines(); ++l) {
+      const double est = zero ? 0.0 : m.jitter[k][static_cast<std::size_t>(l)];
+      sum += std::pow(est - (s.line_jitter(k, l) - mean), 2), ++count;
+    }
+  }
+  return std::sqrt(sum / count);
+}
+
+}  // namespace
+
+TEST(ScanDistortion, PerLineDriftErrorIsWellBelowRigid) {
+  SyntheticSeries s(scanned_series());
+  const ScanTiming& t = s.scan_timing();
+  const std::vector<Point> rigid = rigid_drift(s);
+  ScanDistortionSettings settings;
+  settings.band_lines = 16;
+  settings.max_band_offset = 0.3 * 9.0;
+  ScanDistortionResult r = estimate_scan_distortion(s, t, rigid, settings);
+
+  const double rigid_err = line_drift_rms(s, [&](std::size_t k, int) { return rigid[k]; });
+  const double err = line_drift_rms(s, [&](std::size_t k, int l) { return r.model.path.at(t.line_mid_time(k, l)); });
+  const double jitter_err = jitter_rms(s, r.model), jitter_none = jitter_rms(s, r.model, true);
+  std::printf("scan distortion: per-line drift RMS error %.4f px (rigid %.4f px), jitter RMS error %.4f px "
+              "(%.4f px if left at 0), %zu rounds, converged %d\n",
+              err, rigid_err, jitter_err, jitter_none, r.rounds.size(), r.converged ? 1 : 0);
+  for (std::size_t i = 0; i < r.rounds.size(); ++i)
+    std::printf("  round %zu: path change %.4f px, %.2f s\n", i + 1, r.rounds[i].path_change, r.rounds[i].seconds);
+  EXPECT_GT(rigid_err, 0.5);          // the series really is distorted
+  EXPECT_LT(err, 0.25 * rigid_err);   // well below rigid
+  EXPECT_LT(err, 0.15);
+  // Lines that run between atom rows see little along the fast axis at this
+  // dose, so only part of the jitter is recoverable; the rest the prior keeps at 0.
+  EXPECT_LT(jitter_err, 0.7 * jitter_none);
+}
+
+TEST(ScanDistortion, PixelShowingInvertsProbed) {
+  SynthOptions o = scanned_series();
+  o.frames = 4;
+  o.width = 40;
+  o.height = 30;
+  o.scan_direction = ScanDirection::serpentine;
+  SyntheticSeries s(o);
+  const ScanTiming& t = s.scan_timing();
+  std::vector<DriftSample> samples;
+  for (std::size_t k = 0; k < 4; ++k)
+    for (int l = 0; l < t.lines(); l += 3) {
+      const double tl = t.line_mid_time(k, l);
+      samples.push_back({tl, s.drift_at(tl).x, s.drift_at(tl).y, 1.0});
+    }
+  DriftPathSettings ps;
+  ps.knot_spacing = choose_knot_spacing(t.frame_time(), 10);
+  ScanModel m;
+  m.path = DriftPath::fit(samples, 0.0, t.frame_start(4), ps);
+  m.jitter.assign(4, std::vector<double>(static_cast<std::size_t>(t.lines())));
+  for (std::size_t k = 0; k < 4; ++k)
+    for (int l = 0; l < t.lines(); ++l) m.jitter[k][static_cast<std::size_t>(l)] = 0.05 * ((l * 7) % 5 - 2);
+  double worst = 0;
+  for (std::size_t k = 0; k < 4; ++k)
+    for (int y = 2; y < 28; y += 3)
+      for (int x = 2; x < 38; x += 5) {
+        const Point p = m.pixel_showing(t, k, m.probed(t, k, x, y));
+        worst = std::max({worst, std::fabs(p.x - x), std::fabs(p.y - y)});
+      }
+  EXPECT_LT(worst, 1e-6);
+}
+
+TEST(ScanDistortion, UnworkableSettingsAreOneLineErrors) {
+  SynthOptions o = scanned_series();
+  o.frames = 3;
+  o.width = 32;
+  o.height = 32;
+  SyntheticSeries s(o);
+  const std::vector<Point> rigid(3);
+  auto message = [&](const ScanDistortionSettings& settings, const std::vector<Point>& drift) {
+    try {
+      estimate_scan_distortion(s, s.scan_timing(), drift, settings);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::bad_input);
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  ScanDistortionSettings bands;
+  bands.band_lines = 2;
+  EXPECT_NE(message(bands, rigid).find("band lines"), std::string::npos);
+  bands.band_lines = 64;
+  EXPECT_NE(message(bands, rigid).find("band lines"), std::string::npos);
+  EXPECT_NE(message({}, std::vector<Point>(2)).find("one rigid drift per frame"), std::string::npos);
+  ScanDistortionSettings offset;
+  offset.max_band_offset = 0;
+  EXPECT_NE(message(offset, rigid).find("max band offset"), std::string::npos);
+  ScanTimingSettings other;
+  EXPECT_THROW(estimate_scan_distortion(s, ScanTiming(other, 16, 16), rigid), Error);
+}
+
+
+TEST(ScanDistortion, NearlyRigidScanIsNotMadeWorse) {
+  // A slow, steady drift: frames barely sheared, no jitter. The per-line
+  // model must not invent distortion the rigid result does not have.
+  SynthOptions o = scanned_series();
+  o.frames = 10;
+  o.drift_linear_x = 0.25;
+  o.drift_linear_y = -0.15;
+  o.drift_wobble = 0.0;
+  o.drift_step = 0.0;
+  o.jitter = 0.0;
+  SyntheticSeries s(o);
+  const ScanTiming& t = s.scan_timing();
+  const std::vector<Point> rigid = rigid_drift(s);
+  ScanDistortionSettings settings;
+  settings.max_band_offset = 0.3 * 9.0;
+  ScanDistortionResult r = estimate_scan_distortion(s, t, rigid, settings);
+  const double rigid_err = line_drift_rms(s, [&](std::size_t k, int) { return rigid[k]; });
+  const double err = line_drift_rms(s, [&](std::size_t k, int l) { return r.model.path.at(t.line_mid_time(k, l)); });
+  double jitter = 0;
+  for (const auto& frame : r.model.jitter)
+    for (double j : frame) jitter += j * j;
+  jitter = std::sqrt(jitter / (r.model.jitter.size() * r.model.jitter.front().size()));
+  std::printf("scan distortion, nearly rigid: per-line drift RMS error %.4f px (rigid %.4f px), jitter found %.4f px RMS, "
+              "%zu rounds\n", err, rigid_err, jitter, r.rounds.size());
+  EXPECT_LE(err, rigid_err + 0.01);
+  // There is no jitter: what is found is the noise of matching single lines
+  // at this dose (measured 0.12 px RMS with the default prior of 0.5 px) -
+  // a known limit of this first version, bounded here so it cannot grow.
+  EXPECT_LT(jitter, 0.15);
+}
+
+TEST(ScanDistortion, SerpentineAndRotatedScansToo) {
+  for (ScanDirection direction : {ScanDirection::serpentine, ScanDirection::rotated90}) {
+    SynthOptions o = scanned_series();
+    o.frames = 10;
+    o.scan_direction = direction;
+    // Milder than above: between frames 2 and 3 that path moves 5 px along
+    // x, more than half the lattice period, where the rigid pair registration
+    // (the start) jumps a period on the rotated scan.
+    o.drift_linear_x = 2.0;
+    o.drift_linear_y = 1.0;
+    o.drift_wobble = 1.0;
+    SyntheticSeries s(o);
+    const ScanTiming& t = s.scan_timing();
+    const std::vector<Point> rigid = rigid_drift(s);
+    ScanDistortionSettings settings;
+    settings.max_band_offset = 0.3 * 9.0;
+    ScanDistortionResult r = estimate_scan_distortion(s, t, rigid, settings);
+    const double rigid_err = line_drift_rms(s, [&](std::size_t k, int) { return rigid[k]; });
+    const double err = line_drift_rms(s, [&](std::size_t k, int l) { return r.model.path.at(t.line_mid_time(k, l)); });
+    std::printf("scan distortion, %s scan: per-line drift RMS error %.4f px (rigid %.4f px), jitter RMS error %.4f px "
+                "(%.4f px if left at 0)\n", to_string(direction).c_str(), err, rigid_err, jitter_rms(s, r.model),
+                jitter_rms(s, r.model, true));
+    EXPECT_LT(err, 0.25 * rigid_err) << to_string(direction);
+    EXPECT_LT(jitter_rms(s, r.model), jitter_rms(s, r.model, true)) << to_string(direction);
+  }
+}
