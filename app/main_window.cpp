@@ -24,8 +24,13 @@
 #include <QTabWidget>
 #include <QVBoxLayout>
 
+#include <fstream>
+#include <iterator>
+#include <string>
+
 #include "comparison_view.hpp"
 #include "drift_plot.hpp"
+#include "driftscan/atomic_file.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/tiff_series.hpp"
 #include "driftscan/tiff_writer.hpp"
@@ -491,12 +496,16 @@ void MainWindow::exportDrift() {
   }
   const QString path = QFileDialog::getSaveFileName(this, "Export drift", "drift.csv", "CSV (*.csv)");
   if (path.isEmpty()) return;
-  // Copy the engine's file verbatim (all its columns) under a temporary name.
-  const QString tmp = path + ".part";
-  QFile::remove(tmp);
-  if (!QFile::copy(results_.driftPath, tmp) || (QFile::exists(path) && !QFile::remove(path)) || !QFile::rename(tmp, path)) {
-    QFile::remove(tmp);
-    showError(QString("Cannot write %1").arg(path));
+  // Copy the engine's file verbatim (all its columns), atomically.
+  try {
+    std::ifstream in(results_.driftPath.toStdString(), std::ios::binary);
+    if (!in) throw driftscan::failure(results_.driftPath.toStdString() + ": cannot read");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    driftscan::AtomicFile out(path.toStdString(), "drift table");
+    out.stream() << text;
+    out.commit();
+  } catch (const driftscan::Error& e) {
+    showError(QString("Cannot write %1: %2").arg(path, e.what()));
     return;
   }
   log("info", QString("exported %1").arg(path));

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "driftscan/atomic_file.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/fftw_traits.hpp"
 
@@ -55,11 +56,12 @@ void save_wisdom() {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return;  // wisdom is an optimisation: a read-only cache folder is not an error
-  auto file = dir / FftwTraits<T>::wisdom_name;
-  auto tmp = file;
-  tmp += ".tmp" + std::to_string(static_cast<unsigned long>(reinterpret_cast<std::uintptr_t>(&ec) & 0xffffff));
-  if (FftwTraits<T>::export_wisdom_to_filename(tmp.c_str())) fs::rename(tmp, file, ec);
-  if (ec) fs::remove(tmp, ec);
+  try {
+    AtomicFile file((dir / FftwTraits<T>::wisdom_name).string(), "FFTW wisdom");
+    if (FftwTraits<T>::export_wisdom_to_filename(file.temporary_path().c_str())) file.commit();
+  } catch (const Error&) {
+    // not saved: the next run plans again
+  }
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "driftscan/atomic_file.hpp"
 #include "driftscan/enum_names.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/job_fields.hpp"
@@ -213,22 +214,9 @@ Job load_job(const std::string& path) {
 
 void save_job(const Job& job, const std::string& path) {
   // Temporary name in the same folder, then rename: a reader never sees half a file.
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) throw failure(path + ": cannot write job file (" + std::strerror(errno) + ")");
-    out << to_json(job).dump(2) << '\n';
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw failure(path + ": cannot write job file (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    throw failure(path + ": cannot write job file (" + std::strerror(err) + ")");
-  }
+  AtomicFile out(path, "job file");
+  out.stream() << to_json(job).dump(2) << '\n';
+  out.commit();
 }
 
 void validate(const Job& job) {

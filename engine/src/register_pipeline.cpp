@@ -17,6 +17,7 @@
 #include <fstream>
 #include <mutex>
 
+#include "driftscan/atomic_file.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/job.hpp"
 #include "driftscan/sequential_scan.hpp"
@@ -34,24 +35,9 @@ double cpu_since(std::clock_t c0) { return static_cast<double>(std::clock() - c0
 // Text written under a temporary name in the same folder, then renamed.
 template <class Write>
 void write_atomically(const std::string& path, Write&& write) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw failure(path + ": cannot create (" + std::string(std::strerror(errno)) + ")");
-    write(out);
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      throw failure(path + ": write failed (disk full?)");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw failure(path + ": cannot rename into place (" + ec.message() + ")");
-  }
+  AtomicFile file(path, "output file");
+  write(file.stream());
+  file.commit();
 }
 void write_text_atomically(const std::string& path, const std::string& text) {
   write_atomically(path, [&](std::ostream& out) { out << text; });

@@ -5,12 +5,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <ostream>
 #include <string>
-#include <system_error>
 #include <vector>
-#include <unistd.h>
 
+#include "driftscan/atomic_file.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/synthetic_series.hpp"
 #include "driftscan/tiff_writer.hpp"
@@ -30,28 +29,14 @@ std::string stem_of(const std::string& out_path) {
 // that it appears only when complete. `fill` writes the contents.
 template <class Fill>
 void write_text_file(const std::string& path, Fill&& fill) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp);
-    if (!out) throw failure(path + ": cannot write the truth file");
-    fill(out);
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw failure(path + ": error while writing the truth file");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw failure(path + ": cannot rename into place: " + ec.message());
-  }
+  AtomicFile file(path, "the truth file");
+  fill(file.stream());
+  file.commit();
 }
 
 void write_truth_csv(const SyntheticSeries& s, const std::string& path) {
   bool rotating = s.options().rotation_step_deg != 0.0;
-  write_text_file(path, [&](std::ofstream& out) {
+  write_text_file(path, [&](std::ostream& out) {
     out << (rotating ? "frame,dx,dy,angle_deg\n" : "frame,dx,dy\n");
     char line[160];
     for (std::size_t k = 0; k < s.frame_count(); ++k) {
@@ -69,7 +54,7 @@ void write_truth_csv(const SyntheticSeries& s, const std::string& path) {
 // and the line's jitter (the per-line model a scan-distortion correction fits).
 void write_lines_truth_csv(const SyntheticSeries& s, const std::string& path) {
   const ScanTiming& timing = s.scan_timing();
-  write_text_file(path, [&](std::ofstream& out) {
+  write_text_file(path, [&](std::ostream& out) {
     out << "frame,line,t,dx,dy,jitter\n";
     char line[200];
     for (std::size_t k = 0; k < s.frame_count(); ++k)

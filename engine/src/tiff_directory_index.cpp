@@ -124,6 +124,12 @@ class IfdWalker {
 
       TiffPageLayout layout;
       std::uint64_t following = read_ifd(next, where, layout);
+      // Pyramid levels stored as SubIFDs (OME-TIFF, some slide scanners) hang
+      // off a page, outside the main chain: refused rather than silently
+      // reading only part of what the file holds.
+      if (layout.sub_ifds)
+        fail(where + ": SubIFD pyramids (TIFF tag 330) are not supported; save the series without "
+                     "the pyramid (full-resolution pages only)");
       if (layout.reduced_resolution()) {
         ++index.skipped_reduced;
         reduced.push_back(next);
@@ -227,6 +233,7 @@ class IfdWalker {
         case 262: if (first_value(buffer, where, v)) layout.photometric = clamp16(v); break;
         case 277: if (first_value(buffer, where, v)) layout.samples_per_pixel = clamp16(v); break;
         case 339: if (first_value(buffer, where, v)) layout.sample_format = clamp16(v); break;
+        case 330: layout.sub_ifds = true; break;
         default: break;
       }
     }

@@ -23,6 +23,7 @@ struct TiffPageLayout {
   std::uint16_t photometric = 1;
   std::uint16_t compression = 1;
   std::uint32_t new_subfile_type = 0;
+  bool sub_ifds = false;  // has a SubIFDs tag (330): a pyramid, refused
   bool operator==(const TiffPageLayout& o) const {
     return width == o.width && height == o.height && bits_per_sample == o.bits_per_sample &&
            samples_per_pixel == o.samples_per_pixel && sample_format == o.sample_format;
@@ -43,8 +44,9 @@ struct TiffDirectoryIndex {
 
 // Throws driftscan::Error (bad_input) naming `path` (and the page) when the
 // file is not a TIFF, is truncated, has a corrupt or looping IFD chain, has no
-// pages, or its pages differ in size or sample type. `first_frame` numbers the
-// pages in messages (a file of a folder series starts at its frame number).
+// pages, has SubIFDs (a pyramid), or its pages differ in size or sample type.
+// `first_frame` numbers the pages in messages (a file of a folder series
+// starts at its frame number).
 TiffDirectoryIndex index_tiff_directories(const std::string& path, std::size_t first_frame = 0);
 
 }  // namespace driftscan

@@ -10,17 +10,17 @@
 // sees an ordinary multi-page TIFF.
 #include "driftscan/tiff_writer.hpp"
 
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <vector>
 
+#include "driftscan/atomic_file.hpp"
 #include "driftscan/error.hpp"
 #include "tiff_metadata.hpp"
 
@@ -30,15 +30,6 @@ namespace {
 constexpr std::uint64_t kDataStart = 16;  // after either header, 8-byte aligned
 // Pixels are copied as they are in memory into a file that declares "II".
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the TIFF writer assumes a little-endian host");
-
-std::string temporary_name(const std::string& path) {
-  static std::atomic<unsigned> counter{0};
-  std::size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
-  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  return dir + "." + base + ".tmp-" + std::to_string(::getpid()) + "-" +
-         std::to_string(counter.fetch_add(1));
-}
 
 // ImageJ spells units its own way (Calibration.getUnit()).
 std::string imagej_unit(const std::string& unit) {
@@ -79,11 +70,11 @@ struct Bytes {
 }  // namespace
 
 struct TiffStackWriter::Impl {
-  std::string path, temp;
+  std::string path;
   int width = 0, height = 0;
   std::size_t frames = 0, written = 0;
   TiffWriteOptions options;
-  int fd = -1;
+  std::unique_ptr<AtomicFile> file;  // the temporary until commit()
   bool committed = false;
   bool bigtiff = false;
   std::uint64_t frame_bytes = 0;
@@ -97,7 +88,7 @@ struct TiffStackWriter::Impl {
   void write_all(const void* data, std::size_t n, std::uint64_t at, const std::string& what) {
     const auto* p = static_cast<const unsigned char*>(data);
     while (n > 0) {
-      ssize_t r = ::pwrite(fd, p, n, static_cast<off_t>(at));
+      ssize_t r = ::pwrite(file->fd(), p, n, static_cast<off_t>(at));
       if (r < 0 && errno == EINTR) continue;
       if (r <= 0) fail(what, r < 0 ? errno : ENOSPC);
       p += r;
@@ -224,21 +215,15 @@ TiffStackWriter::TiffStackWriter(const std::string& path, int width, int height,
                   (options.format == SampleFormat::uint16 ? 2 : 4);
   w.description = w.imagej_description();
   w.bigtiff = options.force_bigtiff || w.total_size(false) > 0xFFFFFFFFull;
-  w.temp = temporary_name(path);
-  w.fd = ::open(w.temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (w.fd < 0) throw failure(path + ": cannot create " + w.temp + ": " + std::strerror(errno));
+  w.file = std::make_unique<AtomicFile>(path, "TIFF file");
   w.buffer.resize(static_cast<std::size_t>(w.frame_bytes));
 }
 
-TiffStackWriter::~TiffStackWriter() {
-  if (!impl_ || impl_->committed) return;
-  if (impl_->fd >= 0) ::close(impl_->fd);
-  ::unlink(impl_->temp.c_str());
-}
+TiffStackWriter::~TiffStackWriter() = default;  // the AtomicFile removes an uncommitted temporary
 
 const std::string& TiffStackWriter::path() const { return impl_->path; }
 bool TiffStackWriter::bigtiff() const { return impl_->bigtiff; }
-const std::string& TiffStackWriter::temporary_path() const { return impl_->temp; }
+const std::string& TiffStackWriter::temporary_path() const { return impl_->file->temporary_path(); }
 
 void TiffStackWriter::append(const Frame& frame) {
   Impl& w = *impl_;
@@ -305,12 +290,7 @@ void TiffStackWriter::commit() {
   }
   header.pad_to(static_cast<std::size_t>(kDataStart));
   w.write_all(header.data.data(), header.data.size(), 0, "cannot write the header");
-  if (::fsync(w.fd) != 0) w.fail("cannot sync " + w.temp, errno);
-  int fd = w.fd;
-  w.fd = -1;
-  if (::close(fd) != 0) w.fail("cannot close " + w.temp, errno);
-  if (std::rename(w.temp.c_str(), w.path.c_str()) != 0)
-    w.fail("cannot rename " + w.temp + " into place", errno);
+  w.file->commit();
   w.committed = true;
 }
 

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <set>
 
+#include "driftscan/atomic_file.hpp"
 #include "driftscan/error.hpp"
 
 namespace driftscan::launch {
@@ -170,19 +171,9 @@ void save_profiles(const std::vector<Profile>& profiles, const std::string& path
   if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
   json j{{"profiles", json::array()}};
   for (const auto& p : profiles) j["profiles"].push_back(to_json(p));
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump(2) << '\n';
-    if (!out.flush()) {
-      std::remove(tmp.c_str());
-      throw failure(path + ": cannot write profiles");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw failure(path + ": cannot write profiles (" + std::strerror(errno) + ")");
-  }
+  AtomicFile file(path, "profiles");
+  file.stream() << j.dump(2) << '\n';
+  file.commit();
 }
 
 const Profile& find_profile(const std::vector<Profile>& profiles, const std::string& name) {

@@ -12,7 +12,9 @@ namespace fs = std::filesystem;
 
 namespace {
 const std::regex kCheckpointName(R"(checkpoint(\.rank-[0-9]+)?\.dsck)");
-const std::regex kCheckpointTemporary(R"(checkpoint(\.rank-[0-9]+)?\.dsck\.tmp\..*)");
+// AtomicFile's temporaries (.NAME.tmp-PID-N), and NAME.tmp.PID of older versions.
+const std::regex kCheckpointTemporary(R"(\.checkpoint(\.rank-[0-9]+)?\.dsck\.tmp-.*)"
+                                      R"(|checkpoint(\.rank-[0-9]+)?\.dsck\.tmp\..*)");
 }  // namespace
 
 std::size_t CheckpointState::element_count() const {

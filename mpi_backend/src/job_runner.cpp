@@ -12,6 +12,7 @@
 
 #include <fstream>
 
+#include "driftscan/atomic_file.hpp"
 #include "driftscan/drift_table.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/mpi/distributed_checkpoint.hpp"
@@ -165,15 +166,15 @@ int run_average(const Job& job, RunContext& ctx) {
     const fs::path out(job.output);
     write_tiff((out / "average.tif").string(), avg.average, tw);
     write_tiff((out / "coverage.tif").string(), avg.coverage, tw);
-    const std::string quality = (out / "quality.csv").string(), tmp = quality + ".tmp";
+    const std::string quality = (out / "quality.csv").string();
     {
-      std::ofstream q(tmp);
+      AtomicFile file(quality, "quality table");
+      std::ostream& q = file.stream();
       q << "frame,quality,used\n";
       for (std::size_t k = 0; k < avg.quality.size(); ++k)
         q << k << ',' << avg.quality[k] << ',' << (k < avg.used.size() && avg.used[k] ? 1 : 0) << '\n';
-      if (!q.flush()) throw failure(quality + ": cannot write");
+      file.commit();
     }
-    fs::rename(tmp, quality);
     ctx.progress.advance(3);
     auto abs = [](const fs::path& p) { return fs::absolute(p).lexically_normal().string(); };
     files = {{"average", abs(out / "average.tif")}, {"coverage", abs(out / "coverage.tif")},

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "driftscan/atomic_file.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/mpi/distributed_checkpoint.hpp"
 #include "driftscan/mpi/job_runner.hpp"
@@ -52,27 +53,16 @@ nlohmann::json checkpoint_fingerprint(const Job& job, const FrameSource& frames)
 }
 
 void save_checkpoint(const RegisterCheckpoint& c, const std::string& path) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw failure(path + ": cannot write checkpoint");
-    nlohmann::json head{{"magic", kMagic},
-                        {"fingerprint", c.fingerprint},
-                        {"elements", c.elements.size()},
-                        {"prefix", c.prefix.size()}};
-    out << head.dump() << '\n';
-    write_records(out, c.elements);
-    write_records(out, c.prefix);
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw failure(path + ": cannot write checkpoint (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw failure(path + ": cannot rename checkpoint into place");
-  }
+  AtomicFile file(path, "checkpoint");
+  std::ostream& out = file.stream();
+  nlohmann::json head{{"magic", kMagic},
+                      {"fingerprint", c.fingerprint},
+                      {"elements", c.elements.size()},
+                      {"prefix", c.prefix.size()}};
+  out << head.dump() << '\n';
+  write_records(out, c.elements);
+  write_records(out, c.prefix);
+  file.commit();
 }
 
 RegisterCheckpoint read_checkpoint_file(const std::string& path, const nlohmann::json& expected) {

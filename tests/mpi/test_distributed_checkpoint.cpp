@@ -63,7 +63,9 @@ TEST(DistributedCheckpoint, MergesEveryFileOfTheFolder) {
   save_checkpoint(a, rank_checkpoint_path(dir.string(), 0));
   save_checkpoint(b, rank_checkpoint_path(dir.string(), 1));
   save_checkpoint(serial, (dir / "checkpoint.dsck").string());
-  std::ofstream(dir / "checkpoint.rank-2.dsck.tmp.123") << "half a file";  // a kill mid-write
+  // A kill mid-write leaves a temporary: AtomicFile's name, and an older version's.
+  std::ofstream(dir / ".checkpoint.rank-2.dsck.tmp-123-0") << "half a file";
+  std::ofstream(dir / "checkpoint.rank-2.dsck.tmp.123") << "half a file";
 
   ASSERT_EQ(checkpoint_files(dir.string()).size(), 3u);
   CheckpointState s = load_checkpoints(dir.string(), kPrint, 10);

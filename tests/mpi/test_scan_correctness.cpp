@@ -74,8 +74,9 @@ std::vector<std::size_t> element_counts() {
   return {0, 1, p - 1, p, p + 1, 1000};
 }
 
-// Runs every configuration of `threads` on `all`; returns the number of
-// configurations whose output differed from the reference on this rank.
+// Runs every configuration (element count × thread count × global algorithm ×
+// local strategy × stealing) and expects each to give this rank's block of
+// the sequential reference.
 template <class T, class Op>
 void check_all_configurations(const std::vector<T>& all_elements, Op op, const std::vector<int>& thread_counts,
                               const std::vector<std::size_t>& counts) {

@@ -156,6 +156,7 @@ TEST(Job, SaveIsAtomicAndLoadsBack) {
   EXPECT_EQ(to_json(back), to_json(j));
   // Saving into a folder that does not exist fails cleanly, leaving nothing.
   EXPECT_THROW(driftscan::save_job(j, (d / "no" / "job.json").string()), Error);
+  for (const auto& e : fs::directory_iterator(d)) EXPECT_EQ(e.path().filename(), "job.json");
   fs::remove_all(d);
 }
 

@@ -1,8 +1,12 @@
 // The FFTW plan cache: correct transforms, reuse across threads, any alignment.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <complex>
+#include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <thread>
 #include <vector>
@@ -10,6 +14,7 @@
 #include "driftscan/fftw_planner.hpp"
 
 using namespace driftscan;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -44,8 +49,23 @@ TEST(FftwPlanner, ForwardMatchesDirectDftOnOddSize) {
     }
 }
 
+// Sharing is observed through the wisdom file: measured planning saves it
+// after every plan it makes, so once removed it stays absent as long as no
+// new plan is made — however many more transforms of the size are built.
 TEST(FftwPlanner, SameSizeSharesPlansAndRoundTripsFromManyThreads) {
-  const int w = 64, h = 48;
+  const int w = 64, h = 48;  // a size no other test here plans
+  const fs::path cache = fs::temp_directory_path() / ("driftscan-wisdom-" + std::to_string(::getpid()));
+  fs::remove_all(cache);
+  const char* old_cache = std::getenv("XDG_CACHE_HOME");
+  const std::string saved_cache = old_cache ? old_cache : "";
+  ::setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+  const FftRigor saved_rigor = fft_rigor();
+  set_fft_rigor(FftRigor::measure);
+  const fs::path wisdom = cache / "driftscan" / "fftw3f.wisdom";
+  { RealFft2d<float> first(w, h); }
+  EXPECT_TRUE(fs::exists(wisdom)) << "the first transform of the size was not planned here";
+  fs::remove(wisdom);
+
   std::vector<std::thread> threads;
   std::vector<double> errors(4, 1.0);
   for (int t = 0; t < 4; ++t)
@@ -64,6 +84,13 @@ TEST(FftwPlanner, SameSizeSharesPlansAndRoundTripsFromManyThreads) {
     });
   for (auto& th : threads) th.join();
   for (double e : errors) EXPECT_LT(e, 1e-5);
+
+  EXPECT_FALSE(fs::exists(wisdom)) << "a transform of the same size planned again instead of sharing";
+  EXPECT_TRUE(fs::is_empty(cache / "driftscan")) << "a temporary wisdom file was left behind";
+  set_fft_rigor(saved_rigor);
+  if (old_cache) ::setenv("XDG_CACHE_HOME", saved_cache.c_str(), 1);
+  else ::unsetenv("XDG_CACHE_HOME");
+  fs::remove_all(cache);
 }
 
 TEST(FftwPlanner, UnalignedArraysUseTheirOwnPlans) {

@@ -1,8 +1,10 @@
 #pragma once
 // Sampling a frame between pixels. Cubic is Keys' convolution kernel
-// (a = -0.5, Catmull-Rom): C1, exact for quadratics, no overshoot problems of
-// higher-order splines on noisy data, and cheap (4x4 taps) — used by the
-// refinement and by the warp of the averaging.
+// (a = -0.5, Catmull-Rom): interpolating (no prefilter pass over the frame),
+// C1, exact for quadratics, 4x4 taps — used by the warp of the averaging
+// (Interpolation::cubic). The refinement does not use it: it samples cubic
+// B-splines (cubic_bspline.hpp), because Keys' kernel biases lattice shifts
+// by ~0.01 px. Bilinear is for display (the app's aligned-frame comparison).
 #include <cmath>
 
 #include "driftscan/frame.hpp"
