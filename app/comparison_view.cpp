@@ -78,7 +78,11 @@ driftscan::Frame ComparisonView::alignedFrame(const driftscan::Frame& raw, int k
   // the aligned frame at q is raw(q − d). Translation part only.
   double dx = 0, dy = 0;
   for (const auto& r : drift_)
-    if (r.frame == k) { dx = r.dx; dy = r.dy; break; }
+    if (r.frame == k) {
+      dx = r.dx;
+      dy = r.dy;
+      break;
+    }
   const int w = average_ ? average_->width : raw.width, h = average_ ? average_->height : raw.height;
   driftscan::Frame out(w, h, NAN);
   for (int y = 0; y < h; ++y)
@@ -115,7 +119,12 @@ void ComparisonView::refresh() {
     auto normalised = [](const driftscan::Frame& f) {
       double s = 0, s2 = 0;
       std::size_t n = 0;
-      for (float v : f.pixels) if (std::isfinite(v)) { s += v; s2 += double(v) * v; ++n; }
+      for (float v : f.pixels)
+        if (std::isfinite(v)) {
+          s += v;
+          s2 += double(v) * v;
+          ++n;
+        }
       const double m = n ? s / n : 0, sd = n ? std::sqrt(std::max(1e-30, s2 / n - m * m)) : 1;
       driftscan::Frame o = f;
       for (float& v : o.pixels) v = std::isfinite(v) ? float((v - m) / sd) : v;

@@ -73,19 +73,28 @@ QRgb map_colour(ColourMap map, double t) {
     const std::size_t i = std::min(stops.size() - 2, std::size_t(x));
     const double u = x - i;
     std::array<int, 3> c{};
-    for (int k = 0; k < 3; ++k) c[k] = int(255.0 * ((1 - u) * stops[i][k] + u * stops[i + 1][k]) + 0.5);
+    for (int k = 0; k < 3; ++k) c[k] = int(std::lround(255.0 * ((1 - u) * stops[i][k] + u * stops[i + 1][k])));
     return qRgb(c[0], c[1], c[2]);
   };
   switch (map) {
-    case ColourMap::grey: { int g = int(t * 255 + 0.5); return qRgb(g, g, g); }
-    case ColourMap::inverted_grey: { int g = int((1 - t) * 255 + 0.5); return qRgb(g, g, g); }
+    case ColourMap::grey: {
+      int g = int(std::lround(t * 255));
+      return qRgb(g, g, g);
+    }
+    case ColourMap::inverted_grey: {
+      int g = int(std::lround((1 - t) * 255));
+      return qRgb(g, g, g);
+    }
     case ColourMap::fire:
       return lerp({{0, 0, 0}, {0.5, 0, 0.6}, {0.9, 0.1, 0.1}, {1, 0.6, 0}, {1, 1, 0.3}, {1, 1, 1}}, t);
     case ColourMap::viridis:
-      return lerp({{0.267, 0.005, 0.329}, {0.229, 0.322, 0.546}, {0.128, 0.567, 0.551},
-                   {0.369, 0.789, 0.383}, {0.993, 0.906, 0.144}}, t);
-    case ColourMap::diverging:
-      return lerp({{0.23, 0.30, 0.75}, {0.87, 0.87, 0.87}, {0.71, 0.02, 0.15}}, t);
+      return lerp({{0.267, 0.005, 0.329},
+                   {0.229, 0.322, 0.546},
+                   {0.128, 0.567, 0.551},
+                   {0.369, 0.789, 0.383},
+                   {0.993, 0.906, 0.144}},
+                  t);
+    case ColourMap::diverging: return lerp({{0.23, 0.30, 0.75}, {0.87, 0.87, 0.87}, {0.71, 0.02, 0.15}}, t);
   }
   return 0;
 }
@@ -101,7 +110,7 @@ ColourTable::ColourTable(const DisplayMapping& m) : m_(m) {
 QRgb ColourTable::lookup(float v) const {
   if (!std::isfinite(v)) return qRgb(0, 0, 60);
   const double x = (v - m_.low) * scale_;
-  const int i = x <= 0 ? 0 : (x >= 255 ? 255 : int(x + 0.5));
+  const int i = x <= 0 ? 0 : (x >= 255 ? 255 : int(std::lround(x)));
   return table_[std::size_t(i)];
 }
 

@@ -53,7 +53,10 @@ void frame_axes(QPainter& p, const QRectF& r, double x0, double x1, double y0, d
 }
 
 void pad(double& lo, double& hi) {
-  if (!(hi > lo)) { lo -= 0.5; hi += 0.5; }
+  if (!(hi > lo)) {
+    lo -= 0.5;
+    hi += 0.5;
+  }
   const double m = 0.05 * (hi - lo);
   lo -= m;
   hi += m;
@@ -125,7 +128,8 @@ void DriftPlot::render(QPainter& p, const QSize& size) const {
   p.setRenderHint(QPainter::Antialiasing);
   if (rows_.empty()) {
     p.setPen(Qt::darkGray);
-    p.drawText(QRect(QPoint(0, 0), size), Qt::AlignCenter, "No drift yet: run a registration or open a results folder.");
+    p.drawText(QRect(QPoint(0, 0), size), Qt::AlignCenter,
+               "No drift yet: run a registration or open a results folder.");
     return;
   }
   const Layout L = layout(size);
@@ -133,7 +137,8 @@ void DriftPlot::render(QPainter& p, const QSize& size) const {
   auto drawSeries = [&](auto value, const QColor& c, const QRectF& r, double y0, double y1) {
     QPainterPath path;
     for (std::size_t i = 0; i < rows_.size(); ++i) {
-      const QPointF q(map(rows_[i].frame, xmin_, xmax_, r.left(), r.right()), map(value(rows_[i]), y0, y1, r.bottom(), r.top()));
+      const QPointF q(map(rows_[i].frame, xmin_, xmax_, r.left(), r.right()),
+                      map(value(rows_[i]), y0, y1, r.bottom(), r.top()));
       if (i == 0) path.moveTo(q);
       else path.lineTo(q);
     }
@@ -144,7 +149,9 @@ void DriftPlot::render(QPainter& p, const QSize& size) const {
       p.setBrush(c);
       p.setPen(Qt::NoPen);
       for (const auto& row : rows_)
-        p.drawEllipse(QPointF(map(row.frame, xmin_, xmax_, r.left(), r.right()), map(value(row), y0, y1, r.bottom(), r.top())), 2.2, 2.2);
+        p.drawEllipse(
+            QPointF(map(row.frame, xmin_, xmax_, r.left(), r.right()), map(value(row), y0, y1, r.bottom(), r.top())),
+            2.2, 2.2);
     }
   };
   p.save();
@@ -160,7 +167,11 @@ void DriftPlot::render(QPainter& p, const QSize& size) const {
 
   if (hasQuality_) {
     double q0 = INFINITY, q1 = -INFINITY;
-    for (const auto& r : rows_) if (r.quality >= -1) { q0 = std::min(q0, r.quality); q1 = std::max(q1, r.quality); }
+    for (const auto& r : rows_)
+      if (r.quality >= -1) {
+        q0 = std::min(q0, r.quality);
+        q1 = std::max(q1, r.quality);
+      }
     pad(q0, q1);
     frame_axes(p, L.quality, xmin_, xmax_, q0, q1, "Quality (NCC with the average)", "frame", "NCC");
     p.save();
@@ -198,7 +209,8 @@ void DriftPlot::render(QPainter& p, const QSize& size) const {
       p.setBrush(QColor(255, 140, 0));
       p.setPen(Qt::NoPen);
       p.drawEllipse(QPointF(map(it->dx, tx0_, tx1_, L.trajectory.left(), L.trajectory.right()),
-                            map(it->dy, ty0_, ty1_, L.trajectory.bottom(), L.trajectory.top())), 5, 5);
+                            map(it->dy, ty0_, ty1_, L.trajectory.bottom(), L.trajectory.top())),
+                    5, 5);
       p.setPen(Qt::black);
       p.drawText(QPointF(L.series.right() - 220, L.series.top() + 16),
                  QString("frame %1: dx %2, dy %3 px").arg(it->frame).arg(it->dx, 0, 'f', 3).arg(it->dy, 0, 'f', 3));
@@ -220,7 +232,10 @@ void DriftPlot::mousePressEvent(QMouseEvent* e) {
     else  // dx/dy or quality panel: the frame axis decides
       q = QPointF(map(rows_[i].frame, xmin_, xmax_, L.series.left(), L.series.right()), pos.y());
     const double d = std::hypot(q.x() - pos.x(), q.y() - pos.y());
-    if (d < bestD) { bestD = d; best = int(i); }
+    if (d < bestD) {
+      bestD = d;
+      best = int(i);
+    }
   }
   if (best >= 0 && bestD < 40) {
     current_ = rows_[std::size_t(best)].frame;

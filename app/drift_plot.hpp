@@ -34,7 +34,7 @@ class DriftPlot : public PlotWidget {
 
   std::vector<DriftRow> rows_;
   int current_ = -1;
-  double xmin_ = 0, xmax_ = 1, dmin_ = -1, dmax_ = 1;   // series axes
-  double tx0_ = -1, tx1_ = 1, ty0_ = -1, ty1_ = 1;      // trajectory axes
+  double xmin_ = 0, xmax_ = 1, dmin_ = -1, dmax_ = 1;  // series axes
+  double tx0_ = -1, tx1_ = 1, ty0_ = -1, ty1_ = 1;     // trajectory axes
   bool hasQuality_ = false;
 };

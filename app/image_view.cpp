@@ -67,13 +67,9 @@ void ImageView::setView(double scale, QPointF centre) {
 
 void ImageView::emitView() { emit viewChanged(scale_, centre_); }
 
-QPointF ImageView::toImage(QPointF w) const {
-  return centre_ + (w - QPointF(width() / 2.0, height() / 2.0)) / scale_;
-}
+QPointF ImageView::toImage(QPointF w) const { return centre_ + (w - QPointF(width() / 2.0, height() / 2.0)) / scale_; }
 
-QPointF ImageView::toWidget(QPointF i) const {
-  return (i - centre_) * scale_ + QPointF(width() / 2.0, height() / 2.0);
-}
+QPointF ImageView::toWidget(QPointF i) const { return (i - centre_) * scale_ + QPointF(width() / 2.0, height() / 2.0); }
 
 void ImageView::paintEvent(QPaintEvent*) {
   QPainter p(this);
@@ -98,7 +94,8 @@ void ImageView::paintEvent(QPaintEvent*) {
     QFont f = font();
     f.setBold(true);
     p.setFont(f);
-    const QRect box = p.fontMetrics().boundingRect(caption_).adjusted(-4, -2, 4, 2).translated(8, 8 + p.fontMetrics().ascent());
+    const QRect box =
+        p.fontMetrics().boundingRect(caption_).adjusted(-4, -2, 4, 2).translated(8, 8 + p.fontMetrics().ascent());
     p.fillRect(box, QColor(0, 0, 0, 150));
     p.setPen(Qt::white);
     p.drawText(box, Qt::AlignCenter, caption_);

@@ -7,9 +7,9 @@
 namespace {
 QColor phase_colour(const QString& phase) {
   static const std::map<QString, QColor> colours{
-      {"local-reduce", QColor(31, 119, 180)}, {"local-scan", QColor(23, 190, 207)},
+      {"local-reduce", QColor(31, 119, 180)},    {"local-scan", QColor(23, 190, 207)},
       {"thread-combine", QColor(148, 103, 189)}, {"global", QColor(214, 39, 40)},
-      {"final-scan", QColor(44, 160, 44)}, {"map", QColor(188, 189, 34)}};
+      {"final-scan", QColor(44, 160, 44)},       {"map", QColor(188, 189, 34)}};
   auto it = colours.find(phase);
   return it != colours.end() ? it->second : QColor(127, 127, 127);
 }
@@ -43,7 +43,8 @@ void ImbalanceView::render(QPainter& p, const QSize& size) const {
   const double t1 = std::max(trace_.makespan_s, 1e-9);
   auto X = [&](double t) { return left + t / t1 * plotW; };
   std::map<std::pair<int, int>, int> rowOf;
-  for (int i = 0; i < rows; ++i) rowOf[{trace_.workers[std::size_t(i)].rank, trace_.workers[std::size_t(i)].thread}] = i;
+  for (int i = 0; i < rows; ++i)
+    rowOf[{trace_.workers[std::size_t(i)].rank, trace_.workers[std::size_t(i)].thread}] = i;
 
   double busySum = 0, idleSum = 0, busyMax = 0;
   for (const auto& w : trace_.workers) {
@@ -56,14 +57,18 @@ void ImbalanceView::render(QPainter& p, const QSize& size) const {
   p.save();
   p.setFont(bold);
   p.setPen(Qt::black);
-  p.drawText(QPointF(left, 20), QString("Scan load balance: %1 rank(s) x %2 thread(s), makespan %3 s, imbalance factor %4 (max/mean busy)")
-                                    .arg(trace_.ranks).arg(trace_.threads).arg(trace_.makespan_s, 0, 'g', 4)
-                                    .arg(trace_.imbalance, 0, 'f', 3));
+  p.drawText(QPointF(left, 20),
+             QString("Scan load balance: %1 rank(s) x %2 thread(s), makespan %3 s, imbalance factor %4 (max/mean busy)")
+                 .arg(trace_.ranks)
+                 .arg(trace_.threads)
+                 .arg(trace_.makespan_s, 0, 'g', 4)
+                 .arg(trace_.imbalance, 0, 'f', 3));
   p.restore();
-  p.drawText(QPointF(left, 38), QString("%1 operator applications, total idle %2 s (%3% of worker time)")
-                                    .arg(trace_.records.size())
-                                    .arg(idleSum, 0, 'g', 4)
-                                    .arg(busySum + idleSum > 0 ? 100.0 * idleSum / (busySum + idleSum) : 0.0, 0, 'f', 1));
+  p.drawText(QPointF(left, 38),
+             QString("%1 operator applications, total idle %2 s (%3% of worker time)")
+                 .arg(trace_.records.size())
+                 .arg(idleSum, 0, 'g', 4)
+                 .arg(busySum + idleSum > 0 ? 100.0 * idleSum / (busySum + idleSum) : 0.0, 0, 'f', 1));
 
   // Rows: alternating background = idle time, bars = operator applications.
   for (int i = 0; i < rows; ++i) {
@@ -74,7 +79,9 @@ void ImbalanceView::render(QPainter& p, const QSize& size) const {
     p.drawText(QRectF(4, row.top(), left - 10, rowH), Qt::AlignRight | Qt::AlignVCenter,
                QString("r%1 t%2").arg(w.rank).arg(w.thread));
     p.drawText(QRectF(left + plotW + 8, row.top(), right - 8, rowH), Qt::AlignLeft | Qt::AlignVCenter,
-               QString("busy %1 s, idle %2 s%3").arg(w.busy_s, 0, 'g', 3).arg(w.idle_s, 0, 'g', 3)
+               QString("busy %1 s, idle %2 s%3")
+                   .arg(w.busy_s, 0, 'g', 3)
+                   .arg(w.idle_s, 0, 'g', 3)
                    .arg(w.stolen ? QString(", %1 stolen").arg(w.stolen) : QString()));
   }
   for (const auto& r : trace_.records) {
@@ -101,12 +108,14 @@ void ImbalanceView::render(QPainter& p, const QSize& size) const {
     const QString s = QString::number(t, 'g', 4);
     p.drawText(QPointF(x - fm.horizontalAdvance(s) / 2.0, top + plotH + 6 + fm.ascent()), s);
   }
-  p.drawText(QRectF(left, top + plotH + 8 + fm.height(), plotW, fm.height()), Qt::AlignCenter, "time since the scan started (s)");
+  p.drawText(QRectF(left, top + plotH + 8 + fm.height(), plotW, fm.height()), Qt::AlignCenter,
+             "time since the scan started (s)");
   // Legend.
   double lx = left;
   const double ly = top + plotH + 16 + 2 * fm.height();
   QStringList phases;
-  for (const auto& r : trace_.records) if (!phases.contains(r.phase)) phases << r.phase;
+  for (const auto& r : trace_.records)
+    if (!phases.contains(r.phase)) phases << r.phase;
   for (const QString& ph : phases) {
     p.fillRect(QRectF(lx, ly, 14, 10), phase_colour(ph));
     p.drawText(QPointF(lx + 18, ly + 10), ph);

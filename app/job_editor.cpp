@@ -312,7 +312,13 @@ void JobEditor::revalidate() {
     const auto& r = j.registration.roi;
     if (r.w < 8 || r.h < 8) roi << "ROI must be at least 8 x 8 pixels.";
     if (frameW_ > 0 && (r.x + r.w > frameW_ || r.y + r.h > frameH_))
-      roi << QString("ROI %1,%2 %3x%4 exceeds the %5x%6 frame.").arg(r.x).arg(r.y).arg(r.w).arg(r.h).arg(frameW_).arg(frameH_);
+      roi << QString("ROI %1,%2 %3x%4 exceeds the %5x%6 frame.")
+                 .arg(r.x)
+                 .arg(r.y)
+                 .arg(r.w)
+                 .arg(r.h)
+                 .arg(frameW_)
+                 .arg(frameH_);
   }
   if (j.averaging.interpolation == driftscan::Interpolation::fourier &&
       j.registration.model != driftscan::MotionModel::translation)

@@ -68,7 +68,7 @@ class JobEditor : public QWidget {
   QLabel* executionMsg_;
   QLabel* jobMsg_;
   std::map<std::string, QLabel*> blockMsg_;  // block -> its message label
-  driftscan::Job base_;  // fields the panel does not show are kept as loaded
+  driftscan::Job base_;                      // fields the panel does not show are kept as loaded
   int frameW_ = 0, frameH_ = 0;
   bool loading_ = false;
 };

@@ -40,13 +40,15 @@ int main(int argc, char** argv) {
   cli.setApplicationDescription("Register and average drifting electron-microscopy image series.");
   cli.addHelpOption();
   cli.addVersionOption();
-  QCommandLineOption shot("screenshot", "Render VIEW (" + QStringList(MainWindow::viewNames() << "main").join(", ") +
-                                            ") to a PNG and exit; the next argument is the PNG.", "VIEW");
+  QCommandLineOption shot("screenshot",
+                          "Render VIEW (" + QStringList(MainWindow::viewNames() << "main").join(", ") +
+                              ") to a PNG and exit; the next argument is the PNG.",
+                          "VIEW");
   QCommandLineOption size("size", "Window size for --screenshot (default 1500x950).", "WxH", "1500x950");
   cli.addOption(shot);
   cli.addOption(size);
   cli.addPositionalArgument("paths", "A series, a results folder or a job file (project); several are opened in order.",
-                           "[paths...]");
+                            "[paths...]");
   cli.process(app);
   QStringList args = cli.positionalArguments();
 
@@ -65,7 +67,8 @@ int main(int argc, char** argv) {
     const QString out = args.takeFirst();
     window.setInteractive(false);
     const QStringList wh = cli.value(size).split('x');
-    window.resize(wh.value(0).toInt() > 0 ? wh.value(0).toInt() : 1500, wh.value(1).toInt() > 0 ? wh.value(1).toInt() : 950);
+    window.resize(wh.value(0).toInt() > 0 ? wh.value(0).toInt() : 1500,
+                  wh.value(1).toInt() > 0 ? wh.value(1).toInt() : 950);
     window.show();
     if (!wait_exposed(window, 10000)) std::fprintf(stderr, "driftscan: window never exposed\n");
     for (const QString& path : args)

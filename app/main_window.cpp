@@ -100,9 +100,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     compare_->setFrame(k);
   });
   // ROI: drawn on the frame or typed in the panel, kept in step.
-  connect(series_->view(), &ImageView::roiChanged, this, [this](QRect r) {
-    editor_->setRoi(r.x(), r.y(), r.width(), r.height());
-  });
+  connect(series_->view(), &ImageView::roiChanged, this,
+          [this](QRect r) { editor_->setRoi(r.x(), r.y(), r.width(), r.height()); });
   connect(editor_, &JobEditor::roiEdited, this, [this](int x, int y, int w, int h) {
     series_->view()->setRoi(w > 0 && h > 0 ? QRect(x, y, w, h) : QRect());
   });
@@ -127,20 +126,22 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                                    : QString("elapsed %1 s, ETA unknown").arg(elapsed, 0, 'f', 1));
           });
   connect(run_, &RunController::logLine, this, &MainWindow::log);
-  connect(run_, &RunController::finished, this, [this](const QString& status, const QString& message, const QString& folder) {
-    progress_->setRange(0, 1000);
-    progress_->setValue(status == "done" ? 1000 : 0);
-    progress_->setFormat(status);
-    phase_->setText(status);
-    updateRunState();
-    if (status == "done") {
-      openResults(folder);
-    } else {
-      showError(status == "cancelled" ? QString("Cancelled: %1").arg(message.isEmpty() ? "stopped by the user" : message)
-                                      : QString("Run failed: %1").arg(message));
-    }
-    emit runFinished(status, message);
-  });
+  connect(run_, &RunController::finished, this,
+          [this](const QString& status, const QString& message, const QString& folder) {
+            progress_->setRange(0, 1000);
+            progress_->setValue(status == "done" ? 1000 : 0);
+            progress_->setFormat(status);
+            phase_->setText(status);
+            updateRunState();
+            if (status == "done") {
+              openResults(folder);
+            } else {
+              showError(status == "cancelled"
+                            ? QString("Cancelled: %1").arg(message.isEmpty() ? "stopped by the user" : message)
+                            : QString("Run failed: %1").arg(message));
+            }
+            emit runFinished(status, message);
+          });
   updateRunState();
   resize(1500, 950);
   // The views get the room; the run panel and the settings stay compact.
@@ -188,7 +189,8 @@ QWidget* MainWindow::buildRunPanel() {
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu("&File");
   file->addAction("&Open series...", QKeySequence::Open, this, [this] {
-    const QString p = QFileDialog::getOpenFileName(this, "Open series", QString(), "TIFF series (*.tif *.tiff);;All files (*)");
+    const QString p =
+        QFileDialog::getOpenFileName(this, "Open series", QString(), "TIFF series (*.tif *.tiff);;All files (*)");
     if (!p.isEmpty()) openSeries(p);
   });
   file->addAction("Open series &folder...", this, [this] {
@@ -355,7 +357,9 @@ bool MainWindow::openResults(const QString& folder) {
   }
   addRecent(folder);
   log("info", QString("results from %1: %2 drift rows, %3 workers in the trace")
-                  .arg(folder).arg(results_.drift.size()).arg(results_.trace.workers.size()));
+                  .arg(folder)
+                  .arg(results_.drift.size())
+                  .arg(results_.trace.workers.size()));
   if (!results_.drift.empty()) tabs_->setCurrentWidget(drift_);
   emit resultsLoaded(folder);
   return true;

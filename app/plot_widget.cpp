@@ -41,7 +41,11 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
   const double mag = std::pow(10.0, std::floor(std::log10(raw)));
   double step = mag;
   for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (m * mag >= raw) { step = m * mag; break; }
-  for (double v = std::ceil(lo / step) * step; v <= hi + 1e-9 * step; v += step) t.push_back(std::abs(v) < 1e-12 * step ? 0.0 : v);
+    if (m * mag >= raw) {
+      step = m * mag;
+      break;
+    }
+  for (double v = std::ceil(lo / step) * step; v <= hi + 1e-9 * step; v += step)
+    t.push_back(std::abs(v) < 1e-12 * step ? 0.0 : v);
   return t;
 }

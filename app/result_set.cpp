@@ -35,7 +35,10 @@ ScanTraceData read_scan_trace(const nlohmann::json& report) {
   const nlohmann::json* s = nullptr;
   for (const char* key : {"scan_trace", "trace", "scan"}) {
     auto it = report.find(key);
-    if (it != report.end() && it->is_object()) { s = &*it; break; }
+    if (it != report.end() && it->is_object()) {
+      s = &*it;
+      break;
+    }
   }
   if (!s) return t;
   t.ranks = s->value("ranks", 0);
@@ -53,7 +56,8 @@ ScanTraceData read_scan_trace(const nlohmann::json& report) {
       rec.start_s = r.value("start_s", 0.0);
       rec.end_s = r.value("end_s", 0.0);
       auto st = r.find("stolen");
-      rec.stolen = st != r.end() && ((st->is_boolean() && st->get<bool>()) || (st->is_number() && st->get<double>() != 0));
+      rec.stolen =
+          st != r.end() && ((st->is_boolean() && st->get<bool>()) || (st->is_number() && st->get<double>() != 0));
       t.records.push_back(rec);
     }
   if (auto it = s->find("workers"); it != s->end() && it->is_array())
@@ -95,9 +99,8 @@ ScanTraceData read_scan_trace(const nlohmann::json& report) {
 
 bool ResultSet::looksLikeResults(const QString& folder) {
   QDir d(folder);
-  return QFileInfo(folder).isDir() &&
-         (d.exists("drift.csv") || d.exists("report.json") || d.exists("average.tif") || d.exists("spectrum.tif") ||
-          d.exists("spectrum3d.tif"));
+  return QFileInfo(folder).isDir() && (d.exists("drift.csv") || d.exists("report.json") || d.exists("average.tif") ||
+                                       d.exists("spectrum.tif") || d.exists("spectrum3d.tif"));
 }
 
 ResultSet ResultSet::load(const QString& folder) {
@@ -149,7 +152,10 @@ ResultSet ResultSet::load(const QString& folder) {
       const QString d = QString::fromStdString((*it)["description"].get<std::string>());
       const QString name = d.left(d.lastIndexOf(": "));
       for (const QString& cand : {name, QDir(folder).filePath(name), QDir(folder).filePath("../" + name)})
-        if (!name.isEmpty() && QFileInfo::exists(cand)) { r.input = QFileInfo(cand).absoluteFilePath(); break; }
+        if (!name.isEmpty() && QFileInfo::exists(cand)) {
+          r.input = QFileInfo(cand).absoluteFilePath();
+          break;
+        }
     }
   }
   if (auto it = r.report.find("job"); r.input.isEmpty() && it != r.report.end() && it->is_object())

@@ -41,6 +41,10 @@ struct ScanTraceData {
   bool empty() const { return workers.empty() && records.empty(); }
 };
 
+// bugprone-exception-escape: the implicit move operations only move Qt
+// containers and nlohmann::json, all noexcept; the check cannot see through
+// json's invariant assertions.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct ResultSet {
   QString folder;
   QString averagePath, coveragePath, driftPath, reportPath, spectrumPath, input;

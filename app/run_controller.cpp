@@ -67,7 +67,8 @@ void RunController::handleEvent(const nlohmann::json& e) {
   } else if (ev == "start") {
     emit logLine("info", QString("engine %1 started: %2").arg(str("version"), QString::fromStdString(e.dump())));
   } else if (ev == "result") {
-    emit logLine("info", QString("results: %1").arg(QString::fromStdString(e.value("files", nlohmann::json::object()).dump())));
+    emit logLine("info",
+                 QString("results: %1").arg(QString::fromStdString(e.value("files", nlohmann::json::object()).dump())));
   } else if (ev == "error") {
     lastError_ = str("message");
     emit logLine("error", lastError_);
@@ -79,9 +80,9 @@ void RunController::handleEvent(const nlohmann::json& e) {
 
 void RunController::finish(const QString& status, const QString& message) {
   running_ = false;
-  emit logLine(status == "done" ? "info" : (status == "cancelled" ? "warning" : "error"),
-               status == "done" ? QString("done: results in %1").arg(resultFolder_)
-                                : QString("%1: %2").arg(status, message));
+  emit logLine(
+      status == "done" ? "info" : (status == "cancelled" ? "warning" : "error"),
+      status == "done" ? QString("done: results in %1").arg(resultFolder_) : QString("%1: %2").arg(status, message));
   emit finished(status, message, resultFolder_);
 }
 
@@ -103,7 +104,8 @@ bool RunController::start(const driftscan::Job& job) {
     launch_->launcher = std::make_unique<JobLauncher>(profile, job);
     launch_->launcher->on_event([this](const nlohmann::json& e) {
       // Launcher thread: hand over to the GUI thread.
-      QMetaObject::invokeMethod(this, [this, e] { handleEvent(e); }, Qt::QueuedConnection);
+      QMetaObject::invokeMethod(
+          this, [this, e] { handleEvent(e); }, Qt::QueuedConnection);
     });
     emit logLine("info", QString("starting with profile '%1' (%2): %3 rank(s) x %4 thread(s)")
                              .arg(QString::fromStdString(profile.name), to_string(profile.kind))
@@ -125,13 +127,16 @@ bool RunController::start(const driftscan::Job& job) {
       if (!launch_ || !launch_->launcher->finished()) return;
       poll_->stop();
       // Deliver the events still queued before reporting the end.
-      QMetaObject::invokeMethod(this, [this] {
-        const LaunchResult r = launch_->launcher->result();
-        if (!r.result_folder.empty()) resultFolder_ = QString::fromStdString(r.result_folder);
-        QString msg = QString::fromStdString(r.message);
-        if (msg.isEmpty() && r.status != LaunchStatus::done) msg = lastError_;
-        finish(to_string(r.status), msg);
-      }, Qt::QueuedConnection);
+      QMetaObject::invokeMethod(
+          this,
+          [this] {
+            const LaunchResult r = launch_->launcher->result();
+            if (!r.result_folder.empty()) resultFolder_ = QString::fromStdString(r.result_folder);
+            QString msg = QString::fromStdString(r.message);
+            if (msg.isEmpty() && r.status != LaunchStatus::done) msg = lastError_;
+            finish(to_string(r.status), msg);
+          },
+          Qt::QueuedConnection);
     });
   }
   poll_->start();
@@ -180,8 +185,16 @@ bool RunController::start(const driftscan::Job& job) {
   QString program = engine;
   if (job.execution.ranks > 1) {
     program = QStringLiteral(DRIFTSCAN_MPIEXEC);
-    args = QStringList{"-np", QString::number(job.execution.ranks), "--oversubscribe", "--bind-to", "none",
-                       "--mca", "mpi_yield_when_idle", "1", engine} + args;
+    args = QStringList{"-np",
+                       QString::number(job.execution.ranks),
+                       "--oversubscribe",
+                       "--bind-to",
+                       "none",
+                       "--mca",
+                       "mpi_yield_when_idle",
+                       "1",
+                       engine} +
+           args;
   }
   process_ = new QProcess(this);
   QProcessEnvironment env = QProcessEnvironment::systemEnvironment();

@@ -3,8 +3,8 @@
 #include <QHBoxLayout>
 
 #include "display_mapping.hpp"
-#include "image_view.hpp"
 #include "driftscan/power_spectrum.hpp"
+#include "image_view.hpp"
 
 SpectrumView::SpectrumView(QWidget* parent) : QWidget(parent) {
   auto* layout = new QHBoxLayout(this);
@@ -51,7 +51,9 @@ void SpectrumView::refresh() {
     m.map = ColourMap::fire;
     v->setImage(render_frame(*s, m), s);
     v->setCaption(QString("%1: peak at %2 px, sharpness %3")
-                      .arg(caption).arg(peak.period, 0, 'f', 2).arg(peak.sharpness, 0, 'f', 1));
+                      .arg(caption)
+                      .arg(peak.period, 0, 'f', 2)
+                      .arg(peak.sharpness, 0, 'f', 1));
   };
   try {
     if (frameDirty_ && series_ && series_->frame_count() > 0) {

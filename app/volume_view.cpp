@@ -13,8 +13,8 @@
 #include <vtkFloatArray.h>
 #include <vtkGenericOpenGLRenderWindow.h>
 #include <vtkImageActor.h>
-#include <vtkImageMapper3D.h>
 #include <vtkImageData.h>
+#include <vtkImageMapper3D.h>
 #include <vtkImageProperty.h>
 #include <vtkLookupTable.h>
 #include <vtkPiecewiseFunction.h>

@@ -50,9 +50,7 @@ VtkViewWidget::VtkViewWidget(QWidget* parent) : QOpenGLWidget(parent) {
   // The interactor asks for renders; Qt decides when to paint.
   interactor_->EnableRenderOff();
 
-  auto observe = [this](vtkObject* o, unsigned long ev) {
-    o->AddObserver(ev, this, &VtkViewWidget::onWindowEvent);
-  };
+  auto observe = [this](vtkObject* o, unsigned long ev) { o->AddObserver(ev, this, &VtkViewWidget::onWindowEvent); };
   observe(window_, vtkCommand::WindowMakeCurrentEvent);
   observe(window_, vtkCommand::WindowIsCurrentEvent);
   observe(window_, vtkCommand::WindowFrameEvent);
@@ -95,20 +93,15 @@ void VtkViewWidget::onWindowEvent(vtkObject*, unsigned long event, void* data) {
     case vtkCommand::WindowIsCurrentEvent:
       *static_cast<bool*>(data) = ctx && QOpenGLContext::currentContext() == ctx;
       break;
-    case vtkCommand::WindowFrameEvent:
-      break;
-    case vtkCommand::RenderEvent:
-      update();
-      break;
-    default:
-      break;
+    case vtkCommand::WindowFrameEvent: break;
+    case vtkCommand::RenderEvent: update(); break;
+    default: break;
   }
 }
 
 void VtkViewWidget::initializeGL() {
   // Release VTK's GL resources while the context still exists.
-  connect(context(), &QOpenGLContext::aboutToBeDestroyed, this, &VtkViewWidget::releaseGL,
-          Qt::UniqueConnection);
+  connect(context(), &QOpenGLContext::aboutToBeDestroyed, this, &VtkViewWidget::releaseGL, Qt::UniqueConnection);
   window_->SetReadyForRendering(true);
   window_->OpenGLInitContext();
   const qreal dpr = devicePixelRatioF();
@@ -157,8 +150,7 @@ void VtkViewWidget::paintGL() {
 void VtkViewWidget::forwardMouse(QMouseEvent* e, unsigned long vtkEvent) {
   const qreal dpr = devicePixelRatioF();
   const QPointF p = e->position() * dpr;
-  interactor_->SetEventInformationFlipY(int(p.x()), int(p.y()),
-                                        (e->modifiers() & Qt::ControlModifier) ? 1 : 0,
+  interactor_->SetEventInformationFlipY(int(p.x()), int(p.y()), (e->modifiers() & Qt::ControlModifier) ? 1 : 0,
                                         (e->modifiers() & Qt::ShiftModifier) ? 1 : 0);
   interactor_->InvokeEvent(vtkEvent, e);
 }
@@ -187,7 +179,6 @@ void VtkViewWidget::wheelEvent(QWheelEvent* e) {
   const qreal dpr = devicePixelRatioF();
   const QPointF p = e->position() * dpr;
   interactor_->SetEventInformationFlipY(int(p.x()), int(p.y()));
-  interactor_->InvokeEvent(e->angleDelta().y() > 0 ? vtkCommand::MouseWheelForwardEvent
-                                                   : vtkCommand::MouseWheelBackwardEvent,
-                           e);
+  interactor_->InvokeEvent(
+      e->angleDelta().y() > 0 ? vtkCommand::MouseWheelForwardEvent : vtkCommand::MouseWheelBackwardEvent, e);
 }

@@ -3,8 +3,8 @@
 // is built against Qt5, so this is the small adapter Qt6 needs: VTK renders
 // into its own framebuffer inside the widget's GL context, and paintGL blits
 // that into Qt's framebuffer (recipe and pitfalls in shared/notes/platform.md).
-#include <QOpenGLWidget>
 #include <vtkSmartPointer.h>
+#include <QOpenGLWidget>
 
 class vtkGenericOpenGLRenderWindow;
 class vtkGenericRenderWindowInteractor;

@@ -11,8 +11,8 @@
 #include <memory>
 #include <set>
 
-#include <CLI/CLI.hpp>
 #include <mpi.h>
+#include <CLI/CLI.hpp>
 
 #include "driftscan/error.hpp"
 #include "driftscan/mpi/cancel_relay.hpp"
@@ -29,7 +29,7 @@ std::string host_name() {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_engine(int argc, char** argv) {
   // Answered before MPI starts: the launcher probes remote installs with it.
   if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
     std::printf("driftscan-engine %s\n", DRIFTSCAN_VERSION);
@@ -78,8 +78,7 @@ int main(int argc, char** argv) {
   else if (progress_mode == "bar") progress = driftscan::make_terminal_progress(std::cerr);
   else progress = driftscan::make_plain_progress(std::cerr);
 
-  auto relay = std::make_unique<driftscan::mpi::CancelRelay>(MPI_COMM_WORLD, g_cancel,
-                                                             provided >= MPI_THREAD_MULTIPLE);
+  auto relay = std::make_unique<driftscan::mpi::CancelRelay>(MPI_COMM_WORLD, g_cancel, provided >= MPI_THREAD_MULTIPLE);
   driftscan::mpi::RunContext ctx{MPI_COMM_WORLD, rank, size, *progress, g_cancel};
   std::string message;
   for (auto& [sub, runner] : runners) {
@@ -122,4 +121,22 @@ int main(int argc, char** argv) {
   relay.reset();
   MPI_Finalize();
   return code;
+}
+
+// What run_engine does not catch (an allocation failure while setting up,
+// before a subcommand runs) still ends with one line and exit 3 — and ends
+// the other ranks — instead of std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return run_engine(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "driftscan-engine: " << e.what() << '\n';
+  } catch (...) {
+    std::cerr << "driftscan-engine: unexpected failure\n";
+  }
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, 3);
+  return 3;
 }

@@ -100,11 +100,12 @@ int main(int argc, char** argv) {
   }
 
   const std::string root =
-      keep.empty() ? (std::filesystem::temp_directory_path() / ("bench_registration_" + std::to_string(::getpid()))).string()
-                   : keep;
+      keep.empty()
+          ? (std::filesystem::temp_directory_path() / ("bench_registration_" + std::to_string(::getpid()))).string()
+          : keep;
   std::filesystem::create_directories(root);
-  std::printf("bench_registration: %d threads, machine has %d cores; wall = elapsed, cpu = process CPU time\n",
-              threads, omp_get_num_procs());
+  std::printf("bench_registration: %d threads, machine has %d cores; wall = elapsed, cpu = process CPU time\n", threads,
+              omp_get_num_procs());
 
   for (std::size_t ci = 0; ci < cases.size(); ++ci) {
     if (cases_arg.find(std::to_string(ci + 1)) == std::string::npos) continue;
@@ -136,11 +137,11 @@ int main(int argc, char** argv) {
       long its = 0;
       for (auto& r : res.registrations) est.push_back(r.transform), its += r.iterations;
       print(cs.name, "scan", score(truth, est), wall, cpu);
-      std::printf("%-34s         phases wall/cpu s: pairs %.3f/%.3f, scan %.3f/%.3f, average %.3f/%.3f, "
-                  "write %.3f/%.3f; iterations per operator %.2f; warnings %zu\n",
-                  "", res.seconds.pairs, res.cpu.pairs, res.seconds.scan, res.cpu.scan, res.seconds.average,
-                  res.cpu.average, res.seconds.write, res.cpu.write, double(its) / (res.registrations.size() - 1),
-                  res.warnings.size());
+      std::printf(
+          "%-34s         phases wall/cpu s: pairs %.3f/%.3f, scan %.3f/%.3f, average %.3f/%.3f, "
+          "write %.3f/%.3f; iterations per operator %.2f; warnings %zu\n",
+          "", res.seconds.pairs, res.cpu.pairs, res.seconds.scan, res.cpu.scan, res.seconds.average, res.cpu.average,
+          res.seconds.write, res.cpu.write, double(its) / (res.registrations.size() - 1), res.warnings.size());
     }
 
     // Baseline 1: chain of consecutive pair shifts (the pairs phase on its own).
@@ -152,6 +153,7 @@ int main(int argc, char** argv) {
       auto elements = compute_pair_elements(op, 0, series->frame_count(), threads, nullptr, nullptr);
       double wall = seconds(t0), cpu = double(std::clock() - c0) / CLOCKS_PER_SEC;
       std::vector<Transform> est;
+      est.reserve(elements.size());
       Transform acc;
       for (auto& e : elements) est.push_back(acc = compose(acc, e.transform));
       print(cs.name, "chain", score(truth, est), wall, cpu);

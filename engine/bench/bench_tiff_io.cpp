@@ -32,13 +32,10 @@ namespace {
 double cpu_seconds() {
   struct rusage ru {};
   getrusage(RUSAGE_SELF, &ru);
-  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-         double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // kB from /proc/self/status ("VmHWM:", "VmRSS:").
 long status_kb(const char* key) {
@@ -89,8 +86,8 @@ int main(int argc, char** argv) {
   options.cache_bytes = 0;  // measure decoding, not the cache
   auto series = TiffSeries::open(path, options);
   const double open_s = seconds_since(t0), open_cpu = cpu_seconds() - cpu0;
-  std::printf("open:         %.3f s wall, %.3f s CPU (index of %zu IFDs; target < 1 s)\n", open_s,
-              open_cpu, series->frame_count());
+  std::printf("open:         %.3f s wall, %.3f s CPU (index of %zu IFDs; target < 1 s)\n", open_s, open_cpu,
+              series->frame_count());
 
   const double cpu1 = cpu_seconds();
   const auto r0 = Clock::now();
@@ -114,9 +111,10 @@ int main(int argc, char** argv) {
               read_cpu * 1e3 / double(reads));
   std::printf("%s\n", series->describe().c_str());
   const long hwm = status_kb("VmHWM:");
-  std::printf("memory:       peak RSS while open+reading %ld kB (RSS before open %ld kB, +%ld kB; "
-              "index %.0f kB = 8 B/page)\n",
-              hwm, rss_before_open, hwm - rss_before_open, double(pages) * 8 / 1024);
+  std::printf(
+      "memory:       peak RSS while open+reading %ld kB (RSS before open %ld kB, +%ld kB; "
+      "index %.0f kB = 8 B/page)\n",
+      hwm, rss_before_open, hwm - rss_before_open, double(pages) * 8 / 1024);
   struct rusage ru {};
   getrusage(RUSAGE_SELF, &ru);
   std::printf("memory:       ru_maxrss over the whole run (incl. writing) %ld kB\n", ru.ru_maxrss);

@@ -112,8 +112,7 @@ int AtomicFile::fd() const { return impl_->fd; }
 void AtomicFile::commit() {
   Impl& f = *impl_;
   if (f.committed) return;
-  if (f.stream && !f.stream->flush())
-    fail(f.buffer->error() ? std::strerror(f.buffer->error()) : "write error");
+  if (f.stream && !f.stream->flush()) fail(f.buffer->error() ? std::strerror(f.buffer->error()) : "write error");
   if (::fsync(f.fd) != 0) fail(std::string("cannot sync ") + f.temp + ": " + std::strerror(errno));
   const int fd = f.fd;
   f.fd = -1;

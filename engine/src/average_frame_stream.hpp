@@ -76,8 +76,7 @@ struct FrameState {
 class FrameStream {
  public:
   FrameStream(const FrameSource& source, const std::vector<Transform>& transforms, const Warper& warper,
-              std::vector<FrameState>& state, const CancelToken* cancel, Progress* progress,
-              std::size_t progress_total)
+              std::vector<FrameState>& state, const CancelToken* cancel, Progress* progress, std::size_t progress_total)
       : source_(source),
         transforms_(transforms),
         warper_(warper),
@@ -97,11 +96,13 @@ class FrameStream {
     // Chunks of up to 64 frames (at least 2 per thread, at most ~256 MB of
     // warped frames): few parallel regions, so threads seldom wait on each other.
     const std::size_t by_memory = (std::size_t(256) << 20) / std::max<std::size_t>(band * sizeof(float), 1);
-    const std::size_t chunk = std::max<std::size_t>(2 * static_cast<std::size_t>(threads_), std::min<std::size_t>(64, by_memory));
+    const std::size_t chunk =
+        std::max<std::size_t>(2 * static_cast<std::size_t>(threads_), std::min<std::size_t>(64, by_memory));
     std::vector<std::vector<float>> slots(std::min(chunk, std::max<std::size_t>(frames.size(), 1)),
                                           std::vector<float>(band));
     std::vector<char> warped(slots.size());
     std::vector<Warper::Scratch> scratch;
+    scratch.reserve(static_cast<std::size_t>(threads_));
     for (int t = 0; t < threads_; ++t) scratch.push_back(warper_.scratch());
 
     for (std::size_t start = 0; start < frames.size(); start += slots.size()) {
@@ -117,9 +118,8 @@ class FrameStream {
           const std::size_t k = frames[start + i];
           Frame f = source_.frame(k);
           if (f.width != w || f.height != h || f.size() != static_cast<std::size_t>(w) * h)
-            throw bad_input(describe_source() + "frame " + std::to_string(k) + " is " + std::to_string(f.width) +
-                            "x" + std::to_string(f.height) + ", frame 0 is " + std::to_string(w) + "x" +
-                            std::to_string(h));
+            throw bad_input(describe_source() + "frame " + std::to_string(k) + " is " + std::to_string(f.width) + "x" +
+                            std::to_string(f.height) + ", frame 0 is " + std::to_string(w) + "x" + std::to_string(h));
           FrameState& st = state_[k];
           if (!st.inspected) inspect(f, st);
           warped[i] = !st.blank;

@@ -21,8 +21,8 @@ std::size_t TiledMedian::extra_reads(std::size_t, std::size_t candidates) const 
   return static_cast<std::size_t>((h_ + rows - 1) / rows) * candidates;
 }
 
-void TiledMedian::average(FrameStream& stream, const std::vector<std::size_t>& used, MeanAccumulator&,
-                          Frame& average, Frame& coverage) const {
+void TiledMedian::average(FrameStream& stream, const std::vector<std::size_t>& used, MeanAccumulator&, Frame& average,
+                          Frame& coverage) const {
   const int w = w_, h = h_;
   const std::size_t m = used.size();
   const int rows = band_rows(m);

@@ -38,8 +38,8 @@ class AveragingStrategy {
   virtual std::size_t extra_reads(std::size_t frames, std::size_t candidates) const = 0;
   // average and coverage (frame 0's size, zero) from the used frames, in
   // frame order; `sums` holds their sums and may be consumed.
-  virtual void average(FrameStream& stream, const std::vector<std::size_t>& used, MeanAccumulator& sums,
-                       Frame& average, Frame& coverage) const = 0;
+  virtual void average(FrameStream& stream, const std::vector<std::size_t>& used, MeanAccumulator& sums, Frame& average,
+                       Frame& coverage) const = 0;
 };
 
 // AverageMethod::mean: the selection's sums are the result.

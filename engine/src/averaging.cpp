@@ -23,13 +23,12 @@ using averaging::MeanAccumulator;
 using averaging::Warper;
 
 bool is_translation(const Transform& t) {
-  return std::fabs(t.a - 1) < 1e-12 && std::fabs(t.b) < 1e-12 && std::fabs(t.c) < 1e-12 &&
-         std::fabs(t.d - 1) < 1e-12;
+  return std::fabs(t.a - 1) < 1e-12 && std::fabs(t.b) < 1e-12 && std::fabs(t.c) < 1e-12 && std::fabs(t.d - 1) < 1e-12;
 }
 
 bool finite(const Transform& t) {
-  return std::isfinite(t.a) && std::isfinite(t.b) && std::isfinite(t.c) && std::isfinite(t.d) &&
-         std::isfinite(t.tx) && std::isfinite(t.ty);
+  return std::isfinite(t.a) && std::isfinite(t.b) && std::isfinite(t.c) && std::isfinite(t.d) && std::isfinite(t.tx) &&
+         std::isfinite(t.ty);
 }
 
 // Normalised cross-correlation of a warped frame with the first-pass mean
@@ -73,8 +72,8 @@ class Warnings {
 };
 
 // Throws bad_input, starting with `where`, for inputs average_series cannot average.
-void check_inputs(const FrameSource& frames, const std::vector<Transform>& transforms,
-                  const AveragingOptions& options, const std::string& where) {
+void check_inputs(const FrameSource& frames, const std::vector<Transform>& transforms, const AveragingOptions& options,
+                  const std::string& where) {
   const std::size_t n = frames.frame_count();
   if (n == 0 || frames.width() <= 0 || frames.height() <= 0) throw bad_input(where + "no frames to average");
   if (transforms.size() != n)
@@ -141,23 +140,23 @@ void sum_and_grade_frames(FrameStream& stream, std::vector<FrameState>& state, d
 
 // The frames that go into the average, in frame order (marked used); the
 // others are counted by reason, with warnings. Throws bad_input when none is left.
-std::vector<std::size_t> used_frames(std::vector<FrameState>& state, const AveragingOptions& options,
-                                     std::size_t npix, const std::string& where, Warnings& warnings) {
+std::vector<std::size_t> used_frames(std::vector<FrameState>& state, const AveragingOptions& options, std::size_t npix,
+                                     const std::string& where, Warnings& warnings) {
   std::vector<std::size_t> used;
   std::size_t n_blank = 0, n_listed = 0, n_quality = 0, n_outside = 0;
   for (std::size_t k = 0; k < state.size(); ++k) {
     FrameState& st = state[k];
     if (st.bad_pixels > 0 && !st.blank)
-      warnings.add("NaN/Inf pixels treated as missing",
-                   where + "frame " + std::to_string(k) + ": " + std::to_string(st.bad_pixels) +
-                       " NaN/Inf pixels treated as missing");
+      warnings.add("NaN/Inf pixels treated as missing", where + "frame " + std::to_string(k) + ": " +
+                                                            std::to_string(st.bad_pixels) +
+                                                            " NaN/Inf pixels treated as missing");
     if (st.blank) {
       ++n_blank;
       st.quality = 0;
-      warnings.add("blank frames excluded", where + "frame " + std::to_string(k) +
-                                                (st.bad_pixels == static_cast<long>(npix) ? " has no finite pixel"
-                                                                                          : " is blank (constant)") +
-                                                "; excluded from the average");
+      warnings.add("blank frames excluded",
+                   where + "frame " + std::to_string(k) +
+                       (st.bad_pixels == static_cast<long>(npix) ? " has no finite pixel" : " is blank (constant)") +
+                       "; excluded from the average");
       continue;
     }
     if (st.listed_excluded) {
@@ -194,8 +193,7 @@ std::vector<std::size_t> used_frames(std::vector<FrameState>& state, const Avera
 
 }  // namespace
 
-Frame warp_to_reference(const Frame& f, const Transform& to_reference, Interpolation interpolation,
-                        float outside) {
+Frame warp_to_reference(const Frame& f, const Transform& to_reference, Interpolation interpolation, float outside) {
   if (f.empty()) return f;
   if (interpolation == Interpolation::fourier && !is_translation(to_reference))
     throw bad_input("fourier interpolation needs a pure translation; use cubic for rotations and affine maps");
@@ -224,8 +222,9 @@ AverageResult average_series(const FrameSource& frames, const std::vector<Transf
   std::vector<FrameState> state(n);
   for (std::size_t k : options.exclude_frames) {
     if (k < n) state[k].listed_excluded = true;
-    else warnings.add("excluded frame out of range", "exclude_frames lists frame " + std::to_string(k) +
-                                                         " but the series has " + std::to_string(n) + " frames");
+    else
+      warnings.add("excluded frame out of range", "exclude_frames lists frame " + std::to_string(k) +
+                                                      " but the series has " + std::to_string(n) + " frames");
   }
   const std::size_t candidates = static_cast<std::size_t>(
       std::count_if(state.begin(), state.end(), [](const FrameState& st) { return !st.listed_excluded; }));

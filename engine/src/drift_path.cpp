@@ -78,16 +78,15 @@ DriftPath DriftPath::fit(std::vector<DriftSample> samples, double t_begin, doubl
   require(std::isfinite(settings.smoothing) && settings.smoothing > 0.0,
           "smoothing must be > 0 (got " + number(settings.smoothing) + ")");
   const double span = t_end - t_begin;
-  require(span / settings.knot_spacing <= 1e7, "knot spacing " + number(settings.knot_spacing) +
-                                                   " s is too fine for " + number(span) + " s of scan");
+  require(span / settings.knot_spacing <= 1e7,
+          "knot spacing " + number(settings.knot_spacing) + " s is too fine for " + number(span) + " s of scan");
 
   // Keep the samples that count, in one canonical order: the sums below are
   // then the same floating-point sums whatever order the caller used.
   samples.erase(std::remove_if(samples.begin(), samples.end(),
                                [&](const DriftSample& s) {
                                  return !(s.weight > 0.0) || !std::isfinite(s.weight) || !std::isfinite(s.t) ||
-                                        !std::isfinite(s.dx) || !std::isfinite(s.dy) || s.t < t_begin ||
-                                        s.t > t_end;
+                                        !std::isfinite(s.dx) || !std::isfinite(s.dy) || s.t < t_begin || s.t > t_end;
                                }),
                 samples.end());
   std::sort(samples.begin(), samples.end(), [](const DriftSample& a, const DriftSample& b) {
@@ -96,8 +95,7 @@ DriftPath DriftPath::fit(std::vector<DriftSample> samples, double t_begin, doubl
   const bool two_times =
       !samples.empty() && samples.back().t - samples.front().t > 1e-12 * std::max(1.0, std::fabs(span));
   require(two_times, "needs weighted drift samples at two or more distinct times (got " +
-                         std::to_string(samples.size()) + " usable sample" + (samples.size() == 1 ? "" : "s") +
-                         ")");
+                         std::to_string(samples.size()) + " usable sample" + (samples.size() == 1 ? "" : "s") + ")");
 
   DriftPath path;
   path.t_begin_ = t_begin;
@@ -127,8 +125,8 @@ DriftPath DriftPath::fit(std::vector<DriftSample> samples, double t_begin, doubl
     for (std::size_t i = 0; i < 3; ++i)
       for (std::size_t k = i; k < 3; ++k) a[j + i][k - i] += lambda * v[i] * v[k];
 
-  require(band_cholesky(a), "the fit is singular (knot spacing " + number(path.h_) + " s, smoothing " +
-                                number(settings.smoothing) + ")");
+  require(band_cholesky(a),
+          "the fit is singular (knot spacing " + number(path.h_) + " s, smoothing " + number(settings.smoothing) + ")");
   band_solve(a, bx);
   band_solve(a, by);
   path.cx_ = std::move(bx);

@@ -33,8 +33,8 @@ DriftRecords read_drift_records(const std::string& path) {
   for (const char* need : {"frame", "dx", "dy"})
     if (!col.count(need)) throw bad_input(path + ": no '" + need + "' column in the header");
   DriftRecords table;
-  table.has_affine = col.count("a") && col.count("b") && col.count("c") && col.count("d") && col.count("tx") &&
-                     col.count("ty");
+  table.has_affine =
+      col.count("a") && col.count("b") && col.count("c") && col.count("d") && col.count("tx") && col.count("ty");
   table.has_angle = col.count("angle_deg");
   table.has_quality = col.count("quality");
   table.has_used = col.count("used");
@@ -88,8 +88,7 @@ DriftTable read_drift_table(const std::string& path, Point centre) {
     if (records.has_affine) table.to_frame0.push_back(r.affine);
     else if (records.has_angle)
       table.to_frame0.push_back(Transform::rigid(r.angle_deg * M_PI / 180.0, r.dx, r.dy, centre));
-    else
-      table.to_frame0.push_back(Transform::translation(r.dx, r.dy));
+    else table.to_frame0.push_back(Transform::translation(r.dx, r.dy));
   }
   return table;
 }

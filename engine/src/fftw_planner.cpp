@@ -45,7 +45,8 @@ void load_wisdom_once() {
   if (dir.empty()) return;
   auto file = dir / FftwTraits<T>::wisdom_name;
   std::error_code ec;
-  if (std::filesystem::exists(file, ec)) FftwTraits<T>::import_wisdom_from_filename(file.c_str());  // stale/corrupt: ignored
+  if (std::filesystem::exists(file, ec))
+    FftwTraits<T>::import_wisdom_from_filename(file.c_str());  // stale/corrupt: ignored
 }
 
 template <class T>
@@ -118,7 +119,7 @@ template class FftBuffer<std::complex<double>>;
 template <class T>
 struct RealFft2d<T>::Plans {
   using F = FftwTraits<T>;
-  typename F::plan forward = nullptr, inverse = nullptr;                       // SIMD-aligned arrays
+  typename F::plan forward = nullptr, inverse = nullptr;                      // SIMD-aligned arrays
   typename F::plan forward_unaligned = nullptr, inverse_unaligned = nullptr;  // made on first need
   ~Plans() {
     // Never reached in practice (the cache keeps every size alive); kept
@@ -151,7 +152,8 @@ void make_plans(int w, int h, unsigned extra, Plan& fwd, Plan& inv) {
   inv = F::plan_dft_c2r_2d(h, w, c, r, flags);
   F::free(r);
   F::free(c);
-  if (!fwd || !inv) throw failure("FFTW could not plan a " + std::to_string(w) + "x" + std::to_string(h) + " transform");
+  if (!fwd || !inv)
+    throw failure("FFTW could not plan a " + std::to_string(w) + "x" + std::to_string(h) + " transform");
   if (rigor_setting() == FftRigor::measure) save_wisdom<T>();
 }
 
@@ -219,8 +221,9 @@ template class RealFft2d<double>;
 namespace {
 template <class P>
 P checked(P p, const char* what, int ny, int nx) {
-  if (!p) throw std::runtime_error(std::string("FFTW could not plan a ") + what + " of " +
-                                   std::to_string(nx) + "x" + std::to_string(ny));
+  if (!p)
+    throw std::runtime_error(std::string("FFTW could not plan a ") + what + " of " + std::to_string(nx) + "x" +
+                             std::to_string(ny));
   return p;
 }
 }  // namespace

@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -33,8 +33,8 @@ class Reader {
  public:
   Reader(const json& j, std::string source, std::string prefix)
       : j_(j), source_(std::move(source)), prefix_(std::move(prefix)) {
-    if (!j_.is_object()) fail_at(prefix_.empty() ? "(top level)" : prefix_.substr(0, prefix_.size() - 1),
-                                 "must be an object");
+    if (!j_.is_object())
+      fail_at(prefix_.empty() ? "(top level)" : prefix_.substr(0, prefix_.size() - 1), "must be an object");
   }
 
   const json* find(const std::string& key) {
@@ -181,10 +181,9 @@ Job job_from_json(const json& j, const std::string& source) {
   Reader top(j, source, "");
   if (const json* v = top.find("driftscan_job"))
     job.version = top.integer("driftscan_job", *v, -2147483647.0, 2147483647.0).get<int>();
-  else
-    top.fail("driftscan_job", "is missing (not a DriftScan job file?)");
-  if (job.version != 1) top.fail("driftscan_job", "is version " + std::to_string(job.version) +
-                                                       "; this build reads version 1");
+  else top.fail("driftscan_job", "is missing (not a DriftScan job file?)");
+  if (job.version != 1)
+    top.fail("driftscan_job", "is version " + std::to_string(job.version) + "; this build reads version 1");
   read_fields(top, "", job);
   for (const auto& b : job_blocks()) {
     const json* v = top.find(b);

@@ -58,13 +58,21 @@ void from_file_form(const json& v, T& out) {
 }
 
 template <auto Block, auto Member>
-json get_member(const Job& j) { return file_form((j.*Block).*Member); }
+json get_member(const Job& j) {
+  return file_form((j.*Block).*Member);
+}
 template <auto Block, auto Member>
-void set_member(Job& j, const json& v) { from_file_form(v, (j.*Block).*Member); }
+void set_member(Job& j, const json& v) {
+  from_file_form(v, (j.*Block).*Member);
+}
 template <auto Member>
-json get_top(const Job& j) { return file_form(j.*Member); }
+json get_top(const Job& j) {
+  return file_form(j.*Member);
+}
 template <auto Member>
-void set_top(Job& j, const json& v) { from_file_form(v, j.*Member); }
+void set_top(Job& j, const json& v) {
+  from_file_form(v, j.*Member);
+}
 
 // Builds one row; each call sets one aspect, so a row reads as a sentence.
 struct Row {
@@ -182,6 +190,8 @@ std::vector<JobField> make_table() {
   using Avg = AveragingOptions;
   using Syn = SynthOptions;
   using Exe = ExecutionSettings;
+  // One row per field, its aspects read as a sentence: kept as written.
+  // clang-format off
   return {
       Row("", "command", T::text, "register, average, spectrum or synth").choices(job_command_names())
           .top<&Job::command>(),
@@ -312,6 +322,7 @@ std::vector<JobField> make_table() {
       Row("execution", "resume", T::boolean, "Continue from the checkpoints in the output folder (any rank count)")
           .flag("--resume", reg).is_switch().member<E, &Exe::resume>(),
   };
+  // clang-format on
 }
 
 std::string number_text(double v) {

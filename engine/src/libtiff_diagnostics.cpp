@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdarg>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 
 namespace driftscan {
@@ -27,8 +27,7 @@ std::string format_message(const char* module, const char* fmt, va_list ap) {
     // libtiff prefixes the file name as module in many messages; callers name
     // the file themselves, so keep only the function-style module names.
     std::string m(module);
-    if (m.find('/') == std::string::npos && m.find('.') == std::string::npos)
-      text = m + ": " + text;
+    if (m.find('/') == std::string::npos && m.find('.') == std::string::npos) text = m + ": " + text;
   }
   return text;
 }
@@ -74,15 +73,14 @@ void install_libtiff_handlers() {
   });
 }
 
-LibtiffThreadMessages::LibtiffThreadMessages(LibtiffMessages& messages)
-    : previous_(thread_messages) {
+LibtiffThreadMessages::LibtiffThreadMessages(LibtiffMessages& messages) : previous_(thread_messages) {
   thread_messages = &messages;
 }
 
 LibtiffThreadMessages::~LibtiffThreadMessages() { thread_messages = previous_; }
 
-std::unique_ptr<LibtiffFile> LibtiffFile::open(const std::string& path, const char* mode,
-                                               std::size_t max_alloc, std::string* why) {
+std::unique_ptr<LibtiffFile> LibtiffFile::open(const std::string& path, const char* mode, std::size_t max_alloc,
+                                               std::string* why) {
   install_libtiff_handlers();
   std::unique_ptr<LibtiffFile> file(new LibtiffFile());
   LibtiffThreadMessages scope(file->messages_);
@@ -143,9 +141,8 @@ struct LibtiffFile::VirtualFile {
   static void unmap(thandle_t, void*, toff_t) {}
 };
 
-std::unique_ptr<LibtiffFile> LibtiffFile::open_at(int fd, const std::string& name, bool big_endian,
-                                                  bool bigtiff, std::uint64_t ifd_offset,
-                                                  std::size_t max_alloc, std::string* why) {
+std::unique_ptr<LibtiffFile> LibtiffFile::open_at(int fd, const std::string& name, bool big_endian, bool bigtiff,
+                                                  std::uint64_t ifd_offset, std::size_t max_alloc, std::string* why) {
   install_libtiff_handlers();
   std::unique_ptr<LibtiffFile> file(new LibtiffFile());
   auto v = std::make_unique<VirtualFile>();
@@ -179,10 +176,9 @@ std::unique_ptr<LibtiffFile> LibtiffFile::open_at(int fd, const std::string& nam
   TIFFOpenOptionsSetErrorHandlerExtR(options, handle_error, &file->messages_);
   TIFFOpenOptionsSetWarningHandlerExtR(options, handle_warning, &file->messages_);
   if (max_alloc > 0) TIFFOpenOptionsSetMaxSingleMemAlloc(options, static_cast<tmsize_t>(max_alloc));
-  file->tif_ = TIFFClientOpenExt(name.c_str(), "rm", file->virtual_.get(), VirtualFile::read,
-                                 VirtualFile::write, VirtualFile::seek, VirtualFile::close,
-                                 VirtualFile::file_size, VirtualFile::map, VirtualFile::unmap,
-                                 options);
+  file->tif_ = TIFFClientOpenExt(name.c_str(), "rm", file->virtual_.get(), VirtualFile::read, VirtualFile::write,
+                                 VirtualFile::seek, VirtualFile::close, VirtualFile::file_size, VirtualFile::map,
+                                 VirtualFile::unmap, options);
   TIFFOpenOptionsFree(options);
   if (!file->tif_) {
     if (why) *why = file->error_or("libtiff cannot read the IFD");

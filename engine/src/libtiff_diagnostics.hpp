@@ -31,8 +31,8 @@ class LibtiffFile {
   // `mode` as for TIFFOpen ("r", "rh", "w", "w8", ...). `max_alloc` bounds any
   // single allocation libtiff makes for this handle (corrupt tag counts).
   // Returns nullptr when libtiff refuses the file; `why` then holds its message.
-  static std::unique_ptr<LibtiffFile> open(const std::string& path, const char* mode,
-                                           std::size_t max_alloc, std::string* why);
+  static std::unique_ptr<LibtiffFile> open(const std::string& path, const char* mode, std::size_t max_alloc,
+                                           std::string* why);
   // A read-only handle on the open file `fd` (not owned, read with pread, so
   // any number of handles may share it across threads) whose first directory
   // is the IFD at `ifd_offset`: libtiff reads a virtual header pointing there.
@@ -40,9 +40,8 @@ class LibtiffFile {
   // the whole IFD chain on its first use per handle (TIFFNumberOfDirectories,
   // for IFD-loop checks) and keeps a map of every IFD offset, i.e. seconds
   // and ~100 bytes per page for each handle on a 100,000-page file.
-  static std::unique_ptr<LibtiffFile> open_at(int fd, const std::string& name, bool big_endian,
-                                              bool bigtiff, std::uint64_t ifd_offset,
-                                              std::size_t max_alloc, std::string* why);
+  static std::unique_ptr<LibtiffFile> open_at(int fd, const std::string& name, bool big_endian, bool bigtiff,
+                                              std::uint64_t ifd_offset, std::size_t max_alloc, std::string* why);
   ~LibtiffFile();
   LibtiffFile(const LibtiffFile&) = delete;
   LibtiffFile& operator=(const LibtiffFile&) = delete;

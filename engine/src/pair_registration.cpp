@@ -97,7 +97,7 @@ struct PairRegistrationPlan::State {
   std::vector<float> wx, wy;         // separable apodisation
   std::vector<float> weight;         // band-pass weight per spectrum element (empty: none)
   RealFft2d<float> fft;
-  int max_sx = 0, max_sy = 0;        // integer search bound
+  int max_sx = 0, max_sy = 0;  // integer search bound
   State(int w_, int h_) : w(w_), h(h_), fft(w_, h_) {}
 };
 
@@ -110,8 +110,8 @@ PairRegistrationPlan::PairRegistrationPlan(int width, int height, const PairRegi
   if (r.whole_frame()) r = Roi{0, 0, width, height};
   if (r.x < 0 || r.y < 0 || r.x + r.w > width || r.y + r.h > height)
     throw bad_input("ROI " + std::to_string(r.x) + "," + std::to_string(r.y) + "," + std::to_string(r.w) + "," +
-                    std::to_string(r.h) + " lies outside the " + std::to_string(width) + "x" +
-                    std::to_string(height) + " frame");
+                    std::to_string(r.h) + " lies outside the " + std::to_string(width) + "x" + std::to_string(height) +
+                    " frame");
   if (r.w < 8 || r.h < 8) throw bad_input("ROI smaller than 8x8 pixels cannot be registered");
   if (options.bandpass_low < 0 || options.bandpass_high < 0 ||
       (options.bandpass_high > 0 && options.bandpass_low > 0 && options.bandpass_high <= options.bandpass_low))
@@ -135,7 +135,8 @@ PairRegistrationPlan::PairRegistrationPlan(int width, int height, const PairRegi
         if (options.bandpass_low > 0) g *= std::exp(-0.5 * std::pow(f * options.bandpass_low, 2));
         if (options.bandpass_high > 0) g *= 1.0 - std::exp(-0.5 * std::pow(f * options.bandpass_high, 2));
         // both frames smoothed by sigma: |G(f)|^2 on the cross-power
-        if (options.smooth_sigma > 0) g *= std::exp(-4.0 * kPi * kPi * options.smooth_sigma * options.smooth_sigma * f * f);
+        if (options.smooth_sigma > 0)
+          g *= std::exp(-4.0 * kPi * kPi * options.smooth_sigma * options.smooth_sigma * f * f);
         st->weight[static_cast<std::size_t>(ky) * sw + kx] = static_cast<float>(g);
       }
   }
@@ -259,7 +260,8 @@ IntegerPeak find_integer_peak(const State& s, const Correlation& corr, double ra
       double r2 = radius * radius - static_cast<double>(sy) * sy;
       if (r2 <= 0) continue;
       reach = std::min(reach, static_cast<int>(std::ceil(std::sqrt(r2))) - 1);
-      while (reach >= 0 && static_cast<double>(reach) * reach + static_cast<double>(sy) * sy >= radius * radius) --reach;
+      while (reach >= 0 && static_cast<double>(reach) * reach + static_cast<double>(sy) * sy >= radius * radius)
+        --reach;
       if (reach < 0) continue;
     }
     const float* row = corr.c + static_cast<std::size_t>((sy + s.h) % s.h) * s.w;
@@ -303,8 +305,7 @@ void sidelobe_measures(const Correlation& corr, const IntegerPeak& peak, PairShi
       ddx = std::min(ddx, w - ddx);
       ddy = std::min(ddy, h - ddy);
       if (ddx <= 2 && ddy <= 2) continue;
-      if (v >= corr.at(sx - 1, sy) && v >= corr.at(sx + 1, sy) && v >= corr.at(sx, sy - 1) &&
-          v >= corr.at(sx, sy + 1))
+      if (v >= corr.at(sx - 1, sy) && v >= corr.at(sx + 1, sy) && v >= corr.at(sx, sy - 1) && v >= corr.at(sx, sy + 1))
         second = v;
     }
   }
@@ -335,7 +336,8 @@ void refine_on_spectrum(const State& s, const std::complex<float>* R, double& ex
   }
   // Split, single-precision arrays: the row sums below vectorise.
   std::vector<float> pr(static_cast<std::size_t>(sw)), pi(static_cast<std::size_t>(sw));
-  std::vector<float> m0(static_cast<std::size_t>(sw)), m1(static_cast<std::size_t>(sw)), m2(static_cast<std::size_t>(sw));
+  std::vector<float> m0(static_cast<std::size_t>(sw)), m1(static_cast<std::size_t>(sw)),
+      m2(static_cast<std::size_t>(sw));
   for (int kx = 0; kx < sw; ++kx) {
     auto i = static_cast<std::size_t>(kx);
     m0[i] = static_cast<float>(mult[i]);
@@ -356,7 +358,7 @@ void refine_on_spectrum(const State& s, const std::complex<float>* R, double& ex
       const float* row = reinterpret_cast<const float*>(R + static_cast<std::size_t>(ky) * sw);
       float t0r = 0, t0i = 0, t1r = 0, t1i = 0, t2r = 0, t2i = 0;
       for (int kx = 0; kx < sw; ++kx) {
-        const float rr = row[2 * kx], ri = row[2 * kx + 1];
+        const float rr = row[2 * static_cast<std::size_t>(kx)], ri = row[2 * static_cast<std::size_t>(kx) + 1];
         const float zr = rr * pr[static_cast<std::size_t>(kx)] - ri * pi[static_cast<std::size_t>(kx)];
         const float zi = rr * pi[static_cast<std::size_t>(kx)] + ri * pr[static_cast<std::size_t>(kx)];
         t0r += m0[static_cast<std::size_t>(kx)] * zr, t0i += m0[static_cast<std::size_t>(kx)] * zi;

@@ -19,7 +19,8 @@ PowerSpectrum::PowerSpectrum(int width, int height, SpectrumWindow window)
                         wy = hann_window(static_cast<std::size_t>(height));
     for (int y = 0; y < height; ++y)
       for (int x = 0; x < width; ++x)
-        window_[static_cast<std::size_t>(y) * width + x] = wx[static_cast<std::size_t>(x)] * wy[static_cast<std::size_t>(y)];
+        window_[static_cast<std::size_t>(y) * width + x] =
+            wx[static_cast<std::size_t>(x)] * wy[static_cast<std::size_t>(y)];
   }
   window_energy_ = 0;
   for (double v : window_) window_energy_ += v * v;
@@ -38,8 +39,7 @@ std::vector<double> PowerSpectrum::power(const Frame& f) const {
     if (std::isfinite(f.pixels[i])) sw += window_[i], swf += window_[i] * f.pixels[i];
   const double mean = sw > 0 ? swf / sw : 0.0;
   FftBuffer<double> in(n);
-  for (std::size_t i = 0; i < n; ++i)
-    in[i] = std::isfinite(f.pixels[i]) ? (f.pixels[i] - mean) * window_[i] : 0.0;
+  for (std::size_t i = 0; i < n; ++i) in[i] = std::isfinite(f.pixels[i]) ? (f.pixels[i] - mean) * window_[i] : 0.0;
   FftBuffer<std::complex<double>> spec(fft_.spectrum_size());
   fft_.forward(in.data(), spec.data());
 

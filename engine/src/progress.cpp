@@ -1,6 +1,7 @@
 #include "driftscan/progress.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <mutex>
@@ -105,8 +106,8 @@ class JsonProgress : public ProgressBase {
     write(j);
   }
   void on_progress(bool) override {
-    nlohmann::json j{{"event", "progress"}, {"phase", phase_}, {"done", done_}, {"total", total_},
-                     {"elapsed_s", elapsed_s()}};
+    nlohmann::json j{
+        {"event", "progress"}, {"phase", phase_}, {"done", done_}, {"total", total_}, {"elapsed_s", elapsed_s()}};
     double eta = eta_s();
     j["eta_s"] = eta < 0 ? nlohmann::json(nullptr) : nlohmann::json(eta);
     write(j);
@@ -125,12 +126,10 @@ class JsonProgress : public ProgressBase {
 
 std::string format_seconds(double s) {
   if (s < 0) return "--:--";
-  long t = static_cast<long>(s + 0.5);
+  long t = std::lround(s);
   char buf[32];
-  if (t >= 3600)
-    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%02ld:%02ld", t / 60, t % 60);
+  if (t >= 3600) std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
+  else std::snprintf(buf, sizeof buf, "%02ld:%02ld", t / 60, t % 60);
   return buf;
 }
 
@@ -214,7 +213,9 @@ class SilentProgress : public Progress {
 }  // namespace
 
 std::unique_ptr<Progress> make_json_progress(std::ostream& out) { return std::make_unique<JsonProgress>(out); }
-std::unique_ptr<Progress> make_terminal_progress(std::ostream& out) { return std::make_unique<TextProgress>(out, true); }
+std::unique_ptr<Progress> make_terminal_progress(std::ostream& out) {
+  return std::make_unique<TextProgress>(out, true);
+}
 std::unique_ptr<Progress> make_plain_progress(std::ostream& out) { return std::make_unique<TextProgress>(out, false); }
 std::unique_ptr<Progress> make_silent_progress() { return std::make_unique<SilentProgress>(); }
 

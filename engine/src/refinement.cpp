@@ -7,8 +7,8 @@
 #include <cmath>
 #include <string>
 
-#include "driftscan/error.hpp"
 #include "driftscan/cubic_bspline.hpp"
+#include "driftscan/error.hpp"
 
 namespace driftscan {
 
@@ -78,7 +78,7 @@ bool solve(int n, const std::array<double, 36>& H, const std::array<double, 6>& 
            std::array<double, 6>& x) {
   double m[6][7];
   for (int i = 0; i < n; ++i) {
-    for (int j = 0; j < n; ++j) m[i][j] = H[static_cast<std::size_t>(i * 6 + j)];
+    for (int j = 0; j < n; ++j) m[i][j] = H[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)];
     m[i][i] *= 1.0 + lambda;
     m[i][n] = b[static_cast<std::size_t>(i)];
   }
@@ -175,8 +175,8 @@ int Refinement::levels_for(double init_uncertainty) const {
 
 std::shared_ptr<const Refinement::Prepared> Refinement::prepare(const Frame& f, bool as_reference, int levels) const {
   if (f.width != width_ || f.height != height_ || f.size() != static_cast<std::size_t>(width_) * height_)
-    throw bad_input("refinement: frame is " + std::to_string(f.width) + "x" + std::to_string(f.height) +
-                    ", expected " + std::to_string(width_) + "x" + std::to_string(height_));
+    throw bad_input("refinement: frame is " + std::to_string(f.width) + "x" + std::to_string(f.height) + ", expected " +
+                    std::to_string(width_) + "x" + std::to_string(height_));
   for (std::size_t i = 0; i < f.size(); ++i)
     if (!std::isfinite(f.pixels[i]))
       throw bad_input("refinement: non-finite pixel at (" + std::to_string(i % width_) + ", " +
@@ -214,7 +214,13 @@ class LevelSolver {
  public:
   LevelSolver(const Frame& ref, const Frame& gx, const Frame& gy, const Frame& mov, const Frame* mask,
               MotionModel model, double rx0, double ry0, double rx1, double ry1, int threads)
-      : ref_(ref), gx_(gx), gy_(gy), mov_(mov), mask_(mask), model_(model), np_(param_count(model)),
+      : ref_(ref),
+        gx_(gx),
+        gy_(gy),
+        mov_(mov),
+        mask_(mask),
+        model_(model),
+        np_(param_count(model)),
         threads_(std::max(1, threads)) {
     qx0_ = std::max(1, static_cast<int>(std::ceil(rx0)));
     qy0_ = std::max(1, static_cast<int>(std::ceil(ry0)));
@@ -289,11 +295,14 @@ class LevelSolver {
       for (int i = 0, t = 0; i < np_; ++i) {
         ssd_[static_cast<std::size_t>(i)] += pt.ssd[static_cast<std::size_t>(i)];
         ssdf_[static_cast<std::size_t>(i)] += pt.ssdf[static_cast<std::size_t>(i)];
-        for (int j = 0; j <= i; ++j, ++t) H_[static_cast<std::size_t>(i * 6 + j)] += pt.h[static_cast<std::size_t>(t)];
+        for (int j = 0; j <= i; ++j, ++t)
+          H_[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] += pt.h[static_cast<std::size_t>(t)];
       }
     }
     for (int i = 0; i < np_; ++i)
-      for (int j = i + 1; j < np_; ++j) H_[static_cast<std::size_t>(i * 6 + j)] = H_[static_cast<std::size_t>(j * 6 + i)];
+      for (int j = i + 1; j < np_; ++j)
+        H_[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] =
+            H_[static_cast<std::size_t>(j) * 6 + static_cast<std::size_t>(i)];
   }
 
   double pixels() const { return n_; }
@@ -431,7 +440,8 @@ class LevelSolver {
       const float* r3 = mov_.row(iy + 2) + base;
       const float w0 = static_cast<float>(wy[0]), w1 = static_cast<float>(wy[1]), w2 = static_cast<float>(wy[2]),
                   w3 = static_cast<float>(wy[3]);
-      for (int i = 0; i < len + 3; ++i) col_[static_cast<std::size_t>(i)] = w0 * r0[i] + w1 * r1[i] + w2 * r2[i] + w3 * r3[i];
+      for (int i = 0; i < len + 3; ++i)
+        col_[static_cast<std::size_t>(i)] = w0 * r0[i] + w1 * r1[i] + w2 * r2[i] + w3 * r3[i];
       const float v0 = static_cast<float>(wx[0]), v1 = static_cast<float>(wx[1]), v2 = static_cast<float>(wx[2]),
                   v3 = static_cast<float>(wx[3]);
       const float* c = col_.data();
@@ -450,8 +460,7 @@ class LevelSolver {
       bspline_weights(y - iy, wy);
       const float* r = mov_.pixels.data() + static_cast<std::size_t>(iy - 1) * stride + (ix - 1);
       double v = 0;
-      for (int j = 0; j < 4; ++j, r += stride)
-        v += wy[j] * (wx[0] * r[0] + wx[1] * r[1] + wx[2] * r[2] + wx[3] * r[3]);
+      for (int j = 0; j < 4; ++j, r += stride) v += wy[j] * (wx[0] * r[0] + wx[1] * r[1] + wx[2] * r[2] + wx[3] * r[3]);
       out[i] = static_cast<float>(v);
     }
   }
@@ -507,9 +516,9 @@ RefineResult Refinement::execute(const Prepared& reference, const Prepared& movi
     const double scale = std::ldexp(1.0, L);
     const Frame* mask = level_masks_ ? &(*level_masks_)[static_cast<std::size_t>(L)] : nullptr;
     LevelSolver solver(reference.level[static_cast<std::size_t>(L)], reference.gx[static_cast<std::size_t>(L)],
-                       reference.gy[static_cast<std::size_t>(L)], moving.coeff[static_cast<std::size_t>(L)], mask, model,
-                       roi_.x / scale, roi_.y / scale, (roi_.x + roi_.w - 1) / scale, (roi_.y + roi_.h - 1) / scale,
-                       options_.threads);
+                       reference.gy[static_cast<std::size_t>(L)], moving.coeff[static_cast<std::size_t>(L)], mask,
+                       model, roi_.x / scale, roi_.y / scale, (roi_.x + roi_.w - 1) / scale,
+                       (roi_.y + roi_.h - 1) / scale, options_.threads);
     Transform SL = scale_translation(S, 1.0 / scale);
     const double margin = 2.0;
     solver.build_set(SL, margin);

@@ -6,12 +6,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <cstring>
-#include <cerrno>
+#include <ctime>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -134,8 +134,8 @@ std::vector<Registration> compute_pair_elements(const RegistrationOperator& op, 
   return out;
 }
 
-std::vector<Registration> scan_registrations(const std::vector<Registration>& elements,
-                                             const RegistrationOperator& op, const RegistrationScan& scan,
+std::vector<Registration> scan_registrations(const std::vector<Registration>& elements, const RegistrationOperator& op,
+                                             const RegistrationScan& scan,
                                              std::vector<OperatorApplication>& applications, Progress* progress,
                                              const CancelToken* cancel) {
   std::mutex m;
@@ -168,8 +168,9 @@ std::vector<std::string> registration_warnings(const std::vector<Registration>& 
       w.push_back(frame + " is unusable (blank or non-finite pixels): excluded from the average");
       excluded.push_back(r.to);
     } else if (r.flags & kRefineFailed) {
-      w.push_back(frame + " could not be refined against frame 0 (no overlap or no contrast there): "
-                          "excluded from the average, drift is the chained pair estimate");
+      w.push_back(frame +
+                  " could not be refined against frame 0 (no overlap or no contrast there): "
+                  "excluded from the average, drift is the chained pair estimate");
       excluded.push_back(r.to);
     } else if (r.flags & kNotConverged) {
       w.push_back(frame + ": the refinement stopped at max_iterations without converging");
@@ -265,12 +266,9 @@ RegisterOutputs write_register_outputs(const std::string& out_dir, const FrameSo
   report["driftscan_report"] = 1;
   report["command"] = "register";
   report["version"] = DRIFTSCAN_VERSION;
-  report["input"] = {{"description", frames.describe()},
-                     {"frames", frames.frame_count()},
-                     {"width", frames.width()},
-                     {"height", frames.height()},
-                     {"pixel_size", frames.pixel_size()},
-                     {"unit", frames.pixel_unit()}};
+  report["input"] = {{"description", frames.describe()},  {"frames", frames.frame_count()},
+                     {"width", frames.width()},           {"height", frames.height()},
+                     {"pixel_size", frames.pixel_size()}, {"unit", frames.pixel_unit()}};
   report["settings"] = {{"registration", job_json.value("registration", nlohmann::json::object())},
                         {"averaging", job_json.value("averaging", nlohmann::json::object())}};
   report["drift_convention"] =
@@ -305,8 +303,8 @@ RegisterOutputs write_register_outputs(const std::string& out_dir, const FrameSo
                        {"frames_used", used},
                        {"frames_excluded", excluded}};
   report["warnings"] = warnings;
-  report["files"] = {{"drift", files.drift}, {"average", files.average}, {"coverage", files.coverage},
-                     {"report", files.report}};
+  report["files"] = {
+      {"drift", files.drift}, {"average", files.average}, {"coverage", files.coverage}, {"report", files.report}};
   for (auto it = report_extra.begin(); it != report_extra.end(); ++it) report[it.key()] = it.value();
   write_report(files.report, std::move(report), arrays);
   return files;
@@ -318,8 +316,7 @@ RegisterResult register_series(const FrameSource& frames, const RegistrationSett
   const auto t_start = Clock::now();
   const std::string name = frames.describe().empty() ? std::string("input") : frames.describe();
   const std::size_t n = frames.frame_count();
-  if (n < 2)
-    throw bad_input(name + ": " + std::to_string(n) + " frame(s): registration needs at least 2 frames");
+  if (n < 2) throw bad_input(name + ": " + std::to_string(n) + " frame(s): registration needs at least 2 frames");
   if (std::string why = unusable_frame_reason(frames.frame(0)); !why.empty())
     throw bad_input(name + ": frame 0 (the reference of the registration) " + why);
   threads = std::max(1, threads);

@@ -66,9 +66,8 @@ std::shared_ptr<const Frame> load_registration_mask(const std::string& path, int
   auto series = TiffSeries::open(path);
   if (series->frame_count() < 1) throw bad_input(path + ": the mask file has no image");
   if (series->width() != width || series->height() != height)
-    throw bad_input(path + ": the mask is " + std::to_string(series->width()) + "x" +
-                    std::to_string(series->height()) + ", the frames are " + std::to_string(width) + "x" +
-                    std::to_string(height));
+    throw bad_input(path + ": the mask is " + std::to_string(series->width()) + "x" + std::to_string(series->height()) +
+                    ", the frames are " + std::to_string(width) + "x" + std::to_string(height));
   auto mask = std::make_shared<Frame>(series->frame(0));
   std::size_t used = 0;
   for (float v : mask->pixels) used += v != 0.0f;

@@ -54,10 +54,10 @@ struct Template {
 // band(p) ~ T(probed(p) + delta) + c, by Gauss-Newton from delta = 0.
 struct BandFit {
   Point delta;
-  double weight = 0.0;     // inverse variance of delta along its worst direction
+  double weight = 0.0;  // inverse variance of delta along its worst direction
   double residual_var = 0.0;
-  double t = 0.0;          // mean acquisition time of the pixels used
-  Point mean_path;         // mean of d(t) over the pixels used
+  double t = 0.0;   // mean acquisition time of the pixels used
+  Point mean_path;  // mean of d(t) over the pixels used
   bool ok = false;
 };
 
@@ -122,8 +122,8 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
 // minimises sum (r - g * dj)^2 + noise / prior^2 * j^2 over j (means of r and
 // g removed, so an intensity offset does not pull).
 double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>>& pixels, std::size_t k, int line,
-                       const ScanTiming& timing, ScanModel& model, const Template& tpl, double noise,
-                       double prior, double max_jitter) {
+                       const ScanTiming& timing, ScanModel& model, const Template& tpl, double noise, double prior,
+                       double max_jitter) {
   const Point fast = timing.fast_axis();
   double& j = model.jitter[k][static_cast<std::size_t>(line)];
   const double lambda = noise / (prior * prior);
@@ -151,10 +151,13 @@ double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>
 std::vector<double> high_pass(const std::vector<double>& v, int window) {
   const long n = static_cast<long>(v.size()), half = window / 2;
   std::vector<double> prefix(v.size() + 1, 0.0), out(v.size());
-  for (long i = 0; i < n; ++i) prefix[static_cast<std::size_t>(i + 1)] = prefix[static_cast<std::size_t>(i)] + v[static_cast<std::size_t>(i)];
+  for (long i = 0; i < n; ++i)
+    prefix[static_cast<std::size_t>(i + 1)] = prefix[static_cast<std::size_t>(i)] + v[static_cast<std::size_t>(i)];
   for (long i = 0; i < n; ++i) {
     const long a = std::max(0L, i - half), b = std::min(n, i + half + 1);
-    out[static_cast<std::size_t>(i)] = v[static_cast<std::size_t>(i)] - (prefix[static_cast<std::size_t>(b)] - prefix[static_cast<std::size_t>(a)]) / static_cast<double>(b - a);
+    out[static_cast<std::size_t>(i)] =
+        v[static_cast<std::size_t>(i)] -
+        (prefix[static_cast<std::size_t>(b)] - prefix[static_cast<std::size_t>(a)]) / static_cast<double>(b - a);
   }
   return out;
 }
@@ -267,7 +270,8 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
   // between frames is the drift within them), which is most of the distortion.
   if (n >= 2) {
     std::vector<DriftSample> rigid;
-    for (std::size_t k = 0; k < n; ++k) rigid.push_back({timing.frame_mid_time(k), rigid_drift[k].x, rigid_drift[k].y, 1.0});
+    for (std::size_t k = 0; k < n; ++k)
+      rigid.push_back({timing.frame_mid_time(k), rigid_drift[k].x, rigid_drift[k].y, 1.0});
     // Rigid shifts are accurate (hundredths of a pixel): nearly interpolate
     // them rather than smooth them away.
     DriftPathSettings ps;
@@ -293,7 +297,8 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
     int l1 = std::min(timing.lines(), l0 + settings.band_lines);
     if (timing.lines() - l1 < settings.band_lines / 2) l1 = timing.lines();
     std::vector<std::pair<int, int>> band;
-    for (int l = l0; l < l1; ++l) band.insert(band.end(), lines[static_cast<std::size_t>(l)].begin(), lines[static_cast<std::size_t>(l)].end());
+    for (int l = l0; l < l1; ++l)
+      band.insert(band.end(), lines[static_cast<std::size_t>(l)].begin(), lines[static_cast<std::size_t>(l)].end());
     bands.push_back(std::move(band));
     if (l1 == timing.lines()) break;
   }

@@ -72,8 +72,8 @@ ScanTiming::ScanTiming(const ScanTimingSettings& settings, int width, int height
   const double line_flyback = s.line_flyback > 0.0 ? s.line_flyback : s.line_flyback_fraction * active_line;
   if (s.line_time > 0.0) {
     require(s.line_time >= active_line, "line time " + number(s.line_time) + " s is shorter than its " +
-                                            std::to_string(samples_) + " pixels x dwell (" +
-                                            number(active_line) + " s)");
+                                            std::to_string(samples_) + " pixels x dwell (" + number(active_line) +
+                                            " s)");
     require(line_flyback < s.line_time, "line fly-back " + number(line_flyback) +
                                             " s must be shorter than the line time " + number(s.line_time) + " s");
     require(line_flyback == 0.0 || std::fabs(active_line + line_flyback - s.line_time) <= 1e-9 * s.line_time,
@@ -88,11 +88,10 @@ ScanTiming::ScanTiming(const ScanTimingSettings& settings, int width, int height
   const double frame_flyback = s.frame_flyback > 0.0 ? s.frame_flyback : s.frame_flyback_fraction * active_frame;
   if (s.frame_time > 0.0) {
     require(frame_flyback < s.frame_time, "frame fly-back " + number(frame_flyback) +
-                                              " s must be shorter than the frame time " + number(s.frame_time) +
-                                              " s");
+                                              " s must be shorter than the frame time " + number(s.frame_time) + " s");
     require(s.frame_time >= active_frame, "frame time " + number(s.frame_time) + " s is shorter than its " +
-                                              std::to_string(lines_) + " lines x line time (" +
-                                              number(active_frame) + " s)");
+                                              std::to_string(lines_) + " lines x line time (" + number(active_frame) +
+                                              " s)");
     require(frame_flyback == 0.0 || std::fabs(active_frame + frame_flyback - s.frame_time) <= 1e-9 * s.frame_time,
             "frame time " + number(s.frame_time) + " s disagrees with lines x line time + frame fly-back (" +
                 number(active_frame + frame_flyback) + " s)");
@@ -140,8 +139,7 @@ double ScanTiming::time_of(std::size_t frame, double x, double y) const {
 std::string ScanTiming::describe() const {
   std::ostringstream s;
   s << "scan " << to_string(settings_.direction) << ", dwell " << settings_.dwell << " s, line " << line_time_
-    << " s (fly-back " << line_flyback() << " s), frame " << frame_time_ << " s (fly-back " << frame_flyback()
-    << " s)";
+    << " s (fly-back " << line_flyback() << " s), frame " << frame_time_ << " s (fly-back " << frame_flyback() << " s)";
   return s.str();
 }
 

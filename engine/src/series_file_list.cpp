@@ -58,9 +58,7 @@ bool natural_less(const std::string& a, const std::string& b) {
   return a < b;
 }
 
-bool has_glob_characters(const std::string& path) {
-  return path.find_first_of("*?[") != std::string::npos;
-}
+bool has_glob_characters(const std::string& path) { return path.find_first_of("*?[") != std::string::npos; }
 
 std::vector<std::string> tiff_files_in_folder(const std::string& folder) {
   DIR* dir = ::opendir(folder.c_str());

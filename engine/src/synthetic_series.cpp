@@ -127,7 +127,7 @@ struct SyntheticSeries::Model {
       int y0 = std::max(0, static_cast<int>(std::ceil(p.y - cutoff)));
       int y1 = std::min(h - 1, static_cast<int>(std::floor(p.y + cutoff)));
       if (y0 > y1) return;
-      gy.resize(static_cast<std::size_t>(y1 - y0 + 1));
+      gy.resize(static_cast<std::size_t>(y1) - static_cast<std::size_t>(y0) + 1);
       for (int y = y0; y <= y1; ++y) {
         double d = y - p.y;
         gy[static_cast<std::size_t>(y - y0)] = amplitude * std::exp(-d * d * inv_two_sigma2);
@@ -136,7 +136,7 @@ struct SyntheticSeries::Model {
         int x0 = std::max(0, static_cast<int>(std::ceil(p.x - cutoff)));
         int x1 = std::min(w - 1, static_cast<int>(std::floor(p.x + cutoff)));
         if (x0 > x1) return;
-        gx.resize(static_cast<std::size_t>(x1 - x0 + 1));
+        gx.resize(static_cast<std::size_t>(x1) - static_cast<std::size_t>(x0) + 1);
         for (int x = x0; x <= x1; ++x) {
           double d = x - p.x;
           gx[static_cast<std::size_t>(x - x0)] = std::exp(-d * d * inv_two_sigma2);
@@ -162,8 +162,8 @@ struct SyntheticSeries::Model {
     };
 
     // The frame's footprint in model coordinates, widened by the margin.
-    Point corners[4] = {t.apply(-margin, -margin), t.apply(w - 1 + margin, -margin),
-                        t.apply(-margin, h - 1 + margin), t.apply(w - 1 + margin, h - 1 + margin)};
+    Point corners[4] = {t.apply(-margin, -margin), t.apply(w - 1 + margin, -margin), t.apply(-margin, h - 1 + margin),
+                        t.apply(w - 1 + margin, h - 1 + margin)};
     for_each_column(corners, scale, splat);
     return f;
   }
@@ -281,7 +281,8 @@ SyntheticSeries::SyntheticSeries(const SynthOptions& options) : options_(options
   check(std::isfinite(o.period) && o.period > 1.0, "the lattice period must be more than 1 pixel");
   check(std::isfinite(o.drift_step) && o.drift_step >= 0, "drift step must be >= 0");
   check(std::isfinite(o.drift_linear_x) && std::isfinite(o.drift_linear_y), "linear drift must be finite");
-  check(std::isfinite(o.rotation_step_deg) && std::fabs(o.rotation_step_deg) <= 10, "rotation step must be within 10 degrees");
+  check(std::isfinite(o.rotation_step_deg) && std::fabs(o.rotation_step_deg) <= 10,
+        "rotation step must be within 10 degrees");
   check(std::isfinite(o.jitter) && o.jitter >= 0, "jitter must be >= 0");
   check(std::isfinite(o.dose) && o.dose < 1e9, "dose must be finite");
   check(std::isfinite(o.read_noise) && o.read_noise >= 0, "read noise must be >= 0");
@@ -323,8 +324,7 @@ SyntheticSeries::SyntheticSeries(const SynthOptions& options) : options_(options
       }
       drift_[k] = {dx, dy};
       angle_deg_[k] = o.rotation_step_deg * static_cast<double>(k);
-      truth_[k] = k == 0 ? Transform::identity()
-                         : Transform::rigid(angle_deg_[k] * kPi / 180.0, dx, dy, c);
+      truth_[k] = k == 0 ? Transform::identity() : Transform::rigid(angle_deg_[k] * kPi / 180.0, dx, dy, c);
     }
     placement = drift_;
   } else {
@@ -435,8 +435,8 @@ std::string SyntheticSeries::describe() const {
   const SynthOptions& o = options_;
   std::ostringstream s;
   s << "synthetic: " << o.frames << " x " << o.width << "x" << o.height << " float32, "
-    << (o.atoms.empty() ? to_string(o.lattice) : "custom") << " lattice period "
-    << o.period << " px, dose " << o.dose << ", seed " << o.seed;
+    << (o.atoms.empty() ? to_string(o.lattice) : "custom") << " lattice period " << o.period << " px, dose " << o.dose
+    << ", seed " << o.seed;
   if (timing_) s << ", " << timing_->describe();
   return s.str();
 }
@@ -471,7 +471,7 @@ Frame SyntheticSeries::frame(std::size_t k) const {
   const SynthOptions& o = options_;
   if (o.dose <= 0 && o.read_noise <= 0) return f;
   const int w = f.width, h = f.height;
-#pragma omp parallel for schedule(static) if (static_cast<long>(w) * h >= 16384)
+#pragma omp parallel for schedule(static) if (static_cast <long>(w) * h >= 16384)
   for (int y = 0; y < h; ++y) {
     // One generator per row: the noise is the same whatever the thread count.
     SplitMix64 g(hash(o.seed, kNoise, k, static_cast<std::uint64_t>(y)));

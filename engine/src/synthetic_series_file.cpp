@@ -20,8 +20,7 @@ namespace {
 std::string stem_of(const std::string& out_path) {
   std::filesystem::path p(out_path);
   std::string ext = p.extension().string();
-  if (ext == ".tif" || ext == ".tiff" || ext == ".TIF" || ext == ".TIFF")
-    return (p.parent_path() / p.stem()).string();
+  if (ext == ".tif" || ext == ".tiff" || ext == ".TIF" || ext == ".TIFF") return (p.parent_path() / p.stem()).string();
   return out_path;
 }
 
@@ -41,10 +40,8 @@ void write_truth_csv(const SyntheticSeries& s, const std::string& path) {
     char line[160];
     for (std::size_t k = 0; k < s.frame_count(); ++k) {
       Point d = s.drift(k);
-      if (rotating)
-        std::snprintf(line, sizeof line, "%zu,%.6f,%.6f,%.8f\n", k, d.x, d.y, s.angle_deg(k));
-      else
-        std::snprintf(line, sizeof line, "%zu,%.6f,%.6f\n", k, d.x, d.y);
+      if (rotating) std::snprintf(line, sizeof line, "%zu,%.6f,%.6f,%.8f\n", k, d.x, d.y, s.angle_deg(k));
+      else std::snprintf(line, sizeof line, "%zu,%.6f,%.6f\n", k, d.x, d.y);
       out << line;
     }
   });
@@ -69,8 +66,8 @@ void write_lines_truth_csv(const SyntheticSeries& s, const std::string& path) {
 
 }  // namespace
 
-SynthOutputs write_synthetic_series(const SynthOptions& options, const std::string& out_path,
-                                    Progress* progress, const CancelToken* cancel) {
+SynthOutputs write_synthetic_series(const SynthOptions& options, const std::string& out_path, Progress* progress,
+                                    const CancelToken* cancel) {
   SyntheticSeries series(options);
   SynthOutputs outs;
   outs.series = out_path;
@@ -90,14 +87,15 @@ SynthOutputs write_synthetic_series(const SynthOptions& options, const std::stri
   const std::size_t n = series.frame_count();
   const std::size_t frame_bytes = static_cast<std::size_t>(series.width()) * series.height() * sizeof(float);
   const int threads = std::max(1, omp_get_max_threads());
-  const std::size_t batch = std::clamp<std::size_t>((std::size_t(64) << 20) / frame_bytes, 1,
-                                                    static_cast<std::size_t>(4 * threads));
+  const std::size_t batch =
+      std::clamp<std::size_t>((std::size_t(64) << 20) / frame_bytes, 1, static_cast<std::size_t>(4 * threads));
   std::vector<Frame> frames(batch);
   for (std::size_t start = 0; start < n; start += batch) {
     if (cancel) cancel->throw_if_cancelled();
     const long count = static_cast<long>(std::min(batch, n - start));
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (count > 1)
-    for (long i = 0; i < count; ++i) frames[static_cast<std::size_t>(i)] = series.frame(start + static_cast<std::size_t>(i));
+    for (long i = 0; i < count; ++i)
+      frames[static_cast<std::size_t>(i)] = series.frame(start + static_cast<std::size_t>(i));
     for (long i = 0; i < count; ++i) writer.append(frames[static_cast<std::size_t>(i)]);
     if (progress) progress->advance(start + static_cast<std::size_t>(count));
   }

@@ -43,8 +43,7 @@ class WindowedFile {
       window_.resize(static_cast<std::size_t>(std::min<std::uint64_t>(want, size_ - offset)));
       std::size_t got = 0;
       while (got < window_.size()) {
-        ssize_t r = ::pread(fd_, window_.data() + got, window_.size() - got,
-                            static_cast<off_t>(offset + got));
+        ssize_t r = ::pread(fd_, window_.data() + got, window_.size() - got, static_cast<off_t>(offset + got));
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) throw bad_input(path_ + ": read error at byte " + std::to_string(offset + got));
         got += static_cast<std::size_t>(r);
@@ -69,8 +68,7 @@ class WindowedFile {
 
 class IfdWalker {
  public:
-  IfdWalker(const std::string& path, std::size_t first_frame)
-      : path_(path), file_(path), first_frame_(first_frame) {}
+  IfdWalker(const std::string& path, std::size_t first_frame) : path_(path), file_(path), first_frame_(first_frame) {}
 
   TiffDirectoryIndex run() {
     TiffDirectoryIndex index;
@@ -107,8 +105,7 @@ class IfdWalker {
       // Pages are named by the frame number they would get (thumbnails skipped).
       std::string where = "frame " + std::to_string(first_frame_ + index.offsets.size());
       if (next >= file_.size())
-        fail(where + ": IFD offset " + std::to_string(next) +
-             " lies beyond the end of the file (truncated file?)");
+        fail(where + ": IFD offset " + std::to_string(next) + " lies beyond the end of the file (truncated file?)");
       if (next > highest) {
         // IFDs in increasing order (every common writer): cannot be a revisit.
         highest = next;
@@ -128,8 +125,9 @@ class IfdWalker {
       // off a page, outside the main chain: refused rather than silently
       // reading only part of what the file holds.
       if (layout.sub_ifds)
-        fail(where + ": SubIFD pyramids (TIFF tag 330) are not supported; save the series without "
-                     "the pyramid (full-resolution pages only)");
+        fail(where +
+             ": SubIFD pyramids (TIFF tag 330) are not supported; save the series without "
+             "the pyramid (full-resolution pages only)");
       if (layout.reduced_resolution()) {
         ++index.skipped_reduced;
         reduced.push_back(next);
@@ -141,8 +139,8 @@ class IfdWalker {
           index.layout = layout;
           have_layout = true;
         } else if (layout != index.layout) {
-          fail(frame + " is " + layout.describe() + " but frame " + std::to_string(first_frame_) +
-               " is " + index.layout.describe() + " (all frames must have one size and type)");
+          fail(frame + " is " + layout.describe() + " but frame " + std::to_string(first_frame_) + " is " +
+               index.layout.describe() + " (all frames must have one size and type)");
         }
         index.offsets.push_back(next);
       }
@@ -159,8 +157,7 @@ class IfdWalker {
   [[noreturn]] void fail(const std::string& what) const { throw bad_input(path_ + ": " + what); }
 
   std::uint16_t u16(const unsigned char* p) const {
-    return big_endian_ ? static_cast<std::uint16_t>(p[0] << 8 | p[1])
-                       : static_cast<std::uint16_t>(p[1] << 8 | p[0]);
+    return big_endian_ ? static_cast<std::uint16_t>(p[0] << 8 | p[1]) : static_cast<std::uint16_t>(p[1] << 8 | p[0]);
   }
   std::uint32_t u32(const unsigned char* p) const {
     std::uint32_t v = 0;
@@ -175,10 +172,22 @@ class IfdWalker {
 
   static std::size_t type_size(std::uint16_t type) {
     switch (type) {
-      case 1: case 2: case 6: case 7: return 1;
-      case 3: case 8: return 2;
-      case 4: case 9: case 11: case 13: return 4;
-      case 5: case 10: case 12: case 16: case 17: case 18: return 8;
+      case 1:
+      case 2:
+      case 6:
+      case 7: return 1;
+      case 3:
+      case 8: return 2;
+      case 4:
+      case 9:
+      case 11:
+      case 13: return 4;
+      case 5:
+      case 10:
+      case 12:
+      case 16:
+      case 17:
+      case 18: return 8;
       default: return 0;
     }
   }
@@ -196,27 +205,31 @@ class IfdWalker {
     if (count > inline_bytes / size) {
       std::uint64_t at = bigtiff_ ? u64(value) : u32(value);
       if (!file_.read(at, buffer, size))
-        fail(where + ": corrupt IFD (tag " + std::to_string(u16(entry)) +
-             " points beyond the end of the file)");
+        fail(where + ": corrupt IFD (tag " + std::to_string(u16(entry)) + " points beyond the end of the file)");
       p = buffer;
     }
     switch (type) {
-      case 1: case 6: case 7: out = p[0]; return true;
-      case 3: case 8: out = u16(p); return true;
-      case 4: case 9: case 13: out = u32(p); return true;
-      case 16: case 17: case 18: out = u64(p); return true;
+      case 1:
+      case 6:
+      case 7: out = p[0]; return true;
+      case 3:
+      case 8: out = u16(p); return true;
+      case 4:
+      case 9:
+      case 13: out = u32(p); return true;
+      case 16:
+      case 17:
+      case 18: out = u64(p); return true;
       default: return false;  // rationals, floats: not a layout integer
     }
   }
 
   std::uint64_t read_ifd(std::uint64_t at, const std::string& where, TiffPageLayout& layout) {
-    const std::size_t count_bytes = bigtiff_ ? 8 : 2, entry_bytes = bigtiff_ ? 20 : 12,
-                      next_bytes = bigtiff_ ? 8 : 4;
+    const std::size_t count_bytes = bigtiff_ ? 8 : 2, entry_bytes = bigtiff_ ? 20 : 12, next_bytes = bigtiff_ ? 8 : 4;
     unsigned char buffer[20];
     if (!file_.read(at, buffer, count_bytes)) fail(where + ": truncated IFD");
     std::uint64_t entries = bigtiff_ ? u64(buffer) : u16(buffer);
-    if (entries == 0 || entries > 65535) fail(where + ": corrupt IFD (" + std::to_string(entries) +
-                                               " entries)");
+    if (entries == 0 || entries > 65535) fail(where + ": corrupt IFD (" + std::to_string(entries) + " entries)");
     std::uint64_t end = at + count_bytes + entries * entry_bytes + next_bytes;
     if (end > file_.size()) fail(where + ": truncated IFD (ends beyond the end of the file)");
     bool width = false, height = false;
@@ -225,14 +238,30 @@ class IfdWalker {
       std::uint16_t tag = u16(buffer);
       std::uint64_t v = 0;
       switch (tag) {
-        case 254: if (first_value(buffer, where, v)) layout.new_subfile_type = static_cast<std::uint32_t>(v); break;
-        case 256: if ((width = first_value(buffer, where, v))) layout.width = clamp32(v); break;
-        case 257: if ((height = first_value(buffer, where, v))) layout.height = clamp32(v); break;
-        case 258: if (first_value(buffer, where, v)) layout.bits_per_sample = clamp16(v); break;
-        case 259: if (first_value(buffer, where, v)) layout.compression = clamp16(v); break;
-        case 262: if (first_value(buffer, where, v)) layout.photometric = clamp16(v); break;
-        case 277: if (first_value(buffer, where, v)) layout.samples_per_pixel = clamp16(v); break;
-        case 339: if (first_value(buffer, where, v)) layout.sample_format = clamp16(v); break;
+        case 254:
+          if (first_value(buffer, where, v)) layout.new_subfile_type = static_cast<std::uint32_t>(v);
+          break;
+        case 256:
+          if ((width = first_value(buffer, where, v))) layout.width = clamp32(v);
+          break;
+        case 257:
+          if ((height = first_value(buffer, where, v))) layout.height = clamp32(v);
+          break;
+        case 258:
+          if (first_value(buffer, where, v)) layout.bits_per_sample = clamp16(v);
+          break;
+        case 259:
+          if (first_value(buffer, where, v)) layout.compression = clamp16(v);
+          break;
+        case 262:
+          if (first_value(buffer, where, v)) layout.photometric = clamp16(v);
+          break;
+        case 277:
+          if (first_value(buffer, where, v)) layout.samples_per_pixel = clamp16(v);
+          break;
+        case 339:
+          if (first_value(buffer, where, v)) layout.sample_format = clamp16(v);
+          break;
         case 330: layout.sub_ifds = true; break;
         default: break;
       }
@@ -245,9 +274,7 @@ class IfdWalker {
   static std::uint32_t clamp32(std::uint64_t v) {
     return v > 0xffffffffu ? 0xffffffffu : static_cast<std::uint32_t>(v);
   }
-  static std::uint16_t clamp16(std::uint64_t v) {
-    return v > 0xffffu ? 0xffffu : static_cast<std::uint16_t>(v);
-  }
+  static std::uint16_t clamp16(std::uint64_t v) { return v > 0xffffu ? 0xffffu : static_cast<std::uint16_t>(v); }
 
   std::string path_;
   WindowedFile file_;
@@ -266,8 +293,7 @@ std::string TiffPageLayout::describe() const {
     case 1: type = "uint"; break;
     default: type = "format" + std::to_string(sample_format) + "_"; break;
   }
-  std::string s = std::to_string(width) + "x" + std::to_string(height) + " " + type +
-                  std::to_string(bits_per_sample);
+  std::string s = std::to_string(width) + "x" + std::to_string(height) + " " + type + std::to_string(bits_per_sample);
   if (samples_per_pixel != 1) s += " x" + std::to_string(samples_per_pixel) + " samples";
   return s;
 }

@@ -20,15 +20,14 @@ struct TiffResolutionTags {
 };
 
 struct PixelCalibration {
-  double size = 0.0;        // 0: unknown
-  std::string unit;         // normalised short name
+  double size = 0.0;           // 0: unknown
+  std::string unit;            // normalised short name
   double slice_spacing = 0.0;  // ImageJ spacing=, in `unit` (0: absent)
-  std::string source;       // "OME-XML", "ImageJ", "resolution tags" or ""
+  std::string source;          // "OME-XML", "ImageJ", "resolution tags" or ""
   std::vector<std::string> warnings;
 };
 
-PixelCalibration read_pixel_calibration(const std::string& image_description,
-                                        const TiffResolutionTags& resolution);
+PixelCalibration read_pixel_calibration(const std::string& image_description, const TiffResolutionTags& resolution);
 
 // "micron", "µm", "\\u00B5m", "um" -> "um"; "Å"/"angstrom" -> "A"; others as given.
 std::string normalise_length_unit(const std::string& unit);

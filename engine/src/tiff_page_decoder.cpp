@@ -1,8 +1,8 @@
 #include "tiff_page_decoder.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -14,37 +14,33 @@ namespace {
 constexpr float kLuma[3] = {0.299f, 0.587f, 0.114f};
 
 bool is_colour_photometric(std::uint16_t p) {
-  return p == PHOTOMETRIC_RGB || p == PHOTOMETRIC_YCBCR || p == PHOTOMETRIC_SEPARATED ||
-         p == PHOTOMETRIC_CIELAB || p == PHOTOMETRIC_ICCLAB || p == PHOTOMETRIC_ITULAB;
+  return p == PHOTOMETRIC_RGB || p == PHOTOMETRIC_YCBCR || p == PHOTOMETRIC_SEPARATED || p == PHOTOMETRIC_CIELAB ||
+         p == PHOTOMETRIC_ICCLAB || p == PHOTOMETRIC_ITULAB;
 }
 
 // Converts `count` samples, `stride` samples apart, starting at sample index
 // `first` of a packed row, adding weight * value into dst (or storing when
 // weight is 0: then dst = value).
 template <class T>
-void convert_bytes(const unsigned char* row, std::size_t first, std::size_t stride,
-                   std::size_t count, float weight, float* dst) {
+void convert_bytes(const unsigned char* row, std::size_t first, std::size_t stride, std::size_t count, float weight,
+                   float* dst) {
   const unsigned char* p = row + first * sizeof(T);
   for (std::size_t i = 0; i < count; ++i, p += stride * sizeof(T)) {
     T v;
     std::memcpy(&v, p, sizeof(T));
-    if (weight == 0.0f)
-      dst[i] = static_cast<float>(v);
-    else
-      dst[i] += weight * static_cast<float>(v);
+    if (weight == 0.0f) dst[i] = static_cast<float>(v);
+    else dst[i] += weight * static_cast<float>(v);
   }
 }
 
-void convert_bits(const unsigned char* row, std::size_t first, std::size_t stride,
-                  std::size_t count, int bits, float weight, float* dst) {
+void convert_bits(const unsigned char* row, std::size_t first, std::size_t stride, std::size_t count, int bits,
+                  float weight, float* dst) {
   for (std::size_t i = 0; i < count; ++i) {
     std::size_t bit = (first + i * stride) * static_cast<std::size_t>(bits);
     unsigned byte = row[bit / 8];
     unsigned v = (byte >> (8 - bits - bit % 8)) & ((1u << bits) - 1u);
-    if (weight == 0.0f)
-      dst[i] = static_cast<float>(v);
-    else
-      dst[i] += weight * static_cast<float>(v);
+    if (weight == 0.0f) dst[i] = static_cast<float>(v);
+    else dst[i] += weight * static_cast<float>(v);
   }
 }
 
@@ -66,9 +62,7 @@ void convert(const unsigned char* row, std::size_t first, std::size_t stride, st
   return convert_bytes<std::uint32_t>(row, first, stride, count, weight, dst);
 }
 
-[[noreturn]] void fail(const std::string& where, const std::string& what) {
-  throw bad_input(where + ": " + what);
-}
+[[noreturn]] void fail(const std::string& where, const std::string& what) { throw bad_input(where + ": " + what); }
 
 // Copies one decoded chunk (strip or tile) of plane `plane` into the frame.
 // The chunk covers columns [x0, x0 + cw) and rows [y0, y0 + ch) of the image.
@@ -78,8 +72,8 @@ struct ChunkCopier {
   bool separate;  // PLANARCONFIG_SEPARATE
   Frame& frame;
 
-  void operator()(const unsigned char* data, std::size_t row_bytes, std::uint32_t x0,
-                  std::uint32_t y0, std::uint32_t cw, std::uint32_t ch, int plane) const {
+  void operator()(const unsigned char* data, std::size_t row_bytes, std::uint32_t x0, std::uint32_t y0,
+                  std::uint32_t cw, std::uint32_t ch, int plane) const {
     const std::size_t spp = layout.samples_per_pixel;
     const std::size_t stride = separate ? 1 : spp;
     std::uint32_t w = std::min<std::uint32_t>(cw, layout.width - x0);
@@ -102,15 +96,12 @@ struct ChunkCopier {
 
 std::size_t bits_to_bytes(std::uint64_t bits) { return static_cast<std::size_t>((bits + 7) / 8); }
 
-void decode_rgba(LibtiffFile& file, const TiffPageLayout& layout, const std::string& where,
-                 Frame& frame) {
+void decode_rgba(LibtiffFile& file, const TiffPageLayout& layout, const std::string& where, Frame& frame) {
   TIFF* tif = file.get();
   char message[1024] = "";
-  if (!TIFFRGBAImageOK(tif, message))
-    fail(where, std::string("unsupported colour image: ") + message);
+  if (!TIFFRGBAImageOK(tif, message)) fail(where, std::string("unsupported colour image: ") + message);
   std::vector<std::uint32_t> raster(static_cast<std::size_t>(layout.width) * layout.height);
-  if (!TIFFReadRGBAImageOriented(tif, layout.width, layout.height, raster.data(),
-                                 ORIENTATION_TOPLEFT, 0))
+  if (!TIFFReadRGBAImageOriented(tif, layout.width, layout.height, raster.data(), ORIENTATION_TOPLEFT, 0))
     fail(where, "cannot decode colour image: " + file.error_or("libtiff RGBA conversion failed"));
   for (std::size_t i = 0; i < raster.size(); ++i) {
     std::uint32_t p = raster[i];
@@ -148,15 +139,14 @@ PageFormat classify_page(const TiffPageLayout& l, const std::string& where) {
   }
   if (l.samples_per_pixel == 0) fail(where, "corrupt IFD (SamplesPerPixel is 0)");
   if (is_colour_photometric(l.photometric)) {
-    if (l.photometric == PHOTOMETRIC_RGB && l.samples_per_pixel >= 3 &&
-        sf == SAMPLEFORMAT_UINT && (bits == 8 || bits == 16)) {
+    if (l.photometric == PHOTOMETRIC_RGB && l.samples_per_pixel >= 3 && sf == SAMPLEFORMAT_UINT &&
+        (bits == 8 || bits == 16)) {
       f.colour = ColourHandling::rgb_luminance;
     } else if (l.photometric != PHOTOMETRIC_RGB && bits == 8) {
       f.colour = ColourHandling::rgba_luminance;
       f.pixel_type = PixelType::uint8;
     } else {
-      fail(where, "unsupported colour image (" + l.describe() + ", photometric " +
-                      std::to_string(l.photometric) + ")");
+      fail(where, "unsupported colour image (" + l.describe() + ", photometric " + std::to_string(l.photometric) + ")");
     }
     f.warning = "colour image converted to luminance Y = 0.299 R + 0.587 G + 0.114 B";
   } else if (l.samples_per_pixel > 1) {
@@ -171,8 +161,8 @@ PageFormat classify_page(const TiffPageLayout& l, const std::string& where) {
   return f;
 }
 
-Frame decode_page(LibtiffFile& file, const TiffPageLayout& layout, const PageFormat& format,
-                  const std::string& where, std::size_t max_frame_bytes, std::size_t* non_finite) {
+Frame decode_page(LibtiffFile& file, const TiffPageLayout& layout, const PageFormat& format, const std::string& where,
+                  std::size_t max_frame_bytes, std::size_t* non_finite) {
   TIFF* tif = file.get();
   // The handle's view must match what the index found at open.
   std::uint32_t w = 0, h = 0;
@@ -184,15 +174,15 @@ Frame decode_page(LibtiffFile& file, const TiffPageLayout& layout, const PageFor
   TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &sf);
   TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &planar);
   if (sf == SAMPLEFORMAT_VOID && layout.sample_format == SAMPLEFORMAT_UINT) sf = SAMPLEFORMAT_UINT;
-  if (w != layout.width || h != layout.height || bits != layout.bits_per_sample ||
-      spp != layout.samples_per_pixel || sf != layout.sample_format)
-    fail(where, "corrupt IFD (libtiff reads it as " + std::to_string(w) + "x" +
-                    std::to_string(h) + ", expected " + layout.describe() + ")");
+  if (w != layout.width || h != layout.height || bits != layout.bits_per_sample || spp != layout.samples_per_pixel ||
+      sf != layout.sample_format)
+    fail(where, "corrupt IFD (libtiff reads it as " + std::to_string(w) + "x" + std::to_string(h) + ", expected " +
+                    layout.describe() + ")");
 
   const std::uint64_t pixels = std::uint64_t(w) * h;
   if (pixels * sizeof(float) > max_frame_bytes || w > 0x7fffffffu || h > 0x7fffffffu)
-    fail(where, "frame of " + std::to_string(w) + "x" + std::to_string(h) +
-                    " pixels exceeds the memory limit for one frame");
+    fail(where,
+         "frame of " + std::to_string(w) + "x" + std::to_string(h) + " pixels exceeds the memory limit for one frame");
   Frame frame(static_cast<int>(w), static_cast<int>(h), 0.0f);
 
   if (format.colour == ColourHandling::rgba_luminance) {
@@ -208,8 +198,7 @@ Frame decode_page(LibtiffFile& file, const TiffPageLayout& layout, const PageFor
 
   if (TIFFIsTiled(tif)) {
     std::uint32_t tw = 0, th = 0;
-    if (!TIFFGetField(tif, TIFFTAG_TILEWIDTH, &tw) || !TIFFGetField(tif, TIFFTAG_TILELENGTH, &th) ||
-        tw == 0 || th == 0)
+    if (!TIFFGetField(tif, TIFFTAG_TILEWIDTH, &tw) || !TIFFGetField(tif, TIFFTAG_TILELENGTH, &th) || tw == 0 || th == 0)
       fail(where, "corrupt IFD (tile size missing or zero)");
     const std::size_t row_bytes = bits_to_bytes(std::uint64_t(tw) * samples_per_row_unit * bits);
     const std::uint64_t need = std::uint64_t(row_bytes) * th;
@@ -238,19 +227,18 @@ Frame decode_page(LibtiffFile& file, const TiffPageLayout& layout, const PageFor
     if (strip_size <= 0 || std::uint64_t(strip_size) < need || need > chunk_limit)
       fail(where, "corrupt IFD (strip size)");
     if (TIFFNumberOfStrips(tif) < strips_per_plane * std::uint32_t(planes))
-      fail(where, "corrupt IFD (" + std::to_string(TIFFNumberOfStrips(tif)) +
-                      " strips for " + std::to_string(h) + " rows)");
+      fail(where,
+           "corrupt IFD (" + std::to_string(TIFFNumberOfStrips(tif)) + " strips for " + std::to_string(h) + " rows)");
     std::vector<unsigned char> buffer(static_cast<std::size_t>(strip_size));
     for (int plane = 0; plane < planes; ++plane)
       for (std::uint32_t s = 0; s < strips_per_plane; ++s) {
         std::uint32_t y = s * rows_per_strip;
         std::uint32_t rows = std::min(rows_per_strip, h - y);
         file.messages().clear();
-        tmsize_t got = TIFFReadEncodedStrip(tif, plane * strips_per_plane + s, buffer.data(),
-                                            strip_size);
+        tmsize_t got = TIFFReadEncodedStrip(tif, plane * strips_per_plane + s, buffer.data(), strip_size);
         if (got < 0 || std::uint64_t(got) < std::uint64_t(row_bytes) * rows)
-          fail(where, "truncated or corrupt strip " + std::to_string(s) + ": " +
-                          file.error_or("libtiff could not decode it"));
+          fail(where,
+               "truncated or corrupt strip " + std::to_string(s) + ": " + file.error_or("libtiff could not decode it"));
         copy(buffer.data(), row_bytes, 0, y, w, rows, plane);
       }
   }
@@ -259,8 +247,8 @@ Frame decode_page(LibtiffFile& file, const TiffPageLayout& layout, const PageFor
   return frame;
 }
 
-Frame decode_contiguous(const unsigned char* data, const TiffPageLayout& layout,
-                        const PageFormat& format, bool swap, std::size_t* non_finite) {
+Frame decode_contiguous(const unsigned char* data, const TiffPageLayout& layout, const PageFormat& format, bool swap,
+                        std::size_t* non_finite) {
   Frame frame(static_cast<int>(layout.width), static_cast<int>(layout.height), 0.0f);
   const std::size_t bytes = layout.bits_per_sample / 8;
   const std::size_t row_bytes = std::size_t(layout.width) * bytes;
@@ -268,7 +256,8 @@ Frame decode_contiguous(const unsigned char* data, const TiffPageLayout& layout,
   for (std::uint32_t y = 0; y < layout.height; ++y) {
     std::memcpy(row.data(), data + y * row_bytes, row_bytes);
     if (swap && bytes > 1)
-      for (std::size_t i = 0; i < row_bytes; i += bytes) std::reverse(row.begin() + long(i), row.begin() + long(i + bytes));
+      for (std::size_t i = 0; i < row_bytes; i += bytes)
+        std::reverse(row.begin() + long(i), row.begin() + long(i + bytes));
     convert(row.data(), 0, 1, layout.width, layout, 0.0f, frame.row(static_cast<int>(y)));
   }
   finish(frame, layout, format, non_finite);

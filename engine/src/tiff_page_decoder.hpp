@@ -31,14 +31,13 @@ PageFormat classify_page(const TiffPageLayout& layout, const std::string& where)
 // Decodes the handle's current directory, which must match `layout`.
 // `max_frame_bytes` bounds what may be allocated (corrupt sizes in a small
 // file must not exhaust memory). Non-finite samples become 0 and are counted.
-Frame decode_page(LibtiffFile& file, const TiffPageLayout& layout, const PageFormat& format,
-                  const std::string& where, std::size_t max_frame_bytes,
-                  std::size_t* non_finite = nullptr);
+Frame decode_page(LibtiffFile& file, const TiffPageLayout& layout, const PageFormat& format, const std::string& where,
+                  std::size_t max_frame_bytes, std::size_t* non_finite = nullptr);
 
 // Decodes one uncompressed single-sample frame from its raw bytes (ImageJ's
 // > 4 GB stacks, which have one IFD and the frames back to back).
 // `swap`: the file's byte order differs from the host's.
-Frame decode_contiguous(const unsigned char* data, const TiffPageLayout& layout,
-                        const PageFormat& format, bool swap, std::size_t* non_finite = nullptr);
+Frame decode_contiguous(const unsigned char* data, const TiffPageLayout& layout, const PageFormat& format, bool swap,
+                        std::size_t* non_finite = nullptr);
 
 }  // namespace driftscan

@@ -65,7 +65,8 @@ class FileDescriptor {
   explicit FileDescriptor(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
     if (fd_ < 0) {
       int err = errno;
-      throw bad_input(path + (err == EACCES ? ": permission denied" : ": cannot open: " + std::string(std::strerror(err))));
+      throw bad_input(path +
+                      (err == EACCES ? ": permission denied" : ": cannot open: " + std::string(std::strerror(err))));
     }
   }
   ~FileDescriptor() { ::close(fd_); }
@@ -104,21 +105,18 @@ struct TiffSeries::Impl {
 
   void warn(const std::string& message) {
     std::lock_guard<std::mutex> lock(warnings_mutex);
-    if (warnings.size() < kMaxWarnings &&
-        std::find(warnings.begin(), warnings.end(), message) == warnings.end())
+    if (warnings.size() < kMaxWarnings && std::find(warnings.begin(), warnings.end(), message) == warnings.end())
       warnings.push_back(message);
   }
 
-  const std::string& file_of_frame(std::size_t k) const {
-    return files[file_of.empty() ? 0 : file_of[k]];
-  }
+  const std::string& file_of_frame(std::size_t k) const { return files[file_of.empty() ? 0 : file_of[k]]; }
 
   // A libtiff handle whose current directory is frame k's IFD.
   std::unique_ptr<LibtiffFile> handle_at(int fd, std::size_t k) const {
     const std::size_t f = file_of.empty() ? 0 : file_of[k];
     std::string why;
-    auto file = LibtiffFile::open_at(fd, files[f], (file_kind[f] & 2) != 0, (file_kind[f] & 1) != 0,
-                                     offsets[k], max_alloc(), &why);
+    auto file = LibtiffFile::open_at(fd, files[f], (file_kind[f] & 2) != 0, (file_kind[f] & 1) != 0, offsets[k],
+                                     max_alloc(), &why);
     if (!file) throw bad_input(files[f] + ": frame " + std::to_string(k) + ": corrupt IFD: " + why);
     return file;
   }
@@ -128,11 +126,9 @@ struct TiffSeries::Impl {
     std::uint64_t at = stack_start + k * stack_frame_bytes;
     std::size_t done = 0;
     while (done < bytes.size()) {
-      ssize_t r = ::pread(single->get(), bytes.data() + done, bytes.size() - done,
-                          static_cast<off_t>(at + done));
+      ssize_t r = ::pread(single->get(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(at + done));
       if (r < 0 && errno == EINTR) continue;
-      if (r <= 0)
-        throw bad_input(files.front() + ": frame " + std::to_string(k) + ": truncated (read error)");
+      if (r <= 0) throw bad_input(files.front() + ": frame " + std::to_string(k) + ": truncated (read error)");
       done += static_cast<std::size_t>(r);
     }
     std::size_t non_finite = 0;
@@ -151,12 +147,10 @@ struct TiffSeries::Impl {
     const unsigned long long images = std::strtoull(imagej_field(description, "images").c_str(), nullptr, 10);
     std::uint16_t compression = COMPRESSION_NONE;
     TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
-    if (images < 2 || compression != COMPRESSION_NONE || TIFFIsTiled(tif) ||
-        layout.samples_per_pixel != 1 || layout.bits_per_sample % 8 != 0 ||
-        format.colour != ColourHandling::gray)
+    if (images < 2 || compression != COMPRESSION_NONE || TIFFIsTiled(tif) || layout.samples_per_pixel != 1 ||
+        layout.bits_per_sample % 8 != 0 || format.colour != ColourHandling::gray)
       return;
-    const std::uint64_t frame_bytes =
-        std::uint64_t(layout.width) * layout.height * (layout.bits_per_sample / 8);
+    const std::uint64_t frame_bytes = std::uint64_t(layout.width) * layout.height * (layout.bits_per_sample / 8);
     const std::uint32_t strips = TIFFNumberOfStrips(tif);
     std::uint64_t start = TIFFGetStrileOffset(tif, 0), end = start;
     for (std::uint32_t s = 0; s < strips; ++s) {
@@ -184,8 +178,7 @@ struct TiffSeries::Impl {
     const std::string where = path + ": frame " + std::to_string(k);
     std::size_t non_finite = 0;
     Frame f = decode_page(*file, layout, format, where, options.max_frame_bytes, &non_finite);
-    if (non_finite > 0)
-      warn(where + ": " + std::to_string(non_finite) + " non-finite pixels (NaN/Inf) set to 0");
+    if (non_finite > 0) warn(where + ": " + std::to_string(non_finite) + " non-finite pixels (NaN/Inf) set to 0");
     return f;
   }
 
@@ -250,8 +243,7 @@ std::unique_ptr<TiffSeries> TiffSeries::open(const std::string& path, std::size_
   return open(path, options);
 }
 
-std::unique_ptr<TiffSeries> TiffSeries::open(const std::string& path,
-                                             const TiffReadOptions& options) {
+std::unique_ptr<TiffSeries> TiffSeries::open(const std::string& path, const TiffReadOptions& options) {
   install_libtiff_handlers();
   auto impl = std::make_unique<Impl>(options);
   SeriesInfo& info = impl->info;
@@ -273,13 +265,11 @@ std::unique_ptr<TiffSeries> TiffSeries::open(const std::string& path,
       impl->layout = index.layout;
       info.bigtiff = index.bigtiff;
     } else if (index.layout != impl->layout) {
-      throw bad_input(file + ": frame " + std::to_string(impl->offsets.size()) + " is " +
-                      index.layout.describe() + " but frame 0 (" + impl->files.front() +
-                      ") is " + impl->layout.describe() +
+      throw bad_input(file + ": frame " + std::to_string(impl->offsets.size()) + " is " + index.layout.describe() +
+                      " but frame 0 (" + impl->files.front() + ") is " + impl->layout.describe() +
                       " (all frames must have one size and type)");
     }
-    if (info.multi_file) impl->file_of.insert(impl->file_of.end(), index.offsets.size(),
-                                              static_cast<std::uint32_t>(f));
+    if (info.multi_file) impl->file_of.insert(impl->file_of.end(), index.offsets.size(), static_cast<std::uint32_t>(f));
     if (impl->offsets.empty()) impl->offsets = std::move(index.offsets);
     else impl->offsets.insert(impl->offsets.end(), index.offsets.begin(), index.offsets.end());
   }
@@ -291,8 +281,7 @@ std::unique_ptr<TiffSeries> TiffSeries::open(const std::string& path,
   if (!impl->format.warning.empty()) impl->warn(impl->files.front() + ": " + impl->format.warning);
   std::uint64_t frame_bytes = std::uint64_t(impl->layout.width) * impl->layout.height * 4;
   if (frame_bytes > options.max_frame_bytes)
-    throw bad_input(first + ": a " + std::to_string(impl->layout.width) + "x" +
-                    std::to_string(impl->layout.height) +
+    throw bad_input(first + ": a " + std::to_string(impl->layout.width) + "x" + std::to_string(impl->layout.height) +
                     " frame exceeds the memory limit for one frame (corrupt size?)");
   info.frames = impl->offsets.size();
   info.width = static_cast<int>(impl->layout.width);

@@ -149,8 +149,7 @@ struct TiffStackWriter::Impl {
   }
 
   // One IFD entry with an inline value or an offset.
-  void entry(Bytes& b, std::uint16_t tag, std::uint16_t type, std::uint64_t count,
-             std::uint64_t value) const {
+  void entry(Bytes& b, std::uint16_t tag, std::uint16_t type, std::uint64_t count, std::uint64_t value) const {
     b.u16(tag);
     b.u16(type);
     if (bigtiff) {
@@ -206,13 +205,10 @@ TiffStackWriter::TiffStackWriter(const std::string& path, int width, int height,
   w.frames = frames;
   w.options = options;
   if (width <= 0 || height <= 0)
-    throw bad_input(path + ": cannot write a " + std::to_string(width) + "x" +
-                    std::to_string(height) + " frame");
+    throw bad_input(path + ": cannot write a " + std::to_string(width) + "x" + std::to_string(height) + " frame");
   if (frames == 0) throw bad_input(path + ": nothing to write (0 frames)");
-  if (options.pixel_size < 0 || !std::isfinite(options.pixel_size))
-    throw bad_input(path + ": invalid pixel size");
-  w.frame_bytes = std::uint64_t(width) * std::uint64_t(height) *
-                  (options.format == SampleFormat::uint16 ? 2 : 4);
+  if (options.pixel_size < 0 || !std::isfinite(options.pixel_size)) throw bad_input(path + ": invalid pixel size");
+  w.frame_bytes = std::uint64_t(width) * std::uint64_t(height) * (options.format == SampleFormat::uint16 ? 2 : 4);
   w.description = w.imagej_description();
   w.bigtiff = options.force_bigtiff || w.total_size(false) > 0xFFFFFFFFull;
   w.file = std::make_unique<AtomicFile>(path, "TIFF file");
@@ -229,13 +225,13 @@ void TiffStackWriter::append(const Frame& frame) {
   Impl& w = *impl_;
   if (w.committed) throw failure(w.path + ": append after commit");
   if (w.written >= w.frames)
-    throw failure(w.path + ": frame " + std::to_string(w.written) + " exceeds the " +
-                  std::to_string(w.frames) + " frames declared");
+    throw failure(w.path + ": frame " + std::to_string(w.written) + " exceeds the " + std::to_string(w.frames) +
+                  " frames declared");
   if (frame.width != w.width || frame.height != w.height ||
       frame.size() != std::size_t(w.width) * std::size_t(w.height))
-    throw failure(w.path + ": frame " + std::to_string(w.written) + " is " +
-                  std::to_string(frame.width) + "x" + std::to_string(frame.height) + ", expected " +
-                  std::to_string(w.width) + "x" + std::to_string(w.height));
+    throw failure(w.path + ": frame " + std::to_string(w.written) + " is " + std::to_string(frame.width) + "x" +
+                  std::to_string(frame.height) + ", expected " + std::to_string(w.width) + "x" +
+                  std::to_string(w.height));
   if (w.options.format == SampleFormat::uint16) {
     auto* dst = reinterpret_cast<std::uint16_t*>(w.buffer.data());
     for (std::size_t i = 0; i < frame.size(); ++i) {
@@ -257,8 +253,8 @@ void TiffStackWriter::commit() {
   Impl& w = *impl_;
   if (w.committed) return;
   if (w.written != w.frames)
-    throw failure(w.path + ": only " + std::to_string(w.written) + " of " +
-                  std::to_string(w.frames) + " frames were written");
+    throw failure(w.path + ": only " + std::to_string(w.written) + " of " + std::to_string(w.frames) +
+                  " frames were written");
   std::uint64_t at = kDataStart + std::uint64_t(w.frames) * w.frame_bytes;
   Impl::Extras extras = w.extras(at);
   w.write_all(extras.bytes.data.data(), extras.bytes.data.size(), at, "cannot write metadata");

@@ -18,11 +18,13 @@ volatile std::sig_atomic_t g_stop = 0;
 extern "C" void on_signal(int) { g_stop = 1; }
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   using namespace driftscan;
   using namespace driftscan::launch;
-  CLI::App app{"driftscan-launch: run a DriftScan job file locally, over ssh or through Slurm.\n"
-               "Profiles: " + default_profiles_path()};
+  CLI::App app{
+      "driftscan-launch: run a DriftScan job file locally, over ssh or through Slurm.\n"
+      "Profiles: " +
+      default_profiles_path()};
   std::string job_file, profile_name, profiles_file = default_profiles_path(), output, progress = "plain";
   bool dry_run = false, list = false, check_only = false;
   app.add_option("job", job_file, "Job file (JSON, see docs/protocol.md)");
@@ -98,8 +100,7 @@ int main(int argc, char** argv) {
     }
     LaunchResult r = launcher.wait();
     if (r.status == LaunchStatus::failed) std::cerr << "driftscan-launch: " << r.message << '\n';
-    if (r.status == LaunchStatus::done && check_only)
-      std::cerr << "profile '" << profile.name << "' works\n";
+    if (r.status == LaunchStatus::done && check_only) std::cerr << "profile '" << profile.name << "' works\n";
     return r.exit_code;
   } catch (const Error& e) {
     std::cerr << "driftscan-launch: " << e.what() << '\n';
@@ -108,4 +109,17 @@ int main(int argc, char** argv) {
     std::cerr << "driftscan-launch: " << e.what() << '\n';
     return 3;
   }
+}
+
+// Everything run() does not catch (an allocation failure while parsing) still
+// ends with one line and the failure exit code, never std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "driftscan-launch: " << e.what() << '\n';
+  } catch (...) {
+    std::cerr << "driftscan-launch: unexpected failure\n";
+  }
+  return 3;
 }

@@ -20,8 +20,7 @@ std::string rank_death(const std::string& stderr_text) {
   std::smatch m;
   if (std::regex_search(stderr_text, m, re))
     return "rank " + m[1].str() + (m[2].str() == "0" ? "" : " (pid " + m[2].str() + ")") + " on host " + m[3].str() +
-           " died: signal " + m[4].str() +
-           (m[5].matched ? " (" + m[5].str() + ")" : "");
+           " died: signal " + m[4].str() + (m[5].matched ? " (" + m[5].str() + ")" : "");
   static const std::regex re2(R"(rank (\d+) with PID (\d+) on node (\S+) exited)");
   if (std::regex_search(stderr_text, m, re2))
     return "rank " + m[1].str() + " (pid " + m[2].str() + ") on host " + m[3].str() + " exited unexpectedly";
@@ -45,7 +44,10 @@ void LaunchContext::log(const std::string& message, const std::string& level) {
 }
 
 void LaunchContext::log_command(const std::vector<std::string>& argv) {
-  emit({{"event", "log"}, {"level", "info"}, {"source", "launcher"}, {"command", argv},
+  emit({{"event", "log"},
+        {"level", "info"},
+        {"source", "launcher"},
+        {"command", argv},
         {"message", "$ " + shell_join(argv)}});
 }
 
@@ -145,13 +147,16 @@ LaunchResult LaunchContext::finish(int code) {
     r.message = "cancelled";
   } else {
     r.status = LaunchStatus::failed;
-    r.message = !death.empty() ? death : !engine_error.empty() ? engine_error : [&] {
-      std::string t = stderr_tail;
-      while (!t.empty() && t.back() == '\n') t.pop_back();
-      auto pos = t.rfind('\n');
-      return "driftscan-engine ended with code " + std::to_string(code) +
-             (t.empty() ? "" : ": " + t.substr(pos == std::string::npos ? 0 : pos + 1));
-    }();
+    r.message = !death.empty() ? death
+                : !engine_error.empty()
+                    ? engine_error
+                    : [&] {
+                        std::string t = stderr_tail;
+                        while (!t.empty() && t.back() == '\n') t.pop_back();
+                        auto pos = t.rfind('\n');
+                        return "driftscan-engine ended with code " + std::to_string(code) +
+                               (t.empty() ? "" : ": " + t.substr(pos == std::string::npos ? 0 : pos + 1));
+                      }();
     if (code != 2) r.exit_code = 3;
   }
   return r;

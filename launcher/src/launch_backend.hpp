@@ -30,9 +30,9 @@ struct LaunchContext {
   std::atomic<bool> cancel_requested{false};
 
   // Set while following the job (background thread only).
-  std::string staging;          // local folder: job file, batch script, fetched copy
-  std::string remote_output;    // ssh/slurm: remote results folder, mapped to job.output in result events
-  std::string remote_id;        // ssh: remote job folder; slurm: its job id once submitted
+  std::string staging;        // local folder: job file, batch script, fetched copy
+  std::string remote_output;  // ssh/slurm: remote results folder, mapped to job.output in result events
+  std::string remote_id;      // ssh: remote job folder; slurm: its job id once submitted
   std::string stderr_tail;
   nlohmann::json result_files = nlohmann::json::object();
   bool saw_cancelled_event = false;

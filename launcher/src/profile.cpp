@@ -41,21 +41,37 @@ const char* to_string(ProfileKind kind) {
 }
 
 json to_json(const Profile& p) {
-  json j{{"name", p.name}, {"kind", to_string(p.kind)}, {"ranks", p.ranks}, {"threads", p.threads},
-         {"bind_to", p.bind_to}, {"mpirun", p.mpirun}, {"mpirun_args", p.mpirun_args}};
+  json j{{"name", p.name},
+         {"kind", to_string(p.kind)},
+         {"ranks", p.ranks},
+         {"threads", p.threads},
+         {"bind_to", p.bind_to},
+         {"mpirun", p.mpirun},
+         {"mpirun_args", p.mpirun_args}};
   if (p.kind == ProfileKind::local) {
     j["engine"] = p.engine;
     return j;
   }
-  j.update({{"host", p.host}, {"user", p.user}, {"port", p.port}, {"identity_file", p.identity_file},
-            {"ssh_options", p.ssh_options}, {"remote_install", p.remote_install},
-            {"remote_workdir", p.remote_workdir}, {"setup_lines", p.setup_lines},
-            {"shared_input", p.shared_input}, {"fetch_results", p.fetch_results},
+  j.update({{"host", p.host},
+            {"user", p.user},
+            {"port", p.port},
+            {"identity_file", p.identity_file},
+            {"ssh_options", p.ssh_options},
+            {"remote_install", p.remote_install},
+            {"remote_workdir", p.remote_workdir},
+            {"setup_lines", p.setup_lines},
+            {"shared_input", p.shared_input},
+            {"fetch_results", p.fetch_results},
             {"connect_timeout_s", p.connect_timeout_s}});
   if (p.kind == ProfileKind::slurm)
-    j.update({{"nodes", p.nodes}, {"tasks_per_node", p.tasks_per_node}, {"cpus_per_task", p.cpus_per_task},
-              {"partition", p.partition}, {"account", p.account}, {"time_limit", p.time_limit},
-              {"sbatch_lines", p.sbatch_lines}, {"poll_interval_s", p.poll_interval_s}});
+    j.update({{"nodes", p.nodes},
+              {"tasks_per_node", p.tasks_per_node},
+              {"cpus_per_task", p.cpus_per_task},
+              {"partition", p.partition},
+              {"account", p.account},
+              {"time_limit", p.time_limit},
+              {"sbatch_lines", p.sbatch_lines},
+              {"poll_interval_s", p.poll_interval_s}});
   return j;
 }
 

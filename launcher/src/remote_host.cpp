@@ -38,7 +38,8 @@ std::string RemoteHost::failure_message(const CommandOutput& r) const {
   if (r.timed_out) return "host " + where + " did not answer within " + std::to_string(p.connect_timeout_s) + " s";
   auto has = [&](const char* s) { return e.find(s) != std::string::npos; };
   if (has("Permission denied") || has("Too many authentication failures"))
-    return "authentication to " + where + " failed (key not accepted; check identity_file and the remote authorized_keys)";
+    return "authentication to " + where +
+           " failed (key not accepted; check identity_file and the remote authorized_keys)";
   if (has("Host key verification failed") || has("REMOTE HOST IDENTIFICATION HAS CHANGED"))
     return "host key of " + where + " is unknown or changed (connect once with ssh to accept it)";
   if (has("Could not resolve hostname")) return "host " + p.host + " not found (name does not resolve)";
@@ -60,8 +61,9 @@ std::string RemoteHost::target() const {
 
 std::vector<std::string> RemoteHost::common_options(bool scp) const {
   const Profile& profile = ctx_.profile;
-  std::vector<std::string> a{"-o", "BatchMode=yes", "-o", "ConnectTimeout=" + std::to_string(profile.connect_timeout_s),
-                             "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"};
+  std::vector<std::string> a{
+      "-o", "BatchMode=yes",         "-o", "ConnectTimeout=" + std::to_string(profile.connect_timeout_s),
+      "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"};
   if (profile.port) {
     a.push_back(scp ? "-P" : "-p");
     a.push_back(std::to_string(profile.port));
@@ -126,20 +128,21 @@ CommandOutput RemoteHost::run(const std::string& command, double timeout_s) {
 void RemoteHost::check_engine() {
   const Profile& profile = ctx_.profile;
   std::string eng = engine();
-  std::string cmd = prelude() + "if command -v " + shell_quote(eng) + " >/dev/null 2>&1; then " +
-                    shell_quote(eng) + " --version; else echo DRIFTSCAN_ENGINE_MISSING; exit 127; fi";
+  std::string cmd = prelude() + "if command -v " + shell_quote(eng) + " >/dev/null 2>&1; then " + shell_quote(eng) +
+                    " --version; else echo DRIFTSCAN_ENGINE_MISSING; exit 127; fi";
   auto r = run(cmd, connect_bound() + 20);
   if (r.out.find("DRIFTSCAN_ENGINE_MISSING") != std::string::npos || r.exit_code == 127)
-    throw failure("driftscan-engine not found on " + profile.host + " at " + eng +
-                  " (set remote_install in profile '" + profile.name + "')");
+    throw failure("driftscan-engine not found on " + profile.host + " at " + eng + " (set remote_install in profile '" +
+                  profile.name + "')");
   std::string version = r.out;
   while (!version.empty() && (version.back() == '\n' || version.back() == ' ')) version.pop_back();
   if (auto pos = version.rfind(' '); pos != std::string::npos) version = version.substr(pos + 1);
-  if (r.exit_code != 0) throw failure("driftscan-engine on " + profile.host + " failed to start: " + r.err.substr(0, r.err.find('\n')));
+  if (r.exit_code != 0)
+    throw failure("driftscan-engine on " + profile.host + " failed to start: " + r.err.substr(0, r.err.find('\n')));
   const std::string& expected = ctx_.options.expected_version;
   if (version != expected)
-    throw failure("version mismatch: driftscan-engine on " + profile.host + " is " + version + ", this is " +
-                  expected + " (install the same version remotely)");
+    throw failure("version mismatch: driftscan-engine on " + profile.host + " is " + version + ", this is " + expected +
+                  " (install the same version remotely)");
   ctx_.log("remote engine on " + profile.host + ": version " + version);
 }
 
@@ -161,12 +164,14 @@ void RemoteHost::stage() {
   if (!job.input.empty() && !profile.shared_input) {
     std::string name = basename_of(job.input);
     auto s = ctx_.run_logged(scp({job.input, target() + ":" + dir_ + "/" + name}), 3600);
-    if (s.exit_code != 0) throw failure("staging " + job.input + " to " + profile.host + " failed: " +
-                                        (s.exit_code == 255 ? failure_message(s) : s.err.substr(0, s.err.find('\n'))));
+    if (s.exit_code != 0)
+      throw failure("staging " + job.input + " to " + profile.host +
+                    " failed: " + (s.exit_code == 255 ? failure_message(s) : s.err.substr(0, s.err.find('\n'))));
     remote_job.input = dir_ + "/" + name;
   }
   save_job(remote_job, ctx_.staging + "/job.json");
-  auto s = ctx_.run_logged(scp({ctx_.staging + "/job.json", target() + ":" + dir_ + "/job.json"}), connect_bound() + 30);
+  auto s =
+      ctx_.run_logged(scp({ctx_.staging + "/job.json", target() + ":" + dir_ + "/job.json"}), connect_bound() + 30);
   if (s.exit_code != 0) throw failure("copying the job file to " + profile.host + " failed: " + failure_message(s));
 }
 
@@ -179,8 +184,8 @@ void RemoteHost::fetch_results() {
   fs::remove_all(tmp, ec);
   auto r = ctx_.run_logged(scp({target() + ":" + ctx_.remote_output, tmp}), 3600);
   if (r.exit_code != 0)
-    throw failure("fetching results from " + profile.host + ":" + ctx_.remote_output + " failed: " +
-                  (r.exit_code == 255 ? failure_message(r) : r.err.substr(0, r.err.find('\n'))));
+    throw failure("fetching results from " + profile.host + ":" + ctx_.remote_output +
+                  " failed: " + (r.exit_code == 255 ? failure_message(r) : r.err.substr(0, r.err.find('\n'))));
   fs::create_directories(job.output);
   for (const auto& entry : fs::directory_iterator(tmp)) {
     fs::path dest = fs::path(job.output) / entry.path().filename();

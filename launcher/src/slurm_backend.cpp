@@ -67,9 +67,7 @@ LaunchResult SlurmBackend::run() {
   if (ctx_.cancel_requested) return ctx_.finish(4);
   const std::string& remote_dir = host_.dir();
   std::string script = batch_script();
-  {
-    std::ofstream(ctx_.staging + "/job.sbatch") << script;
-  }
+  { std::ofstream(ctx_.staging + "/job.sbatch") << script; }
   auto c = ctx_.run_logged(host_.scp({ctx_.staging + "/job.sbatch", host_.target() + ":" + remote_dir + "/job.sbatch"}),
                            host_.connect_bound() + 30);
   if (c.exit_code != 0)
@@ -80,30 +78,40 @@ LaunchResult SlurmBackend::run() {
   const std::string slurm_job = r.out.substr(0, r.out.find_first_of(";\n"));
   if (!slurm_job.empty()) ctx_.remote_id = slurm_job;
   ctx_.log("submitted Slurm job " + slurm_job + " on " + profile.host);
-  ctx_.emit({{"event", "log"}, {"level", "info"}, {"source", "launcher"}, {"slurm_job", slurm_job},
+  ctx_.emit({{"event", "log"},
+             {"level", "info"},
+             {"source", "launcher"},
+             {"slurm_job", slurm_job},
              {"message", "slurm job " + slurm_job + " submitted"}});
 
   // One long-lived ssh follows the queue state and the progress file;
   // complete lines only, so a half-written event is never parsed.
   char poll_s[32];
   std::snprintf(poll_s, sizeof poll_s, "%.3g", profile.poll_interval_s);
-  std::string follower = host_.prelude() + "cd " + shell_quote(remote_dir) + " || exit 3\n" +
-      "id=" + slurm_job + "; n=0; last=\n"
+  std::string follower =
+      host_.prelude() + "cd " + shell_quote(remote_dir) + " || exit 3\n" + "id=" + slurm_job +
+      "; n=0; last=\n"
       "while :; do\n"
       "  st=$(squeue -h -j $id -o %T 2>/dev/null)\n"
       "  if [ -f progress.jsonl ]; then t=$(wc -l < progress.jsonl)\n"
       "    if [ \"$t\" -gt \"$n\" ]; then tail -n +$((n+1)) progress.jsonl | head -n $((t-n)); n=$t; fi; fi\n"
-      "  if [ \"$st\" != \"$last\" ] && [ -n \"$st\" ]; then echo \"{\\\"event\\\":\\\"log\\\",\\\"level\\\":\\\"info\\\",\\\"source\\\":\\\"slurm\\\",\\\"message\\\":\\\"slurm job $id $st\\\"}\"; last=$st; fi\n"
-      "  case \"$st\" in PENDING|RUNNING|CONFIGURING|COMPLETING|SUSPENDED|REQUEUE*|RESIZING|SIGNALING|STAGE_OUT) ;; *) break ;; esac\n"
-      "  sleep " + poll_s + "\n"
+      "  if [ \"$st\" != \"$last\" ] && [ -n \"$st\" ]; then echo "
+      "\"{\\\"event\\\":\\\"log\\\",\\\"level\\\":\\\"info\\\",\\\"source\\\":\\\"slurm\\\",\\\"message\\\":\\\"slurm "
+      "job $id $st\\\"}\"; last=$st; fi\n"
+      "  case \"$st\" in PENDING|RUNNING|CONFIGURING|COMPLETING|SUSPENDED|REQUEUE*|RESIZING|SIGNALING|STAGE_OUT) ;; *) "
+      "break ;; esac\n"
+      "  sleep " +
+      poll_s +
+      "\n"
       "done\n"
-      "if [ -f progress.jsonl ]; then t=$(wc -l < progress.jsonl); [ \"$t\" -gt \"$n\" ] && tail -n +$((n+1)) progress.jsonl; fi\n"
-      "echo \"SLURM_FINAL $(scontrol show job $id 2>/dev/null | tr ' ' '\\n' | grep -E '^(JobState|ExitCode)=' | tr '\\n' ' ')\"\n";
+      "if [ -f progress.jsonl ]; then t=$(wc -l < progress.jsonl); [ \"$t\" -gt \"$n\" ] && tail -n +$((n+1)) "
+      "progress.jsonl; fi\n"
+      "echo \"SLURM_FINAL $(scontrol show job $id 2>/dev/null | tr ' ' '\\n' | grep -E '^(JobState|ExitCode)=' | tr "
+      "'\\n' ' ')\"\n";
   std::string final_line;
   auto on_cancel = [&] {
     auto r = host_.run(host_.prelude() + "scancel " + slurm_job, host_.connect_bound());
-    if (r.exit_code != 0)
-      ctx_.log("scancel " + slurm_job + " failed: " + r.err.substr(0, r.err.find('\n')), "warning");
+    if (r.exit_code != 0) ctx_.log("scancel " + slurm_job + " failed: " + r.err.substr(0, r.err.find('\n')), "warning");
   };
   ctx_.log_command(host_.ssh(follower));
   Subprocess p(host_.ssh(follower));
@@ -122,7 +130,8 @@ LaunchResult SlurmBackend::run() {
       on_cancel();
     }
     // Watchdog: a job Slurm does not end after scancel is not followed forever.
-    if (cancelled_sent && Clock::now() - cancel_at > std::chrono::duration<double>(ctx_.options.cancel_grace_s + 30.0)) {
+    if (cancelled_sent &&
+        Clock::now() - cancel_at > std::chrono::duration<double>(ctx_.options.cancel_grace_s + 30.0)) {
       ctx_.log("slurm job " + slurm_job + " did not end after scancel; no longer following it", "warning");
       p.signal_group(SIGKILL);
       break;
@@ -140,11 +149,13 @@ LaunchResult SlurmBackend::run() {
   int exit_code = 3;
   if (std::regex_search(final_line, m, std::regex(R"(JobState=(\S+))"))) state = m[1].str();
   if (std::regex_search(final_line, m, std::regex(R"(ExitCode=(\d+):(\d+))")))
-    exit_code = std::stoi(m[1].str()) != 0 ? std::stoi(m[1].str()) : (std::stoi(m[2].str()) ? 128 + std::stoi(m[2].str()) : 0);
+    exit_code =
+        std::stoi(m[1].str()) != 0 ? std::stoi(m[1].str()) : (std::stoi(m[2].str()) ? 128 + std::stoi(m[2].str()) : 0);
   ctx_.log("slurm job " + slurm_job + " ended: " + (state.empty() ? "state unknown" : state));
-  if (state == "COMPLETED") exit_code = 0;
-  else if (state == "CANCELLED" || ctx_.cancel_requested) exit_code = 4;
-  else if (state.empty() && !ctx_.result_files.empty()) exit_code = 0;
+  // No final state but the results arrived: Slurm forgot the job (no accounting), it completed.
+  const bool cancelled = state == "CANCELLED" || ctx_.cancel_requested;
+  if (state == "COMPLETED" || (!cancelled && state.empty() && !ctx_.result_files.empty())) exit_code = 0;
+  else if (cancelled) exit_code = 4;
   else if (exit_code == 0) exit_code = 3;
   if (exit_code == 3 && ctx_.engine_error.empty())
     ctx_.engine_error = "slurm job " + slurm_job + " ended " + (state.empty() ? "in an unknown state" : state) +

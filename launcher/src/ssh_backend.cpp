@@ -22,8 +22,8 @@ class SshBackend : public LaunchBackend {
     if (ctx_.cancel_requested) return ctx_.finish(4);
     const std::string& remote_dir = host_.dir();
     std::string pidfile = remote_dir + "/engine.pid";
-    std::string cmd = host_.prelude() + "cd " + shell_quote(remote_dir) + " || exit 3\n" +
-                      "echo $$ > " + shell_quote(pidfile) + "\n" + mpirun_line(remote_dir + "/job.json");
+    std::string cmd = host_.prelude() + "cd " + shell_quote(remote_dir) + " || exit 3\n" + "echo $$ > " +
+                      shell_quote(pidfile) + "\n" + mpirun_line(remote_dir + "/job.json");
     // exec: the remote shell becomes mpirun, so engine.pid is mpirun's pid.
     auto pos = cmd.rfind('\n');
     cmd.insert(pos + 1, "exec ");
@@ -49,8 +49,11 @@ class SshBackend : public LaunchBackend {
     std::string line = shell_quote(a[0]) + " $extra";
     for (std::size_t i = 1; i < a.size(); ++i) line += " " + shell_quote(a[i]);
     return "extra=; [ \"$(id -u)\" = 0 ] && extra=\"--allow-run-as-root\"; "
-           "[ " + std::to_string(ctx_.profile.ranks) + " -gt \"$(nproc)\" ] && extra=\"$extra --oversubscribe\"; "
-           "export OMP_NUM_THREADS=" + std::to_string(ctx_.profile.threads) + "\n" + line;
+           "[ " +
+           std::to_string(ctx_.profile.ranks) +
+           " -gt \"$(nproc)\" ] && extra=\"$extra --oversubscribe\"; "
+           "export OMP_NUM_THREADS=" +
+           std::to_string(ctx_.profile.threads) + "\n" + line;
   }
 
   LaunchContext& ctx_;

@@ -31,6 +31,7 @@ Subprocess::Subprocess(const std::vector<std::string>& argv, const std::map<std:
     signal(SIGPIPE, SIG_DFL);
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     std::vector<char*> args;
+    args.reserve(argv.size() + 1);
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     execvp(args[0], args.data());

@@ -52,8 +52,7 @@ struct CommandOutput {
 };
 
 // Runs a short command to completion, killing it after timeout_s.
-CommandOutput run_command(const std::vector<std::string>& argv, double timeout_s,
-                          const std::string& stdin_text = "");
+CommandOutput run_command(const std::vector<std::string>& argv, double timeout_s, const std::string& stdin_text = "");
 
 // Quotes one word for a POSIX shell.
 std::string shell_quote(const std::string& s);

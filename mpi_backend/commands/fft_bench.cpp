@@ -222,7 +222,8 @@ class FftBench {
     return FftPlanner::measure;
   }
 
-  nlohmann::json base(const std::string& impl, const std::string& decomp, bool transposed, const std::string& grid) const {
+  nlohmann::json base(const std::string& impl, const std::string& decomp, bool transposed,
+                      const std::string& grid) const {
     return {{"bench", "fft"},
             {"implementation", impl},
             {"size", {n_[0], n_[1], n_[2]}},
@@ -242,7 +243,8 @@ class FftBench {
   }
 
   template <class R>
-  void run_fftw_mpi(bool transposed, double& time, double& best, std::vector<std::complex<R>>& out_copy, Box3& out_box) {
+  void run_fftw_mpi(bool transposed, double& time, double& best, std::vector<std::complex<R>>& out_copy,
+                    Box3& out_box) {
     using F = FftwTraits<R>;
     using M = FftwMpiTraits<R>;
     using C = std::complex<R>;
@@ -299,8 +301,8 @@ class FftBench {
     o.slab_axis2_last = o_.slab_axis2_last;
     o.final_through_work = o_.final_through_work;
     o.pack_after_fft = o_.pack_after_fft;
-    o.autotune = !(o_.no_autotune || o_.local_block_direct || o_.slab_axis2_last || o_.final_through_work ||
-                   o_.pack_after_fft);
+    o.autotune =
+        !(o_.no_autotune || o_.local_block_direct || o_.slab_axis2_last || o_.final_through_work || o_.pack_after_fft);
     auto plan = std::make_unique<DftPlan>(comm_, o);
     std::vector<C> in(plan->input_count()), out(plan->output_count());
     fill(in.data(), plan->input_box(), n_);
@@ -335,7 +337,9 @@ class FftBench {
     j["cpu_s"] = median(cpu);
     j["gflops"] = gflops(med);
     const double k = 1.0 / o_.runs;
-    j["breakdown"] = {{"fft_s", sum.fft * k}, {"pack_s", sum.pack * k}, {"alltoall_s", sum.alltoall * k},
+    j["breakdown"] = {{"fft_s", sum.fft * k},
+                      {"pack_s", sum.pack * k},
+                      {"alltoall_s", sum.alltoall * k},
                       {"unpack_s", sum.unpack * k}};
     if (!o_.skip_fftw) {
       // Bring FFTW-MPI's result into this plan's output boxes and compare.
@@ -387,8 +391,7 @@ int run_fft_bench(const FftBenchOptions& o, RunContext& ctx) {
     while (std::getline(list, name, ',')) parse_decomposition(name);
     if (o.runs < 5) throw bad_input("--runs must be at least 5 (the median of 5 or more runs is reported)");
     if (o.threads < 1) throw bad_input("--threads must be at least 1");
-    if (o.precision != "single" && o.precision != "double")
-      throw bad_input("--precision must be single or double");
+    if (o.precision != "single" && o.precision != "double") throw bad_input("--precision must be single or double");
     if (o.planner != "estimate" && o.planner != "measure" && o.planner != "patient")
       throw bad_input("--planner must be estimate, measure or patient");
   } catch (const Error& e) {
@@ -405,7 +408,9 @@ int run_fft_bench(const FftBenchOptions& o, RunContext& ctx) {
 
   const Network net = measure_network(ctx.comm);
   if (ctx.rank == 0 && ctx.size > 1)
-    std::cout << nlohmann::json{{"bench", "network"}, {"alpha_s", net.alpha}, {"beta_s_per_byte", net.beta},
+    std::cout << nlohmann::json{{"bench", "network"},
+                                {"alpha_s", net.alpha},
+                                {"beta_s_per_byte", net.beta},
                                 {"bandwidth_gb_s", net.beta > 0 ? 1e-9 / net.beta : 0.0}}
                      .dump()
               << std::endl;
@@ -427,37 +432,27 @@ int run_fft_bench(const FftBenchOptions& o, RunContext& ctx) {
   return 0;
 }
 
-const CommandRegistrar registrar({"fft-bench",
-                                  "Benchmark the distributed 3-D DFT against FFTW-MPI (JSON lines)",
-                                  [](CLI::App& app) -> Runner {
-                                    auto o = std::make_shared<FftBenchOptions>();
-                                    app.add_option("--size", o->size, "Global size N0xN1xN2")->capture_default_str();
-                                    app.add_option("--runs", o->runs, "Timed runs (median reported, >= 5)")
-                                        ->capture_default_str();
-                                    app.add_option("--threads", o->threads, "OpenMP/FFTW threads per rank")
-                                        ->capture_default_str();
-                                    app.add_option("--decompositions", o->decompositions,
-                                                   "Comma-separated: slab-pencil, pencil-pencil-pencil, volumetric")
-                                        ->capture_default_str();
-                                    app.add_option("--planner", o->planner, "FFTW planner: estimate, measure, patient")
-                                        ->capture_default_str();
-                                    app.add_option("--precision", o->precision, "single or double")
-                                        ->capture_default_str();
-                                    app.add_flag("--scaling", o->scaling,
-                                                 "Repeat for 1..P ranks (strong scaling) in one launch");
-                                    app.add_flag("--no-fftw-mpi", o->skip_fftw, "Skip the FFTW-MPI reference");
-                                    app.add_flag("--no-autotune", o->no_autotune,
-                                                 "Plan the default variant instead of timing the variants");
-                                    app.add_flag("--local-block-direct", o->local_block_direct,
-                                                 "Only this variant: own block written where it is received");
-                                    app.add_flag("--slab-axis2-last", o->slab_axis2_last,
-                                                 "Only this variant: slab FFTs axis 1 then axis 2");
-                                    app.add_flag("--final-through-work", o->final_through_work,
-                                                 "Only this variant: last FFT through a work buffer");
-                                    app.add_flag("--pack-after-fft", o->pack_after_fft,
-                                                 "Only this variant: FFTs in place, then packed");
-                                    return [o](RunContext& ctx) { return run_fft_bench(*o, ctx); };
-                                  }});
+const CommandRegistrar registrar(
+    {"fft-bench", "Benchmark the distributed 3-D DFT against FFTW-MPI (JSON lines)", [](CLI::App& app) -> Runner {
+       auto o = std::make_shared<FftBenchOptions>();
+       app.add_option("--size", o->size, "Global size N0xN1xN2")->capture_default_str();
+       app.add_option("--runs", o->runs, "Timed runs (median reported, >= 5)")->capture_default_str();
+       app.add_option("--threads", o->threads, "OpenMP/FFTW threads per rank")->capture_default_str();
+       app.add_option("--decompositions", o->decompositions,
+                      "Comma-separated: slab-pencil, pencil-pencil-pencil, volumetric")
+           ->capture_default_str();
+       app.add_option("--planner", o->planner, "FFTW planner: estimate, measure, patient")->capture_default_str();
+       app.add_option("--precision", o->precision, "single or double")->capture_default_str();
+       app.add_flag("--scaling", o->scaling, "Repeat for 1..P ranks (strong scaling) in one launch");
+       app.add_flag("--no-fftw-mpi", o->skip_fftw, "Skip the FFTW-MPI reference");
+       app.add_flag("--no-autotune", o->no_autotune, "Plan the default variant instead of timing the variants");
+       app.add_flag("--local-block-direct", o->local_block_direct,
+                    "Only this variant: own block written where it is received");
+       app.add_flag("--slab-axis2-last", o->slab_axis2_last, "Only this variant: slab FFTs axis 1 then axis 2");
+       app.add_flag("--final-through-work", o->final_through_work, "Only this variant: last FFT through a work buffer");
+       app.add_flag("--pack-after-fft", o->pack_after_fft, "Only this variant: FFTs in place, then packed");
+       return [o](RunContext& ctx) { return run_fft_bench(*o, ctx); };
+     }});
 
 }  // namespace
 }  // namespace driftscan::mpi

@@ -39,14 +39,14 @@ namespace {
 struct ScanBenchOptions {
   int threads = 1;
   int elements_per_worker = 16;
-  std::string cost = "exponential";   // static | exponential
+  std::string cost = "exponential";  // static | exponential
   double mean_ms = 1.0;
-  double tail_fraction = 0.0;         // a fraction f of elements ...
-  double tail_factor = 1.0;           // ... m times slower
-  std::string cost_per = "element";   // element | application
+  double tail_fraction = 0.0;        // a fraction f of elements ...
+  double tail_factor = 1.0;          // ... m times slower
+  std::string cost_per = "element";  // element | application
   std::string algorithm = "all";
-  std::string strategy = "all";       // scan-then-map | reduce-then-scan | work-stealing | all
-  int repeat = 3;                     // runs per configuration; the median makespan is reported
+  std::string strategy = "all";  // scan-then-map | reduce-then-scan | work-stealing | all
+  int repeat = 3;                // runs per configuration; the median makespan is reported
 };
 
 // The scanned element: the range of global element indices a result covers.
@@ -160,7 +160,8 @@ RunResult run_once(RunContext& ctx, const ScanBenchOptions& o, SleepOperator& op
   WorkStealingScan scan(ctx.comm, scan_options);
   ScanTrace trace;
   op.reset();
-  std::vector<Span> result = scan.run(block, [&op](const Span& a, const Span& b) { return op(a, b); }, &trace);
+  std::vector<Span> result = scan.run(
+      block, [&op](const Span& a, const Span& b) { return op(a, b); }, &trace);
   trace.gather(ctx.comm);
 
   int wrong = 0;
@@ -192,7 +193,9 @@ int run_bench(RunContext& ctx, const ScanBenchOptions& o) {
   if (o.strategy == "all") strategies = all_strategies;
   else if (std::find(all_strategies.begin(), all_strategies.end(), o.strategy) != all_strategies.end())
     strategies.push_back(o.strategy);
-  else throw bad_input("scan-bench: unknown --strategy '" + o.strategy + "' (scan-then-map, reduce-then-scan, work-stealing or all)");
+  else
+    throw bad_input("scan-bench: unknown --strategy '" + o.strategy +
+                    "' (scan-then-map, reduce-then-scan, work-stealing or all)");
 
   if (o.repeat < 1) throw bad_input("scan-bench: --repeat must be at least 1");
   SleepOperator op(o, ctx.size, ctx.rank);
@@ -204,7 +207,8 @@ int run_bench(RunContext& ctx, const ScanBenchOptions& o) {
   };
   // The run with the median makespan of a configuration's repetitions.
   auto median_run = [](std::vector<RunResult> runs) {
-    std::sort(runs.begin(), runs.end(), [](const RunResult& a, const RunResult& b) { return a.makespan_s < b.makespan_s; });
+    std::sort(runs.begin(), runs.end(),
+              [](const RunResult& a, const RunResult& b) { return a.makespan_s < b.makespan_s; });
     return runs[runs.size() / 2];
   };
   for (auto algorithm : algorithms) {
@@ -256,35 +260,27 @@ int run_bench(RunContext& ctx, const ScanBenchOptions& o) {
   return 0;
 }
 
-const CommandRegistrar registrar({"scan-bench", "Benchmark the distributed scan with a sleeping operator",
-                                  [](CLI::App& app) -> Runner {
-                                    auto o = std::make_shared<ScanBenchOptions>();
-                                    app.add_option("--threads", o->threads, "OpenMP threads per rank")
-                                        ->check(CLI::Range(1, 1024));
-                                    app.add_option("--elements-per-worker", o->elements_per_worker,
-                                                   "Elements per thread (K)")
-                                        ->check(CLI::Range(1, 1 << 20));
-                                    app.add_option("--cost", o->cost, "Operator cost: static or exponential")
-                                        ->check(CLI::IsMember({"static", "exponential"}));
-                                    app.add_option("--mean-ms", o->mean_ms, "Mean operator cost in milliseconds")
-                                        ->check(CLI::Range(1e-6, 1e6));
-                                    app.add_option("--tail-fraction", o->tail_fraction,
-                                                   "Fraction of elements (or applications) that are slower")
-                                        ->check(CLI::Range(0.0, 1.0));
-                                    app.add_option("--tail-factor", o->tail_factor, "How many times slower they are")
-                                        ->check(CLI::Range(1e-6, 1e6));
-                                    app.add_option("--cost-per", o->cost_per,
-                                                   "Draw a cost per element (default) or per application")
-                                        ->check(CLI::IsMember({"element", "application"}));
-                                    app.add_option("--algorithm", o->algorithm,
-                                                   "Global scan: mpi-scan, dissemination, blelloch, ladner-fischer or all");
-                                    app.add_option("--repeat", o->repeat,
-                                                   "Runs per configuration (median makespan reported)")
-                                        ->capture_default_str();
-                                    app.add_option("--strategy", o->strategy,
-                                                   "scan-then-map, reduce-then-scan, work-stealing or all");
-                                    return [o](RunContext& ctx) { return run_bench(ctx, *o); };
-                                  }});
+const CommandRegistrar registrar(
+    {"scan-bench", "Benchmark the distributed scan with a sleeping operator", [](CLI::App& app) -> Runner {
+       auto o = std::make_shared<ScanBenchOptions>();
+       app.add_option("--threads", o->threads, "OpenMP threads per rank")->check(CLI::Range(1, 1024));
+       app.add_option("--elements-per-worker", o->elements_per_worker, "Elements per thread (K)")
+           ->check(CLI::Range(1, 1 << 20));
+       app.add_option("--cost", o->cost, "Operator cost: static or exponential")
+           ->check(CLI::IsMember({"static", "exponential"}));
+       app.add_option("--mean-ms", o->mean_ms, "Mean operator cost in milliseconds")->check(CLI::Range(1e-6, 1e6));
+       app.add_option("--tail-fraction", o->tail_fraction, "Fraction of elements (or applications) that are slower")
+           ->check(CLI::Range(0.0, 1.0));
+       app.add_option("--tail-factor", o->tail_factor, "How many times slower they are")->check(CLI::Range(1e-6, 1e6));
+       app.add_option("--cost-per", o->cost_per, "Draw a cost per element (default) or per application")
+           ->check(CLI::IsMember({"element", "application"}));
+       app.add_option("--algorithm", o->algorithm,
+                      "Global scan: mpi-scan, dissemination, blelloch, ladner-fischer or all");
+       app.add_option("--repeat", o->repeat, "Runs per configuration (median makespan reported)")
+           ->capture_default_str();
+       app.add_option("--strategy", o->strategy, "scan-then-map, reduce-then-scan, work-stealing or all");
+       return [o](RunContext& ctx) { return run_bench(ctx, *o); };
+     }});
 
 }  // namespace
 }  // namespace driftscan::mpi

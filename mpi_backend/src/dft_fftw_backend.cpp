@@ -84,10 +84,9 @@ bool fftw_aligned(const void* p, bool single) {
   return FftwTraits<double>::alignment_of(static_cast<double*>(const_cast<void*>(p))) == 0;
 }
 
-LocalFft::LocalFft(FftKind kind, int sign, FftDim transform, const std::vector<FftDim>& batch,
-                   void* in, void* out, FftPlanner planner, int threads, bool preserve_input, bool single)
-    : LocalFft(kind, sign, std::vector<FftDim>{transform}, batch, in, out, planner, threads, preserve_input,
-               single) {}
+LocalFft::LocalFft(FftKind kind, int sign, FftDim transform, const std::vector<FftDim>& batch, void* in, void* out,
+                   FftPlanner planner, int threads, bool preserve_input, bool single)
+    : LocalFft(kind, sign, std::vector<FftDim>{transform}, batch, in, out, planner, threads, preserve_input, single) {}
 
 LocalFft::LocalFft(FftKind kind, int sign, const std::vector<FftDim>& transform, const std::vector<FftDim>& batch,
                    void* in, void* out, FftPlanner planner, int threads, bool preserve_input, bool single)
@@ -113,7 +112,9 @@ void LocalFft::destroy() {
 LocalFft::~LocalFft() { destroy(); }
 
 LocalFft::LocalFft(LocalFft&& other) noexcept
-    : kind_(other.kind_), single_(other.single_), plan_(std::exchange(other.plan_, nullptr)),
+    : kind_(other.kind_),
+      single_(other.single_),
+      plan_(std::exchange(other.plan_, nullptr)),
       planf_(std::exchange(other.planf_, nullptr)) {}
 
 LocalFft& LocalFft::operator=(LocalFft&& other) noexcept {

@@ -161,13 +161,10 @@ std::vector<int> stage_comm_dims(Decomposition d, int stage) {
   return {};
 }
 
-Box3 stage_box(Decomposition d, int stage, const std::vector<int>& g, const std::vector<int>& c,
-               const Extent3& n) {
+Box3 stage_box(Decomposition d, int stage, const std::vector<int>& g, const std::vector<int>& c, const Extent3& n) {
   Range r[3] = {{0, n[0]}, {0, n[1]}, {0, n[2]}};
   switch (d) {
-    case Decomposition::slab_pencil:
-      r[stage == 0 ? 0 : 1] = block_range(n[stage == 0 ? 0 : 1], g[0], c[0]);
-      break;
+    case Decomposition::slab_pencil: r[stage == 0 ? 0 : 1] = block_range(n[stage == 0 ? 0 : 1], g[0], c[0]); break;
     case Decomposition::pencil:
       if (stage == 0) r[0] = block_range(n[0], g[0], c[0]), r[1] = block_range(n[1], g[1], c[1]);
       if (stage == 1) r[0] = block_range(n[0], g[0], c[0]), r[2] = block_range(n[2], g[1], c[1]);

@@ -77,7 +77,7 @@ constexpr int whole_array = -1;
 
 struct FftDesc {
   FftKind kind = FftKind::c2c;
-  int axis = 0;  // or whole_array
+  int axis = 0;        // or whole_array
   std::int64_t n = 0;  // logical length
 };
 
@@ -127,7 +127,7 @@ struct DftPlan::Impl {
   ~Impl();
   MPI_Comm world = MPI_COMM_NULL;  // the caller's communicator (not owned)
   MPI_Comm cart = MPI_COMM_NULL;
-  std::vector<MPI_Comm> comms;  // sub-communicators (and cart itself) used by exchanges
+  std::vector<MPI_Comm> comms;                 // sub-communicators (and cart itself) used by exchanges
   std::vector<std::vector<int>> comm_members;  // cart ranks of each comm, in comm order
   int rank = 0, size = 1;
   DftOptions opt;
@@ -143,7 +143,7 @@ struct DftPlan::Impl {
   FftwBuffer buffers[NBUF];
   std::vector<DftExchangeInfo> exchange_info;
 
-  std::size_t rb = 8;  // bytes of a real scalar: 4 (single) or 8 (double)
+  std::size_t rb = 8;                                             // bytes of a real scalar: 4 (single) or 8 (double)
   std::size_t eb(bool real) const { return real ? rb : 2 * rb; }  // bytes of an element
   MPI_Datatype scalar_type() const { return rb == 4 ? MPI_FLOAT : MPI_DOUBLE; }
   Extent3 dims(bool real) const { return real ? n_real : n_cplx; }
@@ -205,8 +205,7 @@ struct DftPlan::Impl {
     return {[this](bool local) { return all(local); }, [this](int axis) { return same_axis(axis); }};
   }
 
-  void add_fft(const FftDesc& d, const Cursor& src, int dst_buf, const StridedView& dst_view,
-               bool dst_real) {
+  void add_fft(const FftDesc& d, const Cursor& src, int dst_buf, const StridedView& dst_view, bool dst_real) {
     if (src.view.box.empty()) return;
     Step s;
     s.kind = Step::fft;
@@ -359,7 +358,8 @@ struct DftPlan::Impl {
     // place in the receive buffer or in the unpacked result.
     auto block_target = [&](int j) -> std::pair<int, StridedView> {
       if (c.self_to_unpacked && j == x.me) return {c.unpack_buf, unpack_view(x, c).sub(x.recvs[j])};
-      if (c.self_direct && j == x.me) return {c.recv_buf, c.block_view(counts.recv_displs[j] / x.scalars_per_elem, x.recvs[j])};
+      if (c.self_direct && j == x.me)
+        return {c.recv_buf, c.block_view(counts.recv_displs[j] / x.scalars_per_elem, x.recvs[j])};
       return {SEND, c.block_view(counts.send_displs[j] / x.scalars_per_elem, x.sends[j])};
     };
     const int p = static_cast<int>(x.sends.size());
@@ -372,11 +372,8 @@ struct DftPlan::Impl {
           add_fft(d, part, buf, view, real);
         }
         break;
-      case ExchangeChoice::fused_slowest:
-        add_fft(d, cur, SEND, c.block_view(0, x.after), real);
-        break;
-      case ExchangeChoice::send_as_is:
-        break;
+      case ExchangeChoice::fused_slowest: add_fft(d, cur, SEND, c.block_view(0, x.after), real); break;
+      case ExchangeChoice::send_as_is: break;
       case ExchangeChoice::pack: {
         const Cursor packed = has_fft ? add_local_fft(cur, d, c.sigma) : cur;
         for (int j = 0; j < p; ++j) {
@@ -469,8 +466,7 @@ struct DftPlan::Impl {
       const FftDesc last = has_fft ? fft(v.axes.back()) : FftDesc{};
       if (i + 1 < plan.visits.size())
         deliver(cur, v.stage, has_fft, last, plan.visits[i + 1].stage, plan.next_is_final(i), comm_of[i + 1]);
-      else
-        deliver(cur, v.stage, has_fft, last, -1, true, -1);
+      else deliver(cur, v.stage, has_fft, last, -1, true, -1);
     }
     if (cur.buf != OUT) throw failure("DFT plan: result not delivered to the output");
     add_normalize();
@@ -509,7 +505,8 @@ struct DftPlan::Impl {
           if (!axes[a] && n_axes == 2) break;
           if (!axes[a]) axes[a] = true, ++n_axes;
         }
-        std::vector<Step> group(steps.begin() + static_cast<std::ptrdiff_t>(i), steps.begin() + static_cast<std::ptrdiff_t>(e));
+        std::vector<Step> group(steps.begin() + static_cast<std::ptrdiff_t>(i),
+                                steps.begin() + static_cast<std::ptrdiff_t>(e));
         std::vector<Step> after(steps.begin() + static_cast<std::ptrdiff_t>(e), steps.end());
         chunk_group(group, after, result);
         i = e;
@@ -599,7 +596,10 @@ struct DftPlan::Impl {
     std::map<int, AxisOrder> order;
     for (const auto& [b, v] : full) order[b] = v.order();
 
-    const std::int64_t plane = std::max<std::int64_t>(1, first_fft->src_view.box.count() / std::max<std::int64_t>(1, first_fft->src_view.box.size(c))) * static_cast<std::int64_t>(2 * rb);
+    const std::int64_t plane =
+        std::max<std::int64_t>(
+            1, first_fft->src_view.box.count() / std::max<std::int64_t>(1, first_fft->src_view.box.size(c))) *
+        static_cast<std::int64_t>(2 * rb);
     const std::int64_t planes = std::max<std::int64_t>(1, static_cast<std::int64_t>(opt.chunk_bytes) / plane);
     for (std::int64_t k = lo; k < hi; k += planes) {
       for (const Step& s : group) {
@@ -671,6 +671,7 @@ struct DftPlan::Impl {
       const std::size_t se = eb(s.src_real), de = eb(s.dst_real);
       if (s.desc.axis == whole_array) {
         std::vector<FftDim> dims3;
+        dims3.reserve(3);
         for (int a = 0; a < 3; ++a) dims3.push_back({n_real[a], s.src_view.stride[a], s.dst_view.stride[a]});
         const auto [sb, db] = planning_buffers(s);
         plans.emplace_back(s.desc.kind, sign, dims3, std::vector<FftDim>{}, buffers[sb].data(), buffers[db].data(),
@@ -685,8 +686,12 @@ struct DftPlan::Impl {
         if (a != t && s.src_view.box.size(a) > 1)
           batch.push_back({s.src_view.box.size(a), s.src_view.stride[a], s.dst_view.stride[a]});
       const bool in_place = s.src == s.dst && s.src_view.offset * se == s.dst_view.offset * de;
-      std::vector<std::int64_t> key = {static_cast<std::int64_t>(s.desc.kind), tr.n, tr.in_stride, tr.out_stride,
-                                       in_place, s.src == IN,
+      std::vector<std::int64_t> key = {static_cast<std::int64_t>(s.desc.kind),
+                                       tr.n,
+                                       tr.in_stride,
+                                       tr.out_stride,
+                                       in_place,
+                                       s.src == IN,
                                        static_cast<std::int64_t>((s.src_view.offset * se) % 64),
                                        static_cast<std::int64_t>((s.dst_view.offset * de) % 64)};
       for (const FftDim& b : batch) key.insert(key.end(), {b.n, b.in_stride, b.out_stride});
@@ -739,12 +744,8 @@ struct DftPlan::Impl {
           s.plan->execute(ptr[s.src] + s.src_view.offset * (eb(s.src_real)),
                           ptr[s.dst] + s.dst_view.offset * (eb(s.dst_real)));
           break;
-        case Step::copy:
-          copy_box(ptr[s.src], s.src_view, ptr[s.dst], s.dst_view, s.elem, opt.threads);
-          break;
-        case Step::exchange:
-          run_exchange(s.counts, ptr[s.src], ptr[s.dst], comms[s.comm]);
-          break;
+        case Step::copy: copy_box(ptr[s.src], s.src_view, ptr[s.dst], s.dst_view, s.elem, opt.threads); break;
+        case Step::exchange: run_exchange(s.counts, ptr[s.src], ptr[s.dst], comms[s.comm]); break;
         case Step::scale: {
           if (rb == 4) scale_scalars(reinterpret_cast<float*>(ptr[OUT]), s.scalars, static_cast<float>(s.factor));
           else scale_scalars(reinterpret_cast<double*>(ptr[OUT]), s.scalars, s.factor);
@@ -858,8 +859,7 @@ DftPlan::DftPlan(MPI_Comm comm, const DftOptions& o) {
   // Validate everything on every rank before any other communication.
   std::ostringstream e;
   if (o.size[0] < 1 || o.size[1] < 1 || o.size[2] < 1) {
-    e << "distributed DFT: size " << o.size[0] << "x" << o.size[1] << "x" << o.size[2]
-      << " has an empty dimension";
+    e << "distributed DFT: size " << o.size[0] << "x" << o.size[1] << "x" << o.size[2] << " has an empty dimension";
   } else if (o.threads < 1) {
     e << "distributed DFT: threads must be at least 1 (got " << o.threads << ")";
   } else if (o.real_to_complex && o.direction == DftDirection::forward && o.input_layout != DftLayout::natural) {
@@ -872,8 +872,8 @@ DftPlan::DftPlan(MPI_Comm comm, const DftOptions& o) {
     if (o.grid.empty()) {
       grid = min_surface_grid(decomp, o.size, size);
     } else if (static_cast<int>(o.grid.size()) != gr) {
-      e << "distributed DFT: " << to_string(decomp) << " needs a " << gr << "-D process grid, got "
-        << o.grid.size() << " dimension(s)";
+      e << "distributed DFT: " << to_string(decomp) << " needs a " << gr << "-D process grid, got " << o.grid.size()
+        << " dimension(s)";
     } else {
       long long prod = 1;
       bool positive = true;
@@ -882,8 +882,7 @@ DftPlan::DftPlan(MPI_Comm comm, const DftOptions& o) {
       for (std::size_t i = 0; i < o.grid.size(); ++i) gs += (i ? "x" : "") + std::to_string(o.grid[i]);
       if (!positive || prod != size)
         e << "distributed DFT: process grid " << gs << " does not fit " << size << " ranks";
-      else
-        grid = o.grid;
+      else grid = o.grid;
     }
   }
   agree_on_errors(comm, e.str());

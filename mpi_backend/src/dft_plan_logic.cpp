@@ -138,8 +138,8 @@ ExchangeChoice choose_exchange(const ExchangeShape& x, const DftOptions& opt, co
   c.recv_buf = c.direct_out ? OUT : (c.send_buf == RECV ? free_work(x.cur_buf) : RECV);
   // Optionally the own block skips MPI: written straight to where it is received.
   // (Not when the data being sent sits in the receive buffer itself.)
-  c.self_direct = opt.local_block_direct && (c.how == How::fused_blocks || c.how == How::pack) &&
-                  x.cur_buf != c.recv_buf;
+  c.self_direct =
+      opt.local_block_direct && (c.how == How::fused_blocks || c.how == How::pack) && x.cur_buf != c.recv_buf;
   // Where unpacked blocks go (when the received blocks are not yet the new
   // box). Into the user's output, the own block, written directly, goes
   // straight there instead. (Not into a work buffer: the chunking of local
@@ -152,8 +152,7 @@ ExchangeChoice choose_exchange(const ExchangeShape& x, const DftOptions& opt, co
   // copy instead of a memcpy to the receive buffer and an unpack). Not into
   // a work buffer: the next stage's FFTs write the send buffer, and a copy
   // reading it in the same run would stop that run being chunked.
-  c.own_from_send =
-      agree.all(!c.self_direct && c.unpack_needed && c.how != How::send_as_is && x.next_is_final);
+  c.own_from_send = agree.all(!c.self_direct && c.unpack_needed && c.how != How::send_as_is && x.next_is_final);
   return c;
 }
 

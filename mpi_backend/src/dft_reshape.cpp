@@ -31,8 +31,7 @@ void copy_elements(const char* s, std::int64_t ss, char* d, std::int64_t ds, std
 }
 }  // namespace
 
-void copy_box(const char* src, const StridedView& sv, char* dst, const StridedView& dv,
-              std::size_t elem, int threads) {
+void copy_box(const char* src, const StridedView& sv, char* dst, const StridedView& dv, std::size_t elem, int threads) {
   if (sv.box.empty()) return;
   // Loop in the destination's memory order; the innermost axis moves runs.
   const AxisOrder o = dv.order();
@@ -66,7 +65,8 @@ ExchangeCounts exchange_counts(const std::vector<Box3>& src, const std::vector<B
   x.recv_counts.resize(p);
   x.recv_displs.resize(p);
   auto to_int = [](std::int64_t v) {
-    if (v > INT_MAX) throw bad_input("DFT block of " + std::to_string(v) + " scalars exceeds MPI's int counts: use more ranks");
+    if (v > INT_MAX)
+      throw bad_input("DFT block of " + std::to_string(v) + " scalars exceeds MPI's int counts: use more ranks");
     return static_cast<int>(v);
   };
   std::int64_t first = -1;
@@ -101,7 +101,8 @@ void ExchangeCounts::grow_blocks(const std::vector<std::int64_t>& send_extra,
   std::int64_t sd = 0, rd = 0;
   for (std::size_t j = 0; j < send_counts.size(); ++j) {
     const std::int64_t sc = send_counts[j] + send_extra[j], rc = recv_counts[j] + recv_extra[j];
-    if (sd + sc > INT_MAX || rd + rc > INT_MAX) throw bad_input("DFT exchange exceeds MPI's int counts: use more ranks");
+    if (sd + sc > INT_MAX || rd + rc > INT_MAX)
+      throw bad_input("DFT exchange exceeds MPI's int counts: use more ranks");
     send_counts[j] = static_cast<int>(sc), recv_counts[j] = static_cast<int>(rc);
     send_displs[j] = static_cast<int>(sd), recv_displs[j] = static_cast<int>(rd);
     sd += sc, rd += rc;
@@ -126,17 +127,17 @@ void run_exchange(const ExchangeCounts& x, const void* send, void* recv, MPI_Com
                 static_cast<const char*>(send) + static_cast<std::size_t>(x.send_displs[x.me]) * bytes,
                 static_cast<std::size_t>(x.own_block) * bytes);
   }
-  if (x.even)
-    MPI_Alltoall(s, x.even_count, x.scalar, recv, x.even_count, x.scalar, comm);
+  if (x.even) MPI_Alltoall(s, x.even_count, x.scalar, recv, x.even_count, x.scalar, comm);
   else
-    MPI_Alltoallv(s, x.send_counts.data(), x.send_displs.data(), x.scalar, recv,
-                  x.recv_counts.data(), x.recv_displs.data(), x.scalar, comm);
+    MPI_Alltoallv(s, x.send_counts.data(), x.send_displs.data(), x.scalar, recv, x.recv_counts.data(),
+                  x.recv_displs.data(), x.scalar, comm);
 }
 
 BoxRedistribution::BoxRedistribution(MPI_Comm comm, const Box3& src_box, const AxisOrder& src_order,
-                                     const Box3& dst_box, const AxisOrder& dst_order,
-                                     int doubles_per_elem, int threads)
-    : comm_(comm), threads_(threads), elem_(static_cast<std::size_t>(doubles_per_elem) * sizeof(double)),
+                                     const Box3& dst_box, const AxisOrder& dst_order, int doubles_per_elem, int threads)
+    : comm_(comm),
+      threads_(threads),
+      elem_(static_cast<std::size_t>(doubles_per_elem) * sizeof(double)),
       src_order_(src_order) {
   int p = 1, me = 0;
   MPI_Comm_size(comm, &p);
@@ -176,12 +177,14 @@ void BoxRedistribution::execute(const void* src, void* dst) {
   // Blocks travel in the source's memory order.
   for (int r = 0; r < p; ++r) {
     const StridedView block = StridedView::dense(counts_.send_displs[r] / dpe, send_boxes_[r], src_order_);
-    copy_box(static_cast<const char*>(src), pack_src_[r], reinterpret_cast<char*>(send_.data()), block, elem_, threads_);
+    copy_box(static_cast<const char*>(src), pack_src_[r], reinterpret_cast<char*>(send_.data()), block, elem_,
+             threads_);
   }
   run_exchange(counts_, send_.data(), recv_.data(), comm_);
   for (int r = 0; r < p; ++r) {
     const StridedView block = StridedView::dense(counts_.recv_displs[r] / dpe, recv_boxes_[r], src_order_);
-    copy_box(reinterpret_cast<const char*>(recv_.data()), block, static_cast<char*>(dst), unpack_dst_[r], elem_, threads_);
+    copy_box(reinterpret_cast<const char*>(recv_.data()), block, static_cast<char*>(dst), unpack_dst_[r], elem_,
+             threads_);
   }
 }
 

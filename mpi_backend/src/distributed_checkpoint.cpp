@@ -18,7 +18,8 @@ const std::regex kCheckpointTemporary(R"(\.checkpoint(\.rank-[0-9]+)?\.dsck\.tmp
 }  // namespace
 
 std::size_t CheckpointState::element_count() const {
-  return static_cast<std::size_t>(std::count_if(elements.begin(), elements.end(), [](auto& e) { return e.has_value(); }));
+  return static_cast<std::size_t>(
+      std::count_if(elements.begin(), elements.end(), [](auto& e) { return e.has_value(); }));
 }
 std::size_t CheckpointState::output_count() const {
   return static_cast<std::size_t>(std::count_if(outputs.begin(), outputs.end(), [](auto& e) { return e.has_value(); }));
@@ -82,7 +83,8 @@ std::vector<int> assign_gaps(const std::vector<OutputGap>& gaps, int workers) {
   if (workers < 1) throw failure("assign_gaps: no workers");
   std::vector<std::size_t> order(gaps.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return gaps[a].size() > gaps[b].size(); });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return gaps[a].size() > gaps[b].size(); });
   std::vector<std::size_t> load(static_cast<std::size_t>(workers), 0);
   std::vector<int> worker(gaps.size(), 0);
   for (std::size_t i : order) {

@@ -17,8 +17,8 @@
 
 #include "driftscan/error.hpp"
 #include "driftscan/mpi/distributed_checkpoint.hpp"
-#include "driftscan/mpi/register_checkpoint.hpp"
 #include "driftscan/mpi/job_runner.hpp"
+#include "driftscan/mpi/register_checkpoint.hpp"
 #include "driftscan/mpi/scan_trace.hpp"
 #include "driftscan/mpi/work_stealing_scan.hpp"
 #include "driftscan/tiff_series.hpp"
@@ -331,8 +331,8 @@ std::vector<Registration> finish_chains(RegisterRun& run) {
       for (std::size_t k = std::max<std::size_t>(g.first, 1); k <= g.last; ++k) {
         const double t_begin = run.trace.clock().now();
         acc = run.combine(acc, *known.elements[k]);
-        run.trace.record(thread, ScanRecord{ctx.rank, thread, 0, static_cast<std::int64_t>(k), ScanPhase::final_scan,
-                                            0, t_begin, run.trace.clock().now()});
+        run.trace.record(thread, ScanRecord{ctx.rank, thread, 0, static_cast<std::int64_t>(k), ScanPhase::final_scan, 0,
+                                            t_begin, run.trace.clock().now()});
         chain.push_back(acc);
         run.checkpoint->add_output(acc);
       }
@@ -388,8 +388,8 @@ void average(RegisterRun& run) {
   const int saved = omp_get_max_threads();
   omp_set_num_threads(run.threads);
   try {
-    res.average = average_registered(*run.frames, res.registrations, run.job.averaging, res.warnings,
-                                     &run.ctx.progress, &run.ctx.cancel);
+    res.average = average_registered(*run.frames, res.registrations, run.job.averaging, res.warnings, &run.ctx.progress,
+                                     &run.ctx.cancel);
   } catch (...) {
     omp_set_num_threads(saved);
     throw;

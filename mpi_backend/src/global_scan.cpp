@@ -27,7 +27,8 @@ const std::vector<GlobalScanAlgorithm>& all_global_scan_algorithms() {
 GlobalScanAlgorithm global_scan_algorithm_from_string(const std::string& name) {
   for (auto a : all_global_scan_algorithms())
     if (name == to_string(a)) return a;
-  throw bad_input("unknown scan algorithm '" + name + "' (expected mpi-scan, dissemination, blelloch or ladner-fischer)");
+  throw bad_input("unknown scan algorithm '" + name +
+                  "' (expected mpi-scan, dissemination, blelloch or ladner-fischer)");
 }
 
 void agree_on_failure(MPI_Comm comm, bool failed, ErrorKind kind, const std::string& message) {
@@ -90,8 +91,7 @@ extern "C" void scan_record_op(void* invec, void* inoutvec, int* len, MPI_Dataty
   const ScanOpContext* context = g_context.load(std::memory_order_acquire);
   auto* in = static_cast<const unsigned char*>(invec);
   auto* inout = static_cast<unsigned char*>(inoutvec);
-  for (int i = 0; i < *len; ++i)
-    (*context->combine)(in + i * context->record_size, inout + i * context->record_size);
+  for (int i = 0; i < *len; ++i) (*context->combine)(in + i * context->record_size, inout + i * context->record_size);
 }
 }  // namespace
 

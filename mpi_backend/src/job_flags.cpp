@@ -17,13 +17,13 @@ using nlohmann::json;
 // One flag: a row of the job-field table (job_fields.hpp), or --size, which
 // sets two fields at once.
 struct JobFlag {
-  std::string names;       // CLI11 names, e.g. "--output,--out,-o"
-  std::string name;        // the first one, for messages and job_flag_table()
-  const JobField* field;   // nullptr: --size
+  std::string names;      // CLI11 names, e.g. "--output,--out,-o"
+  std::string name;       // the first one, for messages and job_flag_table()
+  const JobField* field;  // nullptr: --size
   std::string help;
-  std::string type_name;   // what --help shows after the flag: INT, FLOAT, ENUM:{…}
-  unsigned commands;       // JobCommandBits
-  bool is_switch;          // takes no value (sets true)
+  std::string type_name;  // what --help shows after the flag: INT, FLOAT, ENUM:{…}
+  unsigned commands;      // JobCommandBits
+  bool is_switch;         // takes no value (sets true)
 };
 
 namespace {
@@ -60,8 +60,7 @@ std::vector<double> to_list(const std::string& v, const std::string& flag, std::
   if (n && out.size() != n) bad(flag, v, "expected " + std::to_string(n) + " comma-separated numbers");
   return out;
 }
-json whole_numbers(const std::vector<double>& values, const std::string& flag, const std::string& v,
-                   const char* what) {
+json whole_numbers(const std::vector<double>& values, const std::string& flag, const std::string& v, const char* what) {
   json out = json::array();
   for (double x : values) {
     if (x < 0 || x != std::floor(x)) bad(flag, v, what);
@@ -172,7 +171,8 @@ void add_job_flags(CLI::App& app, const std::string& command, const std::shared_
     if (!(f.commands & commands)) continue;
     const JobFlag* flag = &f;
     if (f.is_switch) {
-      app.add_flag_callback(f.names, [values, flag] { values->given.emplace_back(flag, "true"); }, f.help);
+      app.add_flag_callback(
+          f.names, [values, flag] { values->given.emplace_back(flag, "true"); }, f.help);
     } else {
       // One callback per occurrence keeps the command-line order.
       app.add_option_function<std::string>(

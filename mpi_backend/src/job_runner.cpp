@@ -21,8 +21,8 @@
 #include "driftscan/mpi/stack_spectrum.hpp"
 #include "driftscan/power_spectrum.hpp"
 #include "driftscan/synthetic_series.hpp"
-#include "driftscan/tiff_writer.hpp"
 #include "driftscan/tiff_series.hpp"
+#include "driftscan/tiff_writer.hpp"
 
 namespace driftscan::mpi {
 namespace fs = std::filesystem;
@@ -108,12 +108,15 @@ int run_register(const Job& job, RunContext& ctx) {
   auto announce = [&](const RegisterResult& r, std::size_t frames) {
     for (const auto& w : r.warnings) ctx.progress.log(LogLevel::warning, w);
     auto abs = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
-    files = {{"drift", abs(r.files.drift)}, {"average", abs(r.files.average)},
-             {"coverage", abs(r.files.coverage)}, {"report", abs(r.files.report)}};
+    files = {{"drift", abs(r.files.drift)},
+             {"average", abs(r.files.average)},
+             {"coverage", abs(r.files.coverage)},
+             {"report", abs(r.files.report)}};
     char line[200];
-    std::snprintf(line, sizeof line, "registered %zu frames in %.2f s: %.1f frames/s (pairs %.2f s, scan %.2f s, average %.2f s)",
-                  frames, r.seconds.total, frames / std::max(1e-9, r.seconds.total), r.seconds.pairs,
-                  r.seconds.scan, r.seconds.average);
+    std::snprintf(line, sizeof line,
+                  "registered %zu frames in %.2f s: %.1f frames/s (pairs %.2f s, scan %.2f s, average %.2f s)", frames,
+                  r.seconds.total, frames / std::max(1e-9, r.seconds.total), r.seconds.pairs, r.seconds.scan,
+                  r.seconds.average);
     ctx.progress.log(LogLevel::info, line);
   };
   // A single rank resumes a multi-rank run's checkpoints through the
@@ -177,8 +180,7 @@ int run_average(const Job& job, RunContext& ctx) {
     }
     ctx.progress.advance(3);
     auto abs = [](const fs::path& p) { return fs::absolute(p).lexically_normal().string(); };
-    files = {{"average", abs(out / "average.tif")}, {"coverage", abs(out / "coverage.tif")},
-             {"quality", abs(quality)}};
+    files = {{"average", abs(out / "average.tif")}, {"coverage", abs(out / "coverage.tif")}, {"quality", abs(quality)}};
   });
   report_peak_memory(ctx);
   if (ctx.rank == 0) ctx.progress.result(files);
@@ -237,8 +239,8 @@ int run_spectrum(const Job& job, RunContext& ctx) {
     std::snprintf(line, sizeof line,
                   "3-D spectrum of the %s stack: %zu planes (%zu frame%s each) x %zu x %zu, %s: read %.2f s, "
                   "transform %.2f s, write %.2f s",
-                  options.to_frame0.empty() ? "raw" : "registered", r.size[0], r.bin, r.bin == 1 ? "" : "s",
-                  r.size[1], r.size[2], r.decomposition.c_str(), r.read_s, r.transform_s, r.write_s);
+                  options.to_frame0.empty() ? "raw" : "registered", r.size[0], r.bin, r.bin == 1 ? "" : "s", r.size[1],
+                  r.size[2], r.decomposition.c_str(), r.read_s, r.transform_s, r.write_s);
     ctx.progress.log(LogLevel::info, line);
     if (r.frames_used < count)
       ctx.progress.log(LogLevel::warning, "the last " + std::to_string(count - r.frames_used) +
@@ -256,8 +258,8 @@ int run_spectrum(const Job& job, RunContext& ctx) {
                   pa.period, pa.sharpness, k, pf.period, pf.sharpness);
     ctx.progress.log(LogLevel::info, line);
     auto abs = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
-    files = {{"spectrum", abs(frame_path)}, {"spectrum_average", abs(avg_path)},
-             {"spectrum3d", abs(options.volume_path)}};
+    files = {
+        {"spectrum", abs(frame_path)}, {"spectrum_average", abs(avg_path)}, {"spectrum3d", abs(options.volume_path)}};
   });
   report_peak_memory(ctx);
   if (ctx.rank == 0) ctx.progress.result(files);
@@ -327,8 +329,11 @@ void agree_on_outcome(RunContext& ctx, const Error* local_error) {
 
 int run_job(const Job& job, RunContext& ctx) {
   omp_set_num_threads(job.execution.threads);
-  nlohmann::json details{{"ranks", ctx.size}, {"threads", job.execution.threads}, {"host", host_name()},
-                         {"input", job.input}, {"output", job.output}};
+  nlohmann::json details{{"ranks", ctx.size},
+                         {"threads", job.execution.threads},
+                         {"host", host_name()},
+                         {"input", job.input},
+                         {"output", job.output}};
   if (ctx.rank == 0) ctx.progress.start(job.command, details);
   if (job.command == "synth") return run_synth(job, ctx);
   if (job.command == "register") return run_register(job, ctx);

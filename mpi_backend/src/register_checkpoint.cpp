@@ -55,10 +55,8 @@ nlohmann::json checkpoint_fingerprint(const Job& job, const FrameSource& frames)
 void save_checkpoint(const RegisterCheckpoint& c, const std::string& path) {
   AtomicFile file(path, "checkpoint");
   std::ostream& out = file.stream();
-  nlohmann::json head{{"magic", kMagic},
-                      {"fingerprint", c.fingerprint},
-                      {"elements", c.elements.size()},
-                      {"prefix", c.prefix.size()}};
+  nlohmann::json head{
+      {"magic", kMagic}, {"fingerprint", c.fingerprint}, {"elements", c.elements.size()}, {"prefix", c.prefix.size()}};
   out << head.dump() << '\n';
   write_records(out, c.elements);
   write_records(out, c.prefix);
@@ -78,8 +76,9 @@ RegisterCheckpoint read_checkpoint_file(const std::string& path, const nlohmann:
   }
   if (!head.is_object() || head.value("magic", "") != kMagic) throw bad_input(path + ": not a DriftScan checkpoint");
   if (head["fingerprint"] != expected)
-    throw bad_input(path + ": checkpoint was made for another input or other registration settings "
-                           "(delete it or run without --resume)");
+    throw bad_input(path +
+                    ": checkpoint was made for another input or other registration settings "
+                    "(delete it or run without --resume)");
   RegisterCheckpoint c;
   c.fingerprint = head["fingerprint"];
   std::size_t ne = 0, np = 0;
@@ -182,7 +181,8 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
     ck.prefix = out;
     return out;
   };
-  on_cancel([&] { res.registrations = scan_registrations(res.elements, op, scan, res.applications, &progress, &cancel); });
+  on_cancel(
+      [&] { res.registrations = scan_registrations(res.elements, op, scan, res.applications, &progress, &cancel); });
   res.seconds.scan = since(t0);
 
   cancel.throw_if_cancelled();
@@ -204,7 +204,9 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
   t0 = Clock::now();
   progress.phase("write", 4);
   nlohmann::json extra;
-  extra["execution"] = {{"threads", threads}, {"ranks", 1}, {"scan", "sequential"},
+  extra["execution"] = {{"threads", threads},
+                        {"ranks", 1},
+                        {"scan", "sequential"},
                         {"resumed", job.execution.resume && !ck.elements.empty()}};
   res.seconds.total = since(t_start);
   extra["timings_s"] = {{"pairs", res.seconds.pairs},

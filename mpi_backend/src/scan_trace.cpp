@@ -66,7 +66,8 @@ void ScanTrace::gather(MPI_Comm comm) {
     rank_end_s_.assign(1, end_s_);
   }
   std::sort(all.begin(), all.end(), [](const ScanRecord& a, const ScanRecord& b) {
-    return a.start_s < b.start_s || (a.start_s == b.start_s && (a.rank < b.rank || (a.rank == b.rank && a.thread < b.thread)));
+    return a.start_s < b.start_s ||
+           (a.start_s == b.start_s && (a.rank < b.rank || (a.rank == b.rank && a.thread < b.thread)));
   });
   records_ = std::move(all);
 }
@@ -112,8 +113,8 @@ ScanSummary ScanTrace::summary() const {
   for (const auto& [key, sp] : spans) {
     auto it = steps.find(key.first);
     if (it == steps.end() || sp.end > it->second.end_s)
-      steps[key.first] = CriticalStep{static_cast<ScanPhase>(key.first), key.second.first, key.second.second,
-                                      sp.start, sp.end, sp.busy};
+      steps[key.first] = CriticalStep{
+          static_cast<ScanPhase>(key.first), key.second.first, key.second.second, sp.start, sp.end, sp.busy};
   }
   for (const auto& [phase, step] : steps) {
     s.critical_path.push_back(step);
@@ -123,8 +124,9 @@ ScanSummary ScanTrace::summary() const {
 }
 
 nlohmann::json ScanTrace::record_json(const ScanRecord& r) {
-  return {{"rank", r.rank}, {"thread", r.thread}, {"first", r.first}, {"last", r.last},
-          {"phase", to_string(r.phase)}, {"start_s", r.start_s}, {"end_s", r.end_s}, {"stolen", r.stolen != 0}};
+  return {{"rank", r.rank},   {"thread", r.thread},          {"first", r.first},
+          {"last", r.last},   {"phase", to_string(r.phase)}, {"start_s", r.start_s},
+          {"end_s", r.end_s}, {"stolen", r.stolen != 0}};
 }
 
 nlohmann::json ScanTrace::to_json(bool with_records) const {
@@ -139,12 +141,20 @@ nlohmann::json ScanTrace::to_json(bool with_records) const {
   j["critical_path_s"] = s.critical_path_s;
   auto& workers = j["workers"] = nlohmann::json::array();
   for (const auto& w : s.workers)
-    workers.push_back({{"rank", w.rank}, {"thread", w.thread}, {"busy_s", w.busy_s}, {"idle_s", w.idle_s},
-                       {"applications", w.applications}, {"stolen", w.stolen}});
+    workers.push_back({{"rank", w.rank},
+                       {"thread", w.thread},
+                       {"busy_s", w.busy_s},
+                       {"idle_s", w.idle_s},
+                       {"applications", w.applications},
+                       {"stolen", w.stolen}});
   auto& path = j["critical_path"] = nlohmann::json::array();
   for (const auto& c : s.critical_path)
-    path.push_back({{"phase", to_string(c.phase)}, {"rank", c.rank}, {"thread", c.thread},
-                    {"start_s", c.start_s}, {"end_s", c.end_s}, {"busy_s", c.busy_s}});
+    path.push_back({{"phase", to_string(c.phase)},
+                    {"rank", c.rank},
+                    {"thread", c.thread},
+                    {"start_s", c.start_s},
+                    {"end_s", c.end_s},
+                    {"busy_s", c.busy_s}});
   if (!with_records) return j;
   auto& records = j["records"] = nlohmann::json::array();
   for (const auto& r : records_) records.push_back(record_json(r));

@@ -22,9 +22,7 @@ namespace {
 
 constexpr int kPlaneTag = 5301;
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 std::int64_t wrap(std::int64_t i, std::int64_t n) { return ((i % n) + n) % n; }
 
@@ -290,7 +288,8 @@ void transform_slab(SpectrumRun& run) {
   energy = et * ey * ex;
   if (!(energy > 0)) energy = 1.0;  // 1- or 2-pixel axes: Hann is all zero
   auto half = std::make_shared<std::vector<float>>(spec.size());
-  for (std::size_t i = 0; i < spec.size(); ++i) (*half)[i] = static_cast<float>(std::log1p(std::norm(spec[i]) / energy));
+  for (std::size_t i = 0; i < spec.size(); ++i)
+    (*half)[i] = static_cast<float>(std::log1p(std::norm(spec[i]) / energy));
   run.half = half;
   std::vector<std::complex<double>>().swap(spec);
   if (ctx.rank == 0) ctx.progress.advance(1);
@@ -319,7 +318,8 @@ Owners gather_owners(const SpectrumRun& run) {
   std::int64_t mine[2] = {ob.empty() ? 0 : ob.lo[0], ob.empty() ? 0 : ob.hi[0]};
   std::vector<std::int64_t> all(2 * std::size_t(run.ctx.size));
   MPI_Allgather(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, run.ctx.comm);
-  for (int r = 0; r < run.ctx.size; ++r) owners.lo.push_back(all[2 * r]), owners.hi.push_back(all[2 * r + 1]);
+  for (std::size_t r = 0; r < std::size_t(run.ctx.size); ++r)
+    owners.lo.push_back(all[2 * r]), owners.hi.push_back(all[2 * r + 1]);
   return owners;
 }
 
@@ -362,7 +362,8 @@ void write_planes(SpectrumRun& run, const Owners& owners) {
   const std::int64_t n0 = run.shape.n0;
   const std::size_t half_plane = half_plane_size(run.shape);
   ctx.progress.phase("write", std::size_t(n0));
-  auto buf_a = std::make_shared<std::vector<float>>(half_plane), buf_b = std::make_shared<std::vector<float>>(half_plane);
+  auto buf_a = std::make_shared<std::vector<float>>(half_plane),
+       buf_b = std::make_shared<std::vector<float>>(half_plane);
   Frame plane(run.shape.width, run.shape.height);
   for (std::int64_t s = 0; s < n0; ++s) {
     auto [k0, m0] = half_planes_of(s, n0);

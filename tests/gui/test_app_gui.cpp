@@ -110,7 +110,8 @@ class AppGuiTest : public QObject {
 
     // The average view shows the engine's average.tif, pixel for pixel.
     const QString averagePath = QDir(tmp_.filePath("results")).filePath("average.tif");
-    QCOMPARE(QFileInfo(w.comparisonView()->averagePath()).canonicalFilePath(), QFileInfo(averagePath).canonicalFilePath());
+    QCOMPARE(QFileInfo(w.comparisonView()->averagePath()).canonicalFilePath(),
+             QFileInfo(averagePath).canonicalFilePath());
     auto shown = w.comparisonView()->average();
     QVERIFY(shown);
     const driftscan::Frame onDisk = driftscan::TiffSeries::open(averagePath.toStdString())->frame(0);
@@ -118,7 +119,6 @@ class AppGuiTest : public QObject {
     QCOMPARE(shown->height, onDisk.height);
     QVERIFY(shown->pixels == onDisk.pixels);
     QCOMPARE(w.comparisonView()->averageView()->image().size(), QSize(onDisk.width, onDisk.height));
-
 
     // Clicking a drift point shows that frame.
     w.showView("drift");
@@ -235,7 +235,8 @@ class AppGuiTest : public QObject {
     for (int z = 0; z < n; ++z)
       for (int y = 0; y < n; ++y)
         for (int x = 0; x < n; ++x) {
-          const double r2 = (x - n / 2.0) * (x - n / 2.0) + (y - n / 2.0) * (y - n / 2.0) + (z - n / 2.0) * (z - n / 2.0);
+          const double r2 =
+              (x - n / 2.0) * (x - n / 2.0) + (y - n / 2.0) * (y - n / 2.0) + (z - n / 2.0) * (z - n / 2.0);
           vol[(std::size_t(z) * n + y) * n + x] = float(std::exp(-r2 / 40.0) + 0.2 * std::cos(x * 0.7));
         }
     v.setVolume(vol, n, n, n);
@@ -253,8 +254,7 @@ class AppGuiTest : public QObject {
     if (!QFileInfo::exists(QDir(results).filePath("drift.csv"))) QSKIP("needs the results of openRunAndInspect");
     const QString out = tmp_.filePath("cli-drift.png");
     QProcess p;
-    p.start(QString(DRIFTSCAN_BIN_DIR) + "/driftscan",
-            {"--screenshot", "drift", out, "--size", "1200x800", results});
+    p.start(QString(DRIFTSCAN_BIN_DIR) + "/driftscan", {"--screenshot", "drift", out, "--size", "1200x800", results});
     QVERIFY(p.waitForFinished(60000));
     QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
     const QImage img(out);
@@ -321,7 +321,8 @@ class AppGuiTest : public QObject {
     v.resize(700, 700);
     v.show();
     QVERIFY(QTest::qWaitForWindowExposed(&v));
-    v.setSeries(std::shared_ptr<const driftscan::FrameSource>(driftscan::TiffSeries::open(path.toStdString())), "scrub");
+    v.setSeries(std::shared_ptr<const driftscan::FrameSource>(driftscan::TiffSeries::open(path.toStdString())),
+                "scrub");
     QElapsedTimer t;
     t.start();
     for (int k = 1; k < 40; ++k) {

@@ -69,8 +69,8 @@ const std::vector<cplx>& reference_r2c(const Extent3& n) {
   const Box3 all{{0, 0, 0}, n};
   std::vector<double> in = fill_real(n, all);
   std::vector<cplx> out(static_cast<std::size_t>(n[0] * n[1] * (n[2] / 2 + 1)));
-  fftw_plan p = fftw_plan_dft_r2c_3d(static_cast<int>(n[0]), static_cast<int>(n[1]), static_cast<int>(n[2]),
-                                     in.data(), reinterpret_cast<fftw_complex*>(out.data()), FFTW_ESTIMATE);
+  fftw_plan p = fftw_plan_dft_r2c_3d(static_cast<int>(n[0]), static_cast<int>(n[1]), static_cast<int>(n[2]), in.data(),
+                                     reinterpret_cast<fftw_complex*>(out.data()), FFTW_ESTIMATE);
   fftw_execute(p);
   fftw_destroy_plan(p);
   return cache.emplace(n, std::move(out)).first->second;
@@ -117,9 +117,9 @@ struct Case {
 
 const std::vector<Case>& small_cases() {
   static const std::vector<Case> cases = {
-      {{7, 5, 3}, Decomposition::slab_pencil},   {{7, 5, 3}, Decomposition::pencil},
-      {{7, 5, 3}, Decomposition::volumetric},    {{11, 11, 22}, Decomposition::slab_pencil},
-      {{11, 11, 22}, Decomposition::pencil},     {{11, 11, 22}, Decomposition::volumetric},
+      {{7, 5, 3}, Decomposition::slab_pencil},    {{7, 5, 3}, Decomposition::pencil},
+      {{7, 5, 3}, Decomposition::volumetric},     {{11, 11, 22}, Decomposition::slab_pencil},
+      {{11, 11, 22}, Decomposition::pencil},      {{11, 11, 22}, Decomposition::volumetric},
       {{16, 12, 10}, Decomposition::slab_pencil}, {{16, 12, 10}, Decomposition::pencil},
       {{16, 12, 10}, Decomposition::volumetric},
   };
@@ -138,8 +138,8 @@ DftOptions options(const Extent3& n, Decomposition d, DftLayout in, DftLayout ou
 }
 
 std::string name(const Case& c, DftLayout l) {
-  return std::to_string(c.n[0]) + "x" + std::to_string(c.n[1]) + "x" + std::to_string(c.n[2]) + " " +
-         to_string(c.d) + " " + to_string(l);
+  return std::to_string(c.n[0]) + "x" + std::to_string(c.n[1]) + "x" + std::to_string(c.n[2]) + " " + to_string(c.d) +
+         " " + to_string(l);
 }
 
 }  // namespace
@@ -167,8 +167,8 @@ TEST(DftPlan, TransposedLayoutIsTheDocumentedLastStage) {
   const Extent3 n{11, 11, 22};
   const int p = world_size(), r = world_rank();
   {
-    DftPlan plan(MPI_COMM_WORLD, options(n, Decomposition::slab_pencil, DftLayout::natural,
-                                         DftLayout::transposed, DftDirection::forward));
+    DftPlan plan(MPI_COMM_WORLD, options(n, Decomposition::slab_pencil, DftLayout::natural, DftLayout::transposed,
+                                         DftDirection::forward));
     const Range a1 = block_range(n[1], p, r);
     EXPECT_EQ(plan.input_box(), (Box3{{block_range(n[0], p, r).lo, 0, 0}, {block_range(n[0], p, r).hi, n[1], n[2]}}));
     EXPECT_EQ(plan.output_box(), (Box3{{0, a1.lo, 0}, {n[0], a1.hi, n[2]}}));
@@ -189,10 +189,11 @@ TEST(DftPlan, TransposedLayoutIsTheDocumentedLastStage) {
 TEST(DftPlan, GivenGridsIncludingEmptyBlocks) {
   const Extent3 n{7, 5, 3};
   const int p = world_size();
-  std::vector<std::pair<Decomposition, std::vector<int>>> grids = {
-      {Decomposition::pencil, {p, 1}}, {Decomposition::pencil, {1, p}},
-      {Decomposition::volumetric, {1, 1, p}}, {Decomposition::volumetric, {p, 1, 1}},
-      {Decomposition::volumetric, {1, p, 1}}};
+  std::vector<std::pair<Decomposition, std::vector<int>>> grids = {{Decomposition::pencil, {p, 1}},
+                                                                   {Decomposition::pencil, {1, p}},
+                                                                   {Decomposition::volumetric, {1, 1, p}},
+                                                                   {Decomposition::volumetric, {p, 1, 1}},
+                                                                   {Decomposition::volumetric, {1, p, 1}}};
   if (p % 2 == 0) {
     grids.push_back({Decomposition::volumetric, {2, 1, p / 2}});
     grids.push_back({Decomposition::pencil, {p / 2, 2}});
@@ -229,7 +230,8 @@ TEST(DftPlan, ForwardThenInverseReturnsTheInput) {
       fwd.execute(in, spec);
       bwd.execute(spec, back);
       double e = 0, m = 0;
-      for (std::size_t k = 0; k < in.size(); ++k) e = std::max(e, std::abs(back[k] - in[k])), m = std::max(m, std::abs(in[k]));
+      for (std::size_t k = 0; k < in.size(); ++k)
+        e = std::max(e, std::abs(back[k] - in[k])), m = std::max(m, std::abs(in[k]));
       EXPECT_LE(global_max(e) / global_max(m), 1e-12) << name(c, mid);
     }
   }
@@ -266,14 +268,16 @@ TEST(DftPlan, RealToComplexMatchesComplexTransform) {
       DftPlan cp(MPI_COMM_WORLD, options(c.n, c.d, DftLayout::natural, l, DftDirection::forward));
       std::vector<cplx> cin(cp.input_count()), cout(cp.output_count());
       for (std::size_t k = 0; k < cin.size(); ++k) cin[k] = 0;
-      for_box(cp.input_box(), [&](std::size_t k, auto i0, auto i1, auto i2) { cin[k] = value(c.n, i0, i1, i2).real(); });
+      for_box(cp.input_box(),
+              [&](std::size_t k, auto i0, auto i1, auto i2) { cin[k] = value(c.n, i0, i1, i2).real(); });
       cp.execute(cin, cout);
       // Compare where both boxes overlap in the global index space.
       std::vector<cplx> full_c(static_cast<std::size_t>(half[0] * half[1] * half[2]), cplx(0, 0));
       for_box(cp.output_box(), [&](std::size_t k, auto i0, auto i1, auto i2) {
         if (i2 < half[2]) full_c[static_cast<std::size_t>(flat(half, i0, i1, i2))] = cout[k];
       });
-      MPI_Allreduce(MPI_IN_PLACE, full_c.data(), static_cast<int>(2 * full_c.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      MPI_Allreduce(MPI_IN_PLACE, full_c.data(), static_cast<int>(2 * full_c.size()), MPI_DOUBLE, MPI_SUM,
+                    MPI_COMM_WORLD);
       EXPECT_LE(global_max(box_error(out, plan.output_box(), full_c, half)), tolerance(c.n)) << name(c, l);
 
       // And back to real.
@@ -355,7 +359,8 @@ TEST(DftPlan, EveryVariantGivesTheSameResult) {
           std::vector<cplx> spec(r2c.output_count());
           r2c.execute(rin, spec);
           const Extent3 half{c.n[0], c.n[1], c.n[2] / 2 + 1};
-          EXPECT_LE(global_max(box_error(spec, r2c.output_box(), reference_r2c(c.n), half)), tolerance(c.n)) << what << " r2c";
+          EXPECT_LE(global_max(box_error(spec, r2c.output_box(), reference_r2c(c.n), half)), tolerance(c.n))
+              << what << " r2c";
         }
       }
     }
@@ -386,8 +391,8 @@ TEST(DftPlan, AutotunedPlanIsCorrect) {
 
 TEST(DftPlan, ReusedPlanGivesTheSameResult) {
   const Extent3 n{16, 12, 10};
-  DftPlan plan(MPI_COMM_WORLD, options(n, Decomposition::automatic, DftLayout::natural, DftLayout::natural,
-                                       DftDirection::forward));
+  DftPlan plan(MPI_COMM_WORLD,
+               options(n, Decomposition::automatic, DftLayout::natural, DftLayout::natural, DftDirection::forward));
   std::vector<cplx> in = fill_complex(n, plan.input_box()), a(plan.output_count()), b(plan.output_count());
   plan.execute(in, a);
   plan.execute(in, b);
@@ -423,8 +428,8 @@ TEST(DftPlan, BadParametersThrowOnEveryRankWithoutDeadlock) {
   expect_error(o, "r2c from transposed input");
 
   // A wrong buffer size on one rank only: every rank gets the error.
-  DftPlan plan(MPI_COMM_WORLD, options(n, Decomposition::automatic, DftLayout::natural, DftLayout::natural,
-                                       DftDirection::forward));
+  DftPlan plan(MPI_COMM_WORLD,
+               options(n, Decomposition::automatic, DftLayout::natural, DftLayout::natural, DftDirection::forward));
   std::vector<cplx> in(plan.input_count() + (world_rank() == p - 1 ? 1 : 0)), out(plan.output_count());
   bool thrown = false;
   try {
@@ -480,9 +485,8 @@ TEST(DftPlan, SinglePrecisionMatchesDoubleReference) {
       o.chunk_bytes = 1;
       DftPlan plan(MPI_COMM_WORLD, o);
       std::vector<cplxf> in(plan.input_count()), out(plan.output_count());
-      for_box(plan.input_box(), [&](std::size_t k, auto i0, auto i1, auto i2) {
-        in[k] = cplxf(value(c.n, i0, i1, i2));
-      });
+      for_box(plan.input_box(),
+              [&](std::size_t k, auto i0, auto i1, auto i2) { in[k] = cplxf(value(c.n, i0, i1, i2)); });
       plan.execute(in, out);
       std::vector<cplx> outd(out.begin(), out.end());
       EXPECT_LE(global_max(box_error(outd, plan.output_box(), reference_c2c(c.n), c.n)), tol) << name(c, l);

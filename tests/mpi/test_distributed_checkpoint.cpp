@@ -58,7 +58,7 @@ TEST(DistributedCheckpoint, MergesEveryFileOfTheFolder) {
   for (std::uint64_t k = 0; k < 5; ++k) a.elements.push_back(element(k, 1.0 + k));
   for (std::uint64_t k = 0; k < 3; ++k) a.prefix.push_back(output(k, 10.0 + k));
   for (std::uint64_t k = 5; k < 10; ++k) b.elements.push_back(element(k, 1.0 + k));
-  b.prefix = {output(6, 16.0), output(5, 15.0)};  // a rank's file: any order
+  b.prefix = {output(6, 16.0), output(5, 15.0)};           // a rank's file: any order
   serial.elements = {element(0, -1.0), element(1, -1.0)};  // known twice: checkpoint.dsck sorts first and wins
   save_checkpoint(a, rank_checkpoint_path(dir.string(), 0));
   save_checkpoint(b, rank_checkpoint_path(dir.string(), 1));
@@ -132,8 +132,10 @@ TEST(ScanOutputHook, ReportsEveryOutputOnceWithItsValue) {
   const std::size_t total = 200;
   std::vector<long> all(total);
   std::iota(all.begin(), all.end(), 1L);
-  SegmentRange r = static_segment(total, static_cast<std::size_t>(world_size()), static_cast<std::size_t>(world_rank()));
-  std::vector<long> block(all.begin() + static_cast<std::ptrdiff_t>(r.lo), all.begin() + static_cast<std::ptrdiff_t>(r.hi));
+  SegmentRange r =
+      static_segment(total, static_cast<std::size_t>(world_size()), static_cast<std::size_t>(world_rank()));
+  std::vector<long> block(all.begin() + static_cast<std::ptrdiff_t>(r.lo),
+                          all.begin() + static_cast<std::ptrdiff_t>(r.hi));
   for (LocalStrategy strategy : {LocalStrategy::reduce_then_scan, LocalStrategy::scan_then_map})
     for (int threads : {1, 2, 3}) {
       ScanOptions options;
@@ -143,11 +145,13 @@ TEST(ScanOutputHook, ReportsEveryOutputOnceWithItsValue) {
       std::mutex mu;
       std::vector<int> seen(block.size(), 0);
       std::vector<long> value(block.size(), 0);
-      auto result = scan.run(block, [](long a, long b) { return a + b; }, nullptr, [&](std::size_t k, const long& v) {
-        std::lock_guard<std::mutex> lock(mu);
-        ++seen[k];
-        value[k] = v;
-      });
+      auto result = scan.run(
+          block, [](long a, long b) { return a + b; }, nullptr,
+          [&](std::size_t k, const long& v) {
+            std::lock_guard<std::mutex> lock(mu);
+            ++seen[k];
+            value[k] = v;
+          });
       for (std::size_t k = 0; k < block.size(); ++k) {
         EXPECT_EQ(seen[k], 1) << "element " << r.lo + k << ", threads " << threads;
         EXPECT_EQ(value[k], result[k]);

@@ -25,7 +25,6 @@ using namespace driftscan::mpi;
 
 namespace {
 
-
 // A few microseconds now and then, so threads interleave differently every run.
 void jitter() {
   thread_local std::mt19937 rng(std::random_device{}());
@@ -53,8 +52,9 @@ std::vector<std::int64_t> integers(std::size_t n) {
 std::vector<Mat2> matrices(std::size_t n) {
   std::mt19937 rng(11);
   std::vector<Mat2> v(n);
-  for (auto& m : v) m = {std::int64_t(rng() % kPrime), std::int64_t(rng() % kPrime), std::int64_t(rng() % kPrime),
-                         std::int64_t(rng() % kPrime)};
+  for (auto& m : v)
+    m = {std::int64_t(rng() % kPrime), std::int64_t(rng() % kPrime), std::int64_t(rng() % kPrime),
+         std::int64_t(rng() % kPrime)};
   return v;
 }
 std::vector<std::string> strings(std::size_t n) {
@@ -65,8 +65,10 @@ std::vector<std::string> strings(std::size_t n) {
 
 template <class T>
 std::vector<T> my_block(const std::vector<T>& all) {
-  SegmentRange r = static_segment(all.size(), static_cast<std::size_t>(world_size()), static_cast<std::size_t>(world_rank()));
-  return std::vector<T>(all.begin() + static_cast<std::ptrdiff_t>(r.lo), all.begin() + static_cast<std::ptrdiff_t>(r.hi));
+  SegmentRange r =
+      static_segment(all.size(), static_cast<std::size_t>(world_size()), static_cast<std::size_t>(world_rank()));
+  return std::vector<T>(all.begin() + static_cast<std::ptrdiff_t>(r.lo),
+                        all.begin() + static_cast<std::ptrdiff_t>(r.hi));
 }
 
 std::vector<std::size_t> element_counts() {
@@ -104,8 +106,8 @@ void check_all_configurations(const std::vector<T>& all_elements, Op op, const s
 }  // namespace
 
 TEST(ScanCorrectness, IntegerAddition) {
-  check_all_configurations(integers(1000), [](std::int64_t a, std::int64_t b) { return a + b; }, {1, 2, 3, 4},
-                           element_counts());
+  check_all_configurations(
+      integers(1000), [](std::int64_t a, std::int64_t b) { return a + b; }, {1, 2, 3, 4}, element_counts());
 }
 
 TEST(ScanCorrectness, MatrixProductModPrime) {
@@ -113,8 +115,8 @@ TEST(ScanCorrectness, MatrixProductModPrime) {
 }
 
 TEST(ScanCorrectness, StringConcatenationVariableSize) {
-  check_all_configurations(strings(1000), [](const std::string& a, const std::string& b) { return a + b; }, {1, 3},
-                           element_counts());
+  check_all_configurations(
+      strings(1000), [](const std::string& a, const std::string& b) { return a + b; }, {1, 3}, element_counts());
 }
 
 // The matrix operator really is non-commutative, so the test above can see order errors.

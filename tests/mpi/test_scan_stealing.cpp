@@ -22,7 +22,6 @@ using namespace driftscan::mpi;
 
 namespace {
 
-
 // The element range a result covers; the operator checks adjacency.
 struct Range {
   std::int64_t first = 0, last = 0;
@@ -43,8 +42,8 @@ std::vector<Range> my_ranges(std::size_t per_rank) {
 // segments as stealing left them (so the slow elements are split too).
 TEST(ScanStealing, FastThreadTakesOverSlowNeighboursElements) {
   const std::size_t per_rank = 60, threads = 3;
-  WorkStealingScan scan(MPI_COMM_WORLD, ScanOptions{GlobalScanAlgorithm::dissemination,
-                                                    LocalStrategy::reduce_then_scan, true, int(threads)});
+  WorkStealingScan scan(MPI_COMM_WORLD, ScanOptions{GlobalScanAlgorithm::dissemination, LocalStrategy::reduce_then_scan,
+                                                    true, int(threads)});
   ScanTrace trace;
   const std::int64_t offset = static_cast<std::int64_t>(per_rank) * world_rank();
   auto op = [&](const Range& a, const Range& b) {
@@ -99,8 +98,8 @@ TEST(ScanStealing, FastThreadTakesOverSlowNeighboursElements) {
 // (Static segments, so that step is certainly thread 2's.)
 TEST(ScanStealing, FinalPhaseDoesNotWaitForSlowestSibling) {
   const std::size_t per_rank = 30, threads = 3;
-  WorkStealingScan scan(MPI_COMM_WORLD, ScanOptions{GlobalScanAlgorithm::dissemination,
-                                                    LocalStrategy::reduce_then_scan, false, int(threads)});
+  WorkStealingScan scan(MPI_COMM_WORLD, ScanOptions{GlobalScanAlgorithm::dissemination, LocalStrategy::reduce_then_scan,
+                                                    false, int(threads)});
   ScanTrace trace;
   const std::int64_t offset = static_cast<std::int64_t>(per_rank) * world_rank();
   auto op = [&](const Range& a, const Range& b) {
@@ -130,7 +129,12 @@ TEST(ScanStealing, StaticRunStealsNothing) {
   WorkStealingScan scan(MPI_COMM_WORLD,
                         ScanOptions{GlobalScanAlgorithm::blelloch, LocalStrategy::reduce_then_scan, false, 4});
   ScanTrace trace;
-  auto got = scan.run(my_ranges(40), [](const Range& a, const Range& b) { return Range{a.first, b.last}; }, &trace);
+  auto got = scan.run(
+      my_ranges(40),
+      [](const Range& a, const Range& b) {
+        return Range{a.first, b.last};
+      },
+      &trace);
   trace.gather(MPI_COMM_WORLD);
   if (world_rank() == 0) {
     for (const auto& w : trace.summary().workers) EXPECT_EQ(w.stolen, 0u);

@@ -174,8 +174,8 @@ TEST(StackSpectrum, MatchesSerialFftwOnEveryVoxel) {
           const double want = std::log1p(std::norm(full(t - n0 / 2, y - n1 / 2, x - n2 / 2)) / energy);
           const double got = v[std::size_t(t)].at(x, y);
           worst = std::max(worst, std::abs(got - want) / (std::abs(want) + 1e-3));
-          ASSERT_NEAR(got, want, 1e-4 * std::abs(want) + 1e-6) << n0 << "x" << n1 << "x" << n2 << " at t " << t
-                                                               << " y " << y << " x " << x;
+          ASSERT_NEAR(got, want, 1e-4 * std::abs(want) + 1e-6)
+              << n0 << "x" << n1 << "x" << n2 << " at t " << t << " y " << y << " x " << x;
         }
     std::printf("[ info ] %dx%dx%d on %d ranks: worst relative difference %.2e\n", n0, n1, n2, world_size(), worst);
   }
@@ -291,7 +291,7 @@ TEST(StackSpectrum, EachRankReadsOnlyTheFramesOfItsSlab) {
     std::vector<long> all(2 * std::size_t(world_size()));
     MPI_Allgather(run, 2, MPI_LONG, all.data(), 2, MPI_LONG, MPI_COMM_WORLD);
     long next = 0;
-    for (int r = 0; r < world_size(); ++r) {
+    for (std::size_t r = 0; r < std::size_t(world_size()); ++r) {
       if (all[2 * r] == all[2 * r + 1]) continue;  // a rank without planes
       EXPECT_EQ(all[2 * r], next) << "rank " << r << " max_frames " << max_frames;
       next = all[2 * r + 1];

@@ -69,8 +69,8 @@ TEST(Averaging, WarpFollowsTheConventionAndCoverageCountsBorders) {
   // warping with T_k must give back g in frame 0's grid.
   const int w = 40, h = 30;
   auto g = [](double x, double y) { return 3.0 + 0.5 * x - 0.25 * y; };
-  std::vector<Transform> t = {Transform::identity(), Transform::translation(1.5, 0),
-                              Transform::translation(-2, 1), Transform::translation(3, -2.5)};
+  std::vector<Transform> t = {Transform::identity(), Transform::translation(1.5, 0), Transform::translation(-2, 1),
+                              Transform::translation(3, -2.5)};
   FrameVector frames;
   for (const Transform& tk : t) {
     Frame f(w, h);
@@ -97,7 +97,7 @@ TEST(Averaging, WarpFollowsTheConventionAndCoverageCountsBorders) {
         EXPECT_EQ(r.average.at(x, y), 0.0f);
       }
     }
-  EXPECT_EQ(r.coverage.at(0, 0), 1.0f);   // only frame 0 reaches this corner
+  EXPECT_EQ(r.coverage.at(0, 0), 1.0f);  // only frame 0 reaches this corner
   EXPECT_EQ(r.coverage.at(20, 15), 4.0f);
   EXPECT_TRUE(all_finite(r.average));
   ASSERT_EQ(r.quality.size(), 4u);
@@ -159,9 +159,9 @@ TEST(Averaging, MedianAndClippedRejectAnOutlierFrame) {
   double e_mean = rms_where(mean.average, clean, mean.coverage, 16, 2);
   double e_median = rms_where(median.average, clean, median.coverage, 16, 2);
   double e_clipped = rms_where(clipped.average, mean_good.average, clipped.coverage, 15, 2);
-  EXPECT_GT(e_mean, 25.0);                   // the flash shifts the mean by ~500/16
-  EXPECT_LT(e_median, 2.0);                  // the median ignores it (noise ~ sqrt(6))
-  EXPECT_LT(e_clipped, 1e-3);                // the clipped mean is the mean of the other 15
+  EXPECT_GT(e_mean, 25.0);     // the flash shifts the mean by ~500/16
+  EXPECT_LT(e_median, 2.0);    // the median ignores it (noise ~ sqrt(6))
+  EXPECT_LT(e_clipped, 1e-3);  // the clipped mean is the mean of the other 15
   EXPECT_LT(rms_where(clipped.average, clean, clipped.coverage, 15, 2), 2.0);
   EXPECT_TRUE(all_finite(median.average) && all_finite(clipped.average));
   // the clipped coverage counts the kept samples: 15 inside the full overlap
@@ -316,6 +316,6 @@ TEST(Averaging, MismatchedInputIsBadInput) {
   FrameVector frames;
   frames.push_back(Frame(8, 8, 1.0f));
   frames.push_back(Frame(9, 8, 1.0f));
-  EXPECT_THROW(average_series(frames, {Transform::identity()}, {}), Error);  // count
+  EXPECT_THROW(average_series(frames, {Transform::identity()}, {}), Error);                         // count
   EXPECT_THROW(average_series(frames, {Transform::identity(), Transform::identity()}, {}), Error);  // size
 }

@@ -18,10 +18,10 @@ using namespace driftscan;
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
-constexpr double kFrame = 0.5;      // frame time, s
-constexpr double kActive = 0.45;    // of which scanning lines (the rest is frame fly-back)
+constexpr double kFrame = 0.5;    // frame time, s
+constexpr double kActive = 0.45;  // of which scanning lines (the rest is frame fly-back)
 constexpr int kFrames = 12;
-constexpr int kBands = 16;          // drift samples per frame
+constexpr int kBands = 16;  // drift samples per frame
 
 // A drift like a real one: linear, a slow wobble over a few frames.
 Point true_path(double t) {
@@ -64,7 +64,7 @@ double rms_error(const DriftPath& p, double t0, double t1) {
 
 TEST(DriftPath, KnotSpacingFollowsTheSamplesPerFrame) {
   EXPECT_DOUBLE_EQ(choose_knot_spacing(1.0, 16), 1.0 / 8);
-  EXPECT_DOUBLE_EQ(choose_knot_spacing(1.0, 1), 1.0);     // one rigid shift per frame: one knot per frame
+  EXPECT_DOUBLE_EQ(choose_knot_spacing(1.0, 1), 1.0);  // one rigid shift per frame: one knot per frame
   EXPECT_DOUBLE_EQ(choose_knot_spacing(1.0, 1000), 1.0 / 32);
 }
 

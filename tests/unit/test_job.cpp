@@ -123,12 +123,14 @@ TEST(Job, ValidateRejectsInconsistentSettings) {
   bad([](Job& k) { k.output.clear(); }, "output");
   bad([](Job& k) { k.registration.pyramid_levels = 0; }, "pyramid_levels");
   bad([](Job& k) { k.registration.tolerance = 0; }, "tolerance");
-  bad([](Job& k) {
+  bad(
+      [](Job& k) {
         k.registration.bandpass_low = 30;
         k.registration.bandpass_high = 3;
       },
       "bandpass");
-  bad([](Job& k) {
+  bad(
+      [](Job& k) {
         k.averaging.interpolation = driftscan::Interpolation::fourier;
         k.registration.model = driftscan::MotionModel::rigid;
       },

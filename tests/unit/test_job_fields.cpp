@@ -20,8 +20,7 @@ TEST(JobFields, CoverEveryKeyOfTheJobFileOnce) {
     if (it.key() == "driftscan_job") continue;
     if (it->is_object())
       for (auto f = it->begin(); f != it->end(); ++f) in_file.insert(it.key() + "." + f.key());
-    else
-      in_file.insert(it.key());
+    else in_file.insert(it.key());
   }
   for (const auto& f : driftscan::job_fields()) EXPECT_TRUE(in_table.insert(f.path()).second) << f.path();
   EXPECT_EQ(in_file, in_table);
@@ -39,7 +38,9 @@ TEST(JobFields, EachRowReadsAndWritesItsOwnField) {
       case driftscan::FieldType::count:
       case driftscan::FieldType::seed: v = f.default_value().get<int>() + 1; break;
       case driftscan::FieldType::number:
-      case driftscan::FieldType::optional_number: v = 2.5 + (f.default_value().is_number() ? f.default_value().get<double>() : 0.0); break;
+      case driftscan::FieldType::optional_number:
+        v = 2.5 + (f.default_value().is_number() ? f.default_value().get<double>() : 0.0);
+        break;
       case driftscan::FieldType::choice: v = f.choices.back(); break;
       case driftscan::FieldType::rectangle: v = json::array({1, 2, 30, 40}); break;
       case driftscan::FieldType::number_pair: v = json::array({3.5, 7.0}); break;

@@ -17,7 +17,8 @@ Frame cosine(int w, int h, int kx, int ky, double amplitude, double offset) {
   Frame f(w, h);
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x)
-      f.at(x, y) = static_cast<float>(offset + amplitude * std::cos(2 * M_PI * (double(kx) * x / w + double(ky) * y / h)));
+      f.at(x, y) =
+          static_cast<float>(offset + amplitude * std::cos(2 * M_PI * (double(kx) * x / w + double(ky) * y / h)));
   return f;
 }
 }  // namespace
@@ -54,7 +55,8 @@ TEST(PowerSpectrum, CosinePeakAtItsFrequency) {
   Frame lp = log_power_spectrum(f);
   EXPECT_EQ(lp.width, w);
   EXPECT_EQ(lp.height, h);
-  EXPECT_NEAR(lp.at(w / 2 + kx, h / 2 + ky), std::log1p(PowerSpectrum(w, h).power(f)[(h / 2 + ky) * w + w / 2 + kx]), 1e-3);
+  EXPECT_NEAR(lp.at(w / 2 + kx, h / 2 + ky), std::log1p(PowerSpectrum(w, h).power(f)[(h / 2 + ky) * w + w / 2 + kx]),
+              1e-3);
 }
 
 TEST(PowerSpectrum, WhiteNoiseFloorIsTheVariance) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "csv_test_file.hpp"
 #include "driftscan/averaging.hpp"
 #include "driftscan/register_pipeline.hpp"
 #include "driftscan/synthetic_series.hpp"
@@ -23,6 +24,8 @@ using namespace driftscan;
 namespace fs = std::filesystem;
 
 namespace {
+
+using driftscan::test::read_csv;
 
 // T_{0,k}: f_k(p) = f_0(T(p)); the matrix acts about the frame centre c.
 Transform affine_truth(std::size_t k, Point c) {
@@ -36,20 +39,6 @@ Transform affine_truth(std::size_t k, Point c) {
   T.tx = c.x - (T.a * c.x + T.b * c.y) + shift.x;
   T.ty = c.y - (T.c * c.x + T.d * c.y) + shift.y;
   return T;
-}
-
-std::vector<std::vector<std::string>> read_csv(const fs::path& p) {
-  std::ifstream in(p);
-  std::vector<std::vector<std::string>> rows;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream ss(line);
-    std::string cell;
-    while (std::getline(ss, cell, ',')) cells.push_back(cell);
-    rows.push_back(cells);
-  }
-  return rows;
 }
 
 }  // namespace

@@ -67,6 +67,7 @@ TEST(FftwPlanner, SameSizeSharesPlansAndRoundTripsFromManyThreads) {
   fs::remove(wisdom);
 
   std::vector<std::thread> threads;
+  threads.reserve(4);
   std::vector<double> errors(4, 1.0);
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {

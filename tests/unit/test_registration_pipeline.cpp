@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "csv_test_file.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/power_spectrum.hpp"
 #include "driftscan/register_pipeline.hpp"
@@ -24,6 +25,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using driftscan::test::read_csv;
+
 struct TempDir {
   fs::path path;
   TempDir() {
@@ -33,20 +36,6 @@ struct TempDir {
   }
   ~TempDir() { fs::remove_all(path); }
 };
-
-std::vector<std::vector<std::string>> read_csv(const fs::path& p) {
-  std::ifstream in(p);
-  std::vector<std::vector<std::string>> rows;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream ss(line);
-    std::string c;
-    while (std::getline(ss, c, ',')) cells.push_back(c);
-    rows.push_back(cells);
-  }
-  return rows;
-}
 
 SynthOptions small_series(std::size_t frames) {
   SynthOptions o;
@@ -83,8 +72,8 @@ TEST(RegisterPipeline, SmallSeriesIsAccurateAndOutputsAreComplete) {
   TempDir dir;
   auto progress = make_silent_progress();
   CancelToken cancel;
-  RegisterResult r = register_series(frames, RegistrationSettings{}, AveragingOptions{}, dir.path.string(), *progress,
-                                     cancel, 2);
+  RegisterResult r =
+      register_series(frames, RegistrationSettings{}, AveragingOptions{}, dir.path.string(), *progress, cancel, 2);
   ASSERT_EQ(r.registrations.size(), 30u);
   EXPECT_EQ(r.applications.size(), 29u);
   auto rows = read_csv(dir.path / "drift.csv");

@@ -39,7 +39,8 @@ Registered register_frames(FrameVector frames, const std::string& tag) {
 class RealAbfSeries : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kSeries)) GTEST_SKIP() << "real data not found: " << kSeries << " (it sits beside the checkout in CI)";
+    if (!fs::exists(kSeries))
+      GTEST_SKIP() << "real data not found: " << kSeries << " (it sits beside the checkout in CI)";
     auto s = TiffSeries::open(kSeries);
     for (std::size_t k = 0; k < s->frame_count(); ++k) {
       forward_.push_back(s->frame(k));

@@ -187,8 +187,8 @@ TEST(Refinement, NoisyFramesStayAccurate) {
   auto p0 = ref.prepare(s.frame(0));
   double se = 0;
   for (std::size_t k = 1; k < o.frames; ++k) {
-    RefineResult r = ref.execute(*p0, *ref.prepare(s.frame(k), false),
-                                 compose(Transform::translation(0.4, -0.3), s.truth(k)));
+    RefineResult r =
+        ref.execute(*p0, *ref.prepare(s.frame(k), false), compose(Transform::translation(0.4, -0.3), s.truth(k)));
     double e = std::hypot(r.transform.tx - s.truth(k).tx, r.transform.ty - s.truth(k).ty);
     se += e * e;
   }

@@ -50,8 +50,8 @@ std::vector<Point> rigid_drift(const FrameSource& frames) {
   fs::create_directories(dir);
   auto progress = make_silent_progress();
   CancelToken cancel;
-  RegisterResult r = register_series(frames, RegistrationSettings{}, AveragingOptions{}, dir.string(), *progress,
-                                     cancel, 2);
+  RegisterResult r =
+      register_series(frames, RegistrationSettings{}, AveragingOptions{}, dir.string(), *progress, cancel, 2);
   fs::remove_all(dir);
   std::vector<Point> out;
   for (const Registration& reg : r.registrations) out.push_back({reg.transform.tx, reg.transform.ty});
@@ -109,13 +109,14 @@ TEST(ScanDistortion, PerLineDriftErrorIsWellBelowRigid) {
   const double rigid_err = line_drift_rms(s, [&](std::size_t k, int) { return rigid[k]; });
   const double err = line_drift_rms(s, [&](std::size_t k, int l) { return r.model.path.at(t.line_mid_time(k, l)); });
   const double jitter_err = jitter_rms(s, r.model), jitter_none = jitter_rms(s, r.model, true);
-  std::printf("scan distortion: per-line drift RMS error %.4f px (rigid %.4f px), jitter RMS error %.4f px "
-              "(%.4f px if left at 0), %zu rounds, converged %d\n",
-              err, rigid_err, jitter_err, jitter_none, r.rounds.size(), r.converged ? 1 : 0);
+  std::printf(
+      "scan distortion: per-line drift RMS error %.4f px (rigid %.4f px), jitter RMS error %.4f px "
+      "(%.4f px if left at 0), %zu rounds, converged %d\n",
+      err, rigid_err, jitter_err, jitter_none, r.rounds.size(), r.converged ? 1 : 0);
   for (std::size_t i = 0; i < r.rounds.size(); ++i)
     std::printf("  round %zu: path change %.4f px, %.2f s\n", i + 1, r.rounds[i].path_change, r.rounds[i].seconds);
-  EXPECT_GT(rigid_err, 0.5);          // the series really is distorted
-  EXPECT_LT(err, 0.25 * rigid_err);   // well below rigid
+  EXPECT_GT(rigid_err, 0.5);         // the series really is distorted
+  EXPECT_LT(err, 0.25 * rigid_err);  // well below rigid
   EXPECT_LT(err, 0.15);
   // Lines that run between atom rows see little along the fast axis at this
   // dose, so only part of the jitter is recoverable; the rest the prior keeps at 0.
@@ -182,7 +183,6 @@ TEST(ScanDistortion, UnworkableSettingsAreOneLineErrors) {
   EXPECT_THROW(estimate_scan_distortion(s, ScanTiming(other, 16, 16), rigid), Error);
 }
 
-
 TEST(ScanDistortion, NearlyRigidScanIsNotMadeWorse) {
   // A slow, steady drift: frames barely sheared, no jitter. The per-line
   // model must not invent distortion the rigid result does not have.
@@ -205,8 +205,10 @@ TEST(ScanDistortion, NearlyRigidScanIsNotMadeWorse) {
   for (const auto& frame : r.model.jitter)
     for (double j : frame) jitter += j * j;
   jitter = std::sqrt(jitter / (r.model.jitter.size() * r.model.jitter.front().size()));
-  std::printf("scan distortion, nearly rigid: per-line drift RMS error %.4f px (rigid %.4f px), jitter found %.4f px RMS, "
-              "%zu rounds\n", err, rigid_err, jitter, r.rounds.size());
+  std::printf(
+      "scan distortion, nearly rigid: per-line drift RMS error %.4f px (rigid %.4f px), jitter found %.4f px RMS, "
+      "%zu rounds\n",
+      err, rigid_err, jitter, r.rounds.size());
   EXPECT_LE(err, rigid_err + 0.01);
   // There is no jitter: what is found is the noise of matching single lines
   // at this dose (measured 0.12 px RMS with the default prior of 0.5 px) -
@@ -233,9 +235,10 @@ TEST(ScanDistortion, SerpentineAndRotatedScansToo) {
     ScanDistortionResult r = estimate_scan_distortion(s, t, rigid, settings);
     const double rigid_err = line_drift_rms(s, [&](std::size_t k, int) { return rigid[k]; });
     const double err = line_drift_rms(s, [&](std::size_t k, int l) { return r.model.path.at(t.line_mid_time(k, l)); });
-    std::printf("scan distortion, %s scan: per-line drift RMS error %.4f px (rigid %.4f px), jitter RMS error %.4f px "
-                "(%.4f px if left at 0)\n", to_string(direction).c_str(), err, rigid_err, jitter_rms(s, r.model),
-                jitter_rms(s, r.model, true));
+    std::printf(
+        "scan distortion, %s scan: per-line drift RMS error %.4f px (rigid %.4f px), jitter RMS error %.4f px "
+        "(%.4f px if left at 0)\n",
+        to_string(direction).c_str(), err, rigid_err, jitter_rms(s, r.model), jitter_rms(s, r.model, true));
     EXPECT_LT(err, 0.25 * rigid_err) << to_string(direction);
     EXPECT_LT(jitter_rms(s, r.model), jitter_rms(s, r.model, true)) << to_string(direction);
   }

@@ -91,8 +91,8 @@ TEST(ScanTiming, SerpentineReversesOddLines) {
   s.direction = ScanDirection::serpentine;
   ScanTiming t(s, 10, 4);
   EXPECT_DOUBLE_EQ(t.time_of(0, 0, 0), 0.0);
-  EXPECT_DOUBLE_EQ(t.time_of(0, 9, 1), 10e-6);          // line 1 starts at the right edge
-  EXPECT_DOUBLE_EQ(t.time_of(0, 0, 1), 10e-6 + 9e-6);   // and ends at the left
+  EXPECT_DOUBLE_EQ(t.time_of(0, 9, 1), 10e-6);         // line 1 starts at the right edge
+  EXPECT_DOUBLE_EQ(t.time_of(0, 0, 1), 10e-6 + 9e-6);  // and ends at the left
   EXPECT_DOUBLE_EQ(t.time_of(0, 0, 2), 20e-6);
   // Within every line, consecutive samples are one dwell apart in scan order.
   for (int y = 0; y < 4; ++y) {

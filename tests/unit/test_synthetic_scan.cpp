@@ -14,12 +14,15 @@
 #include <string>
 #include <vector>
 
+#include "csv_test_file.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/synthetic_series.hpp"
 
 using namespace driftscan;
 
 namespace {
+
+using driftscan::test::read_csv;
 
 // A straight ridge of columns one pixel apart, along y at x = x0 (or along x
 // at y = y0): every scan line crosses it once, so each line's centroid across
@@ -52,20 +55,6 @@ double column_centroid(const Frame& f, int x) {
   double s = 0, sy = 0;
   for (int y = 0; y < f.height; ++y) s += f.at(x, y), sy += f.at(x, y) * y;
   return sy / s;
-}
-
-std::vector<std::vector<std::string>> read_csv(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<std::vector<std::string>> rows;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream ss(line);
-    std::string c;
-    while (std::getline(ss, c, ',')) cells.push_back(c);
-    rows.push_back(cells);
-  }
-  return rows;
 }
 
 }  // namespace
@@ -135,7 +124,7 @@ TEST(SyntheticScan, EachLineShowsTheDriftPathAtItsTimePlusItsJitter) {
   std::printf("synthetic scan: line centroids follow d(t) + jitter to %.5f px (path moves %.2f px within a frame)\n",
               worst, bend);
   EXPECT_LT(worst, 0.002);
-  EXPECT_GT(bend, 1.0);    // the frames really are bent
+  EXPECT_GT(bend, 1.0);  // the frames really are bent
   // probed() is the same model, pixel by pixel.
   Point p = s.probed(1, 10, 7);
   EXPECT_NEAR(p.x, 10 + s.drift_at(t.time_of(1, 10, 7)).x + s.line_jitter(1, 7), 1e-12);

@@ -123,8 +123,8 @@ TEST(SyntheticSeries, PoissonNoiseAtTheDose) {
     o.width = 128;
     o.height = 128;
     o.dose = dose;
-    o.background = 1.0;               // flat field at one column peak ...
-    o.atoms = {Point{1e6, 1e6}};      // ... and no column in view
+    o.background = 1.0;           // flat field at one column peak ...
+    o.atoms = {Point{1e6, 1e6}};  // ... and no column in view
     SyntheticSeries s(o);
     Frame f = s.frame(1);
     double n = static_cast<double>(f.size()), sum = 0, sum2 = 0;
@@ -253,7 +253,7 @@ TEST(SyntheticSeries, JitterMovesRowsNotTheIdealFrame) {
 }
 
 TEST(SyntheticSeries, BadOptionsAreBadInput) {
-  auto bad = [](SynthOptions o) {
+  auto bad = [](const SynthOptions& o) {
     try {
       SyntheticSeries s(o);
     } catch (const Error& e) {

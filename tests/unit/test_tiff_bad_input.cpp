@@ -16,7 +16,7 @@ namespace {
 
 // Opens `path` (and reads every frame), expecting bad_input whose message
 // contains each of `needles`; returns the message.
-std::string expect_bad_input(const std::string& path, std::vector<std::string> needles) {
+std::string expect_bad_input(const std::string& path, const std::vector<std::string>& needles) {
   testing::internal::CaptureStderr();
   std::string message;
   try {
@@ -89,7 +89,7 @@ TEST(TiffBadInput, NotATiff) {
   tifftest::TempDir dir;
   std::ofstream(dir.file("text.tif")) << "hello, this is not an image\n";
   expect_bad_input(dir.file("text.tif"), {dir.file("text.tif"), "not a TIFF"});
-  std::ofstream(dir.file("empty.tif"));
+  { std::ofstream empty(dir.file("empty.tif")); }  // a file of 0 bytes
   expect_bad_input(dir.file("empty.tif"), {dir.file("empty.tif")});
 }
 
@@ -202,7 +202,10 @@ TEST(TiffBadInput, FramesOfDifferentSizeOrTypeInOneSeries) {
 
 TEST(TiffBadInput, UnsupportedSampleFormats) {
   tifftest::TempDir dir;
-  struct Case { std::uint16_t bits, format; const char* name; };
+  struct Case {
+    std::uint16_t bits, format;
+    const char* name;
+  };
   const Case cases[] = {{16, SAMPLEFORMAT_IEEEFP, "half.tif"},
                         {12, SAMPLEFORMAT_UINT, "twelve.tif"},
                         {64, SAMPLEFORMAT_COMPLEXIEEEFP, "complex.tif"},

@@ -62,7 +62,9 @@ TEST(TiffColour, YCbCrBecomesItsLuminanceWithAWarning) {
   const std::string path = dir.file("ycbcr.tif");
   ASSERT_TRUE(write_page(
       path, PHOTOMETRIC_YCBCR, 3,
-      [&](std::uint32_t x, std::uint32_t y, int s) { return s == 0 ? Y(x, y) : s == 1 ? Cb(x, y) : Cr(x, y); },
+      [&](std::uint32_t x, std::uint32_t y, int s) { return s == 0   ? Y(x, y)
+                                                            : s == 1 ? Cb(x, y)
+                                                                     : Cr(x, y); },
       [](TIFF* tif) { TIFFSetField(tif, TIFFTAG_YCBCRSUBSAMPLING, 1, 1); }));
   auto series = TiffSeries::open(path);
   Frame f = series->frame(0);
@@ -116,7 +118,6 @@ TEST(TiffColour, PaletteImagesGiveTheirIndicesNotColours) {
   EXPECT_EQ(series->info().pixel_type, PixelType::uint8);
   Frame f = series->frame(0);
   for (std::uint32_t y = 0; y < kHeight; ++y)
-    for (std::uint32_t x = 0; x < kWidth; ++x)
-      ASSERT_EQ(f.at(int(x), int(y)), float(index(x, y, 0))) << x << "," << y;
+    for (std::uint32_t x = 0; x < kWidth; ++x) ASSERT_EQ(f.at(int(x), int(y)), float(index(x, y, 0))) << x << "," << y;
   for (const auto& w : series->warnings()) EXPECT_EQ(w.find("luminance"), std::string::npos) << w;
 }

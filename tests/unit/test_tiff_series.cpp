@@ -31,16 +31,16 @@ void expect_same(const Frame& a, const Frame& b, const std::string& what, float 
   EXPECT_EQ(bad, 0u) << what << ": largest difference " << worst;
 }
 
-void expect_pages(const std::string& path, const PageSpec& spec, int pages, PixelType type,
-                  const std::string& what, float tol = 0.0f) {
+void expect_pages(const std::string& path, const PageSpec& spec, int pages, PixelType type, const std::string& what,
+                  float tol = 0.0f) {
   auto series = TiffSeries::open(path);
   ASSERT_EQ(series->frame_count(), std::size_t(pages)) << what;
   EXPECT_EQ(series->width(), int(spec.width)) << what;
   EXPECT_EQ(series->height(), int(spec.height)) << what;
   EXPECT_EQ(series->info().pixel_type, type) << what << ": " << to_string(series->info().pixel_type);
   for (int k = 0; k < pages; ++k)
-    expect_same(series->frame(std::size_t(k)), tifftest::expected_frame(spec, k),
-                what + " frame " + std::to_string(k), tol);
+    expect_same(series->frame(std::size_t(k)), tifftest::expected_frame(spec, k), what + " frame " + std::to_string(k),
+                tol);
 }
 
 struct TypeCase {
@@ -48,9 +48,9 @@ struct TypeCase {
   PixelType type;
 };
 const TypeCase kTypes[] = {
-    {8, SAMPLEFORMAT_UINT, PixelType::uint8},     {16, SAMPLEFORMAT_UINT, PixelType::uint16},
-    {32, SAMPLEFORMAT_UINT, PixelType::uint32},   {8, SAMPLEFORMAT_INT, PixelType::int8},
-    {16, SAMPLEFORMAT_INT, PixelType::int16},     {32, SAMPLEFORMAT_INT, PixelType::int32},
+    {8, SAMPLEFORMAT_UINT, PixelType::uint8},      {16, SAMPLEFORMAT_UINT, PixelType::uint16},
+    {32, SAMPLEFORMAT_UINT, PixelType::uint32},    {8, SAMPLEFORMAT_INT, PixelType::int8},
+    {16, SAMPLEFORMAT_INT, PixelType::int16},      {32, SAMPLEFORMAT_INT, PixelType::int32},
     {32, SAMPLEFORMAT_IEEEFP, PixelType::float32}, {64, SAMPLEFORMAT_IEEEFP, PixelType::float64},
 };
 
@@ -86,10 +86,17 @@ TEST(TiffSeries, BigEndianFilesOfEveryTypeReadBack) {
 
 TEST(TiffSeries, CompressedStripsAndTilesWithEveryLosslessCodecMatch) {
   tifftest::TempDir dir;
-  struct Codec { std::uint16_t id; const char* name; std::uint16_t predictor; };
-  const Codec codecs[] = {{COMPRESSION_LZW, "lzw", 2},          {COMPRESSION_ADOBE_DEFLATE, "deflate", 2},
-                          {COMPRESSION_PACKBITS, "packbits", 0}, {COMPRESSION_LZMA, "lzma", 0},
-                          {COMPRESSION_ZSTD, "zstd", 2},         {COMPRESSION_LERC, "lerc", 0},
+  struct Codec {
+    std::uint16_t id;
+    const char* name;
+    std::uint16_t predictor;
+  };
+  const Codec codecs[] = {{COMPRESSION_LZW, "lzw", 2},
+                          {COMPRESSION_ADOBE_DEFLATE, "deflate", 2},
+                          {COMPRESSION_PACKBITS, "packbits", 0},
+                          {COMPRESSION_LZMA, "lzma", 0},
+                          {COMPRESSION_ZSTD, "zstd", 2},
+                          {COMPRESSION_LERC, "lerc", 0},
                           {COMPRESSION_ADOBE_DEFLATE, "deflate-nopred", 0}};
   int tested = 0;
   for (const Codec& c : codecs) {
@@ -211,12 +218,14 @@ TEST(TiffSeries, ConcurrentReadersGetTheRightFrames) {
   const int n = 30;
   ASSERT_TRUE(tifftest::write_pages(dir.file("s.tif"), spec, n));
   TiffReadOptions options;
-  options.cache_bytes = 4 * spec.width * spec.height * sizeof(float);
+  options.cache_bytes = 4 * std::size_t(spec.width) * spec.height * sizeof(float);
   auto series = TiffSeries::open(dir.file("s.tif"), options);
   std::vector<Frame> expected;
+  expected.reserve(n);
   for (int k = 0; k < n; ++k) expected.push_back(tifftest::expected_frame(spec, k));
   std::atomic<int> wrong{0};
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {
       std::mt19937 rng{static_cast<unsigned>(t)};
@@ -237,8 +246,7 @@ TEST(TiffSeries, BigTiffFromLibtiffAndFromTheWriterReadsBack) {
   ASSERT_TRUE(tifftest::write_pages(dir.file("big.tif"), spec, 5, /*bigtiff=*/true));
   auto series = TiffSeries::open(dir.file("big.tif"));
   EXPECT_TRUE(series->info().bigtiff);
-  for (int k = 4; k >= 0; --k)
-    expect_same(series->frame(std::size_t(k)), tifftest::expected_frame(spec, k), "bigtiff");
+  for (int k = 4; k >= 0; --k) expect_same(series->frame(std::size_t(k)), tifftest::expected_frame(spec, k), "bigtiff");
 
   TiffWriteOptions options;
   options.force_bigtiff = true;
@@ -354,9 +362,12 @@ TEST(TiffSeries, RealStemSeriesFromSharedData) {
 
 TEST(TiffSeries, BilevelAndFourBitPagesUnpackIncludingCcittFax4) {
   tifftest::TempDir dir;
-  struct Case { std::uint16_t bits, compression; const char* name; };
-  const Case cases[] = {{1, COMPRESSION_NONE, "b1.tif"}, {1, COMPRESSION_CCITTFAX4, "g4.tif"},
-                        {4, COMPRESSION_PACKBITS, "b4.tif"}};
+  struct Case {
+    std::uint16_t bits, compression;
+    const char* name;
+  };
+  const Case cases[] = {
+      {1, COMPRESSION_NONE, "b1.tif"}, {1, COMPRESSION_CCITTFAX4, "g4.tif"}, {4, COMPRESSION_PACKBITS, "b4.tif"}};
   const std::uint32_t w = 21, h = 9;  // rows end mid-byte
   auto value = [](std::uint32_t x, std::uint32_t y, int bits) {
     return bits == 1 ? ((x * 3 + y) % 5 == 0 ? 1u : 0u) : (x + 2 * y) % 16u;
@@ -377,7 +388,7 @@ TEST(TiffSeries, BilevelAndFourBitPagesUnpackIncludingCcittFax4) {
     std::vector<unsigned char> data(row * h, 0);
     for (std::uint32_t y = 0; y < h; ++y)
       for (std::uint32_t x = 0; x < w; ++x) {
-        std::size_t bit = x * c.bits;
+        std::size_t bit = std::size_t(x) * c.bits;
         data[y * row + bit / 8] |= static_cast<unsigned char>(value(x, y, c.bits) << (8 - c.bits - bit % 8));
       }
     ASSERT_GE(TIFFWriteEncodedStrip(tif, 0, data.data(), tmsize_t(data.size())), 0) << c.name;
@@ -433,7 +444,7 @@ TEST(TiffSeries, ImageJLargeStackWithASingleIfdReadsAllFrames) {
   const std::uint32_t ifd0 = u32(4);
   std::uint16_t entries;
   std::memcpy(&entries, bytes.data() + ifd0, 2);
-  std::memset(bytes.data() + ifd0 + 2 + 12u * entries, 0, 4);  // IFD 0 is the last
+  std::memset(bytes.data() + ifd0 + 2 + std::size_t(12) * entries, 0, 4);  // IFD 0 is the last
   std::ofstream(dir.file("one_ifd.tif"), std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
   auto series = TiffSeries::open(dir.file("one_ifd.tif"));
   ASSERT_EQ(series->frame_count(), 4u);

@@ -167,7 +167,7 @@ TEST(TiffWriter, FramesAreStoredContiguouslyAsImageJExpects) {
     TIFFClose(tif);
     // the bytes at those offsets are the frames
     std::ifstream in(path, std::ios::binary);
-    in.seekg(std::streamoff(first + 3 * 140));
+    in.seekg(std::streamoff(first) + 3 * std::streamoff(140));
     std::uint16_t v = 0;
     in.read(reinterpret_cast<char*>(&v), 2);
     EXPECT_EQ(v, 400);

@@ -59,8 +59,7 @@ struct PageSpec {
 // range with both signs, stored as the type's bytes, and its float value.
 inline double pattern(const PageSpec& p, int k, std::uint32_t x, std::uint32_t y, int s) {
   double base = double(x) * 13.0 + double(y) * 101.0 + double(k) * 977.0 + s * 31.0;
-  if (p.sample_format == SAMPLEFORMAT_IEEEFP)
-    return std::sin(base * 0.01) * (p.bits == 64 ? 1e6 : 1e3) + k;
+  if (p.sample_format == SAMPLEFORMAT_IEEEFP) return std::sin(base * 0.01) * (p.bits == 64 ? 1e6 : 1e3) + k;
   double range = std::ldexp(1.0, p.bits);
   double v = std::fmod(base * (p.bits >= 16 ? 257.0 : 1.0), range);
   if (p.bits == 32) v = std::fmod(base * 4294967.0, range);  // large values too
@@ -71,18 +70,36 @@ inline double pattern(const PageSpec& p, int k, std::uint32_t x, std::uint32_t y
 inline void put_sample(const PageSpec& p, double v, unsigned char* dst) {
   switch (p.sample_format) {
     case SAMPLEFORMAT_IEEEFP:
-      if (p.bits == 32) { float f = float(v); std::memcpy(dst, &f, 4); }
-      else { std::memcpy(dst, &v, 8); }
+      if (p.bits == 32) {
+        float f = float(v);
+        std::memcpy(dst, &f, 4);
+      } else {
+        std::memcpy(dst, &v, 8);
+      }
       return;
     case SAMPLEFORMAT_INT:
-      if (p.bits == 8) { std::int8_t i = std::int8_t(v); std::memcpy(dst, &i, 1); }
-      else if (p.bits == 16) { std::int16_t i = std::int16_t(v); std::memcpy(dst, &i, 2); }
-      else { std::int32_t i = std::int32_t(v); std::memcpy(dst, &i, 4); }
+      if (p.bits == 8) {
+        std::int8_t i = std::int8_t(v);
+        std::memcpy(dst, &i, 1);
+      } else if (p.bits == 16) {
+        std::int16_t i = std::int16_t(v);
+        std::memcpy(dst, &i, 2);
+      } else {
+        std::int32_t i = std::int32_t(v);
+        std::memcpy(dst, &i, 4);
+      }
       return;
     default:
-      if (p.bits == 8) { std::uint8_t i = std::uint8_t(v); std::memcpy(dst, &i, 1); }
-      else if (p.bits == 16) { std::uint16_t i = std::uint16_t(v); std::memcpy(dst, &i, 2); }
-      else { std::uint32_t i = std::uint32_t(v); std::memcpy(dst, &i, 4); }
+      if (p.bits == 8) {
+        std::uint8_t i = std::uint8_t(v);
+        std::memcpy(dst, &i, 1);
+      } else if (p.bits == 16) {
+        std::uint16_t i = std::uint16_t(v);
+        std::memcpy(dst, &i, 2);
+      } else {
+        std::uint32_t i = std::uint32_t(v);
+        std::memcpy(dst, &i, 4);
+      }
   }
 }
 
@@ -105,9 +122,8 @@ inline driftscan::Frame expected_frame(const PageSpec& p, int k) {
 
 // Writes `pages` pages with libtiff; returns false when libtiff refused
 // (e.g. a codec that is not configured).
-inline bool write_pages(const std::string& path, const PageSpec& p, int pages,
-                        bool bigtiff = false, std::vector<PageSpec> per_page = {},
-                        bool big_endian = false) {
+inline bool write_pages(const std::string& path, const PageSpec& p, int pages, bool bigtiff = false,
+                        std::vector<PageSpec> per_page = {}, bool big_endian = false) {
   std::string mode = std::string("w") + (bigtiff ? "8" : "") + (big_endian ? "b" : "l");
   TIFF* tif = TIFFOpen(path.c_str(), mode.c_str());
   if (!tif) return false;
@@ -121,7 +137,10 @@ inline bool write_pages(const std::string& path, const PageSpec& p, int pages,
     TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, s.samples);
     TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, s.photometric);
     TIFFSetField(tif, TIFFTAG_PLANARCONFIG, s.planar);
-    if (!TIFFSetField(tif, TIFFTAG_COMPRESSION, s.compression)) { ok = false; break; }
+    if (!TIFFSetField(tif, TIFFTAG_COMPRESSION, s.compression)) {
+      ok = false;
+      break;
+    }
     if (s.predictor) TIFFSetField(tif, TIFFTAG_PREDICTOR, s.predictor);
     if (k == 0 && !s.description.empty()) TIFFSetField(tif, TIFFTAG_IMAGEDESCRIPTION, s.description.c_str());
     if (s.xres > 0) {
@@ -134,8 +153,8 @@ inline bool write_pages(const std::string& path, const PageSpec& p, int pages,
     const int planes = separate ? s.samples : 1;
     const std::size_t spp = separate ? 1 : s.samples;
     // the whole page, plane by plane, rows packed
-    std::vector<std::vector<unsigned char>> plane(std::size_t(planes),
-        std::vector<unsigned char>(std::size_t(s.width) * s.height * spp * bytes));
+    std::vector<std::vector<unsigned char>> plane(
+        std::size_t(planes), std::vector<unsigned char>(std::size_t(s.width) * s.height * spp * bytes));
     for (int pl = 0; pl < planes; ++pl)
       for (std::uint32_t y = 0; y < s.height; ++y)
         for (std::uint32_t x = 0; x < s.width; ++x)
@@ -193,19 +212,26 @@ struct RawTiff {
 
   void build() {
     bytes.assign(ifd_offset(pages), 0);
-    bytes[0] = 'I'; bytes[1] = 'I'; put16(2, 42); put32(4, pages ? ifd_offset(0) : 0);
+    bytes[0] = 'I';
+    bytes[1] = 'I';
+    put16(2, 42);
+    put32(4, pages ? ifd_offset(0) : 0);
     std::uint32_t data = ifd_offset(pages);
     const std::uint32_t strip = width * height * 2;
     for (int k = 0; k < pages; ++k) {
       std::uint32_t at = ifd_offset(k);
       put16(at, kEntries);
-      const std::uint32_t e[kEntries][3] = {
-          {256, 4, width}, {257, 4, height}, {258, 3, 16}, {259, 3, 1},
-          {262, 3, 1}, {273, 4, data + std::uint32_t(k) * strip}, {278, 4, height}, {279, 4, strip}};
+      const std::uint32_t e[kEntries][3] = {{256, 4, width},  {257, 4, height},
+                                            {258, 3, 16},     {259, 3, 1},
+                                            {262, 3, 1},      {273, 4, data + std::uint32_t(k) * strip},
+                                            {278, 4, height}, {279, 4, strip}};
       for (int i = 0; i < kEntries; ++i) {
         std::uint32_t p = at + 2 + std::uint32_t(i) * 12;
-        put16(p, std::uint16_t(e[i][0])); put16(p + 2, std::uint16_t(e[i][1])); put32(p + 4, 1);
-        if (e[i][1] == 3) put16(p + 8, std::uint16_t(e[i][2])); else put32(p + 8, e[i][2]);
+        put16(p, std::uint16_t(e[i][0]));
+        put16(p + 2, std::uint16_t(e[i][1]));
+        put32(p + 4, 1);
+        if (e[i][1] == 3) put16(p + 8, std::uint16_t(e[i][2]));
+        else put32(p + 8, e[i][2]);
       }
       put32(at + 2 + kEntries * 12, k + 1 < pages ? ifd_offset(k + 1) : 0);
     }
@@ -220,14 +246,16 @@ struct RawTiff {
   static std::uint32_t entry_value(int k, int i) { return ifd_offset(k) + 2 + std::uint32_t(i) * 12 + 8; }
   static std::uint32_t next_pointer(int k) { return ifd_offset(k) + 2 + kEntries * 12; }
 
-  void put16(std::size_t at, std::uint16_t v) { bytes[at] = std::uint8_t(v); bytes[at + 1] = std::uint8_t(v >> 8); }
+  void put16(std::size_t at, std::uint16_t v) {
+    bytes[at] = std::uint8_t(v);
+    bytes[at + 1] = std::uint8_t(v >> 8);
+  }
   void put32(std::size_t at, std::uint32_t v) {
     for (int i = 0; i < 4; ++i) bytes[at + std::size_t(i)] = std::uint8_t(v >> (8 * i));
   }
   void save(const std::string& path, std::size_t truncate_to = 0) const {
     std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              std::streamsize(truncate_to ? truncate_to : bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(truncate_to ? truncate_to : bytes.size()));
   }
 };
 

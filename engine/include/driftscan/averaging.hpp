@@ -22,20 +22,20 @@ enum class Interpolation { cubic, fourier };
 
 struct AveragingOptions {
   AverageMethod method = AverageMethod::mean;
-  double clip_sigma = 3.0;                   // for `clipped`
+  double clip_sigma = 3.0;  // for `clipped`
   Interpolation interpolation = Interpolation::cubic;
-  double min_quality = 0.0;                  // frames with quality below are excluded
-  std::vector<std::size_t> exclude_frames;   // explicit rejections
-  int median_tile = 128;                     // rows per tile band of the bounded-memory median
-  std::string drift;                         // `average` command: drift table of an earlier run
-  double median_memory_mb = 512;             // bound on the median's buffers; bands shrink to fit
+  double min_quality = 0.0;                 // frames with quality below are excluded
+  std::vector<std::size_t> exclude_frames;  // explicit rejections
+  int median_tile = 128;                    // rows per tile band of the bounded-memory median
+  std::string drift;                        // `average` command: drift table of an earlier run
+  double median_memory_mb = 512;            // bound on the median's buffers; bands shrink to fit
 };
 
 struct AverageResult {
-  Frame average;                  // NaN-free; 0 where coverage is 0
-  Frame coverage;                 // number (or weight) of frames contributing per pixel
-  std::vector<double> quality;    // per frame: NCC with the average/reference after warping
-  std::vector<bool> used;         // per frame: contributed to the average
+  Frame average;                // NaN-free; 0 where coverage is 0
+  Frame coverage;               // number (or weight) of frames contributing per pixel
+  std::vector<double> quality;  // per frame: NCC with the average/reference after warping
+  std::vector<bool> used;       // per frame: contributed to the average
   std::vector<std::string> warnings;
 };
 
@@ -62,7 +62,6 @@ AverageResult average_series(const FrameSource& frames, const std::vector<Transf
 
 // Warps one frame into the reference coordinates: out(p) = f(T^{-1}(p));
 // pixels that fall outside f are NaN in `out` unless `outside` is given.
-Frame warp_to_reference(const Frame& f, const Transform& to_reference, Interpolation interpolation,
-                        float outside);
+Frame warp_to_reference(const Frame& f, const Transform& to_reference, Interpolation interpolation, float outside);
 
 }  // namespace driftscan

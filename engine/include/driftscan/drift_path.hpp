@@ -22,8 +22,8 @@
 namespace driftscan {
 
 struct DriftSample {
-  double t = 0.0;       // seconds (the clock of ScanTiming)
-  double dx = 0.0;      // pixels
+  double t = 0.0;   // seconds (the clock of ScanTiming)
+  double dx = 0.0;  // pixels
   double dy = 0.0;
   double weight = 1.0;  // confidence, >= 0 (inverse variance, or any relative scale)
 };

@@ -13,8 +13,8 @@
 namespace driftscan {
 
 struct DriftTable {
-  std::vector<Transform> to_frame0;   // T_{0,k}, k = 0..N-1
-  std::vector<std::size_t> flagged;   // frames with registration flags
+  std::vector<Transform> to_frame0;  // T_{0,k}, k = 0..N-1
+  std::vector<std::size_t> flagged;  // frames with registration flags
 };
 
 // `centre` is the frame centre ((w-1)/2, (h-1)/2) the dx,dy were measured at.
@@ -25,12 +25,12 @@ DriftTable read_drift_table(const std::string& path, Point centre);
 // One frame of a drift table as written (what a viewer shows); a column the
 // table lacks leaves its default.
 struct DriftRecord {
-  double dx = 0, dy = 0;   // displacement of the frame centre, pixels
-  double angle_deg = 0;    // `angle_deg` (rigid and affine tables)
-  Transform affine;        // `a,b,c,d,tx,ty` (affine tables)
-  double quality = 0;      // `quality` (a register run's): NCC of the frame with the average
-  bool used = true;        // `used` (a register run's): the frame went into the average
-  bool flagged = false;    // a non-empty `flags`
+  double dx = 0, dy = 0;  // displacement of the frame centre, pixels
+  double angle_deg = 0;   // `angle_deg` (rigid and affine tables)
+  Transform affine;       // `a,b,c,d,tx,ty` (affine tables)
+  double quality = 0;     // `quality` (a register run's): NCC of the frame with the average
+  bool used = true;       // `used` (a register run's): the frame went into the average
+  bool flagged = false;   // a non-empty `flags`
 };
 
 struct DriftRecords {

@@ -8,9 +8,9 @@
 namespace driftscan {
 
 enum class ErrorKind {
-  bad_input = 2,   // missing/corrupt/unsupported input, bad usage or settings
-  failure = 3,     // something failed during the run (a rank died, I/O error on output)
-  cancelled = 4,   // SIGINT/SIGTERM or a cancel request
+  bad_input = 2,  // missing/corrupt/unsupported input, bad usage or settings
+  failure = 3,    // something failed during the run (a rank died, I/O error on output)
+  cancelled = 4,  // SIGINT/SIGTERM or a cancel request
 };
 
 class Error : public std::runtime_error {

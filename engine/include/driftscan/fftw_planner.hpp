@@ -41,7 +41,10 @@ class FftBuffer {
   FftBuffer() = default;
   explicit FftBuffer(std::size_t n);
   ~FftBuffer();
-  FftBuffer(FftBuffer&& o) noexcept : data_(o.data_), size_(o.size_) { o.data_ = nullptr; o.size_ = 0; }
+  FftBuffer(FftBuffer&& o) noexcept : data_(o.data_), size_(o.size_) {
+    o.data_ = nullptr;
+    o.size_ = 0;
+  }
   FftBuffer& operator=(FftBuffer&& o) noexcept;
   FftBuffer(const FftBuffer&) = delete;
   FftBuffer& operator=(const FftBuffer&) = delete;

@@ -61,8 +61,8 @@ struct FftwTraits<double> {
                                   complex* out, unsigned flags) {
     return fftw_plan_guru64_dft_r2c(rank, dims, howmany_rank, howmany, in, out, flags);
   }
-  static plan plan_guru64_dft_c2r(int rank, const iodim64* dims, int howmany_rank, const iodim64* howmany,
-                                  complex* in, real* out, unsigned flags) {
+  static plan plan_guru64_dft_c2r(int rank, const iodim64* dims, int howmany_rank, const iodim64* howmany, complex* in,
+                                  real* out, unsigned flags) {
     return fftw_plan_guru64_dft_c2r(rank, dims, howmany_rank, howmany, in, out, flags);
   }
 
@@ -108,8 +108,8 @@ struct FftwTraits<float> {
                                   complex* out, unsigned flags) {
     return fftwf_plan_guru64_dft_r2c(rank, dims, howmany_rank, howmany, in, out, flags);
   }
-  static plan plan_guru64_dft_c2r(int rank, const iodim64* dims, int howmany_rank, const iodim64* howmany,
-                                  complex* in, real* out, unsigned flags) {
+  static plan plan_guru64_dft_c2r(int rank, const iodim64* dims, int howmany_rank, const iodim64* howmany, complex* in,
+                                  real* out, unsigned flags) {
     return fftwf_plan_guru64_dft_c2r(rank, dims, howmany_rank, howmany, in, out, flags);
   }
 

@@ -14,17 +14,17 @@
 namespace driftscan {
 
 struct SpectrumSettings {
-  int frame = 0;          // the frame whose 2-D power spectrum is written
+  int frame = 0;  // the frame whose 2-D power spectrum is written
   // Bound on the time axis of the 3-D spectrum: a longer series is binned
   // (consecutive frames averaged) to at most this many planes. 0: no bound.
   std::size_t max_frames = 0;
 };
 
 struct ExecutionSettings {
-  std::string profile = "local";                 // launcher profile name
+  std::string profile = "local";  // launcher profile name
   int ranks = 1;
   int threads = 1;
-  std::string scan_algorithm = "dissemination";  // mpi-scan | dissemination | blelloch | ladner-fischer
+  std::string scan_algorithm = "dissemination";     // mpi-scan | dissemination | blelloch | ladner-fischer
   std::string local_strategy = "reduce-then-scan";  // or scan-then-map
   bool work_stealing = true;
   double frame_cache_mb = 256;

@@ -20,8 +20,8 @@
 namespace driftscan {
 
 enum class FieldType {
-  text,             // a string; with `choices`, validate() checks it is one of them
-  optional_text,    // a string, null in the file when empty (mask, drift)
+  text,           // a string; with `choices`, validate() checks it is one of them
+  optional_text,  // a string, null in the file when empty (mask, drift)
   boolean,
   integer,          // int
   count,            // std::size_t
@@ -70,8 +70,8 @@ struct JobField {
 
   // Command line: CLI11 names, the first one canonical ("--output,--out,-o"); nullptr: no flag.
   const char* flags = nullptr;
-  unsigned flag_commands = 0;  // subcommands that declare the flag (`run` declares every flag)
-  bool flag_is_switch = false; // takes no value, sets true
+  unsigned flag_commands = 0;        // subcommands that declare the flag (`run` declares every flag)
+  bool flag_is_switch = false;       // takes no value, sets true
   const char* flag_value = nullptr;  // placeholder for list values in --help ("X,Y,W,H")
 
   // validate(): min <= value <= max (open: strict), for the commands in checked_for.

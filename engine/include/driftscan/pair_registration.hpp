@@ -28,13 +28,13 @@ enum class Apodisation { none, hann, tukey };
 
 struct PairRegistrationOptions {
   Apodisation window = Apodisation::tukey;
-  double tukey_alpha = 0.5;     // fraction of each axis inside the cosine taper
-  double bandpass_low = 0.0;    // keep spatial periods >= low px (0: off)
-  double bandpass_high = 0.0;   // ... and <= high px (0: off)
-  double whitening = 0.0;       // 0: cross-correlation, 1: phase correlation (|X|^-w weighting)
-  double smooth_sigma = 0.0;    // Gaussian smoothing of both frames, px, as a spectral weight (0: none)
-  double max_shift = 0.0;       // bound on |dx|, |dy| in px (0: up to a quarter of the size)
-  bool dft_subpixel = true;     // false: parabola through the integer neighbours only
+  double tukey_alpha = 0.5;    // fraction of each axis inside the cosine taper
+  double bandpass_low = 0.0;   // keep spatial periods >= low px (0: off)
+  double bandpass_high = 0.0;  // ... and <= high px (0: off)
+  double whitening = 0.0;      // 0: cross-correlation, 1: phase correlation (|X|^-w weighting)
+  double smooth_sigma = 0.0;   // Gaussian smoothing of both frames, px, as a spectral weight (0: none)
+  double max_shift = 0.0;      // bound on |dx|, |dy| in px (0: up to a quarter of the size)
+  bool dft_subpixel = true;    // false: parabola through the integer neighbours only
   // Periodic frames: search only within half the shortest lattice vector
   // found in the reference's autocorrelation (consecutive frames move less
   // than that, and beyond it a lattice period away looks just as good).
@@ -42,7 +42,7 @@ struct PairRegistrationOptions {
   // The shortest lattice vector when already known (px; 0: find it in each
   // reference frame, which costs one more inverse FFT per pair).
   double lattice_vector = 0.0;
-  Roi roi;                      // region of both frames used (whole frame when empty)
+  Roi roi;  // region of both frames used (whole frame when empty)
 
   static PairRegistrationOptions from(const RegistrationSettings& settings);
 };

@@ -17,12 +17,12 @@ namespace driftscan {
 enum class SpectrumWindow { none, hann };
 
 struct SpectrumPeak {
-  int x = 0, y = 0;         // in the centred spectrum
-  double fx = 0, fy = 0;    // signed frequency, cycles per pixel
-  double period = 0;        // 1 / |f|, pixels
+  int x = 0, y = 0;       // in the centred spectrum
+  double fx = 0, fy = 0;  // signed frequency, cycles per pixel
+  double period = 0;      // 1 / |f|, pixels
   double power = 0;
-  double background = 0;    // median power beyond the exclusion radius
-  double sharpness = 0;     // power / background: the lattice figure of merit
+  double background = 0;  // median power beyond the exclusion radius
+  double sharpness = 0;   // power / background: the lattice figure of merit
 };
 
 // A plan object for one frame size; thread-safe once constructed.

@@ -34,13 +34,13 @@ namespace driftscan {
 
 struct RefineOptions {
   MotionModel model = MotionModel::translation;
-  Roi roi;                              // in the reference frame's pixels; whole frame when empty
-  std::shared_ptr<const Frame> mask;    // reference-frame sized, non-zero = use; null for none
-  int pyramid_levels = 3;               // most levels ever used (level L is 2^L times coarser)
-  int max_iterations = 100;             // per level
-  double tolerance = 1e-3;              // px of the full-resolution frame
-  double prefilter_sigma = 1.0;         // Gaussian smoothing before registration, px (0: none)
-  int min_level_size = 24;              // never use a level smaller than this, px
+  Roi roi;                            // in the reference frame's pixels; whole frame when empty
+  std::shared_ptr<const Frame> mask;  // reference-frame sized, non-zero = use; null for none
+  int pyramid_levels = 3;             // most levels ever used (level L is 2^L times coarser)
+  int max_iterations = 100;           // per level
+  double tolerance = 1e-3;            // px of the full-resolution frame
+  double prefilter_sigma = 1.0;       // Gaussian smoothing before registration, px (0: none)
+  int min_level_size = 24;            // never use a level smaller than this, px
   // OpenMP threads inside one execute()/prepare() (results do not depend on
   // it). Leave 1 when callers already run in parallel, or when the cores are
   // shared: an execute() opens several short parallel regions per millisecond.
@@ -50,13 +50,13 @@ struct RefineOptions {
 };
 
 struct RefineResult {
-  Transform transform;         // T_{i,k}: f_k(p) ~ f_i(T(p))
-  int iterations = 0;          // sampling passes over the overlap, all levels
-  int start_level = 0;         // coarsest pyramid level used
-  double cost = 1.0;           // 1 - NCC^2 over the overlap at the result (0 = perfect)
-  double ncc = 0.0;            // normalised cross-correlation there
-  std::size_t pixels = 0;      // overlap pixels used at full resolution
-  bool converged = false;      // false: max_iterations reached at the finest level
+  Transform transform;     // T_{i,k}: f_k(p) ~ f_i(T(p))
+  int iterations = 0;      // sampling passes over the overlap, all levels
+  int start_level = 0;     // coarsest pyramid level used
+  double cost = 1.0;       // 1 - NCC^2 over the overlap at the result (0 = perfect)
+  double ncc = 0.0;        // normalised cross-correlation there
+  std::size_t pixels = 0;  // overlap pixels used at full resolution
+  bool converged = false;  // false: max_iterations reached at the finest level
 };
 
 class Refinement {

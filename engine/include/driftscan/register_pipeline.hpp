@@ -71,8 +71,8 @@ std::vector<Registration> compute_pair_elements(const RegistrationOperator& op, 
 // Phase "scan": runs `scan` over the elements with `op` wrapped so that
 // every application is recorded in `applications` (thread-safe), counted on
 // `progress` and checks `cancel`.
-std::vector<Registration> scan_registrations(const std::vector<Registration>& elements,
-                                             const RegistrationOperator& op, const RegistrationScan& scan,
+std::vector<Registration> scan_registrations(const std::vector<Registration>& elements, const RegistrationOperator& op,
+                                             const RegistrationScan& scan,
                                              std::vector<OperatorApplication>& applications, Progress* progress,
                                              const CancelToken* cancel);
 

@@ -40,7 +40,7 @@ enum RegistrationFlag : std::uint32_t {
 // distributed scan sends it as bytes.
 struct Registration {
   std::uint64_t from = 0, to = 0;
-  Transform transform;       // T_{from,to}: f_to(p) ~ f_from(T(p))
+  Transform transform;          // T_{from,to}: f_to(p) ~ f_from(T(p))
   std::int32_t iterations = 0;  // refinement iterations of the application that made it
   std::uint32_t flags = 0;      // RegistrationFlag bits
   double cost = 0.0;            // refinement cost (1 - NCC^2); for pair elements 0

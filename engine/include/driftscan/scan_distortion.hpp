@@ -33,14 +33,14 @@
 namespace driftscan {
 
 struct ScanDistortionSettings {
-  int band_lines = 16;          // scan lines per band (the last band of a frame takes the remainder)
-  double max_band_offset = 2.0; // px a band may move from the rigid/current model (keep < half a lattice period)
+  int band_lines = 16;           // scan lines per band (the last band of a frame takes the remainder)
+  double max_band_offset = 2.0;  // px a band may move from the rigid/current model (keep < half a lattice period)
   int max_rounds = 6;
-  double tolerance = 0.005;     // px: converged when d moves less than this between rounds
-  double smoothing = 0.05;      // DriftPathSettings::smoothing (a wobble over a few frames needs < 0.1)
+  double tolerance = 0.005;  // px: converged when d moves less than this between rounds
+  double smoothing = 0.05;   // DriftPathSettings::smoothing (a wobble over a few frames needs < 0.1)
   bool estimate_jitter = true;
-  double jitter_prior = 0.5;    // px: the jitter's expected std dev (prior of the 1-D matching)
-  double max_jitter = 2.0;      // px: bound on a line's jitter
+  double jitter_prior = 0.5;  // px: the jitter's expected std dev (prior of the 1-D matching)
+  double max_jitter = 2.0;    // px: bound on a line's jitter
 };
 
 // The per-line model: what p(x, y, k) needs.
@@ -71,8 +71,8 @@ struct ScanDistortionRound {
 
 struct ScanDistortionResult {
   ScanModel model;
-  SpecimenImage average;                   // under the final model
-  std::vector<DriftSample> band_samples;   // of the last round (t, d at the band, confidence)
+  SpecimenImage average;                  // under the final model
+  std::vector<DriftSample> band_samples;  // of the last round (t, d at the band, confidence)
   std::vector<ScanDistortionRound> rounds;
   bool converged = false;
 };

@@ -62,12 +62,12 @@ class ScanTiming {
   ScanDirection direction() const { return settings_.direction; }
   int width() const { return width_; }
   int height() const { return height_; }
-  int lines() const { return lines_; }                      // lines per frame (slow axis)
-  int samples_per_line() const { return samples_; }         // pixels per line (fast axis)
+  int lines() const { return lines_; }               // lines per frame (slow axis)
+  int samples_per_line() const { return samples_; }  // pixels per line (fast axis)
   double dwell() const { return settings_.dwell; }
-  double line_time() const { return line_time_; }           // start of a line to start of the next
+  double line_time() const { return line_time_; }  // start of a line to start of the next
   double line_flyback() const { return line_time_ - samples_ * settings_.dwell; }
-  double frame_time() const { return frame_time_; }         // start of a frame to start of the next
+  double frame_time() const { return frame_time_; }  // start of a frame to start of the next
   double frame_flyback() const { return frame_time_ - lines_ * line_time_; }
 
   // The unit vector of the fast axis in pixel coordinates: (1, 0) for row

@@ -35,23 +35,23 @@ struct SynthOptions {
   std::size_t frames = 200;
   int width = 512;
   int height = 512;
-  double period = 9.0;            // lattice period in pixels
+  double period = 9.0;  // lattice period in pixels
   Lattice lattice = Lattice::hex;
-  double drift_step = 0.3;        // random-walk step, pixels (std dev per axis per frame)
-  double drift_linear_x = 0.2;    // linear drift per frame, pixels
+  double drift_step = 0.3;      // random-walk step, pixels (std dev per axis per frame)
+  double drift_linear_x = 0.2;  // linear drift per frame, pixels
   double drift_linear_y = 0.1;
-  double rotation_step_deg = 0.0; // rotation drift per frame, degrees
-  double jitter = 0.0;            // scan-line jitter, pixels (std dev per line, along the fast axis)
-  double dose = 6.0;              // mean counts at an atom column (Poisson); <= 0: no noise
-  double read_noise = 0.0;        // Gaussian read noise, counts
+  double rotation_step_deg = 0.0;  // rotation drift per frame, degrees
+  double jitter = 0.0;             // scan-line jitter, pixels (std dev per line, along the fast axis)
+  double dose = 6.0;               // mean counts at an atom column (Poisson); <= 0: no noise
+  double read_noise = 0.0;         // Gaussian read noise, counts
   double vacancy_fraction = 0.02;
   bool grain_boundary = true;
   std::uint32_t seed = 1;
   // Finer controls (not command-line flags):
-  double atom_sigma = 0.0;        // Gaussian std dev of a column, pixels (0: 0.12 * period)
-  double intensity_spread = 0.15; // column intensities uniform in 1 +- spread
-  double background = 0.05;       // constant background, as a fraction of a column peak
-  double grain_angle_deg = 17.0;  // misorientation of the grain beyond the boundary
+  double atom_sigma = 0.0;         // Gaussian std dev of a column, pixels (0: 0.12 * period)
+  double intensity_spread = 0.15;  // column intensities uniform in 1 +- spread
+  double background = 0.05;        // constant background, as a fraction of a column peak
+  double grain_angle_deg = 17.0;   // misorientation of the grain beyond the boundary
   // Custom columns in frame-0 pixels (intensity 1); when non-empty they
   // replace the lattice (no vacancies, no boundary): single-atom tests.
   std::vector<Point> atoms;
@@ -63,12 +63,12 @@ struct SynthOptions {
   // std dev per axis of its random walk over one frame time (stepped once per
   // line time and interpolated linearly), and drift_wobble adds a sinusoid.
   // Rotation drift is not modelled with raster timing.
-  double scan_dwell = 0.0;               // seconds per pixel; 0: frames drawn at one instant
-  double scan_line_flyback = 0.0;        // fraction of a line's pixels x dwell
-  double scan_frame_flyback = 0.0;       // fraction of a frame's lines x line time
+  double scan_dwell = 0.0;          // seconds per pixel; 0: frames drawn at one instant
+  double scan_line_flyback = 0.0;   // fraction of a line's pixels x dwell
+  double scan_frame_flyback = 0.0;  // fraction of a frame's lines x line time
   ScanDirection scan_direction = ScanDirection::normal;
-  double drift_wobble = 0.0;             // amplitude per axis, pixels
-  double drift_wobble_period = 8.0;      // in frame times
+  double drift_wobble = 0.0;         // amplitude per axis, pixels
+  double drift_wobble_period = 8.0;  // in frame times
 };
 
 class SyntheticSeries : public FrameSource {
@@ -92,17 +92,17 @@ class SyntheticSeries : public FrameSource {
   // shift d(mid time of frame k) - d(mid time of frame 0), and ideal_frame(k)
   // is the specimen as an instant scan at frame k's mid time would show it.
   Transform truth(std::size_t k) const;
-  Point drift(std::size_t k) const;           // (dx, dy) of the truth CSV: displacement at the frame centre
-  double angle_deg(std::size_t k) const;      // rotation of frame k relative to frame 0
-  Point centre() const;                       // ((width-1)/2, (height-1)/2)
-  double counts_scale() const;                // counts of a unit-intensity column peak (dose, or 1)
+  Point drift(std::size_t k) const;       // (dx, dy) of the truth CSV: displacement at the frame centre
+  double angle_deg(std::size_t k) const;  // rotation of frame k relative to frame 0
+  Point centre() const;                   // ((width-1)/2, (height-1)/2)
+  double counts_scale() const;            // counts of a unit-intensity column peak (dose, or 1)
   const SynthOptions& options() const;
 
   // Raster timing (scan_dwell > 0) only; the others throw std::logic_error
   // on a series drawn at instants.
   bool scanned() const { return timing_ != nullptr; }
   const ScanTiming& scan_timing() const;
-  Point drift_at(double t) const;                   // d(t), specimen-coordinate pixels; d(0) = 0
+  Point drift_at(double t) const;                     // d(t), specimen-coordinate pixels; d(0) = 0
   double line_jitter(std::size_t k, int line) const;  // j_{k,line}, pixels along the fast axis (0 without jitter)
   // The specimen point pixel (x, y) of frame k shows (noise-free, with jitter):
   // (x, y) + d(time_of(k, x, y)) + j_{k,line} * fast axis.
@@ -114,7 +114,7 @@ class SyntheticSeries : public FrameSource {
   std::vector<Point> drift_;
   std::vector<double> angle_deg_;
   std::shared_ptr<const ScanTiming> timing_;  // null: frames drawn at one instant
-  std::vector<Point> walk_;                    // random walk of the drift path, one node per line time
+  std::vector<Point> walk_;                   // random walk of the drift path, one node per line time
   double wobble_phase_x_ = 0.0, wobble_phase_y_ = 0.0;
   // lattice sites, intensities etc. live in the .cpp's private state
   struct Model;

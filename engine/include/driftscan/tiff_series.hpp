@@ -18,18 +18,18 @@ enum class PixelType { uint8, uint16, uint32, int8, int16, int32, float32, float
 const char* to_string(PixelType type);
 
 struct SeriesInfo {
-  std::string path;             // as given
+  std::string path;  // as given
   std::size_t frames = 0;
   int width = 0;
   int height = 0;
   PixelType pixel_type = PixelType::uint16;
-  double pixel_size = 0.0;      // physical size of a pixel, 0 when unknown
-  std::string unit;             // unit of pixel_size ("nm", "pm", "um", ...)
+  double pixel_size = 0.0;  // physical size of a pixel, 0 when unknown
+  std::string unit;         // unit of pixel_size ("nm", "pm", "um", ...)
   bool bigtiff = false;
-  bool multi_file = false;      // a folder or glob of single-frame files
-  std::size_t files = 1;        // number of files the frames come from
-  std::string compression;      // of frame 0, e.g. "none", "LZW", "Deflate"
-  bool tiled = false;           // frame 0 is stored in tiles (else strips)
+  bool multi_file = false;         // a folder or glob of single-frame files
+  std::size_t files = 1;           // number of files the frames come from
+  std::string compression;         // of frame 0, e.g. "none", "LZW", "Deflate"
+  bool tiled = false;              // frame 0 is stored in tiles (else strips)
   std::string calibration_source;  // "OME-XML", "ImageJ", "resolution tags" or ""
 };
 
@@ -46,8 +46,7 @@ class TiffSeries : public FrameSource {
   // file (and frame) for: missing path, permission denied, not a TIFF,
   // truncated or corrupt file, zero pages, frames of different size or type,
   // unsupported sample format.
-  static std::unique_ptr<TiffSeries> open(const std::string& path,
-                                          std::size_t cache_bytes = std::size_t(256) << 20);
+  static std::unique_ptr<TiffSeries> open(const std::string& path, std::size_t cache_bytes = std::size_t(256) << 20);
   static std::unique_ptr<TiffSeries> open(const std::string& path, const TiffReadOptions& options);
   ~TiffSeries() override;
 

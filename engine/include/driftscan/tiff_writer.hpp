@@ -34,7 +34,7 @@ class TiffStackWriter {
   void append(const Frame& frame);  // uint16 output rounds and clamps
   void commit();                    // closes, checks the count, renames into place
   const std::string& path() const;
-  bool bigtiff() const;                   // chosen at construction (forced or > 4 GB)
+  bool bigtiff() const;                       // chosen at construction (forced or > 4 GB)
   const std::string& temporary_path() const;  // where the data go until commit()
 
   struct Impl;

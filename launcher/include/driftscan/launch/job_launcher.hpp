@@ -43,11 +43,11 @@ const char* to_string(LaunchStatus status);
 
 struct LaunchResult {
   LaunchStatus status = LaunchStatus::failed;
-  int exit_code = 3;            // driftscan-engine's code (0 done, 2 bad input, 3 failure, 4 cancelled)
-  std::string message;          // one line for the user; empty when done
-  std::string result_folder;    // local folder holding the results (job.output)
+  int exit_code = 3;          // driftscan-engine's code (0 done, 2 bad input, 3 failure, 4 cancelled)
+  std::string message;        // one line for the user; empty when done
+  std::string result_folder;  // local folder holding the results (job.output)
   nlohmann::json files = nlohmann::json::object();  // from the engine's "result" event, local paths
-  std::string remote_id;        // slurm job id or remote job folder, "" for local runs
+  std::string remote_id;                            // slurm job id or remote job folder, "" for local runs
 };
 
 struct LaunchOptions {
@@ -72,10 +72,10 @@ class JobLauncher {
   // Validates the job and profile (throws driftscan::Error bad_input) and
   // starts the background thread. Call once.
   void start();
-  void cancel();                          // thread-safe, non-blocking
-  bool finished() const;                  // the result is available
-  LaunchResult wait();                    // blocks until finished
-  LaunchResult result() const;            // meaningful once finished()
+  void cancel();                // thread-safe, non-blocking
+  bool finished() const;        // the result is available
+  LaunchResult wait();          // blocks until finished
+  LaunchResult result() const;  // meaningful once finished()
 
   // The exact argv the launcher runs for the engine (for --dry-run and logs).
   std::vector<std::string> engine_command(const std::string& job_file) const;

@@ -17,33 +17,33 @@ struct Profile {
   ProfileKind kind = ProfileKind::local;
 
   // --- every kind: how the engine is started
-  int ranks = 1;                          // mpirun -np (ssh, local); total tasks = nodes * tasks_per_node (slurm)
-  int threads = 1;                        // OMP_NUM_THREADS
-  std::string bind_to = "none";           // mpirun --bind-to (none, core, socket, ...)
-  std::vector<std::string> mpirun_args;   // extra arguments placed before the program
+  int ranks = 1;                         // mpirun -np (ssh, local); total tasks = nodes * tasks_per_node (slurm)
+  int threads = 1;                       // OMP_NUM_THREADS
+  std::string bind_to = "none";          // mpirun --bind-to (none, core, socket, ...)
+  std::vector<std::string> mpirun_args;  // extra arguments placed before the program
   std::string mpirun = "mpirun";
   // local: path of driftscan-engine ("" = next to the running program, then PATH)
   std::string engine;
 
   // --- ssh and slurm: the remote side (the system ssh/scp are called, so
   // ~/.ssh/config, agents and ProxyJump apply)
-  std::string host;                       // host name or ~/.ssh/config alias
-  std::string user;                       // "" = ssh's default
-  int port = 0;                           // 0 = ssh's default
-  std::string identity_file;              // "" = ssh's default
-  std::vector<std::string> ssh_options;   // extra "-o" options, e.g. "ProxyJump=gw"
-  std::string remote_install;             // folder holding bin/driftscan-engine ("" = driftscan-engine on PATH)
+  std::string host;                               // host name or ~/.ssh/config alias
+  std::string user;                               // "" = ssh's default
+  int port = 0;                                   // 0 = ssh's default
+  std::string identity_file;                      // "" = ssh's default
+  std::vector<std::string> ssh_options;           // extra "-o" options, e.g. "ProxyJump=gw"
+  std::string remote_install;                     // folder holding bin/driftscan-engine ("" = driftscan-engine on PATH)
   std::string remote_workdir = "driftscan-jobs";  // jobs run in remote_workdir/<job id>/
-  std::vector<std::string> setup_lines;   // shell lines run first ("module load openmpi", "export X=1")
-  bool shared_input = false;              // input path valid on the remote as is (else staged with scp)
-  bool fetch_results = true;              // copy the results folder back into the job's output
-  int connect_timeout_s = 10;             // bound on every connection attempt
+  std::vector<std::string> setup_lines;           // shell lines run first ("module load openmpi", "export X=1")
+  bool shared_input = false;                      // input path valid on the remote as is (else staged with scp)
+  bool fetch_results = true;                      // copy the results folder back into the job's output
+  int connect_timeout_s = 10;                     // bound on every connection attempt
 
   // --- slurm
   int nodes = 1;
   int tasks_per_node = 1;
   int cpus_per_task = 1;
-  std::string partition;                  // "" = the cluster's default
+  std::string partition;  // "" = the cluster's default
   std::string account;
   std::string time_limit = "01:00:00";
   std::vector<std::string> sbatch_lines;  // extra "#SBATCH ..." options, e.g. "--mem=4G"

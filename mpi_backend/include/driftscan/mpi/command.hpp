@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <mpi.h>
+#include <CLI/CLI.hpp>
 
 #include "driftscan/cancel_token.hpp"
 #include "driftscan/progress.hpp"
@@ -28,7 +28,7 @@ struct RunContext {
   MPI_Comm comm = MPI_COMM_WORLD;
   int rank = 0;
   int size = 1;
-  Progress& progress;        // real on rank 0, silent on the other ranks
+  Progress& progress;         // real on rank 0, silent on the other ranks
   const CancelToken& cancel;  // set by SIGINT/SIGTERM on any rank
 };
 

@@ -35,12 +35,12 @@ class LocalFft {
   // FFTW_FORWARD or FFTW_BACKWARD (ignored for r2c/c2r). MEASURE planning
   // overwrites `in` and `out`; `preserve_input` keeps `in` intact at execution.
   // `single`: fftwf (float) instead of fftw (double) plans and arrays.
-  LocalFft(FftKind kind, int sign, FftDim transform, const std::vector<FftDim>& batch, void* in,
-           void* out, FftPlanner planner, int threads, bool preserve_input, bool single = false);
+  LocalFft(FftKind kind, int sign, FftDim transform, const std::vector<FftDim>& batch, void* in, void* out,
+           FftPlanner planner, int threads, bool preserve_input, bool single = false);
   // A multi-dimensional transform (slowest dimension first; for r2c/c2r the
   // last is the halved one).
-  LocalFft(FftKind kind, int sign, const std::vector<FftDim>& transform, const std::vector<FftDim>& batch,
-           void* in, void* out, FftPlanner planner, int threads, bool preserve_input, bool single = false);
+  LocalFft(FftKind kind, int sign, const std::vector<FftDim>& transform, const std::vector<FftDim>& batch, void* in,
+           void* out, FftPlanner planner, int threads, bool preserve_input, bool single = false);
   ~LocalFft();
   LocalFft(LocalFft&& other) noexcept;
   LocalFft& operator=(LocalFft&& other) noexcept;

@@ -78,7 +78,7 @@ int stage_count(Decomposition d);
 // with slab_axis2_last).
 std::vector<int> stage_axes(Decomposition d, int stage, bool slab_axis2_last = false);
 std::vector<int> stage_comm_dims(Decomposition d, int stage);
-Box3 stage_box(Decomposition d, int stage, const std::vector<int>& grid,
-               const std::vector<int>& coords, const Extent3& n);
+Box3 stage_box(Decomposition d, int stage, const std::vector<int>& grid, const std::vector<int>& coords,
+               const Extent3& n);
 
 }  // namespace driftscan::mpi

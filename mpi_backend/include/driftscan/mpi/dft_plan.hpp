@@ -128,7 +128,7 @@ class DftPlan {
   const std::vector<int>& grid() const;
   std::string grid_string() const;  // "2x1"
   const std::vector<DftExchangeInfo>& exchanges() const;
-  const DftOptions& options() const;  // as planned (the variant autotuning chose)
+  const DftOptions& options() const;   // as planned (the variant autotuning chose)
   std::string variant_string() const;  // e.g. "own-block-direct,axis2-last"
 
   struct Impl;

@@ -59,8 +59,8 @@ StagePlan plan_stages(Decomposition decomp, const DftOptions& opt);
 
 // Agreement among all ranks of the plan on a locally evaluated finding.
 struct Consensus {
-  std::function<bool(bool)> all;        // true on every rank
-  std::function<int(int)> same_axis;    // the axis when every rank gives the same one, else -1
+  std::function<bool(bool)> all;      // true on every rank
+  std::function<int(int)> same_axis;  // the axis when every rank gives the same one, else -1
 };
 
 // What is known of an exchange before choosing how to realise it: this
@@ -88,12 +88,12 @@ struct ExchangeChoice {
   // it is; or an explicit pack (after an FFT in place or into a work buffer).
   enum How { fused_blocks, fused_slowest, send_as_is, pack } how = pack;
   AxisOrder sigma = row_major_order;  // memory order of the blocks
-  bool box_now = false;     // the received blocks, concatenated, are the new box in order sigma
-  bool direct_out = false;  // ... and the output itself: received straight into OUT
-  std::int64_t pad = 0;     // elements of padding after every slice along sigma[0]
+  bool box_now = false;               // the received blocks, concatenated, are the new box in order sigma
+  bool direct_out = false;            // ... and the output itself: received straight into OUT
+  std::int64_t pad = 0;               // elements of padding after every slice along sigma[0]
   int send_buf = SEND, recv_buf = RECV;
-  bool self_direct = false;       // the own block written where it is received, outside MPI
-  bool unpack_needed = false;     // the received blocks are copied into unpack_buf
+  bool self_direct = false;    // the own block written where it is received, outside MPI
+  bool unpack_needed = false;  // the received blocks are copied into unpack_buf
   int unpack_buf = OUT;
   bool self_to_unpacked = false;  // the own block written straight to its unpacked place
   bool own_from_send = false;     // the own block unpacked from the send buffer, outside MPI

@@ -35,8 +35,8 @@ struct StridedView {
 };
 
 // dst[view] = src[view] for views of the same box, `elem` bytes per element.
-void copy_box(const char* src, const StridedView& src_view, char* dst, const StridedView& dst_view,
-              std::size_t elem, int threads);
+void copy_box(const char* src, const StridedView& src_view, char* dst, const StridedView& dst_view, std::size_t elem,
+              int threads);
 
 // Counts and displacements of one all-to-all, in real scalars (MPI_DOUBLE or
 // MPI_FLOAT; a complex element is two).
@@ -46,7 +46,7 @@ struct ExchangeCounts {
   int even_count = 0;
   std::int64_t total_scalars = 0;  // summed over all members (for the bandwidth bound)
   MPI_Datatype scalar = MPI_DOUBLE;
-  int me = -1;        // this member's index
+  int me = -1;  // this member's index
   // Scalars the send and receive buffers span (every block, the own block
   // included even when it does not travel through MPI).
   std::int64_t send_span = 0, recv_span = 0;
@@ -79,9 +79,8 @@ void run_exchange(const ExchangeCounts& x, const void* send, void* recv, MPI_Com
 // `dst_order`); boxes are exchanged once at construction (collective).
 class BoxRedistribution {
  public:
-  BoxRedistribution(MPI_Comm comm, const Box3& src_box, const AxisOrder& src_order,
-                    const Box3& dst_box, const AxisOrder& dst_order, int doubles_per_elem,
-                    int threads = 1);
+  BoxRedistribution(MPI_Comm comm, const Box3& src_box, const AxisOrder& src_order, const Box3& dst_box,
+                    const AxisOrder& dst_order, int doubles_per_elem, int threads = 1);
   void execute(const void* src, void* dst);  // collective
 
  private:

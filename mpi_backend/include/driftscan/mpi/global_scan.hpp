@@ -19,8 +19,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <exception>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <string>
 #include <type_traits>
@@ -144,8 +144,8 @@ ScanPartial<T> global_inclusive_scan(MPI_Comm comm, const ScanPartial<T>& mine, 
       ByteBuffer bytes;
       cur.template encode<Codec>(bytes);
       unsigned long long length = bytes.size(), capacity = 0;
-      constexpr bool bitwise = std::is_trivially_copyable_v<T> &&
-                               std::is_same_v<Codec, ScanElementCodec<T>> && !std::is_same_v<T, std::string>;
+      constexpr bool bitwise = std::is_trivially_copyable_v<T> && std::is_same_v<Codec, ScanElementCodec<T>> &&
+                               !std::is_same_v<T, std::string>;
       MPI_Allreduce(&length, &capacity, 1, MPI_UNSIGNED_LONG_LONG, bitwise ? MPI_MAX : MPI_SUM, comm);
       capacity = std::max<unsigned long long>(capacity, 64);  // room for a failure message
       const std::size_t record = sizeof(std::uint64_t) + capacity;

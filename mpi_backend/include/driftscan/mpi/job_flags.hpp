@@ -19,8 +19,8 @@ namespace driftscan::mpi {
 struct JobFlag;  // one flag: a row of the job-field table (driftscan/job_fields.hpp), or --size
 
 struct JobFlagValues {
-  std::string command;       // the subcommand ("run": taken from the job file)
-  std::string job_file;      // `run JOB.json`, or --job on the other commands
+  std::string command;   // the subcommand ("run": taken from the job file)
+  std::string job_file;  // `run JOB.json`, or --job on the other commands
   bool print_job = false;
   std::vector<std::pair<const JobFlag*, std::string>> given;  // in command-line order
 };

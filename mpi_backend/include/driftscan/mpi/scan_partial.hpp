@@ -32,11 +32,11 @@ class ScanPartial {
     p.last_ = last;
     return p;
   }
-  static ScanPartial failure(ErrorKind kind, std::string message) {
+  static ScanPartial failure(ErrorKind kind, const std::string& message) {
     ScanPartial p;
     p.state_ = State::failed;
     p.kind_ = kind;
-    p.message_ = std::move(message);
+    p.message_ = message;
     return p;
   }
 
@@ -59,8 +59,7 @@ class ScanPartial {
       put(first_, out);
       put(last_, out);
       Codec::encode(*value_, out);
-    }
-    else if (failed()) {
+    } else if (failed()) {
       out.push_back(static_cast<unsigned char>(kind_));
       out.insert(out.end(), message_.begin(), message_.end());
     }
@@ -110,10 +109,10 @@ ScanPartial<T> combine_partials(const ScanPartial<T>& left, const ScanPartial<T>
   if (left.empty()) return right;
   if (right.empty()) return left;
   if (left.last() + 1 != right.first())
-    return ScanPartial<T>::failure(ErrorKind::failure, "scan: internal error: combining elements " +
-                                                           std::to_string(left.first()) + ".." + std::to_string(left.last()) +
-                                                           " with " + std::to_string(right.first()) + ".." +
-                                                           std::to_string(right.last()));
+    return ScanPartial<T>::failure(ErrorKind::failure,
+                                   "scan: internal error: combining elements " + std::to_string(left.first()) + ".." +
+                                       std::to_string(left.last()) + " with " + std::to_string(right.first()) + ".." +
+                                       std::to_string(right.last()));
   try {
     return ScanPartial<T>::of(apply(left, right), left.first(), right.last());
   } catch (const Error& e) {

@@ -40,10 +40,20 @@ class ScanRun {
   // Collective (the block's global offset is an exclusive scan of the counts).
   ScanRun(MPI_Comm comm, int rank, int size, const ScanOptions& options, const std::vector<T>& block, Op& op,
           ScanTrace* trace, OnOutput& on_output)
-      : comm_(comm), rank_(rank), size_(size), options_(options), block_(block), op_(op), trace_(trace),
-        on_output_(on_output), n_(block.size()), offset_(global_offset(comm, rank, n_)), out_(n_),
+      : comm_(comm),
+        rank_(rank),
+        size_(size),
+        options_(options),
+        block_(block),
+        op_(op),
+        trace_(trace),
+        on_output_(on_output),
+        n_(block.size()),
+        offset_(global_offset(comm, rank, n_)),
+        out_(n_),
         gaps_(options.threads > 1 ? static_cast<std::size_t>(options.threads - 1) : 0),
-        paces_(static_cast<std::size_t>(options.threads)), element_seconds_(options.steals() ? n_ : 0, -1.0),
+        paces_(static_cast<std::size_t>(options.threads)),
+        element_seconds_(options.steals() ? n_ : 0, -1.0),
         receiver_(comm) {
     if (trace_) {
       trace_->begin(comm_, options_.threads);
@@ -122,7 +132,7 @@ class ScanRun {
 
   void run_workers() {
     const std::size_t wanted = std::min<std::size_t>(static_cast<std::size_t>(options_.threads), n_);
-#pragma omp parallel num_threads(static_cast<int>(wanted))
+#pragma omp parallel num_threads(static_cast <int>(wanted))
     {
       const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
 #pragma omp single
@@ -420,9 +430,9 @@ class ScanRun {
       if (s.failed()) bad = &s;
     if (bad) agree_on_failure(comm_, true, bad->error_kind(), bad->message());
     else if (missing)
-      agree_on_failure(comm_, true, ErrorKind::failure,
-                       "scan: internal error: element " + std::to_string(offset_ + std::int64_t(*missing)) +
-                           " has no prefix");
+      agree_on_failure(
+          comm_, true, ErrorKind::failure,
+          "scan: internal error: element " + std::to_string(offset_ + std::int64_t(*missing)) + " has no prefix");
     else agree_on_failure(comm_, false, ErrorKind::failure, "");
 
     std::vector<T> result;
@@ -442,7 +452,7 @@ class ScanRun {
   ScanClock clock_;  // the trace's, when tracing
 
   const std::size_t n_;
-  const std::int64_t offset_;  // global index of block_[0]
+  const std::int64_t offset_;          // global index of block_[0]
   std::vector<std::optional<T>> out_;  // final prefixes (scan-then-map: local ones first)
 
   // Within the rank.

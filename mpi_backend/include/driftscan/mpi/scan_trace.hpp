@@ -74,7 +74,7 @@ struct CriticalStep {
 struct ScanSummary {
   double makespan_s = 0.0;  // zero to the end of the slowest rank
   double total_busy_s = 0.0;
-  double imbalance = 1.0;   // max busy / mean busy over all workers (1 = perfect)
+  double imbalance = 1.0;  // max busy / mean busy over all workers (1 = perfect)
   std::vector<WorkerLoad> workers;
   std::vector<CriticalStep> critical_path;
   double critical_path_s = 0.0;  // operator time along the critical path

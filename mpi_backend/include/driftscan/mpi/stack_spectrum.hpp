@@ -63,8 +63,8 @@ struct StackSpectrumResult {
   std::array<std::size_t, 3> size{0, 0, 0};  // n0 planes, n1, n2
   std::size_t bin = 1;                       // frames per plane
   std::size_t frames_used = 0;               // n0 * bin
-  Frame average;  // rank 0: mean of the (registered) frames used; NaN where no frame covers a pixel
-  std::string decomposition;                 // e.g. "slab-pencil 2"
+  Frame average;              // rank 0: mean of the (registered) frames used; NaN where no frame covers a pixel
+  std::string decomposition;  // e.g. "slab-pencil 2"
   double read_s = 0, transform_s = 0, write_s = 0;  // on rank 0 (the transform's slowest rank)
 };
 
