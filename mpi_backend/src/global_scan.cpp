@@ -3,32 +3,30 @@
 #include <atomic>
 #include <climits>
 
+#include "driftscan/enum_names.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/mpi/idle_wait.hpp"
 
 namespace driftscan::mpi {
 
-const char* to_string(GlobalScanAlgorithm algorithm) {
-  switch (algorithm) {
-    case GlobalScanAlgorithm::mpi_scan: return "mpi-scan";
-    case GlobalScanAlgorithm::dissemination: return "dissemination";
-    case GlobalScanAlgorithm::blelloch: return "blelloch";
-    case GlobalScanAlgorithm::ladner_fischer: return "ladner-fischer";
-  }
-  return "unknown";
-}
-
+// In the order of the engine's scan_algorithm_names(), which spells them.
 const std::vector<GlobalScanAlgorithm>& all_global_scan_algorithms() {
   static const std::vector<GlobalScanAlgorithm> all{GlobalScanAlgorithm::mpi_scan, GlobalScanAlgorithm::dissemination,
                                                     GlobalScanAlgorithm::blelloch, GlobalScanAlgorithm::ladner_fischer};
   return all;
 }
 
+const char* to_string(GlobalScanAlgorithm algorithm) {
+  const auto& all = all_global_scan_algorithms();
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (all[i] == algorithm) return scan_algorithm_names()[i].c_str();
+  return "unknown";
+}
+
 GlobalScanAlgorithm global_scan_algorithm_from_string(const std::string& name) {
   for (auto a : all_global_scan_algorithms())
     if (name == to_string(a)) return a;
-  throw bad_input("unknown scan algorithm '" + name +
-                  "' (expected mpi-scan, dissemination, blelloch or ladner-fischer)");
+  throw bad_input("unknown scan algorithm '" + name + "' (expected " + one_of(scan_algorithm_names()) + ")");
 }
 
 void agree_on_failure(MPI_Comm comm, bool failed, ErrorKind kind, const std::string& message) {

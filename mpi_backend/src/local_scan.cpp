@@ -1,26 +1,27 @@
 #include "driftscan/mpi/local_scan.hpp"
 
+#include "driftscan/enum_names.hpp"
 #include "driftscan/error.hpp"
 
 namespace driftscan::mpi {
 
-const char* to_string(LocalStrategy strategy) {
-  switch (strategy) {
-    case LocalStrategy::scan_then_map: return "scan-then-map";
-    case LocalStrategy::reduce_then_scan: return "reduce-then-scan";
-  }
-  return "unknown";
+// In the order of the engine's local_strategy_names(), which spells them.
+const std::vector<LocalStrategy>& all_local_strategies() {
+  static const std::vector<LocalStrategy> all{LocalStrategy::reduce_then_scan, LocalStrategy::scan_then_map};
+  return all;
 }
 
-const std::vector<LocalStrategy>& all_local_strategies() {
-  static const std::vector<LocalStrategy> all{LocalStrategy::scan_then_map, LocalStrategy::reduce_then_scan};
-  return all;
+const char* to_string(LocalStrategy strategy) {
+  const auto& all = all_local_strategies();
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (all[i] == strategy) return local_strategy_names()[i].c_str();
+  return "unknown";
 }
 
 LocalStrategy local_strategy_from_string(const std::string& name) {
   for (auto s : all_local_strategies())
     if (name == to_string(s)) return s;
-  throw bad_input("unknown local scan strategy '" + name + "' (expected scan-then-map or reduce-then-scan)");
+  throw bad_input("unknown local scan strategy '" + name + "' (expected " + one_of(local_strategy_names()) + ")");
 }
 
 }  // namespace driftscan::mpi
