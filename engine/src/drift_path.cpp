@@ -12,12 +12,6 @@
 namespace driftscan {
 namespace {
 
-std::string number(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
-
 // The normal equations of the fit are symmetric and banded: a sample touches
 // four consecutive coefficients, a second difference three. Half-bandwidth 3.
 constexpr std::size_t kBand = 4;
@@ -72,14 +66,14 @@ DriftPath DriftPath::fit(std::vector<DriftSample> samples, double t_begin, doubl
     if (!ok) throw bad_input("drift path: " + what);
   };
   require(std::isfinite(t_begin) && std::isfinite(t_end) && t_end > t_begin,
-          "the time interval [" + number(t_begin) + ", " + number(t_end) + "] is empty");
+          "the time interval [" + message_number(t_begin) + ", " + message_number(t_end) + "] is empty");
   require(std::isfinite(settings.knot_spacing) && settings.knot_spacing > 0.0,
-          "knot spacing must be > 0 (got " + number(settings.knot_spacing) + ")");
+          "knot spacing must be > 0 (got " + message_number(settings.knot_spacing) + ")");
   require(std::isfinite(settings.smoothing) && settings.smoothing > 0.0,
-          "smoothing must be > 0 (got " + number(settings.smoothing) + ")");
+          "smoothing must be > 0 (got " + message_number(settings.smoothing) + ")");
   const double span = t_end - t_begin;
-  require(span / settings.knot_spacing <= 1e7,
-          "knot spacing " + number(settings.knot_spacing) + " s is too fine for " + number(span) + " s of scan");
+  require(span / settings.knot_spacing <= 1e7, "knot spacing " + message_number(settings.knot_spacing) +
+                                                   " s is too fine for " + message_number(span) + " s of scan");
 
   // Keep the samples that count, in one canonical order: the sums below are
   // then the same floating-point sums whatever order the caller used.
@@ -125,8 +119,8 @@ DriftPath DriftPath::fit(std::vector<DriftSample> samples, double t_begin, doubl
     for (std::size_t i = 0; i < 3; ++i)
       for (std::size_t k = i; k < 3; ++k) a[j + i][k - i] += lambda * v[i] * v[k];
 
-  require(band_cholesky(a),
-          "the fit is singular (knot spacing " + number(path.h_) + " s, smoothing " + number(settings.smoothing) + ")");
+  require(band_cholesky(a), "the fit is singular (knot spacing " + message_number(path.h_) + " s, smoothing " +
+                                message_number(settings.smoothing) + ")");
   band_solve(a, bx);
   band_solve(a, by);
   path.cx_ = std::move(bx);

@@ -9,18 +9,12 @@
 namespace driftscan {
 namespace {
 
-std::string number(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
-
 // A timing setting that must be a finite number >= 0 (or > 0).
 void require(bool ok, const std::string& what) {
   if (!ok) throw bad_input("scan timing: " + what);
 }
 void require_non_negative(double v, const char* name) {
-  require(std::isfinite(v) && v >= 0.0, std::string(name) + " must be >= 0 (got " + number(v) + ")");
+  require(std::isfinite(v) && v >= 0.0, std::string(name) + " must be >= 0 (got " + message_number(v) + ")");
 }
 
 }  // namespace
@@ -46,7 +40,7 @@ ScanTiming::ScanTiming(const ScanTimingSettings& settings, int width, int height
   const ScanTimingSettings& s = settings_;
   require(width >= 1 && height >= 1,
           "frame size " + std::to_string(width) + "x" + std::to_string(height) + " has no pixels");
-  require(std::isfinite(s.dwell) && s.dwell > 0.0, "pixel dwell must be > 0 (got " + number(s.dwell) + ")");
+  require(std::isfinite(s.dwell) && s.dwell > 0.0, "pixel dwell must be > 0 (got " + message_number(s.dwell) + ")");
   require_non_negative(s.line_time, "line time");
   require_non_negative(s.line_flyback, "line fly-back");
   require_non_negative(s.line_flyback_fraction, "line fly-back fraction");
@@ -60,9 +54,9 @@ ScanTiming::ScanTiming(const ScanTimingSettings& settings, int width, int height
   // A fly-back of a whole line (or frame) or more is not a fly-back: it is a
   // setting in the wrong unit, which would silently stretch the time axis.
   require(s.line_flyback_fraction < 1.0,
-          "line fly-back fraction must be < 1 (got " + number(s.line_flyback_fraction) + ")");
+          "line fly-back fraction must be < 1 (got " + message_number(s.line_flyback_fraction) + ")");
   require(s.frame_flyback_fraction < 1.0,
-          "frame fly-back fraction must be < 1 (got " + number(s.frame_flyback_fraction) + ")");
+          "frame fly-back fraction must be < 1 (got " + message_number(s.frame_flyback_fraction) + ")");
 
   const bool columns = s.direction == ScanDirection::rotated90;
   lines_ = columns ? width : height;
@@ -71,14 +65,15 @@ ScanTiming::ScanTiming(const ScanTimingSettings& settings, int width, int height
   const double active_line = samples_ * s.dwell;
   const double line_flyback = s.line_flyback > 0.0 ? s.line_flyback : s.line_flyback_fraction * active_line;
   if (s.line_time > 0.0) {
-    require(s.line_time >= active_line, "line time " + number(s.line_time) + " s is shorter than its " +
-                                            std::to_string(samples_) + " pixels x dwell (" + number(active_line) +
-                                            " s)");
-    require(line_flyback < s.line_time, "line fly-back " + number(line_flyback) +
-                                            " s must be shorter than the line time " + number(s.line_time) + " s");
+    require(s.line_time >= active_line, "line time " + message_number(s.line_time) + " s is shorter than its " +
+                                            std::to_string(samples_) + " pixels x dwell (" +
+                                            message_number(active_line) + " s)");
+    require(line_flyback < s.line_time, "line fly-back " + message_number(line_flyback) +
+                                            " s must be shorter than the line time " + message_number(s.line_time) +
+                                            " s");
     require(line_flyback == 0.0 || std::fabs(active_line + line_flyback - s.line_time) <= 1e-9 * s.line_time,
-            "line time " + number(s.line_time) + " s disagrees with pixels x dwell + line fly-back (" +
-                number(active_line + line_flyback) + " s)");
+            "line time " + message_number(s.line_time) + " s disagrees with pixels x dwell + line fly-back (" +
+                message_number(active_line + line_flyback) + " s)");
     line_time_ = s.line_time;
   } else {
     line_time_ = active_line + line_flyback;
@@ -87,14 +82,15 @@ ScanTiming::ScanTiming(const ScanTimingSettings& settings, int width, int height
   const double active_frame = lines_ * line_time_;
   const double frame_flyback = s.frame_flyback > 0.0 ? s.frame_flyback : s.frame_flyback_fraction * active_frame;
   if (s.frame_time > 0.0) {
-    require(frame_flyback < s.frame_time, "frame fly-back " + number(frame_flyback) +
-                                              " s must be shorter than the frame time " + number(s.frame_time) + " s");
-    require(s.frame_time >= active_frame, "frame time " + number(s.frame_time) + " s is shorter than its " +
-                                              std::to_string(lines_) + " lines x line time (" + number(active_frame) +
-                                              " s)");
+    require(frame_flyback < s.frame_time, "frame fly-back " + message_number(frame_flyback) +
+                                              " s must be shorter than the frame time " + message_number(s.frame_time) +
+                                              " s");
+    require(s.frame_time >= active_frame, "frame time " + message_number(s.frame_time) + " s is shorter than its " +
+                                              std::to_string(lines_) + " lines x line time (" +
+                                              message_number(active_frame) + " s)");
     require(frame_flyback == 0.0 || std::fabs(active_frame + frame_flyback - s.frame_time) <= 1e-9 * s.frame_time,
-            "frame time " + number(s.frame_time) + " s disagrees with lines x line time + frame fly-back (" +
-                number(active_frame + frame_flyback) + " s)");
+            "frame time " + message_number(s.frame_time) + " s disagrees with lines x line time + frame fly-back (" +
+                message_number(active_frame + frame_flyback) + " s)");
     frame_time_ = s.frame_time;
   } else {
     frame_time_ = active_frame + frame_flyback;

@@ -2,6 +2,7 @@
 // One exception type for everything the user can cause or must be told about.
 // what() is a single line that names the file (and frame, host or rank)
 // concerned. The kind maps to the documented exit codes of driftscan-engine.
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -25,5 +26,12 @@ class Error : public std::runtime_error {
 
 inline Error bad_input(const std::string& message) { return Error(ErrorKind::bad_input, message); }
 inline Error failure(const std::string& message) { return Error(ErrorKind::failure, message); }
+
+// A number as a one-line message spells it: shortest form (0.5, 1e-06, inf).
+inline std::string message_number(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
 
 }  // namespace driftscan
