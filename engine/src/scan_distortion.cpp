@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "driftscan/cubic_bspline.hpp"
@@ -62,12 +63,12 @@ struct BandFit {
 };
 
 BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pixels, std::size_t k,
-                 const ScanTiming& timing, const ScanModel& model, const Template& tpl, double max_offset) {
+                 const ScanTiming& timing, const FrameScanMap& map, const Template& tpl, double max_offset) {
   BandFit fit;
   std::vector<Point> q(pixels.size());
-  for (std::size_t i = 0; i < pixels.size(); ++i) q[i] = model.probed(timing, k, pixels[i].first, pixels[i].second);
+  for (std::size_t i = 0; i < pixels.size(); ++i) q[i] = map.probed(pixels[i].first, pixels[i].second);
   double c = 0.0;
-  for (int iteration = 0; iteration < 8; ++iteration) {
+  for (int iteration = 0; iteration < 6; ++iteration) {
     // Normal equations in (delta_x, delta_y, c).
     double a[3][3] = {}, b[3] = {}, rr = 0.0;
     std::size_t n = 0;
@@ -99,7 +100,7 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
     // residual variance (a featureless or noisy band weighs little).
     const double tr = s00 + s11, disc = std::sqrt(std::max(0.0, 0.25 * tr * tr - det));
     fit.weight = (0.5 * tr - disc) / std::max(fit.residual_var, 1e-12);
-    if (std::hypot(ddx, ddy) < 1e-4) break;
+    if (std::hypot(ddx, ddy) < 1e-3) break;
   }
   // A band stuck on the bound did not find its match: it gives no sample.
   if (std::fabs(fit.delta.x) >= max_offset || std::fabs(fit.delta.y) >= max_offset) return fit;
@@ -118,31 +119,32 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
 }
 
 // The line's jitter by 1-D matching against the template along the fast
-// axis, with a Gaussian prior of std dev `prior` (noise variance `noise`):
-// minimises sum (r - g * dj)^2 + noise / prior^2 * j^2 over j (means of r and
-// g removed, so an intensity offset does not pull).
-double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>>& pixels, std::size_t k, int line,
-                       const ScanTiming& timing, ScanModel& model, const Template& tpl, double noise, double prior,
-                       double max_jitter) {
-  const Point fast = timing.fast_axis();
-  double& j = model.jitter[k][static_cast<std::size_t>(line)];
-  const double lambda = noise / (prior * prior);
-  for (int iteration = 0; iteration < 4; ++iteration) {
+// axis: least squares of r ~ g * dj (means of r and g removed, so an
+// intensity offset does not pull) by Gauss-Newton from `j`. Returns the
+// estimate and sets `variance` to its variance (noise over the information),
+// infinite where the line has too little structure. `q` are the points the
+// line's pixels show without jitter.
+double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>>& pixels, const std::vector<Point>& q,
+                       Point fast, const Template& tpl, double j, double noise, double max_jitter, double& variance) {
+  variance = std::numeric_limits<double>::infinity();
+  const double start = j;
+  for (int iteration = 0; iteration < 3; ++iteration) {
     double sg = 0, sr = 0, sgg = 0, sgr = 0;
     std::size_t n = 0;
-    for (const auto& pixel : pixels) {
-      const Point q = model.probed(timing, k, pixel.first, pixel.second);
+    for (std::size_t i = 0; i < pixels.size(); ++i) {
       double v, gx, gy;
-      if (!tpl.at(q, v, gx, gy)) continue;
-      const double g = gx * fast.x + gy * fast.y, r = frame.at(pixel.first, pixel.second) - v;
+      if (!tpl.at({q[i].x + j * fast.x, q[i].y + j * fast.y}, v, gx, gy)) continue;
+      const double g = gx * fast.x + gy * fast.y, r = frame.at(pixels[i].first, pixels[i].second) - v;
       sg += g, sr += r, sgg += g * g, sgr += g * r, ++n;
     }
-    if (n < 8) return j;
+    if (n < 8) return start;
     const double mg = sg / n, mr = sr / n;
     const double cgg = sgg - n * mg * mg, cgr = sgr - n * mg * mr;
-    const double step = (cgr - lambda * j) / (cgg + lambda);
+    if (!(cgg > 0)) return start;
+    variance = noise / cgg;
+    const double step = cgr / cgg;
     j = std::clamp(j + step, -max_jitter, max_jitter);
-    if (std::fabs(step) < 1e-4) break;
+    if (std::fabs(step) < 1e-3) break;
   }
   return j;
 }
@@ -175,7 +177,7 @@ std::vector<std::vector<std::pair<int, int>>> pixels_by_line(const ScanTiming& t
 Point ScanModel::probed(const ScanTiming& timing, std::size_t frame, double x, double y) const {
   const Point d = path.at(timing.time_of(frame, x, y));
   double j = 0.0;
-  if (frame < jitter.size()) {
+  if (frame < jitter.size() && !jitter[frame].empty()) {
     const int line = timing.line_of(static_cast<int>(std::lround(x)), static_cast<int>(std::lround(y)));
     j = jitter[frame][static_cast<std::size_t>(line)];
   }
@@ -184,185 +186,321 @@ Point ScanModel::probed(const ScanTiming& timing, std::size_t frame, double x, d
 }
 
 Point ScanModel::pixel_showing(const ScanTiming& timing, std::size_t frame, Point q) const {
-  const Point d0 = path.at(timing.frame_mid_time(frame));
-  Point p{q.x - d0.x, q.y - d0.y};
+  return FrameScanMap(timing, *this, frame).pixel_showing(q);
+}
+
+FrameScanMap::FrameScanMap(const ScanTiming& timing, const ScanModel& model, std::size_t frame) : timing_(&timing) {
+  const int lines = timing.lines(), samples = timing.samples_per_line();
+  const Point fast = timing.fast_axis();
+  const bool has_jitter = frame < model.jitter.size() && !model.jitter[frame].empty();
+  start_.resize(static_cast<std::size_t>(lines));
+  per_sample_.resize(static_cast<std::size_t>(lines));
+  for (int l = 0; l < lines; ++l) {
+    const double t0 = timing.line_start(frame, l);
+    const Point a = model.path.at(t0), b = model.path.at(t0 + std::max(1, samples - 1) * timing.dwell());
+    const double j = has_jitter ? model.jitter[frame][static_cast<std::size_t>(l)] : 0.0;
+    start_[static_cast<std::size_t>(l)] = {a.x + j * fast.x, a.y + j * fast.y};
+    const double inv = samples > 1 ? 1.0 / (samples - 1) : 0.0;
+    per_sample_[static_cast<std::size_t>(l)] = {(b.x - a.x) * inv, (b.y - a.y) * inv};
+  }
+  mid_ = model.path.at(timing.frame_mid_time(frame));
+}
+
+FrameScanMap FrameScanMap::rigid(const ScanTiming& timing, Point offset) {
+  FrameScanMap m;
+  m.timing_ = &timing;
+  m.start_.assign(static_cast<std::size_t>(timing.lines()), offset);
+  m.per_sample_.assign(static_cast<std::size_t>(timing.lines()), Point{});
+  m.mid_ = offset;
+  return m;
+}
+
+Point FrameScanMap::probed(double x, double y) const {
+  const std::size_t l =
+      static_cast<std::size_t>(timing_->line_of(static_cast<int>(std::lround(x)), static_cast<int>(std::lround(y))));
+  const double s = timing_->sample_of(x, y);
+  return {x + start_[l].x + s * per_sample_[l].x, y + start_[l].y + s * per_sample_[l].y};
+}
+
+Point FrameScanMap::pixel_showing(Point q) const {
+  // Fixed-point steps: d changes by far less than a pixel per pixel.
+  Point p{q.x - mid_.x, q.y - mid_.y};
   for (int step = 0; step < 4; ++step) {
-    const Point r = probed(timing, frame, p.x, p.y);
+    const Point r = probed(p.x, p.y);
     p.x += q.x - r.x;
     p.y += q.y - r.y;
   }
   return p;
 }
 
-SpecimenImage average_in_specimen_coordinates(const FrameSource& frames, const ScanTiming& timing,
-                                              const ScanModel& model) {
+void SpecimenExtent::add(Point q) {
+  xmin = std::min(xmin, q.x), xmax = std::max(xmax, q.x), ymin = std::min(ymin, q.y), ymax = std::max(ymax, q.y);
+}
+
+void SpecimenExtent::merge(const SpecimenExtent& o) {
+  xmin = std::min(xmin, o.xmin), xmax = std::max(xmax, o.xmax), ymin = std::min(ymin, o.ymin),
+  ymax = std::max(ymax, o.ymax);
+}
+
+SpecimenExtent frame_extent(const FrameScanMap& map, const ScanTiming& timing) {
+  SpecimenExtent e;
   const int w = timing.width(), h = timing.height();
-  const std::size_t n = frames.frame_count();
-  // The union of the frames' footprints: probed points along every border.
-  double xmin = 1e300, xmax = -1e300, ymin = 1e300, ymax = -1e300;
-  for (std::size_t k = 0; k < n; ++k) {
-    auto extend = [&](int x, int y) {
-      const Point q = model.probed(timing, k, x, y);
-      xmin = std::min(xmin, q.x), xmax = std::max(xmax, q.x), ymin = std::min(ymin, q.y), ymax = std::max(ymax, q.y);
-    };
-    for (int x = 0; x < w; ++x) extend(x, 0), extend(x, h - 1);
-    for (int y = 0; y < h; ++y) extend(0, y), extend(w - 1, y);
-  }
-  SpecimenImage out;
-  out.origin = {std::floor(xmin), std::floor(ymin)};
-  const int ow = static_cast<int>(std::ceil(xmax) - out.origin.x) + 1;
-  const int oh = static_cast<int>(std::ceil(ymax) - out.origin.y) + 1;
-  if (ow > 8 * w + 64 || oh > 8 * h + 64)
-    throw bad_input("scan distortion: the drift spans " + std::to_string(ow) + "x" + std::to_string(oh) +
+  for (int x = 0; x < w; ++x) e.add(map.probed(x, 0)), e.add(map.probed(x, h - 1));
+  for (int y = 0; y < h; ++y) e.add(map.probed(0, y)), e.add(map.probed(w - 1, y));
+  return e;
+}
+
+SpecimenGrid SpecimenGrid::covering(const SpecimenExtent& extent, const ScanTiming& timing) {
+  if (extent.empty()) throw bad_input("scan distortion: no frame to average");
+  SpecimenGrid g;
+  g.origin = {std::floor(extent.xmin), std::floor(extent.ymin)};
+  const double w = std::ceil(extent.xmax) - g.origin.x + 1, h = std::ceil(extent.ymax) - g.origin.y + 1;
+  if (w > 8.0 * timing.width() + 64 || h > 8.0 * timing.height() + 64)
+    throw bad_input("scan distortion: the drift spans " + message_number(w) + "x" + message_number(h) +
                     " px, far beyond the frames; the rigid drift is not a usable start");
-  Frame sum(ow, oh, 0.0f);
-  out.coverage = Frame(ow, oh, 0.0f);
-  for (std::size_t k = 0; k < n; ++k) {
-    Frame coeffs = frames.frame(k);
-    bspline_prefilter(coeffs);
+  g.width = static_cast<int>(w), g.height = static_cast<int>(h);
+  return g;
+}
+
+void accumulate_in_specimen_coordinates(const Frame& frame, const FrameScanMap& map, const SpecimenGrid& grid,
+                                        std::vector<double>& sum, std::vector<double>& coverage) {
+  Frame coeffs = frame;
+  bspline_prefilter(coeffs);
+  const int w = frame.width, h = frame.height;
 #pragma omp parallel for schedule(static)
-    for (int j = 0; j < oh; ++j) {
-      for (int i = 0; i < ow; ++i) {
-        const Point p = model.pixel_showing(timing, k, {out.origin.x + i, out.origin.y + j});
-        if (p.x < 0.0 || p.y < 0.0 || p.x > w - 1 || p.y > h - 1) continue;
-        sum.at(i, j) += sample_bspline(coeffs, p.x, p.y);
-        out.coverage.at(i, j) += 1.0f;
+  for (int j = 0; j < grid.height; ++j) {
+    // Along an output row the pixel moves by about (1, 0) per step: start
+    // each inverse from its neighbour's, so two fixed-point steps suffice.
+    Point p = map.pixel_showing({grid.origin.x, grid.origin.y + j});
+    for (int i = 0; i < grid.width; ++i) {
+      const Point q{grid.origin.x + i, grid.origin.y + j};
+      if (i > 0) {
+        p.x += 1.0;
+        for (int step = 0; step < 2; ++step) {
+          const Point r = map.probed(p.x, p.y);
+          p.x += q.x - r.x;
+          p.y += q.y - r.y;
+        }
       }
+      if (p.x < 0.0 || p.y < 0.0 || p.x > w - 1 || p.y > h - 1) continue;
+      const std::size_t at = static_cast<std::size_t>(j) * static_cast<std::size_t>(grid.width) + i;
+      sum[at] += sample_bspline(coeffs, p.x, p.y);
+      coverage[at] += 1.0;
     }
   }
+}
+
+SpecimenImage finish_specimen_average(const SpecimenGrid& grid, const std::vector<double>& sum,
+                                      const std::vector<double>& coverage) {
+  SpecimenImage out;
+  out.origin = grid.origin;
   // Uncovered pixels take the mean, so the image has no artificial edges.
   double total = 0, count = 0;
   for (std::size_t i = 0; i < sum.size(); ++i)
-    if (out.coverage.pixels[i] > 0) total += sum.pixels[i] / out.coverage.pixels[i], count += 1;
-  const float mean = count > 0 ? static_cast<float>(total / count) : 0.0f;
-  out.image = Frame(ow, oh, mean);
-  for (std::size_t i = 0; i < sum.size(); ++i)
-    if (out.coverage.pixels[i] > 0) out.image.pixels[i] = sum.pixels[i] / out.coverage.pixels[i];
+    if (coverage[i] > 0) total += sum[i] / coverage[i], count += 1;
+  out.image = Frame(grid.width, grid.height, count > 0 ? static_cast<float>(total / count) : 0.0f);
+  out.coverage = Frame(grid.width, grid.height, 0.0f);
+  for (std::size_t i = 0; i < sum.size(); ++i) {
+    out.coverage.pixels[i] = static_cast<float>(coverage[i]);
+    if (coverage[i] > 0) out.image.pixels[i] = static_cast<float>(sum[i] / coverage[i]);
+  }
   return out;
 }
 
-ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const ScanTiming& timing,
-                                              const std::vector<Point>& rigid_drift,
-                                              const ScanDistortionSettings& settings) {
+SpecimenImage average_in_specimen_coordinates(const FrameSource& frames, const ScanTiming& timing,
+                                              const ScanModel& model) {
   const std::size_t n = frames.frame_count();
+  SpecimenExtent extent;
+  for (std::size_t k = 0; k < n; ++k) extent.merge(frame_extent(FrameScanMap(timing, model, k), timing));
+  const SpecimenGrid grid = SpecimenGrid::covering(extent, timing);
+  const std::size_t size = static_cast<std::size_t>(grid.width) * static_cast<std::size_t>(grid.height);
+  std::vector<double> sum(size, 0.0), coverage(size, 0.0);
+  for (std::size_t k = 0; k < n; ++k)
+    accumulate_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid, sum, coverage);
+  return finish_specimen_average(grid, sum, coverage);
+}
+
+struct ScanDistortionSteps::Template : driftscan::Template {
+  SpecimenImage average;
+};
+
+ScanDistortionSteps::ScanDistortionSteps(const ScanTiming& timing, const ScanDistortionSettings& settings,
+                                         std::size_t frames)
+    : timing_(timing), settings_(settings), frames_(frames) {
   auto require = [](bool ok, const std::string& what) {
     if (!ok) throw bad_input("scan distortion: " + what);
   };
-  require(n >= 1, "the series has no frames");
-  require(frames.width() == timing.width() && frames.height() == timing.height(),
-          "the scan timing is for " + std::to_string(timing.width()) + "x" + std::to_string(timing.height()) +
-              " frames, the series has " + std::to_string(frames.width()) + "x" + std::to_string(frames.height()));
-  require(rigid_drift.size() == n, "needs one rigid drift per frame (got " + std::to_string(rigid_drift.size()) +
-                                       " for " + std::to_string(n) + " frames)");
+  require(frames >= 1, "the series has no frames");
   require(settings.band_lines >= 4 && settings.band_lines <= timing.lines(),
           "band lines must be between 4 and the " + std::to_string(timing.lines()) + " lines of a frame (got " +
               std::to_string(settings.band_lines) + ")");
   require(std::isfinite(settings.max_band_offset) && settings.max_band_offset > 0, "max band offset must be > 0");
   require(settings.max_rounds >= 1, "max rounds must be >= 1");
   require(std::isfinite(settings.jitter_prior) && settings.jitter_prior > 0, "jitter prior must be > 0");
-
-  const double t_end = timing.frame_start(n);
-  ScanDistortionResult result;
-  ScanModel& model = result.model;
-  model.jitter.assign(n, std::vector<double>(static_cast<std::size_t>(timing.lines()), 0.0));
-  // The start: a smooth path through the rigid shifts at the frames' mid
-  // times. Its velocity already shears every frame the right way (the drift
-  // between frames is the drift within them), which is most of the distortion.
-  if (n >= 2) {
-    std::vector<DriftSample> rigid;
-    for (std::size_t k = 0; k < n; ++k)
-      rigid.push_back({timing.frame_mid_time(k), rigid_drift[k].x, rigid_drift[k].y, 1.0});
-    // Rigid shifts are accurate (hundredths of a pixel): nearly interpolate
-    // them rather than smooth them away.
-    DriftPathSettings ps;
-    ps.knot_spacing = choose_knot_spacing(timing.frame_time(), 1.0);
-    ps.smoothing = 1e-3;
-    model.path = DriftPath::fit(std::move(rigid), 0.0, t_end, ps);
-  } else {
-    model.path = DriftPath().shifted(rigid_drift[0]);
-  }
-  // Gauge: specimen coordinates are those of the start of frame 0.
-  auto to_gauge = [&](const DriftPath& p) {
-    const Point d0 = p.at(0.0);
-    return p.shifted({-d0.x, -d0.y});
-  };
-  model.path = to_gauge(model.path);
-
-  std::vector<Frame> loaded(n);
-  for (std::size_t k = 0; k < n; ++k) loaded[k] = frames.frame(k);
-  const auto lines = pixels_by_line(timing);
+  require(std::isfinite(settings.smoothing) && settings.smoothing >= 0, "smoothing must be >= 0");
+  lines_ = pixels_by_line(timing);
   // Bands: consecutive lines; the remainder joins the last band.
-  std::vector<std::vector<std::pair<int, int>>> bands;
   for (int l0 = 0; l0 < timing.lines(); l0 += settings.band_lines) {
     int l1 = std::min(timing.lines(), l0 + settings.band_lines);
     if (timing.lines() - l1 < settings.band_lines / 2) l1 = timing.lines();
     std::vector<std::pair<int, int>> band;
     for (int l = l0; l < l1; ++l)
-      band.insert(band.end(), lines[static_cast<std::size_t>(l)].begin(), lines[static_cast<std::size_t>(l)].end());
-    bands.push_back(std::move(band));
+      band.insert(band.end(), lines_[static_cast<std::size_t>(l)].begin(), lines_[static_cast<std::size_t>(l)].end());
+    bands_.push_back(std::move(band));
     if (l1 == timing.lines()) break;
   }
-  DriftPathSettings ps;
-  ps.knot_spacing = choose_knot_spacing(timing.frame_time(), static_cast<double>(bands.size()));
-  ps.smoothing = settings.smoothing;
+}
 
+namespace {
+// Gauge: specimen coordinates are those of the start of frame 0.
+DriftPath to_gauge(const DriftPath& p) {
+  const Point d0 = p.at(0.0);
+  return p.shifted({-d0.x, -d0.y});
+}
+}  // namespace
+
+ScanModel ScanDistortionSteps::initial_model(const std::vector<Point>& rigid_drift) const {
+  if (rigid_drift.size() != frames_)
+    throw bad_input("scan distortion: needs one rigid drift per frame (got " + std::to_string(rigid_drift.size()) +
+                    " for " + std::to_string(frames_) + " frames)");
+  ScanModel model;
+  model.jitter.assign(frames_, std::vector<double>(static_cast<std::size_t>(timing_.lines()), 0.0));
+  if (frames_ >= 2) {
+    // A smooth path through the rigid shifts at the frames' mid times. Its
+    // velocity already shears every frame the right way (the drift between
+    // frames is the drift within them), which is most of the distortion.
+    std::vector<DriftSample> rigid;
+    for (std::size_t k = 0; k < frames_; ++k)
+      rigid.push_back({timing_.frame_mid_time(k), rigid_drift[k].x, rigid_drift[k].y, 1.0});
+    // Rigid shifts are accurate (hundredths of a pixel): nearly interpolate
+    // them rather than smooth them away.
+    DriftPathSettings ps;
+    ps.knot_spacing = choose_knot_spacing(timing_.frame_time(), 1.0);
+    ps.smoothing = 1e-3;
+    model.path = DriftPath::fit(std::move(rigid), 0.0, t_end(), ps);
+  } else {
+    model.path = DriftPath().shifted(rigid_drift[0]);
+  }
+  model.path = to_gauge(model.path);
+  return model;
+}
+
+DriftPath ScanDistortionSteps::fit_path(std::vector<DriftSample> samples) const {
+  if (samples.size() < 2)
+    throw bad_input("scan distortion: no band of any frame could be registered against the average");
+  DriftPathSettings ps;
+  ps.knot_spacing = choose_knot_spacing(timing_.frame_time(), static_cast<double>(bands_.size()));
+  ps.smoothing = settings_.smoothing;
+  return to_gauge(DriftPath::fit(std::move(samples), 0.0, t_end(), ps));
+}
+
+void ScanDistortionSteps::set_template(const SpecimenImage& average) {
+  auto t = std::make_shared<Template>();
+  t->average = average;
+  t->coeffs = average.image;
+  bspline_prefilter(t->coeffs);
+  t->image = &t->average;
+  t->min_coverage = std::max(1.0, 0.25 * static_cast<double>(frames_));
+  template_ = std::move(t);
+}
+
+std::vector<DriftSample> ScanDistortionSteps::fit_bands(const Frame& frame, std::size_t k, const ScanModel& model,
+                                                        double& noise_sum, double& noise_count) const {
+  if (!template_) throw failure("scan distortion: fit_bands before set_template");
+  const FrameScanMap map(timing_, model, k);
+  std::vector<BandFit> fits(bands_.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (long b = 0; b < static_cast<long>(bands_.size()); ++b)
+    fits[static_cast<std::size_t>(b)] =
+        fit_band(frame, bands_[static_cast<std::size_t>(b)], k, timing_, map, *template_, settings_.max_band_offset);
+  std::vector<DriftSample> samples;
+  for (const BandFit& f : fits)
+    if (f.ok) {
+      samples.push_back({f.t, f.mean_path.x + f.delta.x, f.mean_path.y + f.delta.y, f.weight});
+      noise_sum += f.residual_var, noise_count += 1;
+    }
+  return samples;
+}
+
+std::vector<double> ScanDistortionSteps::fit_jitter(const Frame& frame, std::size_t k, const ScanModel& model,
+                                                    double noise) const {
+  if (!template_) throw failure("scan distortion: fit_jitter before set_template");
+  ScanModel without = model;  // the map without frame k's jitter; the jitter is the unknown
+  std::vector<double> jitter(static_cast<std::size_t>(timing_.lines()), 0.0);
+  if (k < model.jitter.size() && !model.jitter[k].empty()) jitter = model.jitter[k];
+  if (k < without.jitter.size()) without.jitter[k].clear();
+  const FrameScanMap map(timing_, without, k);
+  const Point fast = timing_.fast_axis();
+  // Each line's least-squares jitter (about the unshrunk estimate of the
+  // previous round) and its variance.
+  std::vector<double> raw(jitter.size()), variance(jitter.size());
+#pragma omp parallel for schedule(dynamic, 8)
+  for (int l = 0; l < timing_.lines(); ++l) {
+    const auto& pixels = lines_[static_cast<std::size_t>(l)];
+    std::vector<Point> q(pixels.size());
+    for (std::size_t i = 0; i < pixels.size(); ++i) q[i] = map.probed(pixels[i].first, pixels[i].second);
+    const std::size_t at = static_cast<std::size_t>(l);
+    raw[at] =
+        fit_line_jitter(frame, pixels, q, fast, *template_, jitter[at], noise, settings_.max_jitter, variance[at]);
+  }
+  // Shrinkage with the jitter's variance estimated from the frame itself
+  // (empirical Bayes): the spread of the raw estimates minus what their
+  // noise explains. A series without jitter gets ~0, not noise fitted as
+  // jitter; the prior setting only bounds it.
+  const std::vector<double> fast_raw = high_pass(raw, settings_.band_lines);
+  double spread = 0.0, noise_part = 0.0, count = 0.0;
+  for (std::size_t l = 0; l < raw.size(); ++l)
+    if (std::isfinite(variance[l])) spread += fast_raw[l] * fast_raw[l], noise_part += variance[l], count += 1;
+  const double tau2 =
+      count > 0 ? std::clamp((spread - noise_part) / count, 0.0, settings_.jitter_prior * settings_.jitter_prior) : 0.0;
+  for (std::size_t l = 0; l < raw.size(); ++l)
+    jitter[l] = std::isfinite(variance[l]) && tau2 > 0 ? fast_raw[l] * tau2 / (tau2 + variance[l]) : 0.0;
+  return jitter;
+}
+double ScanDistortionSteps::path_change(const DriftPath& a, const DriftPath& b) const {
+  double change = 0.0;
+  for (std::size_t k = 0; k < frames_; ++k)
+    for (int l = 0; l < timing_.lines(); ++l) {
+      const double t = timing_.line_mid_time(k, l);
+      const Point pa = a.at(t), pb = b.at(t);
+      change = std::max(change, std::hypot(pa.x - pb.x, pa.y - pb.y));
+    }
+  return change;
+}
+
+ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const ScanTiming& timing,
+                                              const std::vector<Point>& rigid_drift,
+                                              const ScanDistortionSettings& settings) {
+  const std::size_t n = frames.frame_count();
+  if (n >= 1 && (frames.width() != timing.width() || frames.height() != timing.height()))
+    throw bad_input("scan distortion: the scan timing is for " + std::to_string(timing.width()) + "x" +
+                    std::to_string(timing.height()) + " frames, the series has " + std::to_string(frames.width()) +
+                    "x" + std::to_string(frames.height()));
+  ScanDistortionSteps steps(timing, settings, n);
+  ScanDistortionResult result;
+  ScanModel& model = result.model;
+  model = steps.initial_model(rigid_drift);
   for (int round = 0; round < settings.max_rounds; ++round) {
     const auto started = std::chrono::steady_clock::now();
-    SpecimenImage average = average_in_specimen_coordinates(frames, timing, model);
-    Template tpl;
-    tpl.coeffs = average.image;
-    bspline_prefilter(tpl.coeffs);
-    tpl.image = &average;
-    tpl.min_coverage = std::max(1.0, 0.25 * static_cast<double>(n));
-
-    // Bands of every frame against the average.
-    std::vector<BandFit> fits(n * bands.size());
-#pragma omp parallel for schedule(dynamic, 1)
-    for (long i = 0; i < static_cast<long>(fits.size()); ++i) {
-      const std::size_t k = static_cast<std::size_t>(i) / bands.size(), b = static_cast<std::size_t>(i) % bands.size();
-      fits[static_cast<std::size_t>(i)] =
-          fit_band(loaded[k], bands[b], k, timing, model, tpl, settings.max_band_offset);
-    }
+    steps.set_template(average_in_specimen_coordinates(frames, timing, model));
     std::vector<DriftSample> samples;
-    double noise = 0.0, noise_count = 0.0;
-    for (const BandFit& f : fits)
-      if (f.ok) {
-        samples.push_back({f.t, f.mean_path.x + f.delta.x, f.mean_path.y + f.delta.y, f.weight});
-        noise += f.residual_var, noise_count += 1;
-      }
-    require(samples.size() >= 2, "no band of any frame could be registered against the average");
-    noise /= noise_count;
-    const DriftPath previous = model.path;
-    model.path = to_gauge(DriftPath::fit(samples, 0.0, t_end, ps));
-
-    // Lines' jitter against the same average, under the new path. Only its
-    // fast part is jitter: anything smooth over a band's worth of lines is
-    // drift, which the path must carry (left in the jitter, it would be a
-    // second, unregularised copy of the path that the bands then miss).
-    if (settings.estimate_jitter) {
-#pragma omp parallel for schedule(dynamic, 1)
-      for (long k = 0; k < static_cast<long>(n); ++k) {
-        const std::size_t fk = static_cast<std::size_t>(k);
-        for (int l = 0; l < timing.lines(); ++l)
-          fit_line_jitter(loaded[fk], lines[static_cast<std::size_t>(l)], fk, l, timing, model, tpl, noise,
-                          settings.jitter_prior, settings.max_jitter);
-        model.jitter[fk] = high_pass(model.jitter[fk], settings.band_lines);
-      }
+    double noise_sum = 0.0, noise_count = 0.0;
+    for (std::size_t k = 0; k < n; ++k) {
+      std::vector<DriftSample> s = steps.fit_bands(frames.frame(k), k, model, noise_sum, noise_count);
+      samples.insert(samples.end(), s.begin(), s.end());
     }
-
-    double change = 0.0;
-    for (std::size_t k = 0; k < n; ++k)
-      for (int l = 0; l < timing.lines(); ++l) {
-        const double t = timing.line_mid_time(k, l);
-        const Point a = model.path.at(t), b = previous.at(t);
-        change = std::max(change, std::hypot(a.x - b.x, a.y - b.y));
-      }
+    const DriftPath previous = model.path;
+    model.path = steps.fit_path(samples);
+    if (settings.estimate_jitter) {
+      const double noise = noise_count > 0 ? noise_sum / noise_count : 1.0;
+      for (std::size_t k = 0; k < n; ++k) model.jitter[k] = steps.fit_jitter(frames.frame(k), k, model, noise);
+    }
     ScanDistortionRound r;
-    r.path_change = change;
+    r.path_change = steps.path_change(model.path, previous);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     result.rounds.push_back(r);
     result.band_samples = std::move(samples);
-    if (round >= 1 && change < settings.tolerance) {
+    if (round >= 1 && r.path_change < settings.tolerance) {
       result.converged = true;
       break;
     }

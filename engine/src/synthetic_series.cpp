@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "driftscan/cubic_bspline.hpp"
 #include "driftscan/enum_names.hpp"
 #include "driftscan/error.hpp"
 
@@ -88,6 +89,16 @@ struct SyntheticSeries::Model {
   LatticeGrain grain[2];
   // Grain boundary: signed distance s = n . (q - b); grain 0 where s < -gap/2, grain 1 where s > gap/2.
   double bx = 0, by = 0, nx = 1, ny = 0, half_gap = 0;
+  // A real-content specimen: B-spline coefficients of the normalised image
+  // and where specimen point (0, 0) falls in it.
+  Frame content;
+  Point content_offset;
+
+  double content_at(double x, double y) const {
+    x = std::clamp(x + content_offset.x, 0.0, content.width - 1.0);
+    y = std::clamp(y + content_offset.y, 0.0, content.height - 1.0);
+    return sample_bspline(content, x, y);
+  }
 
   // The standard normal deviate of line `line` of frame k's jitter.
   double line_jitter_deviate(std::uint64_t k, int line) const {
@@ -108,6 +119,14 @@ struct SyntheticSeries::Model {
   // separably (one exp per row and per column) unless rows are jittered.
   Frame render(const Transform& t, std::uint64_t k, double jitter, double scale) const {
     const int w = o.width, h = o.height;
+    if (content.width > 0) {  // no columns to splat: sample the image at every pixel's point
+      std::vector<Point> points(static_cast<std::size_t>(w) * h);
+      for (int y = 0; y < h; ++y) {
+        const double jy = jitter > 0 ? jitter * line_jitter_deviate(k, y) : 0.0;
+        for (int x = 0; x < w; ++x) points[static_cast<std::size_t>(y) * w + x] = t.apply(x + jy, y);
+      }
+      return render_probed(points, w, h, scale);
+    }
     Frame f(w, h, static_cast<float>(scale * o.background));
     std::vector<double> jx(static_cast<std::size_t>(h), 0.0);
     double jmax = 0.0;
@@ -206,9 +225,18 @@ struct SyntheticSeries::Model {
   // The columns near the probed region are bucketed on a grid of cells one
   // cutoff wide; a pixel then sums the columns of its 3x3 cells within the
   // same square cutoff window the rigid renderer uses.
-  Frame render_probed(const std::vector<Point>& probed, double scale) const {
-    const int w = o.width, h = o.height;
+  Frame render_probed(const std::vector<Point>& probed, int w, int h, double scale) const {
     Frame f(w, h);
+    if (content.width > 0) {
+      const double base = scale * o.background;
+#pragma omp parallel for schedule(static) if (static_cast <long>(w) * h >= 16384)
+      for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+          const Point q = probed[static_cast<std::size_t>(y) * w + x];
+          f.at(x, y) = static_cast<float>(base + scale * content_at(q.x, q.y));
+        }
+      return f;
+    }
     double xmin = 1e300, xmax = -1e300, ymin = 1e300, ymax = -1e300;
     for (const Point& q : probed) {
       xmin = std::min(xmin, q.x), xmax = std::max(xmax, q.x);
@@ -383,7 +411,27 @@ SyntheticSeries::SyntheticSeries(const SynthOptions& options) : options_(options
   rot(ox - m->bx, oy - m->by, gx, gy);
   m->grain[1].set(m->bx + gx + 0.3 * p, m->by + gy + 0.2 * p, r1x, r1y, r2x, r2y);
   m->grain[1].id = 1;
+  if (o.content) {
+    const Frame& img = *o.content;
+    check(img.width >= 4 && img.height >= 4, "the content image must be at least 4x4 pixels");
+    std::vector<float> sorted(img.pixels.begin(), img.pixels.end());
+    std::sort(sorted.begin(), sorted.end());
+    const double lo = sorted[sorted.size() / 200], hi = sorted[sorted.size() - 1 - sorted.size() / 200];
+    check(std::isfinite(lo) && std::isfinite(hi) && hi > lo, "the content image is constant or not finite");
+    m->content = img;
+    for (float& v : m->content.pixels) v = static_cast<float>(std::clamp((v - lo) / (hi - lo), 0.0, 1.0));
+    bspline_prefilter(m->content);
+    // The frames' mean placement at the image's centre.
+    m->content_offset = {(img.width - 1) / 2.0 - (c.x + mx / static_cast<double>(n)),
+                         (img.height - 1) / 2.0 - (c.y + my / static_cast<double>(n))};
+  }
   model_ = std::move(m);
+}
+
+Frame SyntheticSeries::specimen(const std::vector<Point>& points, int width, int height) const {
+  if (width < 1 || height < 1 || points.size() != static_cast<std::size_t>(width) * static_cast<std::size_t>(height))
+    throw std::logic_error("SyntheticSeries::specimen: points do not match width x height");
+  return model_->render_probed(points, width, height, counts_scale());
 }
 
 std::size_t SyntheticSeries::frame_count() const { return options_.frames; }
@@ -456,7 +504,7 @@ Frame SyntheticSeries::clean_frame(std::size_t k) const {
       const double j = jitter[static_cast<std::size_t>(timing.line_of(x, y))];
       probed[static_cast<std::size_t>(y) * w + x] = {x + d.x + j * fast.x, y + d.y + j * fast.y};
     }
-  return model_->render_probed(probed, counts_scale());
+  return model_->render_probed(probed, w, h, counts_scale());
 }
 
 Frame SyntheticSeries::ideal_frame(std::size_t k) const {

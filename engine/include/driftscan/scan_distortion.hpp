@@ -18,10 +18,14 @@
 //      a prior that keeps it small,
 // repeat until d moves by less than the tolerance.
 //
-// Serial and in memory: every frame is held (as cubic B-spline coefficients)
-// for the whole estimation. The distributed version will run steps 1, 2 and 4
-// per frame on ranks x threads; step 3 is cheap and deterministic.
+// The steps are also offered one frame at a time (ScanDistortionSteps), so
+// that mpi_backend runs steps 1, 2 and 4 on each rank's own frames and
+// combines them (sums of the average, all band samples); step 3 is cheap and
+// deterministic (sorted samples), so every rank fits the same path.
+// estimate_scan_distortion() is the serial driver of the same steps.
 #include <cstddef>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "driftscan/drift_path.hpp"
@@ -35,11 +39,14 @@ namespace driftscan {
 struct ScanDistortionSettings {
   int band_lines = 16;           // scan lines per band (the last band of a frame takes the remainder)
   double max_band_offset = 2.0;  // px a band may move from the rigid/current model (keep < half a lattice period)
-  int max_rounds = 6;
-  double tolerance = 0.005;  // px: converged when d moves less than this between rounds
-  double smoothing = 0.05;   // DriftPathSettings::smoothing (a wobble over a few frames needs < 0.1)
+  // Rounds: measured on bench_scan_distortion, the first round gives the
+  // sharpest average and the second the best path (later rounds let the
+  // template absorb the jitter estimates' errors: the average gets worse).
+  int max_rounds = 2;
+  double tolerance = 0.02;  // px: converged when d moves less than this between rounds
+  double smoothing = 0.05;  // DriftPathSettings::smoothing (a wobble over a few frames needs < 0.1)
   bool estimate_jitter = true;
-  double jitter_prior = 0.5;  // px: the jitter's expected std dev (prior of the 1-D matching)
+  double jitter_prior = 0.5;  // px: upper bound of the jitter's std dev (the prior itself is estimated from the data)
   double max_jitter = 2.0;    // px: bound on a line's jitter
 };
 
@@ -54,6 +61,28 @@ struct ScanModel {
   // probed(), by fixed-point steps: d changes by far less than a pixel per
   // pixel, so a few steps converge).
   Point pixel_showing(const ScanTiming& timing, std::size_t frame, Point q) const;
+};
+
+// Frame k's map from pixels to the specimen points they show, tabulated per
+// line (d(t) is linear in time within one line to far below 1e-3 px: a line
+// lasts a fraction of a millisecond to a few ms), so probed() and its
+// inverse cost a few multiply-adds instead of a spline evaluation.
+class FrameScanMap {
+ public:
+  FrameScanMap(const ScanTiming& timing, const ScanModel& model, std::size_t frame);
+  // A rigid frame: every pixel shows pixel + offset (drift.csv convention), to
+  // average rigid results the same way as corrected ones.
+  static FrameScanMap rigid(const ScanTiming& timing, Point offset);
+  Point probed(double x, double y) const;
+  Point pixel_showing(Point q) const;
+  // The offset of a line at its start and its change per sample (dwell).
+  Point line_offset(int line) const { return start_[static_cast<std::size_t>(line)]; }
+
+ private:
+  const ScanTiming* timing_ = nullptr;
+  std::vector<Point> start_, per_sample_;
+  Point mid_;  // the offset at the frame's mid time: the inverse's first guess
+  FrameScanMap() = default;
 };
 
 // An image in specimen coordinates: pixel (i, j) is the specimen point
@@ -75,6 +104,79 @@ struct ScanDistortionResult {
   std::vector<DriftSample> band_samples;  // of the last round (t, d at the band, confidence)
   std::vector<ScanDistortionRound> rounds;
   bool converged = false;
+};
+
+// The specimen region a set of frames covers: origin and size of the grid
+// (integer specimen coordinates). Union of two extents by `merge`.
+struct SpecimenExtent {
+  double xmin = 1e300, xmax = -1e300, ymin = 1e300, ymax = -1e300;
+  void add(Point q);
+  void merge(const SpecimenExtent& other);
+  bool empty() const { return xmin > xmax; }
+};
+SpecimenExtent frame_extent(const FrameScanMap& map, const ScanTiming& timing);
+
+// The grid an average is accumulated on: pixel (i, j) is specimen point
+// origin + (i, j). Throws a bad_input Error when the extent is absurdly
+// larger than a frame (a rigid drift that is no usable start).
+struct SpecimenGrid {
+  Point origin;
+  int width = 0, height = 0;
+  static SpecimenGrid covering(const SpecimenExtent& extent, const ScanTiming& timing);
+};
+
+// Step 1 for one frame: adds frame k sampled (cubic B-spline) at the pixel
+// showing each specimen grid point to `sum`, and 1 to `coverage` there.
+// `sum` and `coverage` are grid-sized; doubles, so that partial sums from
+// several ranks add up in any order to the same float after rounding.
+void accumulate_in_specimen_coordinates(const Frame& frame, const FrameScanMap& map, const SpecimenGrid& grid,
+                                        std::vector<double>& sum, std::vector<double>& coverage);
+// The image from the accumulated sums (uncovered pixels take the mean).
+SpecimenImage finish_specimen_average(const SpecimenGrid& grid, const std::vector<double>& sum,
+                                      const std::vector<double>& coverage);
+
+// Steps 2 and 4 against one average, for one frame at a time.
+class ScanDistortionSteps {
+ public:
+  // Validates the settings against the timing (one-line bad_input Error
+  // naming the setting).
+  ScanDistortionSteps(const ScanTiming& timing, const ScanDistortionSettings& settings, std::size_t frames);
+
+  const ScanTiming& timing() const { return timing_; }
+  const ScanDistortionSettings& settings() const { return settings_; }
+  std::size_t frame_count() const { return frames_; }
+  double t_end() const { return timing_.frame_start(frames_); }
+
+  // The start: a path nearly through the rigid shifts at the frames' mid times
+  // (drift.csv convention), in the gauge d(0) = 0, and zero jitter.
+  ScanModel initial_model(const std::vector<Point>& rigid_drift) const;
+  // Step 3: the path through all band samples (any order; the fit sorts
+  // them), in the gauge d(0) = 0.
+  DriftPath fit_path(std::vector<DriftSample> samples) const;
+
+  // Makes `average` the template of the next steps (coverage threshold: a
+  // quarter of the frames).
+  void set_template(const SpecimenImage& average);
+  // Step 2: the bands of frame k registered against the template under
+  // `model`; adds each registered band's residual variance to noise_sum and
+  // 1 to noise_count.
+  std::vector<DriftSample> fit_bands(const Frame& frame, std::size_t k, const ScanModel& model, double& noise_sum,
+                                     double& noise_count) const;
+  // Step 4: frame k's line jitter against the template under `model` (whose
+  // jitter of frame k is the start), with the residual variance `noise`;
+  // only its fast part (high-passed over a band) is returned.
+  std::vector<double> fit_jitter(const Frame& frame, std::size_t k, const ScanModel& model, double noise) const;
+
+  // The largest change of d at any line's mid time between two paths.
+  double path_change(const DriftPath& a, const DriftPath& b) const;
+
+ private:
+  struct Template;
+  ScanTiming timing_;
+  ScanDistortionSettings settings_;
+  std::size_t frames_;
+  std::vector<std::vector<std::pair<int, int>>> lines_, bands_;
+  std::shared_ptr<const Template> template_;
 };
 
 // Averages the frames in specimen coordinates under `model`: for every

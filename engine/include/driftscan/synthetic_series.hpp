@@ -55,6 +55,12 @@ struct SynthOptions {
   // Custom columns in frame-0 pixels (intensity 1); when non-empty they
   // replace the lattice (no vacancies, no boundary): single-atom tests.
   std::vector<Point> atoms;
+  // A real-content specimen: when set, this image (any size, e.g. a frame of
+  // a real HAADF series) replaces the lattice; it is normalised to [0, 1]
+  // (0.5th to 99.5th percentile), sampled with cubic B-splines, and the
+  // frames' footprints are centred in it. The scale of its pixels is the
+  // series'; drift that leaves it is clamped at its edges.
+  std::shared_ptr<const Frame> content;
 
   // Raster-scan timing. scan_dwell = 0 (the default) draws every frame at one
   // instant, exactly as without these fields; > 0 scans it (see above).
@@ -107,6 +113,12 @@ class SyntheticSeries : public FrameSource {
   // The specimen point pixel (x, y) of frame k shows (noise-free, with jitter):
   // (x, y) + d(time_of(k, x, y)) + j_{k,line} * fast axis.
   Point probed(std::size_t k, double x, double y) const;
+
+  // The noise-free specimen (counts scale, with the background) at the given
+  // specimen points, as a width x height frame (points row by row): what a
+  // perfect instant scan would show there. Specimen coordinates are frame
+  // 0's pixels at d = 0 (with raster timing: the start of frame 0).
+  Frame specimen(const std::vector<Point>& points, int width, int height) const;
 
  private:
   SynthOptions options_;

@@ -1,0 +1,334 @@
+// Scan-distortion correction against the synthetic generator's per-line
+// truth, and against rigid registration, on raster-scanned series.
+//
+// For each case a scanned series is synthesised (drift during every frame,
+// line jitter, Poisson noise), then:
+//   rigid     — DriftScan's rigid register run (pairs, scan with refinement),
+//               its one shift per frame averaged like the others;
+//   corrected — the scan-distortion estimate started from the rigid drift,
+//               averaged in specimen coordinates;
+//   oracle    — the same frames averaged in specimen coordinates with the
+//               true per-line drift and jitter.
+// All three are averaged the same way (specimen coordinates, cubic
+// B-splines), so interpolation smoothing favours none. Each average is scored by fitting it to the clean specimen with
+// an affine map plus gain and offset (so the choice of reference frame costs nothing) and taking the residual RMS over
+// the specimen region every frame covers (in counts). Also printed: per-line drift and jitter error, rounds, wall time
+// of the estimate against the rigid run.
+//
+//   bench_scan_distortion [--threads N] [--cases 1,2,..] [--frames N] [--size N] [--rounds N] [--band-lines N]
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "driftscan/averaging.hpp"
+#include "driftscan/cubic_bspline.hpp"
+#include "driftscan/progress.hpp"
+#include "driftscan/register_pipeline.hpp"
+#include "driftscan/scan_distortion.hpp"
+#include "driftscan/synthetic_series.hpp"
+#include "driftscan/tiff_series.hpp"
+
+using namespace driftscan;
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+namespace {
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+struct Case {
+  std::string name;
+  SynthOptions synth;
+};
+
+// An average and where specimen point q falls in its pixels: pixel = q - origin.
+struct PlacedAverage {
+  Frame image;
+  Point origin;
+};
+
+// Residual RMS of `avg` against the clean specimen over `points` (specimen
+// coordinates) after the best fit avg(q) ~ g * S(A q + b) + c, by
+// Gauss-Newton over (A, b, g, c) with S's gradient by central differences.
+double residual_to_specimen(const SyntheticSeries& s, const PlacedAverage& avg, const std::vector<Point>& points) {
+  Frame coeffs = avg.image;
+  bspline_prefilter(coeffs);
+  const std::size_t n = points.size();
+  std::vector<double> a(n);
+  for (std::size_t i = 0; i < n; ++i)
+    a[i] = sample_bspline(coeffs, points[i].x - avg.origin.x, points[i].y - avg.origin.y);
+  double A[4] = {1, 0, 0, 1}, b[2] = {0, 0}, g = 1, c = 0;
+  const int w = static_cast<int>(n), h = 1;
+  auto render = [&](double ox, double oy) {
+    std::vector<Point> q(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Point p = points[i];
+      q[i] = {A[0] * p.x + A[1] * p.y + b[0] + ox, A[2] * p.x + A[3] * p.y + b[1] + oy};
+    }
+    return s.specimen(q, w, h);
+  };
+  double rms = 0;
+  for (int iteration = 0; iteration < 8; ++iteration) {
+    const Frame f = render(0, 0), fx1 = render(0.25, 0), fx0 = render(-0.25, 0), fy1 = render(0, 0.25),
+                fy0 = render(0, -0.25);
+    // Unknowns: dA(4), db(2), dg, dc; r = a - g S - c.
+    double M[8][8] = {}, v[8] = {}, rr = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double S = f.pixels[i], Sx = (fx1.pixels[i] - fx0.pixels[i]) * 2.0,
+                   Sy = (fy1.pixels[i] - fy0.pixels[i]) * 2.0;
+      const double r = a[i] - g * S - c;
+      const Point p = points[i];
+      const double J[8] = {g * Sx * p.x, g * Sx * p.y, g * Sy * p.x, g * Sy * p.y, g * Sx, g * Sy, S, 1.0};
+      for (int m = 0; m < 8; ++m) {
+        for (int l = 0; l < 8; ++l) M[m][l] += J[m] * J[l];
+        v[m] += J[m] * r;
+      }
+      rr += r * r;
+    }
+    rms = std::sqrt(rr / static_cast<double>(n));
+    // Solve M x = v (Gaussian elimination with partial pivoting; 8x8).
+    for (int col = 0; col < 8; ++col) {
+      int best = col;
+      for (int r = col + 1; r < 8; ++r)
+        if (std::fabs(M[r][col]) > std::fabs(M[best][col])) best = r;
+      std::swap(M[col], M[best]);
+      std::swap(v[col], v[best]);
+      if (std::fabs(M[col][col]) < 1e-30) return rms;
+      for (int r = col + 1; r < 8; ++r) {
+        const double f2 = M[r][col] / M[col][col];
+        for (int l = col; l < 8; ++l) M[r][l] -= f2 * M[col][l];
+        v[r] -= f2 * v[col];
+      }
+    }
+    double x[8];
+    for (int i = 7; i >= 0; --i) {
+      double sum = v[i];
+      for (int l = i + 1; l < 8; ++l) sum -= M[i][l] * x[l];
+      x[i] = sum / M[i][i];
+    }
+    for (int i = 0; i < 4; ++i) A[i] += x[i];
+    b[0] += x[4], b[1] += x[5], g += x[6], c += x[7];
+    if (std::fabs(x[4]) + std::fabs(x[5]) < 1e-5) break;
+  }
+  {  // the residual at the final parameters
+    const Frame f = render(0, 0);
+    double rr = 0;
+    for (std::size_t i = 0; i < n; ++i) rr += std::pow(a[i] - g * f.pixels[i] - c, 2);
+    rms = std::sqrt(rr / static_cast<double>(n));
+  }
+  return rms;
+}
+
+// The true per-line model of a scanned synthetic series: a path through the
+// truth sampled at every line's start, middle and end (knots every half line
+// time: the truth's random walk is piecewise linear per line time) and the
+// true jitter.
+ScanModel oracle_model(const SyntheticSeries& s) {
+  const ScanTiming& t = s.scan_timing();
+  const std::size_t n = s.frame_count();
+  std::vector<DriftSample> samples;
+  const double t_end = t.frame_start(n);
+  for (double u = 0; u <= t_end; u += 0.25 * t.line_time()) samples.push_back({u, s.drift_at(u).x, s.drift_at(u).y, 1});
+  DriftPathSettings ps;
+  ps.knot_spacing = 0.5 * t.line_time();
+  ps.smoothing = 1e-6;
+  ScanModel m;
+  m.path = DriftPath::fit(samples, 0.0, t_end, ps);
+  m.jitter.assign(n, std::vector<double>(static_cast<std::size_t>(t.lines())));
+  for (std::size_t k = 0; k < n; ++k)
+    for (int l = 0; l < t.lines(); ++l) m.jitter[k][static_cast<std::size_t>(l)] = s.line_jitter(k, l);
+  return m;
+}
+
+struct Errors {
+  double line_drift = 0, rigid_line_drift = 0, jitter = 0, jitter_zero = 0;
+};
+
+Errors line_errors(const SyntheticSeries& s, const ScanModel& m, const std::vector<Point>& rigid) {
+  const ScanTiming& t = s.scan_timing();
+  Errors e;
+  // Drift: RMS over every line after removing the mean difference (the gauge).
+  auto rms = [&](auto&& estimate) {
+    std::vector<Point> d;
+    Point mean;
+    for (std::size_t k = 0; k < s.frame_count(); ++k)
+      for (int l = 0; l < t.lines(); ++l) {
+        const Point truth = s.drift_at(t.line_mid_time(k, l)), est = estimate(k, l);
+        d.push_back({est.x - truth.x, est.y - truth.y});
+        mean.x += d.back().x, mean.y += d.back().y;
+      }
+    mean.x /= static_cast<double>(d.size()), mean.y /= static_cast<double>(d.size());
+    double sum = 0;
+    for (const Point& p : d) sum += std::pow(p.x - mean.x, 2) + std::pow(p.y - mean.y, 2);
+    return std::sqrt(sum / static_cast<double>(d.size()));
+  };
+  e.line_drift = rms([&](std::size_t k, int l) { return m.path.at(t.line_mid_time(k, l)); });
+  e.rigid_line_drift = rms([&](std::size_t k, int) { return rigid[k]; });
+  // Jitter: each frame's mean removed from the truth (it is drift to any estimate).
+  double sum = 0, sum0 = 0;
+  std::size_t count = 0;
+  for (std::size_t k = 0; k < s.frame_count(); ++k) {
+    double mean = 0;
+    for (int l = 0; l < t.lines(); ++l) mean += s.line_jitter(k, l);
+    mean /= t.lines();
+    for (int l = 0; l < t.lines(); ++l) {
+      const double truth = s.line_jitter(k, l) - mean;
+      sum += std::pow(m.jitter[k][static_cast<std::size_t>(l)] - truth, 2);
+      sum0 += truth * truth;
+      ++count;
+    }
+  }
+  e.jitter = std::sqrt(sum / static_cast<double>(count));
+  e.jitter_zero = std::sqrt(sum0 / static_cast<double>(count));
+  return e;
+}
+
+std::shared_ptr<const Frame> real_content() {
+  const std::string path = "../shared/data/stem_abf_series.tif";
+  for (const std::string& p : std::vector<std::string>{path, "../" + path, "../../" + path})
+    if (fs::exists(p)) return std::make_shared<const Frame>(TiffSeries::open(p)->frame(0));
+  return nullptr;
+}
+
+std::vector<Case> make_cases(std::size_t frames, int size) {
+  SynthOptions base;
+  base.frames = frames;
+  base.width = base.height = size;
+  base.period = 9.0;
+  base.scan_dwell = 2e-6;
+  base.scan_line_flyback = 0.25;
+  base.scan_frame_flyback = 0.05;
+  base.drift_wobble_period = 6.0;
+  base.seed = 11;
+  std::vector<Case> cases;
+  auto add = [&](const std::string& name, double vx, double vy, double wobble, double walk, double jitter, double dose,
+                 bool content) {
+    Case c{name, base};
+    c.synth.drift_linear_x = vx, c.synth.drift_linear_y = vy, c.synth.drift_wobble = wobble;
+    c.synth.drift_step = walk, c.synth.jitter = jitter, c.synth.dose = dose;
+    if (content) c.synth.content = real_content();
+    if (content && !c.synth.content) return;  // no data folder beside the checkout
+    cases.push_back(c);
+  };
+  add("hex drift 3px/frame wobble jitter 0.5 dose 6", 3.0, 1.5, 1.5, 0.3, 0.5, 6, false);
+  add("hex drift 5px/frame wobble jitter 0.3 dose 4", 5.0, -2.0, 1.0, 0.3, 0.3, 4, false);
+  add("hex drift 1px/frame no jitter dose 10", 1.0, 0.5, 0.5, 0.2, 0.0, 10, false);
+  add("real ABF content drift 3px/frame jitter 0.5 dose 10", 3.0, 1.5, 1.5, 0.3, 0.5, 10, true);
+  return cases;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2, size = 256;
+  ScanDistortionSettings settings;
+  std::size_t frames = 24;
+  std::vector<int> only;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--frames") && i + 1 < argc) frames = static_cast<std::size_t>(std::atol(argv[++i]));
+    else if (!std::strcmp(argv[i], "--size") && i + 1 < argc) size = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) settings.max_rounds = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--band-lines") && i + 1 < argc) settings.band_lines = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--cases") && i + 1 < argc) {
+      for (char* tok = std::strtok(argv[++i], ","); tok; tok = std::strtok(nullptr, ","))
+        only.push_back(std::atoi(tok));
+    } else {
+      std::fprintf(stderr,
+                   "usage: bench_scan_distortion [--threads N] [--cases 1,2] [--frames N] [--size N] [--rounds N] "
+                   "[--band-lines N]\n");
+      return 2;
+    }
+  }
+  omp_set_num_threads(threads);
+  const std::vector<Case> cases = make_cases(frames, size);
+  std::printf(
+      "# %zu frames of %dx%d, %d threads; residual = RMS (counts) of the average minus the fitted clean specimen\n",
+      frames, size, size, threads);
+  for (std::size_t ci = 0; ci < cases.size(); ++ci) {
+    if (!only.empty() && std::find(only.begin(), only.end(), static_cast<int>(ci + 1)) == only.end()) continue;
+    const Case& c = cases[ci];
+    SyntheticSeries s(c.synth);
+    const ScanTiming& timing = s.scan_timing();
+    // Frames in memory: the series is rendered once, so no method pays for drawing it.
+    std::vector<Frame> held;
+    for (std::size_t k = 0; k < s.frame_count(); ++k) held.push_back(s.frame(k));
+    FrameVector frames_in_memory(held);
+
+    const fs::path dir = fs::temp_directory_path() / ("driftscan_bench_sd_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    auto progress = make_silent_progress();
+    CancelToken cancel;
+    auto t0 = Clock::now();
+    RegisterResult reg = register_series(frames_in_memory, RegistrationSettings{}, AveragingOptions{}, dir.string(),
+                                         *progress, cancel, threads);
+    const double rigid_wall = seconds_since(t0);
+    fs::remove_all(dir);
+    std::vector<Point> rigid;
+    for (const Registration& r : reg.registrations) rigid.push_back({r.transform.tx, r.transform.ty});
+
+    t0 = Clock::now();
+    ScanDistortionResult est = estimate_scan_distortion(frames_in_memory, timing, rigid, settings);
+    const double corrected_wall = seconds_since(t0);
+
+    const ScanModel oracle = oracle_model(s);
+    const SpecimenImage oracle_avg = average_in_specimen_coordinates(frames_in_memory, timing, oracle);
+
+    // The region: specimen points every frame covers under the true model,
+    // shrunk by 8 px so that no fit samples an edge.
+    std::vector<Point> region;
+    const int ow = oracle_avg.coverage.width, oh = oracle_avg.coverage.height;
+    for (int j = 8; j < oh - 8; ++j)
+      for (int i = 8; i < ow - 8; ++i) {
+        bool all = true;
+        for (int dj = -8; dj <= 8 && all; dj += 8)
+          for (int di = -8; di <= 8 && all; di += 8)
+            all = oracle_avg.coverage.at(i + di, j + dj) >= static_cast<float>(s.frame_count());
+        if (all) region.push_back({oracle_avg.origin.x + i, oracle_avg.origin.y + j});
+      }
+    if (region.size() < 1000) {
+      std::printf("%-52s  skipped: the frames share only %zu px\n", c.name.c_str(), region.size());
+      continue;
+    }
+    // The rigid result averaged the same way (specimen coordinates, the same
+    // interpolation), one offset per frame: frame 0 at d(its mid time).
+    SpecimenImage rigid_specimen;
+    {
+      const Point d0 = s.drift_at(timing.frame_mid_time(0));
+      std::vector<FrameScanMap> maps;
+      SpecimenExtent extent;
+      for (std::size_t k = 0; k < s.frame_count(); ++k) {
+        maps.push_back(FrameScanMap::rigid(timing, {rigid[k].x + d0.x, rigid[k].y + d0.y}));
+        extent.merge(frame_extent(maps.back(), timing));
+      }
+      const SpecimenGrid grid = SpecimenGrid::covering(extent, timing);
+      std::vector<double> sum(static_cast<std::size_t>(grid.width) * grid.height), cover(sum.size());
+      for (std::size_t k = 0; k < s.frame_count(); ++k)
+        accumulate_in_specimen_coordinates(held[k], maps[k], grid, sum, cover);
+      rigid_specimen = finish_specimen_average(grid, sum, cover);
+    }
+    const PlacedAverage rigid_avg{rigid_specimen.image, rigid_specimen.origin};
+    const double r_rigid = residual_to_specimen(s, rigid_avg, region);
+    const double r_corr = residual_to_specimen(s, {est.average.image, est.average.origin}, region);
+    const double r_oracle = residual_to_specimen(s, {oracle_avg.image, oracle_avg.origin}, region);
+    const Errors e = line_errors(s, est.model, rigid);
+    std::printf("%-52s  residual oracle %.4f  corrected %.4f (%+.1f%%)  rigid %.4f (%+.1f%%)\n", c.name.c_str(),
+                r_oracle, r_corr, 100.0 * (r_corr / r_oracle - 1.0), r_rigid, 100.0 * (r_rigid / r_oracle - 1.0));
+    std::printf(
+        "%-52s  per-line drift error %.4f px (rigid %.4f)  jitter error %.4f px (%.4f if 0)  rounds %zu converged %d"
+        "  wall rigid %.2f s + correction %.2f s = %.2fx rigid  region %zu px\n",
+        "", e.line_drift, e.rigid_line_drift, e.jitter, e.jitter_zero, est.rounds.size(), est.converged ? 1 : 0,
+        rigid_wall, corrected_wall, (rigid_wall + corrected_wall) / rigid_wall, region.size());
+    std::fflush(stdout);
+  }
+  return 0;
+}
