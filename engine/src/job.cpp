@@ -242,4 +242,23 @@ void validate(const Job& job) {
   check_fields(job, "execution");
 }
 
+ScanTimingSettings ScanSettings::timing() const {
+  ScanTimingSettings t;
+  t.dwell = dwell > 0 ? dwell : 1e-6;
+  t.line_flyback_fraction = line_flyback;
+  t.frame_flyback_fraction = frame_flyback;
+  t.direction = direction;
+  return t;
+}
+
+ScanDistortionSettings ScanSettings::distortion() const {
+  ScanDistortionSettings d;
+  d.band_lines = band_lines;
+  d.max_rounds = rounds;
+  d.smoothing = smoothing;
+  d.estimate_jitter = line_jitter;
+  d.max_band_offset = max_band_offset;
+  return d;
+}
+
 }  // namespace driftscan

@@ -184,12 +184,15 @@ constexpr auto A = &Job::averaging;
 constexpr auto S = &Job::synth;
 constexpr auto E = &Job::execution;
 constexpr auto P = &Job::spectrum;
+constexpr auto C = &Job::scan;
+constexpr unsigned scanned = avg | syn;
 
 std::vector<JobField> make_table() {
   using Reg = RegistrationSettings;
   using Avg = AveragingOptions;
   using Syn = SynthOptions;
   using Exe = ExecutionSettings;
+  using Scan = ScanSettings;
   // One row per field, its aspects read as a sentence: kept as written.
   // clang-format off
   return {
@@ -301,6 +304,38 @@ std::vector<JobField> make_table() {
       Row("synth", "grain_boundary", T::boolean, "Add a grain boundary").flag("--grain-boundary", syn)
           .member<S, &Syn::grain_boundary>(),
       Row("synth", "seed", T::seed, "Random seed").flag("--seed", syn).member<S, &Syn::seed>(),
+
+      Row("synth", "drift_wobble", T::number, "Sinusoidal drift amplitude per axis (pixels; scanned series only)")
+          .flag("--drift-wobble", syn).at_least(0).checked_for(syn).member<S, &Syn::drift_wobble>(),
+      Row("synth", "drift_wobble_period", T::number, "Period of the drift wobble (frame times)")
+          .flag("--wobble-period", syn).above(0).checked_for(syn).member<S, &Syn::drift_wobble_period>(),
+
+      // scan: STEM raster timing (synth scans with it when dwell > 0) and the scan-distortion correction
+      Row("scan", "dwell", T::number, "Pixel dwell time (s); 0: unknown (1 us assumed, with a warning)")
+          .flag("--scan-dwell", scanned).at_least(0).editor("Dwell time", "s").spin(0.0, 1.0, 9, 1e-7)
+          .member<C, &Scan::dwell>(),
+      Row("scan", "line_flyback", T::number, "Line fly-back, as a fraction of the line's active time")
+          .flag("--line-flyback", scanned).at_least(0).editor("Line fly-back", "of a line").spin(0.0, 100.0, 3, 0.05)
+          .member<C, &Scan::line_flyback>(),
+      Row("scan", "frame_flyback", T::number, "Frame fly-back, as a fraction of the frame's active time")
+          .flag("--frame-flyback", scanned).at_least(0).editor("Frame fly-back", "of a frame").spin(0.0, 100.0, 3, 0.05)
+          .member<C, &Scan::frame_flyback>(),
+      Row("scan", "direction", T::choice, "Scan direction (rotated90: lines are columns)")
+          .choices(enum_names<ScanDirection>()).flag("--scan-direction", scanned).editor("Scan direction")
+          .member<C, &Scan::direction>(),
+      Row("scan", "correct_distortion", T::boolean, "Correct the drift during each scanned frame, line by line")
+          .flag("--scan-distortion", reg).is_switch().editor("Scan distortion").member<C, &Scan::correct_distortion>(),
+      Row("scan", "band_lines", T::integer, "Scan lines per band registered against the average")
+          .flag("--band-lines", reg).at_least(4).at_most(4096).editor("Band lines").spin(4, 4096)
+          .enabled_when("scan.correct_distortion", "true").member<C, &Scan::band_lines>(),
+      Row("scan", "rounds", T::integer, "Rounds of band registration and re-averaging")
+          .flag("--distortion-rounds", reg).at_least(1).at_most(20).member<C, &Scan::rounds>(),
+      Row("scan", "smoothing", T::number, "Curvature penalty of the drift path d(t)")
+          .flag("--path-smoothing", reg).at_least(0).member<C, &Scan::smoothing>(),
+      Row("scan", "line_jitter", T::boolean, "Estimate each scan line's offset along the fast axis")
+          .flag("--line-jitter", reg).member<C, &Scan::line_jitter>(),
+      Row("scan", "max_band_offset", T::number, "Bound on a band's move from the rigid drift (px; < half a lattice period)")
+          .flag("--max-band-offset", reg).above(0).member<C, &Scan::max_band_offset>(),
 
       // execution
       Row("execution", "profile", T::text, "Launch profile recorded in the job (driftscan-launch)")

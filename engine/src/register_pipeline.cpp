@@ -234,7 +234,8 @@ RegisterOutputs write_register_outputs(const std::string& out_dir, const FrameSo
                                        const std::vector<Registration>& registrations,
                                        const std::vector<OperatorApplication>& applications,
                                        const AverageResult& average, const std::vector<std::string>& warnings,
-                                       const nlohmann::json& report_extra, const std::vector<ReportArray>& streamed) {
+                                       const nlohmann::json& report_extra, const std::vector<ReportArray>& streamed,
+                                       const std::string& average_suffix) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(out_dir, ec);
@@ -242,8 +243,8 @@ RegisterOutputs write_register_outputs(const std::string& out_dir, const FrameSo
     throw failure(out_dir + ": cannot create the output folder (" + ec.message() + ")");
   RegisterOutputs files;
   files.drift = (fs::path(out_dir) / "drift.csv").string();
-  files.average = (fs::path(out_dir) / "average.tif").string();
-  files.coverage = (fs::path(out_dir) / "coverage.tif").string();
+  files.average = (fs::path(out_dir) / ("average" + average_suffix + ".tif")).string();
+  files.coverage = (fs::path(out_dir) / ("coverage" + average_suffix + ".tif")).string();
   files.report = (fs::path(out_dir) / "report.json").string();
   // A previous report would make a half-rewritten folder look complete.
   fs::remove(files.report, ec);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "driftscan/enum_names.hpp"
 #include "driftscan/error.hpp"
 
 namespace driftscan {
@@ -19,19 +20,12 @@ void require_non_negative(double v, const char* name) {
 
 }  // namespace
 
-std::string to_string(ScanDirection direction) {
-  switch (direction) {
-    case ScanDirection::normal: return "normal";
-    case ScanDirection::serpentine: return "serpentine";
-    case ScanDirection::rotated90: return "rotated90";
-  }
-  return "normal";
-}
+std::string to_string(ScanDirection direction) { return enum_name(direction); }
 
 ScanDirection scan_direction_from_string(const std::string& text) {
-  if (text == "normal") return ScanDirection::normal;
-  if (text == "serpentine") return ScanDirection::serpentine;
-  if (text == "rotated90" || text == "rotated-90" || text == "90") return ScanDirection::rotated90;
+  ScanDirection d;
+  if (enum_from_name(text, d)) return d;
+  if (text == "rotated-90" || text == "90") return ScanDirection::rotated90;
   throw bad_input("scan timing: scan direction '" + text + "' is not one of normal, serpentine, rotated90");
 }
 

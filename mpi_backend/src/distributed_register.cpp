@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -16,12 +17,16 @@
 #include <vector>
 
 #include "driftscan/error.hpp"
+#include "driftscan/line_drift_table.hpp"
+#include "driftscan/mpi/allgather_records.hpp"
 #include "driftscan/mpi/distributed_checkpoint.hpp"
+#include "driftscan/mpi/distributed_scan_distortion.hpp"
 #include "driftscan/mpi/job_runner.hpp"
 #include "driftscan/mpi/register_checkpoint.hpp"
 #include "driftscan/mpi/scan_trace.hpp"
 #include "driftscan/mpi/work_stealing_scan.hpp"
 #include "driftscan/tiff_series.hpp"
+#include "driftscan/tiff_writer.hpp"
 
 namespace driftscan::mpi {
 namespace fs = std::filesystem;
@@ -29,28 +34,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// Gathers every rank's trivially copyable records to all ranks, in rank order.
-template <class T>
-std::vector<T> allgather_records(MPI_Comm comm, const std::vector<T>& mine) {
-  static_assert(std::is_trivially_copyable_v<T>, "records travel bitwise");
-  int size = 1;
-  MPI_Comm_size(comm, &size);
-  int bytes = static_cast<int>(mine.size() * sizeof(T));
-  std::vector<int> counts(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size), 0);
-  MPI_Allgather(&bytes, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
-  long long total = 0;
-  for (int r = 0; r < size; ++r) {
-    displs[static_cast<std::size_t>(r)] = static_cast<int>(total);
-    total += counts[static_cast<std::size_t>(r)];
-  }
-  if (total > (long long)(1u << 31) - 1) throw failure("register: gathered results exceed 2 GB");
-  std::vector<unsigned char> buffer(static_cast<std::size_t>(total));
-  MPI_Allgatherv(mine.data(), bytes, MPI_BYTE, buffer.data(), counts.data(), displs.data(), MPI_BYTE, comm);
-  std::vector<T> out(buffer.size() / sizeof(T));
-  if (!out.empty()) std::memcpy(out.data(), buffer.data(), out.size() * sizeof(T));
-  return out;
-}
 
 // Every rank indexes the file (IFD offsets only) and decodes frames on demand.
 std::unique_ptr<TiffSeries> open_series(const Job& job) {
@@ -170,7 +153,14 @@ struct RegisterRun {
         frames(open_series(job)),
         n(frames->frame_count()),
         op(*frames, job.registration, 1, prepared_cache_bytes(job)),
-        known(n) {}
+        known(n) {
+    if (job.scan.correct_distortion) {
+      // Checked before any work: impossible timing or bands that do not fit
+      // a frame are one-line errors naming the setting, and nothing is written.
+      timing.emplace(job.scan.timing(), frames->width(), frames->height());
+      ScanDistortionSteps check(*timing, job.scan.distortion(), n);
+    }
+  }
 
   // The scan's operator: polls the cancel, records the application and counts it.
   Registration combine(const Registration& a, const Registration& b) {
@@ -202,6 +192,10 @@ struct RegisterRun {
   std::mutex applications_mu;
   std::vector<OperatorApplication> applications;  // this rank's
   std::size_t applied = 0;
+
+  std::optional<ScanTiming> timing;  // with the scan-distortion correction
+  std::optional<DistributedDistortion> distortion;
+  double distortion_seconds = 0.0;
 
   RegisterResult res;
 };
@@ -382,6 +376,77 @@ void scan(RegisterRun& run) {
 
 // Phase "average" (rank 0): the frames streamed through the averaging with
 // the job's thread count.
+// Phase "distortion" (with --scan-distortion): the drift line by line and the
+// average in specimen coordinates, started from the rigid result.
+void correct_distortion(RegisterRun& run) {
+  const auto t0 = Clock::now();
+  const Job& job = run.job;
+  if (run.ctx.rank == 0 && job.scan.dwell <= 0)
+    run.ctx.progress.log(LogLevel::warning, "scan timing: no dwell time given (scan.dwell, --scan-dwell): assuming " +
+                                                run.timing->describe());
+  const Point centre{(run.frames->width() - 1) / 2.0, (run.frames->height() - 1) / 2.0};
+  std::vector<Point> rigid;
+  rigid.reserve(run.n);
+  for (const Registration& r : run.res.registrations) {
+    const Point d = r.transform.displacement(centre);
+    rigid.push_back(d);
+  }
+  run.distortion =
+      correct_scan_distortion(*run.frames, *run.timing, rigid, job.scan.distortion(), run.ctx, run.threads);
+  if (run.ctx.rank == 0 && !run.distortion->converged && run.distortion->rounds.size() > 1)
+    run.ctx.progress.log(LogLevel::info, "scan distortion: the drift path still moved by " +
+                                             message_number(run.distortion->rounds.back().path_change) +
+                                             " px in the last round (rounds: scan.rounds)");
+  run.distortion_seconds = since(t0);
+}
+
+// The corrected average, its coverage and lines.csv (rank 0), before the
+// report that records them; the report fields that describe them.
+nlohmann::json write_distortion_outputs(RegisterRun& run) {
+  const Job& job = run.job;
+  const DistributedDistortion& d = *run.distortion;
+  const fs::path out(job.output);
+  RegisterOutputs& files = run.res.files;
+  files.average = (out / "average.tif").string();
+  files.coverage = (out / "coverage.tif").string();
+  files.lines = (out / "lines.csv").string();
+  files.average_rigid = (out / "average_rigid.tif").string();
+  TiffWriteOptions tw;
+  tw.format = SampleFormat::float32;
+  tw.pixel_size = run.frames->pixel_size();
+  tw.unit = run.frames->pixel_unit();
+  write_tiff(files.average, d.average.image, tw);
+  write_tiff(files.coverage, d.average.coverage, tw);
+  write_line_drift_csv(files.lines, *run.timing, run.n, d.model, d.band_samples, job.scan.band_lines);
+  double jitter2 = 0.0, lines = 0.0;
+  for (const auto& row : d.model.jitter)
+    for (double j : row) jitter2 += j * j, lines += 1;
+  nlohmann::json rounds = nlohmann::json::array();
+  for (const auto& r : d.rounds) rounds.push_back({{"path_change_px", r.path_change}, {"seconds", r.seconds}});
+  const ScanTiming& t = *run.timing;
+  return {{"timing",
+           {{"dwell_s", t.dwell()},
+            {"line_time_s", t.line_time()},
+            {"frame_time_s", t.frame_time()},
+            {"direction", to_string(t.direction())},
+            {"dwell_given", job.scan.dwell > 0}}},
+          {"average_origin", {d.average.origin.x, d.average.origin.y}},
+          {"average_convention",
+           "average.tif pixel (i, j) shows specimen point origin + (i, j); specimen coordinates are frame 0's pixels "
+           "at the start of frame 0 (d = 0)"},
+          {"rounds", rounds},
+          {"converged", d.converged},
+          {"band_samples", d.band_samples.size()},
+          {"jitter_rms_px", lines > 0 ? std::sqrt(jitter2 / lines) : 0.0},
+          {"seconds", run.distortion_seconds},
+          {"files",
+           {{"average", files.average},
+            {"coverage", files.coverage},
+            {"lines", files.lines},
+            {"average_rigid", files.average_rigid},
+            {"coverage_rigid", (out / "coverage_rigid.tif").string()}}}};
+}
+
 void average(RegisterRun& run) {
   const auto t0 = Clock::now();
   RegisterResult& res = run.res;
@@ -422,10 +487,28 @@ void write_outputs(RegisterRun& run) {
                         {"average", res.seconds.average},
                         {"before_write_total", res.seconds.total}};
   const auto& records = run.trace.records();
+  const fs::path out(job.output);
+  std::error_code ec;
+  fs::remove(out / "report.json", ec);  // the old record of completeness goes before any new file appears
+  if (run.distortion) {
+    extra["timings_s"]["distortion"] = run.distortion_seconds;
+    extra["scan_distortion"] = write_distortion_outputs(run);
+  } else {
+    // A corrected run's files in the same folder would be mixed with this run's.
+    for (const char* stale : {"lines.csv", "average_rigid.tif", "coverage_rigid.tif"}) fs::remove(out / stale, ec);
+  }
+  const RegisterOutputs corrected = res.files;
   res.files = write_register_outputs(
       job.output, *run.frames, job.registration, job.averaging, res.registrations, res.applications, res.average,
       res.warnings, extra,
-      {{{"scan_trace", "records"}, records.size(), [&](std::size_t i) { return ScanTrace::record_json(records[i]); }}});
+      {{{"scan_trace", "records"}, records.size(), [&](std::size_t i) { return ScanTrace::record_json(records[i]); }}},
+      run.distortion ? "_rigid" : "");
+  if (run.distortion) {
+    res.files.average_rigid = res.files.average;
+    res.files.average = corrected.average;
+    res.files.coverage = corrected.coverage;
+    res.files.lines = corrected.lines;
+  }
   run.ctx.progress.advance(4);
   remove_checkpoints(job.output);  // the outputs are complete: nothing left to resume
   res.seconds.write = since(t0);
@@ -460,6 +543,7 @@ RegisterResult register_distributed(const Job& job, RunContext& ctx) {
   resume(run);
   compute_pairs(run);
   scan(run);
+  if (run.timing) correct_distortion(run);
   on_root_then_together(run, [&] {
     average(run);
     write_outputs(run);

@@ -92,7 +92,14 @@ int run_synth(const Job& job, RunContext& ctx) {
   on_root(ctx, [&] {
     std::string folder = fs::path(series).parent_path().string();
     if (!folder.empty()) make_output_folder(folder);
-    SynthOutputs out = write_synthetic_series(job.synth, series, &ctx.progress, &ctx.cancel);
+    SynthOptions synth = job.synth;
+    if (job.scan.dwell > 0) {  // scanned: drift during each frame bends it, as in STEM
+      synth.scan_dwell = job.scan.dwell;
+      synth.scan_line_flyback = job.scan.line_flyback;
+      synth.scan_frame_flyback = job.scan.frame_flyback;
+      synth.scan_direction = job.scan.direction;
+    }
+    SynthOutputs out = write_synthetic_series(synth, series, &ctx.progress, &ctx.cancel);
     auto abs = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
     files = {{"series", abs(out.series)}, {"truth", abs(out.truth)}, {"reference", abs(out.reference)}};
   });
@@ -112,6 +119,8 @@ int run_register(const Job& job, RunContext& ctx) {
              {"average", abs(r.files.average)},
              {"coverage", abs(r.files.coverage)},
              {"report", abs(r.files.report)}};
+    if (!r.files.lines.empty()) files["lines"] = abs(r.files.lines);
+    if (!r.files.average_rigid.empty()) files["average_rigid"] = abs(r.files.average_rigid);
     char line[200];
     std::snprintf(line, sizeof line,
                   "registered %zu frames in %.2f s: %.1f frames/s (pairs %.2f s, scan %.2f s, average %.2f s)", frames,
@@ -126,7 +135,8 @@ int run_register(const Job& job, RunContext& ctx) {
       if (fs::path(f).filename() != fs::path(checkpoint_path(job.output)).filename()) return true;
     return false;
   }();
-  if (ctx.size > 1 || rank_checkpoints) {
+  // The scan-distortion correction is a phase of the distributed path (one rank included).
+  if (ctx.size > 1 || rank_checkpoints || job.scan.correct_distortion) {
     RegisterResult r = register_distributed(job, ctx);
     if (ctx.rank == 0) announce(r, r.registrations.size());
   } else {

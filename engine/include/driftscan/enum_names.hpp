@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "driftscan/averaging.hpp"
+#include "driftscan/scan_timing.hpp"
 #include "driftscan/synthetic_series.hpp"
 #include "driftscan/transform.hpp"
 
@@ -42,6 +43,13 @@ struct EnumNames<Interpolation> {
 template <>
 struct EnumNames<Lattice> {
   static constexpr EnumEntry<Lattice> table[] = {{Lattice::hex, "hex"}, {Lattice::square, "square"}};
+};
+
+template <>
+struct EnumNames<ScanDirection> {
+  static constexpr EnumEntry<ScanDirection> table[] = {{ScanDirection::normal, "normal"},
+                                                       {ScanDirection::serpentine, "serpentine"},
+                                                       {ScanDirection::rotated90, "rotated90"}};
 };
 
 template <class E>

@@ -9,6 +9,8 @@
 
 #include "driftscan/averaging.hpp"
 #include "driftscan/registration_settings.hpp"
+#include "driftscan/scan_distortion.hpp"
+#include "driftscan/scan_timing.hpp"
 #include "driftscan/synthetic_series.hpp"
 
 namespace driftscan {
@@ -32,6 +34,27 @@ struct ExecutionSettings {
   bool resume = false;
 };
 
+// How the frames were scanned (STEM raster timing) and whether the drift
+// during each frame is corrected (../shared/notes/scan-distortion.md). synth
+// scans its frames with this timing when dwell > 0.
+struct ScanSettings {
+  double dwell = 0.0;          // s per pixel; 0: unknown (1 us assumed, with a warning, where it is needed)
+  double line_flyback = 0.0;   // fraction of a line's active time (samples x dwell)
+  double frame_flyback = 0.0;  // fraction of a frame's active time (lines x line time)
+  ScanDirection direction = ScanDirection::normal;
+  bool correct_distortion = false;  // register: per-line drift and jitter, average in specimen coordinates
+  int band_lines = 16;
+  int rounds = 2;
+  double smoothing = 0.05;
+  bool line_jitter = true;
+  double max_band_offset = 2.0;  // px
+
+  // The timing for the engine (dwell 0 -> 1 us: only ratios of times matter
+  // to the correction, so a missing dwell changes nothing but the t column).
+  ScanTimingSettings timing() const;
+  ScanDistortionSettings distortion() const;
+};
+
 struct Job {
   int version = 1;
   std::string command = "register";  // register | average | spectrum | synth
@@ -41,6 +64,7 @@ struct Job {
   AveragingOptions averaging;
   SpectrumSettings spectrum;
   SynthOptions synth;
+  ScanSettings scan;
   ExecutionSettings execution;
 };
 

@@ -48,6 +48,7 @@ struct PhaseSeconds {
 
 struct RegisterOutputs {
   std::string drift, average, coverage, report;
+  std::string lines, average_rigid;  // with the scan-distortion correction only
 };
 
 struct RegisterResult {
@@ -94,7 +95,8 @@ struct ReportArray {
   std::function<nlohmann::json(std::size_t)> record;  // record i
 };
 
-// Phase "write": the four files in `out_dir` (created), atomically each;
+// Phase "write": the four files in `out_dir` (created), atomically each
+// (average and coverage named average<suffix>.tif, coverage<suffix>.tif);
 // report.json is written last. `report_extra` is merged into the report
 // (timings, execution details of the caller), then `streamed` arrays are
 // written in at their paths.
@@ -104,7 +106,8 @@ RegisterOutputs write_register_outputs(const std::string& out_dir, const FrameSo
                                        const std::vector<OperatorApplication>& applications,
                                        const AverageResult& average, const std::vector<std::string>& warnings,
                                        const nlohmann::json& report_extra,
-                                       const std::vector<ReportArray>& streamed = {});
+                                       const std::vector<ReportArray>& streamed = {},
+                                       const std::string& average_suffix = "");
 
 // drift.csv alone (atomically): frame,dx,dy [,angle_deg] [,a,b,c,d,tx,ty],
 // iterations,cost,ncc,quality,used,flags. (dx, dy) is the displacement

@@ -1,0 +1,166 @@
+#include "driftscan/mpi/distributed_scan_distortion.hpp"
+
+#include <mpi.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "driftscan/error.hpp"
+#include "driftscan/mpi/allgather_records.hpp"
+#include "driftscan/mpi/job_runner.hpp"
+
+namespace driftscan::mpi {
+namespace {
+
+// Runs this rank's part, then agrees with the others: a failure or a cancel
+// on any rank ends every rank (nobody is left waiting in the next collective).
+template <class Body>
+void together(RunContext& ctx, Body&& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    agree_on_outcome(ctx, &e);
+    throw;
+  } catch (const std::exception& e) {
+    const Error wrapped(ErrorKind::failure, e.what());
+    agree_on_outcome(ctx, &wrapped);
+    throw wrapped;
+  }
+  agree_on_outcome(ctx, nullptr);
+}
+
+// The average of every rank's frames under `model`: the grid covering all
+// frames, each rank's sums added up (on every rank, or on rank 0 only).
+SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timing, const ScanModel& model,
+                               std::size_t lo, std::size_t hi, RunContext& ctx, bool everywhere,
+                               std::size_t& progress_done) {
+  SpecimenExtent extent;
+  together(ctx, [&] {
+    for (std::size_t k = lo; k < hi; ++k) extent.merge(frame_extent(FrameScanMap(timing, model, k), timing));
+  });
+  double bounds[4] = {-extent.xmin, extent.xmax, -extent.ymin, extent.ymax};
+  MPI_Allreduce(MPI_IN_PLACE, bounds, 4, MPI_DOUBLE, MPI_MAX, ctx.comm);
+  extent = {-bounds[0], bounds[1], -bounds[2], bounds[3]};
+  SpecimenGrid grid;
+  std::vector<double> sums;
+  together(ctx, [&] {
+    grid = SpecimenGrid::covering(extent, timing);
+    const std::size_t size = static_cast<std::size_t>(grid.width) * static_cast<std::size_t>(grid.height);
+    sums.assign(2 * size, 0.0);
+    std::vector<double> sum(size, 0.0), coverage(size, 0.0);
+    for (std::size_t k = lo; k < hi; ++k) {
+      ctx.cancel.throw_if_cancelled();
+      accumulate_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid, sum, coverage);
+      ctx.progress.advance(++progress_done);
+    }
+    std::copy(sum.begin(), sum.end(), sums.begin());
+    std::copy(coverage.begin(), coverage.end(), sums.begin() + static_cast<long>(size));
+  });
+  const int count = static_cast<int>(sums.size());
+  if (everywhere) MPI_Allreduce(MPI_IN_PLACE, sums.data(), count, MPI_DOUBLE, MPI_SUM, ctx.comm);
+  else if (ctx.rank == 0) MPI_Reduce(MPI_IN_PLACE, sums.data(), count, MPI_DOUBLE, MPI_SUM, 0, ctx.comm);
+  else MPI_Reduce(sums.data(), nullptr, count, MPI_DOUBLE, MPI_SUM, 0, ctx.comm);
+  if (!everywhere && ctx.rank != 0) return {};
+  const std::size_t size = sums.size() / 2;
+  const std::vector<double> sum(sums.begin(), sums.begin() + static_cast<long>(size));
+  const std::vector<double> coverage(sums.begin() + static_cast<long>(size), sums.end());
+  return finish_specimen_average(grid, sum, coverage);
+}
+
+}  // namespace
+
+DistributedDistortion correct_scan_distortion(const FrameSource& frames, const ScanTiming& timing,
+                                              const std::vector<Point>& rigid_drift,
+                                              const ScanDistortionSettings& settings, RunContext& ctx, int threads) {
+  const std::size_t n = frames.frame_count();
+  const std::size_t ranks = static_cast<std::size_t>(ctx.size), rank = static_cast<std::size_t>(ctx.rank);
+  const std::size_t lo = n * rank / ranks, hi = n * (rank + 1) / ranks;
+  const int saved_threads = omp_get_max_threads();
+  omp_set_num_threads(std::max(1, threads));
+  struct RestoreThreads {
+    int n;
+    ~RestoreThreads() { omp_set_num_threads(n); }
+  } restore{saved_threads};
+
+  DistributedDistortion out;
+  std::optional<ScanDistortionSteps> steps;
+  together(ctx, [&] {
+    if (frames.width() != timing.width() || frames.height() != timing.height())
+      throw bad_input("scan distortion: the scan timing is for " + std::to_string(timing.width()) + "x" +
+                      std::to_string(timing.height()) + " frames, the series has " + std::to_string(frames.width()) +
+                      "x" + std::to_string(frames.height()));
+    steps.emplace(timing, settings, n);
+    out.model = steps->initial_model(rigid_drift);
+  });
+  // Only this rank's frames' jitter is kept (the others' is not needed here).
+  for (std::size_t k = 0; k < n; ++k)
+    if (k < lo || k >= hi) out.model.jitter[k].clear(), out.model.jitter[k].shrink_to_fit();
+
+  const std::size_t mine = hi - lo;
+  ctx.progress.phase("distortion", mine * (3 * static_cast<std::size_t>(settings.max_rounds) + 1));
+  std::size_t done = 0;
+  for (int round = 0; round < settings.max_rounds; ++round) {
+    const auto started = std::chrono::steady_clock::now();
+    steps->set_template(combined_average(frames, timing, out.model, lo, hi, ctx, true, done));
+    std::vector<DriftSample> samples;
+    double noise[2] = {0.0, 0.0};
+    together(ctx, [&] {
+      for (std::size_t k = lo; k < hi; ++k) {
+        ctx.cancel.throw_if_cancelled();
+        std::vector<DriftSample> s = steps->fit_bands(frames.frame(k), k, out.model, noise[0], noise[1]);
+        samples.insert(samples.end(), s.begin(), s.end());
+        ctx.progress.advance(++done);
+      }
+    });
+    MPI_Allreduce(MPI_IN_PLACE, noise, 2, MPI_DOUBLE, MPI_SUM, ctx.comm);
+    samples = allgather_records(ctx.comm, samples);
+    const DriftPath previous = out.model.path;
+    together(ctx, [&] { out.model.path = steps->fit_path(samples); });
+    together(ctx, [&] {
+      const double variance = noise[1] > 0 ? noise[0] / noise[1] : 1.0;
+      for (std::size_t k = lo; k < hi; ++k) {
+        ctx.cancel.throw_if_cancelled();
+        if (settings.estimate_jitter) out.model.jitter[k] = steps->fit_jitter(frames.frame(k), k, out.model, variance);
+        ctx.progress.advance(++done);
+      }
+    });
+    ScanDistortionRound r;
+    r.path_change = steps->path_change(out.model.path, previous);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    out.rounds.push_back(r);
+    out.band_samples = std::move(samples);
+    if (round >= 1 && r.path_change < settings.tolerance) {
+      out.converged = true;
+      break;
+    }
+  }
+  out.average = combined_average(frames, timing, out.model, lo, hi, ctx, false, done);
+
+  // Every frame's jitter to rank 0, in frame order (ranks hold consecutive blocks).
+  const std::size_t lines = static_cast<std::size_t>(timing.lines());
+  std::vector<double> flat;
+  flat.reserve(mine * lines);
+  for (std::size_t k = lo; k < hi; ++k) flat.insert(flat.end(), out.model.jitter[k].begin(), out.model.jitter[k].end());
+  std::vector<int> counts(ranks), displs(ranks, 0);
+  const int my_count = static_cast<int>(flat.size());
+  MPI_Gather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, ctx.comm);
+  std::vector<double> all;
+  if (ctx.rank == 0) {
+    long total = 0;
+    for (std::size_t r = 0; r < ranks; ++r) displs[r] = static_cast<int>(total), total += counts[r];
+    all.resize(static_cast<std::size_t>(total));
+  }
+  MPI_Gatherv(flat.data(), my_count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, 0, ctx.comm);
+  if (ctx.rank == 0 && all.size() == n * lines)
+    for (std::size_t k = 0; k < n; ++k)
+      out.model.jitter[k].assign(all.begin() + static_cast<long>(k * lines),
+                                 all.begin() + static_cast<long>((k + 1) * lines));
+  return out;
+}
+
+}  // namespace driftscan::mpi
