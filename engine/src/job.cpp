@@ -239,6 +239,7 @@ void validate(const Job& job) {
 
   check_fields(job, "spectrum");
   check_fields(job, "synth");
+  check_fields(job, "scan");
   check_fields(job, "execution");
 }
 

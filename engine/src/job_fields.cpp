@@ -374,7 +374,7 @@ const std::vector<JobField>& job_fields() {
 }
 
 const std::vector<std::string>& job_blocks() {
-  static const std::vector<std::string> blocks{"registration", "averaging", "spectrum", "synth", "execution"};
+  static const std::vector<std::string> blocks{"registration", "averaging", "spectrum", "synth", "scan", "execution"};
   return blocks;
 }
 

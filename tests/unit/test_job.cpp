@@ -57,6 +57,11 @@ TEST(Job, RoundTripKeepsEverySetting) {
   j.synth.lattice = driftscan::Lattice::square;
   j.synth.drift_linear_x = -0.5;
   j.synth.seed = 42;
+  j.scan.dwell = 4e-6;
+  j.scan.line_flyback = 0.3;
+  j.scan.direction = driftscan::ScanDirection::rotated90;
+  j.scan.correct_distortion = true;
+  j.scan.band_lines = 24;
   j.execution.scan_algorithm = "blelloch";
   j.execution.work_stealing = false;
   j.execution.resume = true;
@@ -67,6 +72,9 @@ TEST(Job, RoundTripKeepsEverySetting) {
   EXPECT_EQ(back.averaging.exclude_frames.size(), 2u);
   EXPECT_EQ(back.synth.lattice, driftscan::Lattice::square);
   EXPECT_EQ(back.spectrum.max_frames, 500u);
+  EXPECT_EQ(back.scan.direction, driftscan::ScanDirection::rotated90);
+  EXPECT_EQ(a["scan"]["direction"], "rotated90");
+  EXPECT_TRUE(back.scan.correct_distortion);
   EXPECT_EQ(a["registration"]["roi"], json::array({3, 4, 50, 60}));
   EXPECT_EQ(a["driftscan_job"], 1);
 }
