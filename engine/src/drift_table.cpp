@@ -9,9 +9,7 @@
 #include "driftscan/error.hpp"
 
 namespace driftscan {
-namespace {
-
-std::vector<std::string> split(const std::string& line) {
+std::vector<std::string> split_csv_fields(const std::string& line) {
   std::vector<std::string> out;
   std::stringstream ss(line);
   std::string item;
@@ -20,15 +18,13 @@ std::vector<std::string> split(const std::string& line) {
   return out;
 }
 
-}  // namespace
-
 DriftRecords read_drift_records(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw bad_input(path + ": cannot open the drift table");
   std::string line;
   if (!std::getline(in, line)) throw bad_input(path + ": empty drift table");
   std::map<std::string, std::size_t> col;
-  auto header = split(line);
+  auto header = split_csv_fields(line);
   for (std::size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
   for (const char* need : {"frame", "dx", "dy"})
     if (!col.count(need)) throw bad_input(path + ": no '" + need + "' column in the header");
@@ -43,7 +39,7 @@ DriftRecords read_drift_records(const std::string& path) {
   while (std::getline(in, line)) {
     ++lineno;
     if (line.empty() || line == "\r") continue;
-    auto f = split(line);
+    auto f = split_csv_fields(line);
     auto number = [&](const char* name) {
       std::size_t i = col.at(name);
       const std::string& s = i < f.size() ? f[i] : std::string();

@@ -232,8 +232,9 @@ void validate(const Job& job) {
 
   const auto& a = job.averaging;
   check_fields(job, "averaging");
-  check(job.command != "average" || !a.drift.empty(),
-        "'average' needs averaging.drift: the drift.csv of an earlier run (or a *_truth.csv)");
+  check(job.command != "average" || !a.drift.empty() || !a.lines.empty(),
+        "'average' needs averaging.drift: the drift.csv of an earlier run (or a *_truth.csv), or averaging.lines");
+  check(a.drift.empty() || a.lines.empty(), "averaging.drift and averaging.lines are exclusive: give one");
   check(a.interpolation != Interpolation::fourier || r.model == MotionModel::translation,
         "averaging.interpolation 'fourier' needs registration.model 'translation'");
 

@@ -262,6 +262,9 @@ std::vector<JobField> make_table() {
       Row("averaging", "drift", T::optional_text,
           "Drift table of an earlier run (drift.csv) or a *_truth.csv (spectrum: register the stack first)")
           .flag("--drift", for_average | for_spectrum).member<A, &Avg::drift>(),
+      Row("averaging", "lines", T::optional_text,
+          "lines.csv of a --scan-distortion run: average in specimen coordinates with its per-line drift (another detector of the same scan)")
+          .flag("--lines", for_average).member<A, &Avg::lines>(),
 
       // spectrum
       Row("spectrum", "frame", T::integer, "Frame whose power spectrum is written").flag("--frame", spec)

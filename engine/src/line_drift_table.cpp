@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 
 #include "driftscan/atomic_file.hpp"
+#include "driftscan/drift_table.hpp"
+#include "driftscan/error.hpp"
 
 namespace driftscan {
 
@@ -42,6 +46,74 @@ void write_line_drift_csv(const std::string& path, const ScanTiming& timing, std
     }
   }
   file.commit();
+}
+
+struct LineDriftReader::Impl {
+  std::string path;
+  const ScanTiming* timing = nullptr;
+  std::ifstream in;
+  std::size_t lineno = 1, next = 0;
+  std::size_t col[7] = {};
+  std::vector<std::string> pending;  // the first row of the next frame, already read
+};
+
+LineDriftReader::LineDriftReader(const std::string& path, const ScanTiming& timing) : impl_(std::make_unique<Impl>()) {
+  impl_->path = path;
+  impl_->timing = &timing;
+  impl_->in.open(path);
+  if (!impl_->in) throw bad_input(path + ": cannot open the line drift table");
+  std::string header;
+  if (!std::getline(impl_->in, header)) throw bad_input(path + ": empty line drift table");
+  const std::vector<std::string> names = split_csv_fields(header);
+  const char* need[7] = {"frame", "line", "t", "dx", "dy", "jitter", "weight"};
+  for (int i = 0; i < 7; ++i) {
+    const auto it = std::find(names.begin(), names.end(), need[i]);
+    if (it == names.end()) throw bad_input(path + ": no '" + need[i] + "' column in the header (not a lines.csv?)");
+    impl_->col[i] = static_cast<std::size_t>(it - names.begin());
+  }
+}
+
+LineDriftReader::~LineDriftReader() = default;
+
+bool LineDriftReader::next_frame(std::size_t& frame, std::vector<Point>& drift, std::vector<double>& jitter) {
+  Impl& m = *impl_;
+  const int lines = m.timing->lines();
+  drift.assign(static_cast<std::size_t>(lines), Point{});
+  jitter.assign(static_cast<std::size_t>(lines), 0.0);
+  std::string text;
+  for (int l = 0; l < lines; ++l) {
+    do {
+      if (!std::getline(m.in, text)) {
+        if (l == 0) return false;
+        throw bad_input(m.path + ": ends inside frame " + std::to_string(m.next) + " (line " + std::to_string(l) +
+                        " of " + std::to_string(lines) + ")");
+      }
+      ++m.lineno;
+    } while (text.empty() || text == "\r");
+    const std::vector<std::string> f = split_csv_fields(text);
+    auto number = [&](int c) {
+      const std::size_t i = m.col[c];
+      const std::string& s = i < f.size() ? f[i] : std::string();
+      char* end = nullptr;
+      const double v = std::strtod(s.c_str(), &end);
+      if (s.empty() || (*end != '\0' && *end != '\r') || !std::isfinite(v))
+        throw bad_input(m.path + ":" + std::to_string(m.lineno) + ": a value is not a finite number");
+      return v;
+    };
+    if (number(0) != static_cast<double>(m.next) || number(1) != static_cast<double>(l))
+      throw bad_input(m.path + ":" + std::to_string(m.lineno) + ": expected frame " + std::to_string(m.next) +
+                      ", line " + std::to_string(l) + " (the frames must have " + std::to_string(lines) + " lines)");
+    const double t = m.timing->line_mid_time(m.next, l);
+    if (std::fabs(number(2) - t) > 1e-6 * std::max(1e-3, std::fabs(t)))
+      throw bad_input(m.path + ":" + std::to_string(m.lineno) + ": t = " + message_number(number(2)) +
+                      " s, but the scan settings put this line at " + message_number(t) +
+                      " s: give the scan timing of the run that wrote it (--scan-dwell, --line-flyback, "
+                      "--frame-flyback, --scan-direction)");
+    drift[static_cast<std::size_t>(l)] = {number(3), number(4)};
+    jitter[static_cast<std::size_t>(l)] = number(5);
+  }
+  frame = m.next++;
+  return true;
 }
 
 }  // namespace driftscan

@@ -215,6 +215,32 @@ FrameScanMap FrameScanMap::rigid(const ScanTiming& timing, Point offset) {
   return m;
 }
 
+FrameScanMap FrameScanMap::from_lines(const ScanTiming& timing, const std::vector<Point>& mid_drift,
+                                      const std::vector<double>& jitter) {
+  const std::size_t lines = static_cast<std::size_t>(timing.lines());
+  if (mid_drift.size() != lines || jitter.size() != lines)
+    throw bad_input("scan distortion: a table of " + std::to_string(mid_drift.size()) + " lines for frames of " +
+                    std::to_string(lines));
+  FrameScanMap m;
+  m.timing_ = &timing;
+  m.start_.resize(lines);
+  m.per_sample_.resize(lines);
+  const Point fast = timing.fast_axis();
+  const double half = 0.5 * std::max(0, timing.samples_per_line() - 1);
+  for (std::size_t l = 0; l < lines; ++l) {
+    // Velocity from the neighbouring lines (one-sided at the ends), per dwell.
+    const std::size_t a = l > 0 ? l - 1 : l, b = l + 1 < lines ? l + 1 : l;
+    const double dt = static_cast<double>(b - a) * timing.line_time();
+    const Point v = dt > 0 ? Point{(mid_drift[b].x - mid_drift[a].x) / dt * timing.dwell(),
+                                   (mid_drift[b].y - mid_drift[a].y) / dt * timing.dwell()}
+                           : Point{};
+    m.per_sample_[l] = v;
+    m.start_[l] = {mid_drift[l].x - half * v.x + jitter[l] * fast.x, mid_drift[l].y - half * v.y + jitter[l] * fast.y};
+  }
+  m.mid_ = mid_drift[lines / 2];
+  return m;
+}
+
 Point FrameScanMap::probed(double x, double y) const {
   const std::size_t l =
       static_cast<std::size_t>(timing_->line_of(static_cast<int>(std::lround(x)), static_cast<int>(std::lround(y))));
@@ -253,8 +279,11 @@ SpecimenExtent frame_extent(const FrameScanMap& map, const ScanTiming& timing) {
 SpecimenGrid SpecimenGrid::covering(const SpecimenExtent& extent, const ScanTiming& timing) {
   if (extent.empty()) throw bad_input("scan distortion: no frame to average");
   SpecimenGrid g;
-  g.origin = {std::floor(extent.xmin), std::floor(extent.ymin)};
-  const double w = std::ceil(extent.xmax) - g.origin.x + 1, h = std::ceil(extent.ymax) - g.origin.y + 1;
+  // Snapped with a margin well above lines.csv's rounding (1e-5 px), so that
+  // re-averaging from the table (average --lines) lands on the same grid.
+  constexpr double snap = 1e-3;
+  g.origin = {std::floor(extent.xmin + snap), std::floor(extent.ymin + snap)};
+  const double w = std::ceil(extent.xmax - snap) - g.origin.x + 1, h = std::ceil(extent.ymax - snap) - g.origin.y + 1;
   if (w > 8.0 * timing.width() + 64 || h > 8.0 * timing.height() + 64)
     throw bad_input("scan distortion: the drift spans " + message_number(w) + "x" + message_number(h) +
                     " px, far beyond the frames; the rigid drift is not a usable start");

@@ -347,6 +347,7 @@ int run_job(const Job& job, RunContext& ctx) {
   if (ctx.rank == 0) ctx.progress.start(job.command, details);
   if (job.command == "synth") return run_synth(job, ctx);
   if (job.command == "register") return run_register(job, ctx);
+  if (job.command == "average" && !job.averaging.lines.empty()) return run_average_with_lines(job, ctx);
   if (job.command == "average") return run_average(job, ctx);
   if (job.command == "spectrum") return run_spectrum(job, ctx);
   throw bad_input("job: unknown command '" + job.command + "'");

@@ -42,6 +42,42 @@ report = json.load(open("one/report.json"))["scan_distortion"]
 assert report["rounds"] and report["timing"]["dwell_given"] and report["files"]["lines"].endswith("lines.csv")
 PY
 
+# average --lines: the same per-line model applied again (what another
+# detector of the same scan gets) reproduces the corrected average.
+"$ENGINE" average s.tif --lines one/lines.csv "${TIMING[@]}" --out relines --progress none
+python3 - <<'PY' || die "average --lines differs from the corrected average"
+import struct
+def read_tiff_f32(path):  # the engine's own uncompressed float32 writer: one image, one strip per row or block
+    b = open(path, "rb").read()
+    e = "<" if b[:2] == b"II" else ">"
+    ifd = struct.unpack(e + "I", b[4:8])[0]
+    n = struct.unpack(e + "H", b[ifd:ifd + 2])[0]
+    tags = {}
+    for i in range(n):
+        tag, typ, cnt, val = struct.unpack(e + "HHII", b[ifd + 2 + 12 * i: ifd + 14 + 12 * i])
+        if typ == 3 and cnt == 1: val &= 0xFFFF if e == "<" else val >> 16
+        tags[tag] = (typ, cnt, val)
+    w, h = tags[256][2], tags[257][2]
+    typ, cnt, off = tags[273]
+    offs = [off] if cnt == 1 else list(struct.unpack(e + ("I" if typ == 4 else "H") * cnt, b[off: off + cnt * (4 if typ == 4 else 2)]))
+    data = b"".join(b[o:] for o in offs[:1])[: 4 * w * h] if cnt == 1 else None
+    if data is None:
+        per = (w * h) // cnt
+        data = b"".join(b[o: o + 4 * per] for o in offs)
+    return w, h, struct.unpack(e + "f" * (w * h), data[: 4 * w * h])
+wa, ha, a = read_tiff_f32("one/average.tif")
+wb, hb, b = read_tiff_f32("relines/average.tif")
+assert (wa, ha) == (wb, hb), f"sizes {wa}x{ha} vs {wb}x{hb}"
+scale = max(abs(v) for v in a)
+diff = sum(abs(x - y) for x, y in zip(a, b)) / len(a)
+print(f"average --lines vs register: mean |difference| {diff:.5f} (peak {scale:.2f})")
+assert diff < 0.01 * scale
+PY
+set +e
+"$ENGINE" average s.tif --lines one/lines.csv --out wrongtiming --progress none 2> wrong.err; rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q "scan timing\|scan settings" wrong.err || die "lines.csv with other timing: rc $rc, $(cat wrong.err)"
+
 # A series without timing: defaults and a warning naming them.
 "$ENGINE" register s.tif --out nodwell --scan-distortion --progress plain 2> nodwell.err >/dev/null
 grep -q "no dwell time given" nodwell.err || die "no warning about the missing dwell time"

@@ -28,6 +28,7 @@ struct AveragingOptions {
   std::vector<std::size_t> exclude_frames;  // explicit rejections
   int median_tile = 128;                    // rows per tile band of the bounded-memory median
   std::string drift;                        // `average` command: drift table of an earlier run
+  std::string lines;                        // `average` command: lines.csv of a --scan-distortion run
   double median_memory_mb = 512;            // bound on the median's buffers; bands shrink to fit
 };
 

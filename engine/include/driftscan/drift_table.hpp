@@ -42,4 +42,7 @@ struct DriftRecords {
 // errors, and the optional columns present must be numbers too.
 DriftRecords read_drift_records(const std::string& path);
 
+// The comma-separated fields of one CSV row (a trailing comma: an empty last field).
+std::vector<std::string> split_csv_fields(const std::string& line);
+
 }  // namespace driftscan

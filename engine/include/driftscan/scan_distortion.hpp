@@ -73,6 +73,10 @@ class FrameScanMap {
   // A rigid frame: every pixel shows pixel + offset (drift.csv convention), to
   // average rigid results the same way as corrected ones.
   static FrameScanMap rigid(const ScanTiming& timing, Point offset);
+  // From a table of lines (lines.csv): d at each line's mid time and each
+  // line's jitter; the drift within a line from the neighbouring lines.
+  static FrameScanMap from_lines(const ScanTiming& timing, const std::vector<Point>& mid_drift,
+                                 const std::vector<double>& jitter);
   Point probed(double x, double y) const;
   Point pixel_showing(Point q) const;
   // The offset of a line at its start and its change per sample (dwell).

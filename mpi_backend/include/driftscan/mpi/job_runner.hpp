@@ -49,4 +49,9 @@ void cancellable_barrier(RunContext& ctx);
 // left waiting in a collective for one that has stopped.
 void agree_on_outcome(RunContext& ctx, const Error* local_error);
 
+// `average --lines lines.csv`: the series averaged in specimen coordinates
+// with a --scan-distortion run's per-line drift and jitter (another detector
+// recorded in the same scan), on rank 0. Writes average.tif, coverage.tif.
+int run_average_with_lines(const Job& job, RunContext& ctx);
+
 }  // namespace driftscan::mpi
