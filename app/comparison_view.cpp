@@ -66,6 +66,11 @@ void ComparisonView::setDrift(const std::vector<DriftRow>& drift) {
   refresh();
 }
 
+void ComparisonView::setAverageOrigin(QPointF origin) {
+  origin_ = origin;
+  refresh();
+}
+
 void ComparisonView::setMode(Mode m) { mode_->setCurrentIndex(int(m)); }
 
 void ComparisonView::setFrame(int k) {
@@ -87,7 +92,7 @@ driftscan::Frame ComparisonView::alignedFrame(const driftscan::Frame& raw, int k
   driftscan::Frame out(w, h, NAN);
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x) {
-      const double sx = x - dx, sy = y - dy;
+      const double sx = x + origin_.x() - dx, sy = y + origin_.y() - dy;
       if (driftscan::inside(raw, sx, sy)) out.at(x, y) = driftscan::sample_bilinear(raw, sx, sy);
     }
   return out;

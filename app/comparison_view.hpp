@@ -2,6 +2,7 @@
 // The averaged reconstruction beside a raw frame, with linked zoom and pan;
 // the right side can instead show the difference (aligned frame − average)
 // or a checkerboard of the two, which makes residual misalignment obvious.
+#include <QPointF>
 #include <QWidget>
 #include <memory>
 
@@ -20,6 +21,9 @@ class ComparisonView : public QWidget {
   enum class Mode { side_by_side, difference, checkerboard };
   explicit ComparisonView(QWidget* parent = nullptr);
   void setAverage(std::shared_ptr<const driftscan::Frame> average, const QString& path);
+  // The frame-0 point the average's pixel (0, 0) shows: (0, 0) but for a
+  // scan-distortion average, which is in specimen coordinates.
+  void setAverageOrigin(QPointF origin);
   void setSeries(std::shared_ptr<const driftscan::FrameSource> series);
   void setDrift(const std::vector<DriftRow>& drift);
   void setMode(Mode m);
@@ -44,5 +48,6 @@ class ComparisonView : public QWidget {
   std::shared_ptr<const driftscan::FrameSource> series_;
   std::vector<DriftRow> drift_;
   QString averagePath_;
+  QPointF origin_;
   int frame_ = 0;
 };

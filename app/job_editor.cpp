@@ -30,6 +30,7 @@ JobEditor::JobEditor(QWidget* parent) : QWidget(parent) {
   static const std::map<std::string, QString> titles{{"", "Series and results"},
                                                      {"registration", "Registration"},
                                                      {"averaging", "Averaging"},
+                                                     {"scan", "Scan timing and distortion"},
                                                      {"execution", "Where to run"}};
   std::vector<std::string> blocks{""};
   for (const auto& b : driftscan::job_blocks()) blocks.push_back(b);

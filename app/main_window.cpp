@@ -29,6 +29,7 @@
 #include <string>
 
 #include "comparison_view.hpp"
+#include "distortion_comparison_view.hpp"
 #include "drift_plot.hpp"
 #include "driftscan/atomic_file.hpp"
 #include "driftscan/error.hpp"
@@ -37,6 +38,7 @@
 #include "image_view.hpp"
 #include "imbalance_view.hpp"
 #include "job_editor.hpp"
+#include "line_drift_plot.hpp"
 #include "run_controller.hpp"
 #include "series_viewer.hpp"
 #include "spectrum_view.hpp"
@@ -56,12 +58,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   series_ = new SeriesViewer;
   compare_ = new ComparisonView;
   drift_ = new DriftPlot;
+  lines_ = new LineDriftPlot;
+  distortion_ = new DistortionComparisonView;
   imbalance_ = new ImbalanceView;
   spectra_ = new SpectrumView;
   volume_ = new VolumeView;
   tabs_->addTab(series_, "Series");
   tabs_->addTab(compare_, "Average vs frame");
   tabs_->addTab(drift_, "Drift");
+  tabs_->addTab(lines_, "Drift in time");
+  tabs_->addTab(distortion_, "Rigid vs corrected");
   tabs_->addTab(imbalance_, "Load balance");
   tabs_->addTab(spectra_, "Spectra");
   tabs_->addTab(volume_, "3-D spectrum");
@@ -94,6 +100,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(series_, &SeriesViewer::frameShown, compare_, &ComparisonView::setFrame);
   connect(series_, &SeriesViewer::frameShown, spectra_, &SpectrumView::setFrame);
   connect(series_, &SeriesViewer::frameShown, drift_, &DriftPlot::setCurrentFrame);
+  connect(series_, &SeriesViewer::frameShown, lines_, &LineDriftPlot::setCurrentFrame);
+  connect(lines_, &LineDriftPlot::frameSelected, this, [this](int k) {
+    series_->showFrame(k);
+    compare_->setFrame(k);
+    drift_->setCurrentFrame(k);
+  });
   connect(series_, &SeriesViewer::status, statusBar(), [this](const QString& s) { statusBar()->showMessage(s); });
   connect(drift_, &DriftPlot::frameSelected, this, [this](int k) {
     series_->showFrame(k);
@@ -346,8 +358,10 @@ bool MainWindow::openResults(const QString& folder) {
       showError(QString("Cannot read the average: %1").arg(e.what()));
     }
   }
+  compare_->setAverageOrigin(results_.specimenCoordinates ? results_.specimenOrigin : QPointF());
   compare_->setAverage(average, results_.averagePath);
   spectra_->setAverage(average);
+  showScanDistortion(average);
   if (!results_.spectrumPath.isEmpty()) {
     try {
       volume_->loadTiff(results_.spectrumPath);
@@ -437,7 +451,24 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   e->accept();
 }
 
-QStringList MainWindow::viewNames() { return {"series", "compare", "drift", "imbalance", "spectra", "volume"}; }
+QStringList MainWindow::viewNames() {
+  return {"series", "compare", "drift", "lines", "distortion", "imbalance", "spectra", "volume"};
+}
+
+void MainWindow::showScanDistortion(const std::shared_ptr<const driftscan::Frame>& average) {
+  lines_->setSeries(results_.lines, results_.drift);
+  std::shared_ptr<const driftscan::Frame> rigid;
+  if (!results_.averageRigidPath.isEmpty() && results_.specimenCoordinates) {
+    try {
+      rigid = std::make_shared<const driftscan::Frame>(
+          driftscan::TiffSeries::open(results_.averageRigidPath.toStdString())->frame(0));
+    } catch (const std::exception& e) {
+      log("warning", QString("rigid average not shown: %1").arg(e.what()));
+    }
+  }
+  distortion_->setAverages(rigid, results_.specimenCoordinates ? average : nullptr, results_.specimenOrigin);
+  if (source_) distortion_->setPixelSize(source_->pixel_size(), QString::fromStdString(source_->pixel_unit()));
+}
 
 bool MainWindow::showView(const QString& name) {
   const int i = viewNames().indexOf(name);

@@ -11,6 +11,8 @@
 class SeriesViewer;
 class ComparisonView;
 class DriftPlot;
+class LineDriftPlot;
+class DistortionComparisonView;
 class ImbalanceView;
 class SpectrumView;
 class VolumeView;
@@ -41,7 +43,7 @@ class MainWindow : public QMainWindow {
   // A series, a results folder or a job file, whichever `path` is.
   bool openAny(const QString& path);
 
-  // View names for --screenshot: series, compare, drift, imbalance, spectra, volume.
+  // View names for --screenshot: series, compare, drift, lines, distortion, imbalance, spectra, volume.
   static QStringList viewNames();
   bool showView(const QString& name);
   // The named view as an image at its current size ("main": the whole window).
@@ -50,6 +52,8 @@ class MainWindow : public QMainWindow {
   SeriesViewer* seriesViewer() const { return series_; }
   ComparisonView* comparisonView() const { return compare_; }
   DriftPlot* driftPlot() const { return drift_; }
+  LineDriftPlot* lineDriftPlot() const { return lines_; }
+  DistortionComparisonView* distortionView() const { return distortion_; }
   ImbalanceView* imbalanceView() const { return imbalance_; }
   SpectrumView* spectrumView() const { return spectra_; }
   VolumeView* volumeView() const { return volume_; }
@@ -85,10 +89,14 @@ class MainWindow : public QMainWindow {
   void exportDrift();
   void exportJob();
   void updateRunState();
+  // The line-resolution drift and the rigid-vs-corrected view of a scan-distortion run.
+  void showScanDistortion(const std::shared_ptr<const driftscan::Frame>& average);
 
   SeriesViewer* series_;
   ComparisonView* compare_;
   DriftPlot* drift_;
+  LineDriftPlot* lines_;
+  DistortionComparisonView* distortion_;
   ImbalanceView* imbalance_;
   SpectrumView* spectra_;
   VolumeView* volume_;

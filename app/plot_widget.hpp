@@ -3,6 +3,9 @@
 // paints the screen, a PNG and an SVG (QSvgGenerator) — exports are exact.
 #include <QWidget>
 
+class QPainter;
+class QRectF;
+
 class PlotWidget : public QWidget {
   Q_OBJECT
  public:
@@ -20,3 +23,14 @@ class PlotWidget : public QWidget {
 
 // Axis helper: "nice" tick positions covering [lo, hi].
 std::vector<double> nice_ticks(double lo, double hi, int target = 6);
+
+// The axes every plot panel draws, shared so that all plots look alike.
+namespace plot {
+// v in [a, b] mapped linearly to [p, q].
+double map(double v, double a, double b, double p, double q);
+// Grid, frame, ticks with labels, a bold title above and axis labels.
+void frame_axes(QPainter& p, const QRectF& r, double x0, double x1, double y0, double y1, const QString& title,
+                const QString& xlabel, const QString& ylabel);
+// Widens [lo, hi] by 5% (and an empty range to a unit one).
+void pad(double& lo, double& hi);
+}  // namespace plot

@@ -163,5 +163,23 @@ ResultSet ResultSet::load(const QString& folder) {
   if (!r.driftPath.isEmpty()) r.drift = drift_rows(driftscan::read_drift_records(r.driftPath.toStdString()));
   else r.warnings << folder + ": no drift.csv";
   r.trace = read_scan_trace(r.report);
+  r.averageRigidPath = fromReport("average_rigid");
+  if (r.averageRigidPath.isEmpty()) r.averageRigidPath = path("average_rigid.tif");
+  r.linesPath = fromReport("lines");
+  if (r.linesPath.isEmpty()) r.linesPath = path("lines.csv");
+  if (auto it = r.report.find("scan_distortion"); it != r.report.end() && it->is_object()) {
+    const auto o = it->find("average_origin");
+    if (o != it->end() && o->is_array() && o->size() == 2 && (*o)[0].is_number() && (*o)[1].is_number()) {
+      r.specimenOrigin = QPointF((*o)[0].get<double>(), (*o)[1].get<double>());
+      r.specimenCoordinates = true;
+    }
+  }
+  if (!r.linesPath.isEmpty()) {
+    try {
+      r.lines = LineDriftSeries::read(r.linesPath);
+    } catch (const std::exception& e) {
+      r.warnings << QString::fromStdString(e.what());
+    }
+  }
   return r;
 }

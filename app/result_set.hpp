@@ -4,11 +4,14 @@
 // read_drift_records), report.json (with the scan trace: one record per
 // operator application), average.tif, coverage.tif, and the spectrum volume
 // when present.
+#include <QPointF>
 #include <QString>
 #include <QStringList>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "line_drift_series.hpp"
 
 struct DriftRow {
   int frame = 0;
@@ -52,6 +55,13 @@ struct ResultSet {
   ScanTraceData trace;
   nlohmann::json report;
   QStringList warnings;  // files missing or unreadable, one line each
+  // A scan-distortion run: average.tif is in specimen coordinates (its pixel
+  // (0, 0) shows specimen point specimenOrigin), the rigid average beside it,
+  // and the per-line drift.
+  QString averageRigidPath, linesPath;
+  LineDriftSeries lines;
+  QPointF specimenOrigin;
+  bool specimenCoordinates = false;
 
   // Reads what is there; missing parts are listed in warnings (never throws
   // for a missing file; throws driftscan::Error for a corrupt drift.csv).

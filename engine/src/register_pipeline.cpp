@@ -304,9 +304,14 @@ RegisterOutputs write_register_outputs(const std::string& out_dir, const FrameSo
                        {"frames_used", used},
                        {"frames_excluded", excluded}};
   report["warnings"] = warnings;
-  report["files"] = {
-      {"drift", files.drift}, {"average", files.average}, {"coverage", files.coverage}, {"report", files.report}};
-  for (auto it = report_extra.begin(); it != report_extra.end(); ++it) report[it.key()] = it.value();
+  report["files"] = {{"drift", files.drift},
+                     {"average" + average_suffix, files.average},
+                     {"coverage" + average_suffix, files.coverage},
+                     {"report", files.report}};
+  // Extra files (a corrected average, lines.csv) join the list; other extra blocks are set whole.
+  for (auto it = report_extra.begin(); it != report_extra.end(); ++it)
+    if (it.key() == "files" && it.value().is_object()) report["files"].update(it.value());
+    else report[it.key()] = it.value();
   write_report(files.report, std::move(report), arrays);
   return files;
 }

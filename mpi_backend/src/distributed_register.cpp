@@ -493,6 +493,8 @@ void write_outputs(RegisterRun& run) {
   if (run.distortion) {
     extra["timings_s"]["distortion"] = run.distortion_seconds;
     extra["scan_distortion"] = write_distortion_outputs(run);
+    extra["files"] = {
+        {"average", run.res.files.average}, {"coverage", run.res.files.coverage}, {"lines", run.res.files.lines}};
   } else {
     // A corrected run's files in the same folder would be mixed with this run's.
     for (const char* stale : {"lines.csv", "average_rigid.tif", "coverage_rigid.tif"}) fs::remove(out / stale, ec);

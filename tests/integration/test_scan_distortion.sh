@@ -40,6 +40,9 @@ print(f"per-line drift error: corrected {corrected:.4f} px, rigid {rigid:.4f} px
 assert rigid > 0.5 and corrected < 0.2 and corrected < 0.3 * rigid
 report = json.load(open("one/report.json"))["scan_distortion"]
 assert report["rounds"] and report["timing"]["dwell_given"] and report["files"]["lines"].endswith("lines.csv")
+files = json.load(open("one/report.json"))["files"]  # what a reader of the report takes as the run's outputs
+assert files["average"].endswith("/average.tif") and files["average_rigid"].endswith("/average_rigid.tif"), files
+assert files["lines"].endswith("/lines.csv") and files["coverage"].endswith("/coverage.tif"), files
 PY
 
 # average --lines: the same per-line model applied again (what another

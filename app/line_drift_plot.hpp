@@ -1,0 +1,50 @@
+#pragma once
+// The drift of a scan-distortion run at line resolution: dx(t) and dy(t) as
+// continuous curves over acquisition time with the frame boundaries marked,
+// the rigid one-shift-per-frame drift as dots for comparison, and each line's
+// fast-axis offset (jitter) in its own panel. Clicking selects a frame.
+#include <vector>
+
+#include "line_drift_series.hpp"
+#include "plot_widget.hpp"
+#include "result_set.hpp"
+
+class LineDriftPlot : public PlotWidget {
+  Q_OBJECT
+ public:
+  explicit LineDriftPlot(QWidget* parent = nullptr);
+  // `rigid`: the run's drift.csv rows (frame 0 = 0); drawn at each frame's
+  // mid-time, moved so that frame 0's dot sits on the curve there.
+  void setSeries(LineDriftSeries lines, std::vector<DriftRow> rigid);
+  const LineDriftSeries& series() const { return lines_; }
+  int pointCount() const { return static_cast<int>(lines_.t.size()); }
+  // Frame boundaries drawn (none when there are too many frames to see them).
+  int boundaryCount() const;
+  void render(QPainter& p, const QSize& size) const override;
+  // The frame whose acquisition spans the time under widget x (-1: none).
+  int frameAtX(double x) const;
+  // Widget x of acquisition time t (for tests).
+  double xOfTime(double t) const;
+
+ public slots:
+  void setCurrentFrame(int frame);
+
+ signals:
+  void frameSelected(int frame);
+
+ protected:
+  void mousePressEvent(QMouseEvent* e) override;
+
+ private:
+  struct Layout {
+    QRectF drift, jitter;
+  };
+  Layout layout(const QSize& size) const;
+  double frameMid(int k) const;
+
+  LineDriftSeries lines_;
+  std::vector<DriftRow> rigid_;
+  double rigidOffsetX_ = 0, rigidOffsetY_ = 0;
+  int current_ = -1;
+  double t0_ = 0, t1_ = 1, d0_ = -1, d1_ = 1, j0_ = -1, j1_ = 1;
+};

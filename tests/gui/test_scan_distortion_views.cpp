@@ -1,0 +1,218 @@
+// The app's views of a scan-distortion run, in a real window (Xvfb): the
+// engine scans and registers a raster-scanned synthetic series line by line,
+// the app opens the results, and the line-resolution drift plot and the
+// rigid-vs-corrected comparison show what the run found. The alignment of
+// the two averages is also checked on its own against a known shift.
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest/QtTest>
+#include <cmath>
+#include <set>
+
+#include "distortion_comparison_view.hpp"
+#include "driftscan/error.hpp"
+#include "driftscan/interpolation.hpp"
+#include "image_view.hpp"
+#include "job_editor.hpp"
+#include "line_drift_plot.hpp"
+#include "line_drift_series.hpp"
+#include "main_window.hpp"
+#include "result_set.hpp"
+#include "series_viewer.hpp"
+#include "vtk_view_widget.hpp"
+
+namespace {
+int distinct_colours(const QImage& img) {
+  std::set<QRgb> c;
+  for (int y = 0; y < img.height(); y += 2)
+    for (int x = 0; x < img.width(); x += 2) c.insert(img.pixel(x, y));
+  return static_cast<int>(c.size());
+}
+
+bool run_engine(const QStringList& args, QString* err) {
+  QProcess p;
+  p.start(QString(DRIFTSCAN_BIN_DIR) + "/driftscan-engine", args);
+  if (!p.waitForFinished(120000)) return false;
+  *err = QString::fromUtf8(p.readAllStandardError());
+  return p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0;
+}
+}  // namespace
+
+class ScanDistortionViewsTest : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+  QString series_, results_;
+  const int frames_ = 10, size_ = 96;
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(tmp_.isValid());
+    qputenv("XDG_CONFIG_HOME", tmp_.filePath("config").toUtf8());
+    series_ = tmp_.filePath("scanned.tif");
+    results_ = tmp_.filePath("results");
+    const QStringList timing{"--scan-dwell", "2e-6", "--line-flyback", "0.25"};
+    QString err;
+    QVERIFY2(run_engine(QStringList{"synth",
+                                    "--frames",
+                                    QString::number(frames_),
+                                    "--size",
+                                    QString("%1x%1").arg(size_),
+                                    "--dose",
+                                    "10",
+                                    "--drift-linear",
+                                    "3,1.5",
+                                    "--drift-wobble",
+                                    "1",
+                                    "--wobble-period",
+                                    "4",
+                                    "--jitter",
+                                    "0.3",
+                                    "--seed",
+                                    "5",
+                                    "--out",
+                                    series_,
+                                    "--progress",
+                                    "none"} +
+                            timing,
+                        &err),
+             qPrintable(err));
+    QVERIFY2(run_engine(QStringList{"register", series_, "--out", results_, "--scan-distortion", "--threads", "2",
+                                    "--progress", "none"} +
+                            timing,
+                        &err),
+             qPrintable(err));
+    QVERIFY(QFileInfo::exists(QDir(results_).filePath("lines.csv")));
+  }
+
+  void resultSetReadsTheLineModel() {
+    const ResultSet r = ResultSet::load(results_);
+    QVERIFY2(r.warnings.isEmpty(), qPrintable(r.warnings.join("; ")));
+    QVERIFY(r.specimenCoordinates);
+    QVERIFY(!r.averageRigidPath.isEmpty());
+    QCOMPARE(r.lines.frameCount(), frames_);
+    QCOMPARE(int(r.lines.totalLines), frames_ * size_);
+    QCOMPARE(int(r.lines.t.size()), frames_ * size_);  // small: every line kept
+    // Times increase, frames follow each other with a fly-back gap.
+    for (std::size_t i = 1; i < r.lines.t.size(); ++i) QVERIFY(r.lines.t[i] > r.lines.t[i - 1]);
+    for (int k = 1; k < frames_; ++k)
+      QVERIFY(r.lines.frameFirst[std::size_t(k)] > r.lines.frameLast[std::size_t(k) - 1]);
+    // A large table is subsampled, the frame boundaries kept whole.
+    const LineDriftSeries few = LineDriftSeries::read(r.linesPath, 100);
+    QVERIFY(few.stride > 1);
+    QVERIFY(few.t.size() <= 200 && few.t.size() >= 50);
+    QCOMPARE(few.frameCount(), frames_);
+    QCOMPARE(few.frameLast.back(), r.lines.frameLast.back());
+  }
+
+  void corruptLineTableIsOneLineError() {
+    const QString bad = tmp_.filePath("bad_lines.csv");
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("frame,line,t,dx,dy,jitter,weight\n0,0,0.001,0.1,0.2,0.0,1\n0,1,oops,0.1,0.2,0,1\n");
+    f.close();
+    try {
+      (void)LineDriftSeries::read(bad);
+      QFAIL("a malformed row was accepted");
+    } catch (const driftscan::Error& e) {
+      const QString what = e.what();
+      QVERIFY2(what.contains("bad_lines.csv") && !what.contains('\n'), qPrintable(what));
+    }
+  }
+
+  void alignmentFindsAKnownShift() {
+    // A smooth non-periodic pattern; "corrected" = the same specimen seen
+    // through origin (3, 2), moved by (1.3, -0.7), inside the rigid one.
+    const int w = 120, h = 110;
+    driftscan::Frame rigid(w, h);
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x)
+        rigid.at(x, y) = float(std::sin(0.31 * x + 0.05 * y * y / 9) + std::cos(0.23 * y - 0.002 * x * x) +
+                               0.5 * std::sin(0.11 * (x + y)) * std::cos(0.07 * x));
+    const QPointF origin(3, 2), moved(1.3, -0.7);
+    driftscan::Frame corrected(w - 10, h - 10);
+    for (int y = 0; y < corrected.height; ++y)
+      for (int x = 0; x < corrected.width; ++x)
+        corrected.at(x, y) = driftscan::sample_cubic(rigid, x + origin.x() + moved.x(), y + origin.y() + moved.y());
+    const AveragePair p = align_averages(rigid, corrected, origin);
+    QVERIFY2(p.measured, qPrintable(p.note));
+    QVERIFY2(std::abs(p.shift.x() - moved.x()) < 0.08 && std::abs(p.shift.y() - moved.y()) < 0.08,
+             qPrintable(QString("shift (%1, %2)").arg(p.shift.x()).arg(p.shift.y())));
+    QCOMPARE(p.rigid.width, p.corrected.width);
+    QVERIFY(p.rmsDifference < 0.05 * p.correctedContrast);
+    // No overlap: an explanation, not a crash.
+    const AveragePair none = align_averages(rigid, corrected, QPointF(500, 500));
+    QVERIFY(none.corrected.empty() && !none.note.isEmpty());
+  }
+
+  void viewsShowTheRun() {
+    MainWindow w;
+    w.setInteractive(false);
+    w.resize(1400, 900);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openResults(results_));
+    QVERIFY(w.seriesViewer()->series());  // the input found through the report
+
+    LineDriftPlot* plot = w.lineDriftPlot();
+    QCOMPARE(plot->pointCount(), frames_ * size_);
+    QCOMPARE(plot->boundaryCount(), frames_ - 1);
+    QVERIFY(w.showView("lines"));
+    QApplication::processEvents();
+    QVERIFY(distinct_colours(plot->toImage(QSize(1000, 700))) > 8);
+    // Clicking in frame 6's span selects frame 6 everywhere.
+    const LineDriftSeries& s = plot->series();
+    const double mid = 0.5 * (s.frameFirst[6] + s.frameLast[6]);
+    QSignalSpy picked(plot, &LineDriftPlot::frameSelected);
+    QTest::mouseClick(plot, Qt::LeftButton, {}, QPoint(int(plot->xOfTime(mid)), plot->height() / 4));
+    QCOMPARE(picked.count(), 1);
+    QCOMPARE(picked.at(0).at(0).toInt(), 6);
+    QElapsedTimer guard;
+    guard.start();
+    while (w.seriesViewer()->currentFrame() != 6 && guard.elapsed() < 5000) QCoreApplication::processEvents();
+    QCOMPARE(w.seriesViewer()->currentFrame(), 6);
+
+    // Rigid vs corrected: one grid; the corrected average is the sharper one
+    // (3 px of drift per frame smear a rigid average).
+    DistortionComparisonView* cmp = w.distortionView();
+    QVERIFY2(cmp->hasPair(), qPrintable(cmp->infoText()));
+    const AveragePair* p = cmp->pair();
+    QVERIFY2(p->measured, qPrintable(p->note));
+    QVERIFY2(std::hypot(p->shift.x(), p->shift.y()) < 4.0,
+             qPrintable(QString("shift (%1, %2)").arg(p->shift.x()).arg(p->shift.y())));
+    QVERIFY2(p->correctedContrast > 1.05 * p->rigidContrast,
+             qPrintable(QString("contrast rigid %1, corrected %2").arg(p->rigidContrast).arg(p->correctedContrast)));
+    QVERIFY(w.showView("distortion"));
+    cmp->setMode(DistortionComparisonView::Mode::difference);
+    QApplication::processEvents();
+    QVERIFY(distinct_colours(cmp->rightView()->image()) > 20);
+    QVERIFY(cmp->infoText().contains("Contrast"));
+    QVERIFY(!w.grabView("distortion").isNull());
+  }
+
+  void aRigidRunLeavesTheViewsEmptyWithAReason() {
+    const QString rigid = tmp_.filePath("rigid");
+    QString err;
+    QVERIFY2(run_engine({"register", series_, "--out", rigid, "--progress", "none"}, &err), qPrintable(err));
+    MainWindow w;
+    w.setInteractive(false);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openResults(rigid));
+    QCOMPARE(w.lineDriftPlot()->pointCount(), 0);
+    QVERIFY(!w.distortionView()->hasPair());
+    QVERIFY(w.distortionView()->infoText().contains("scan-distortion"));
+  }
+};
+
+int main(int argc, char** argv) {
+  VtkViewWidget::setDefaultSurfaceFormat();
+  QApplication app(argc, argv);
+  ScanDistortionViewsTest t;
+  return QTest::qExec(&t, argc, argv);
+}
+
+#include "test_scan_distortion_views.moc"
