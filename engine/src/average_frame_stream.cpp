@@ -4,8 +4,6 @@
 
 #include <cmath>
 
-#include "driftscan/interpolation.hpp"
-
 namespace driftscan {
 namespace averaging {
 
@@ -14,12 +12,13 @@ constexpr double kPi = 3.14159265358979323846;
 }  // namespace
 
 Warper::Warper(int width, int height, Interpolation interpolation)
-    : w_(width), h_(height), interpolation_(interpolation) {
+    : w_(width), h_(height), interpolation_(interpolation), cubic_(width, height) {
   if (interpolation_ == Interpolation::fourier) fft_ = std::make_unique<RealFft2d<float>>(w_, h_);
 }
 
 Warper::Scratch Warper::scratch() const {
   Scratch s;
+  if (interpolation_ == Interpolation::cubic) s.cubic = cubic_.scratch();
   if (fft_) {
     s.real.resize(fft_->real_size());
     s.spectrum = FftBuffer<std::complex<float>>(fft_->spectrum_size());
@@ -29,6 +28,10 @@ Warper::Scratch Warper::scratch() const {
 
 void Warper::warp(const Frame& f, const Transform& to_reference, bool has_bad_pixels, int y0, int y1, float* out,
                   Scratch& s) const {
+  if (interpolation_ == Interpolation::cubic) {
+    cubic_.warp(f.pixels.data(), 0, h_, to_reference, y0, y1, out, s.cubic);
+    return;
+  }
   const Transform inv = to_reference.inverse();
   if (interpolation_ == Interpolation::fourier) {
     fourier_shift(f, -to_reference.tx, -to_reference.ty, s);
@@ -44,11 +47,7 @@ void Warper::warp(const Frame& f, const Transform& to_reference, bool has_bad_pi
       }
       q.x = std::clamp(q.x, 0.0, w_ - 1.0);
       q.y = std::clamp(q.y, 0.0, h_ - 1.0);
-      if (interpolation_ == Interpolation::cubic) {
-        row[x] = sample_cubic(f, q.x, q.y);  // a NaN among the 4x4 taps propagates
-      } else {
-        row[x] = has_bad_pixels && near_bad(f, q) ? kMissing : s.real[static_cast<std::size_t>(y) * w_ + x];
-      }
+      row[x] = has_bad_pixels && near_bad(f, q) ? kMissing : s.real[static_cast<std::size_t>(y) * w_ + x];
     }
   }
 }

@@ -17,6 +17,7 @@
 
 #include "driftscan/averaging.hpp"
 #include "driftscan/cancel_token.hpp"
+#include "driftscan/cubic_warp.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/fftw_planner.hpp"
 #include "driftscan/frame.hpp"
@@ -38,6 +39,7 @@ class Warper {
   struct Scratch {
     std::vector<float> real;
     FftBuffer<std::complex<float>> spectrum;
+    CubicWarp::Scratch cubic;
   };
 
   Warper(int width, int height, Interpolation interpolation);
@@ -54,6 +56,7 @@ class Warper {
 
   int w_, h_;
   Interpolation interpolation_;
+  CubicWarp cubic_;
   std::unique_ptr<RealFft2d<float>> fft_;
 };
 
