@@ -44,8 +44,10 @@ struct Template {
   // Value and gradient at specimen point q; false where the average is thin.
   bool at(Point q, double& v, double& gx, double& gy) const {
     const double x = q.x - image->origin.x, y = q.y - image->origin.y;
-    const int nx = static_cast<int>(std::lround(x)), ny = static_cast<int>(std::lround(y));
-    if (nx < 0 || ny < 0 || nx >= image->coverage.width || ny >= image->coverage.height) return false;
+    // Nearest pixel for the coverage test; x, y >= -0.5 there, so truncation rounds.
+    if (!(x >= -0.5 && y >= -0.5)) return false;
+    const int nx = static_cast<int>(x + 0.5), ny = static_cast<int>(y + 0.5);
+    if (nx >= image->coverage.width || ny >= image->coverage.height) return false;
     if (image->coverage.at(nx, ny) < min_coverage) return false;
     return sample_with_gradient(coeffs, x, y, v, gx, gy);
   }
@@ -68,7 +70,7 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
   std::vector<Point> q(pixels.size());
   for (std::size_t i = 0; i < pixels.size(); ++i) q[i] = map.probed(pixels[i].first, pixels[i].second);
   double c = 0.0;
-  for (int iteration = 0; iteration < 6; ++iteration) {
+  for (int iteration = 0; iteration < 4; ++iteration) {
     // Normal equations in (delta_x, delta_y, c).
     double a[3][3] = {}, b[3] = {}, rr = 0.0;
     std::size_t n = 0;
@@ -189,7 +191,8 @@ Point ScanModel::pixel_showing(const ScanTiming& timing, std::size_t frame, Poin
   return FrameScanMap(timing, *this, frame).pixel_showing(q);
 }
 
-FrameScanMap::FrameScanMap(const ScanTiming& timing, const ScanModel& model, std::size_t frame) : timing_(&timing) {
+FrameScanMap::FrameScanMap(const ScanTiming& timing, const ScanModel& model, std::size_t frame) {
+  copy_geometry(timing);
   const int lines = timing.lines(), samples = timing.samples_per_line();
   const Point fast = timing.fast_axis();
   const bool has_jitter = frame < model.jitter.size() && !model.jitter[frame].empty();
@@ -208,7 +211,7 @@ FrameScanMap::FrameScanMap(const ScanTiming& timing, const ScanModel& model, std
 
 FrameScanMap FrameScanMap::rigid(const ScanTiming& timing, Point offset) {
   FrameScanMap m;
-  m.timing_ = &timing;
+  m.copy_geometry(timing);
   m.start_.assign(static_cast<std::size_t>(timing.lines()), offset);
   m.per_sample_.assign(static_cast<std::size_t>(timing.lines()), Point{});
   m.mid_ = offset;
@@ -222,7 +225,7 @@ FrameScanMap FrameScanMap::from_lines(const ScanTiming& timing, const std::vecto
     throw bad_input("scan distortion: a table of " + std::to_string(mid_drift.size()) + " lines for frames of " +
                     std::to_string(lines));
   FrameScanMap m;
-  m.timing_ = &timing;
+  m.copy_geometry(timing);
   m.start_.resize(lines);
   m.per_sample_.resize(lines);
   const Point fast = timing.fast_axis();
@@ -241,11 +244,12 @@ FrameScanMap FrameScanMap::from_lines(const ScanTiming& timing, const std::vecto
   return m;
 }
 
-Point FrameScanMap::probed(double x, double y) const {
-  const std::size_t l =
-      static_cast<std::size_t>(timing_->line_of(static_cast<int>(std::lround(x)), static_cast<int>(std::lround(y))));
-  const double s = timing_->sample_of(x, y);
-  return {x + start_[l].x + s * per_sample_[l].x, y + start_[l].y + s * per_sample_[l].y};
+void FrameScanMap::copy_geometry(const ScanTiming& timing) {
+  timing_ = &timing;
+  rotated_ = timing.settings().direction == ScanDirection::rotated90;
+  serpentine_ = timing.settings().direction == ScanDirection::serpentine;
+  lines_ = timing.lines();
+  last_sample_ = timing.samples_per_line() - 1;
 }
 
 Point FrameScanMap::pixel_showing(Point q) const {
@@ -307,8 +311,10 @@ void accumulate_in_specimen_coordinates(const Frame& frame, const FrameScanMap& 
         p.x += 1.0;
         for (int step = 0; step < 2; ++step) {
           const Point r = map.probed(p.x, p.y);
-          p.x += q.x - r.x;
-          p.y += q.y - r.y;
+          const double ex = q.x - r.x, ey = q.y - r.y;
+          p.x += ex;
+          p.y += ey;
+          if (std::fabs(ex) + std::fabs(ey) < 1e-5) break;  // within a line one step is exact to ~1e-6 px
         }
       }
       if (p.x < 0.0 || p.y < 0.0 || p.x > w - 1 || p.y > h - 1) continue;

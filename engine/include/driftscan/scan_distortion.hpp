@@ -77,7 +77,17 @@ class FrameScanMap {
   // line's jitter; the drift within a line from the neighbouring lines.
   static FrameScanMap from_lines(const ScanTiming& timing, const std::vector<Point>& mid_drift,
                                  const std::vector<double>& jitter);
-  Point probed(double x, double y) const;
+  // Inline: the averaging and the band fits call it for every pixel.
+  Point probed(double x, double y) const {
+    const double slow = rotated_ ? x : y, along = rotated_ ? y : x;
+    // Nearest line without llround (a libm call): truncation, corrected below 0.
+    int l = static_cast<int>(slow + 0.5);
+    if (slow + 0.5 < static_cast<double>(l)) --l;
+    l = l < 0 ? 0 : (l >= lines_ ? lines_ - 1 : l);
+    const double s = serpentine_ && (l & 1) ? last_sample_ - along : along;
+    const Point a = start_[static_cast<std::size_t>(l)], v = per_sample_[static_cast<std::size_t>(l)];
+    return {x + a.x + s * v.x, y + a.y + s * v.y};
+  }
   Point pixel_showing(Point q) const;
   // The offset of a line at its start and its change per sample (dwell).
   Point line_offset(int line) const { return start_[static_cast<std::size_t>(line)]; }
@@ -85,6 +95,11 @@ class FrameScanMap {
  private:
   const ScanTiming* timing_ = nullptr;
   std::vector<Point> start_, per_sample_;
+  // The timing's geometry, copied for the inline probed().
+  bool rotated_ = false, serpentine_ = false;
+  int lines_ = 1;
+  double last_sample_ = 0.0;
+  void copy_geometry(const ScanTiming& timing);
   Point mid_;  // the offset at the frame's mid time: the inverse's first guess
   FrameScanMap() = default;
 };
