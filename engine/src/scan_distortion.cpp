@@ -46,7 +46,7 @@ struct Template {
     const double x = q.x - image->origin.x, y = q.y - image->origin.y;
     // Nearest pixel for the coverage test; x, y >= -0.5 there, so truncation rounds.
     if (!(x >= -0.5 && y >= -0.5)) return false;
-    const int nx = static_cast<int>(x + 0.5), ny = static_cast<int>(y + 0.5);
+    const int nx = static_cast<int>(x + 0.5), ny = static_cast<int>(y + 0.5);  // NOLINT(bugprone-incorrect-roundings)
     if (nx >= image->coverage.width || ny >= image->coverage.height) return false;
     if (image->coverage.at(nx, ny) < min_coverage) return false;
     return sample_with_gradient(coeffs, x, y, v, gx, gy);

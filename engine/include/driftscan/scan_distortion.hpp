@@ -81,7 +81,8 @@ class FrameScanMap {
   Point probed(double x, double y) const {
     const double slow = rotated_ ? x : y, along = rotated_ ? y : x;
     // Nearest line without llround (a libm call): truncation, corrected below 0.
-    int l = static_cast<int>(slow + 0.5);
+    // A point exactly between two lines may go to either: both are right.
+    int l = static_cast<int>(slow + 0.5);  // NOLINT(bugprone-incorrect-roundings)
     if (slow + 0.5 < static_cast<double>(l)) --l;
     l = l < 0 ? 0 : (l >= lines_ ? lines_ - 1 : l);
     const double s = serpentine_ && (l & 1) ? last_sample_ - along : along;
