@@ -22,6 +22,19 @@ namespace {
 driftscan::CancelToken g_cancel;
 extern "C" void on_signal(int) { g_cancel.request(); }
 
+// The first argument that is neither an option nor --progress's value: the command.
+std::string first_word(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--progress") {
+      ++i;
+      continue;
+    }
+    if (!a.empty() && a[0] != '-') return a;
+  }
+  return {};
+}
+
 std::string host_name() {
   char buf[256] = {0};
   gethostname(buf, sizeof buf - 1);
@@ -63,6 +76,16 @@ static int run_engine(int argc, char** argv) {
   }
 
   int code = 0;
+  // CLI11 says only "A subcommand is required" for a misspelt command: name it.
+  if (const std::string word = first_word(argc, argv); !word.empty() && !names.count(word)) {
+    if (rank == 0) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+      std::cerr << "driftscan-engine: unknown command '" << word << "' (commands: " << known << ")\n";
+    }
+    MPI_Finalize();
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

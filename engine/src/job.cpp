@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <set>
@@ -197,6 +198,8 @@ Job job_from_json(const json& j, const std::string& source) {
 }
 
 Job load_job(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw bad_input(path + ": a folder, not a job file");
   std::ifstream in(path);
   if (!in) throw bad_input(path + ": cannot open job file (" + std::strerror(errno) + ")");
   json j;

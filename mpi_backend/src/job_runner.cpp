@@ -17,6 +17,7 @@
 #include "driftscan/error.hpp"
 #include "driftscan/mpi/distributed_checkpoint.hpp"
 #include "driftscan/mpi/distributed_register.hpp"
+#include "driftscan/mpi/preflight.hpp"
 #include "driftscan/mpi/register_checkpoint.hpp"
 #include "driftscan/mpi/stack_spectrum.hpp"
 #include "driftscan/power_spectrum.hpp"
@@ -338,6 +339,7 @@ void agree_on_outcome(RunContext& ctx, const Error* local_error) {
 }
 
 int run_job(const Job& job, RunContext& ctx) {
+  preflight(job, ctx);  // before OpenMP sees the thread count, before any frame is read
   omp_set_num_threads(job.execution.threads);
   nlohmann::json details{{"ranks", ctx.size},
                          {"threads", job.execution.threads},
