@@ -29,8 +29,9 @@ host_exec() {
   shift
   # The new UTS and mount namespaces live as long as the command: the host
   # name and /etc/hosts are set again on every call (cheap, and nothing is
-  # shared with the real machine's /etc).
-  ip netns exec "$(_ns "$name")" unshare --uts --mount -- \
+  # shared with the real machine's /etc). nsenter, not `ip netns exec`: that
+  # remounts /sys, hiding /sys/fs/cgroup, and slurmd will not start without it.
+  nsenter --net="/run/netns/$(_ns "$name")" unshare --uts --mount -- \
     sh -c 'hostname "$0" && mount --bind "$1" /etc/hosts && shift && exec "$@"' \
     "$name" "$NETNS_DIR/hosts" "$@"
 }
@@ -41,7 +42,8 @@ link_down() { ip -n "$(_ns login)" link set "v-$1" down; }
 
 _ns_ok() {
   command -v ip >/dev/null 2>&1 || skip "iproute2 (ip) not installed"
-  command -v unshare >/dev/null 2>&1 || skip "util-linux (unshare) not installed"
+  command -v unshare >/dev/null 2>&1 && command -v nsenter >/dev/null 2>&1 ||
+    skip "util-linux (unshare, nsenter) not installed"
   [ "$(id -u)" = 0 ] || skip "network namespaces need root"
   ip netns add "$NETNS_PREFIX-probe" 2>"$WORK/netns-probe.err" ||
     skip "cannot create network namespaces here ($(head -1 "$WORK/netns-probe.err"))"
