@@ -36,6 +36,14 @@ cd "$SH"
 MCA='"--mca","btl","tcp,self","--mca","btl_tcp_if_include","'$NETNS_SUBNET'","--mca","oob_tcp_if_include","'$NETNS_SUBNET'",
  "--mca","oob_tcp_keepalive_time","1","--mca","oob_tcp_keepalive_intvl","1","--mca","oob_tcp_keepalive_probes","3",
  "--mca","mpi_yield_when_idle","1","--mca","plm_rsh_agent","ssh -F '$NETNS_SSH_CONFIG'"'
+# A sanitizer build's options reach remote shells through setup_lines, and
+# the other host's ranks through mpirun -x.
+. "$TESTS_DIR/sshd_fixture.sh"
+SETUP=""
+if [ -n "$(sanitizer_env_line)" ]; then
+  SETUP=',"'$(sanitizer_env_line)'"'
+  MCA="$MCA"',"-x","ASAN_OPTIONS","-x","UBSAN_OPTIONS"'
+fi
 INSTALL=$(cd "$BIN/.." && pwd)
 COMMON='"host":"node1","user":"root","identity_file":"'$NETNS_KEY'",
  "ssh_options":["StrictHostKeyChecking=no","UserKnownHostsFile=/dev/null","LogLevel=ERROR",
@@ -46,8 +54,8 @@ mkdir -p "$XDG_CONFIG_HOME/driftscan"
 S="$WORK/slurm"
 cat > "$XDG_CONFIG_HOME/driftscan/profiles.json" <<JSON
 {"profiles":[
- {"name":"mh-ssh","kind":"ssh",$COMMON,"ranks":4,"mpirun_args":["--host","node1:2,node2:2",$MCA]},
- {"name":"mh-slurm","kind":"slurm",$COMMON,"setup_lines":["export SLURM_CONF=$S/slurm.conf PATH=\$PATH:/usr/sbin"],
+ {"name":"mh-ssh","kind":"ssh",$COMMON,"setup_lines":[${SETUP#,}],"ranks":4,"mpirun_args":["--host","node1:2,node2:2",$MCA]},
+ {"name":"mh-slurm","kind":"slurm",$COMMON,"setup_lines":["export SLURM_CONF=$S/slurm.conf PATH=\$PATH:/usr/sbin"$SETUP],
   "nodes":2,"tasks_per_node":2,"cpus_per_task":1,"partition":"mh","time_limit":"00:10:00","poll_interval_s":0.3,
   "mpirun_args":[$MCA]}
 ]}
