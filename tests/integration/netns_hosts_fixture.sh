@@ -51,9 +51,22 @@ _ns_ok() {
   unshare --uts --mount true 2>/dev/null || skip "cannot create UTS/mount namespaces here"
 }
 
+# Namespaces an earlier run of this fixture left behind (the run was killed
+# before its exit trap ran): named ds<pid>-<host>, their test process gone.
+_ns_clean_stale() {
+  local ns pid p
+  for ns in $(ip netns list 2>/dev/null | grep -o '^ds[0-9]*-[a-z0-9]*'); do
+    pid=${ns%%-*}; pid=${pid#ds}
+    kill -0 "$pid" 2>/dev/null && continue
+    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+    ip netns del "$ns" 2>/dev/null
+  done
+}
+
 netns_hosts_start() {
   local n="$1" i name ns
   _ns_ok
+  _ns_clean_stale
   NETNS_DIR="$WORK/netns"
   mkdir -p "$NETNS_DIR" /run/sshd
   at_exit netns_hosts_stop
