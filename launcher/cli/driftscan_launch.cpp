@@ -26,7 +26,7 @@ static int run(int argc, char** argv) {
       "Profiles: " +
       default_profiles_path()};
   std::string job_file, profile_name, profiles_file = default_profiles_path(), output, progress = "plain";
-  bool dry_run = false, list = false, check_only = false;
+  bool dry_run = false, list = false, check_only = false, resume = false;
   app.add_option("job", job_file, "Job file (JSON, see docs/protocol.md)");
   app.add_option("--profile,-p", profile_name, "Profile name (default: the job's execution.profile)");
   app.add_option("--profiles", profiles_file, "Profiles file")->capture_default_str();
@@ -34,6 +34,8 @@ static int run(int argc, char** argv) {
   app.add_option("--progress", progress, "json: the engine's events, one per line, on stdout; plain: readable lines")
       ->check(CLI::IsMember({"json", "plain"}))
       ->capture_default_str();
+  app.add_flag("--resume", resume,
+               "Continue from the checkpoints in the job's output (a profile with shared_output, or local)");
   app.add_flag("--dry-run", dry_run, "Print the engine command for the profile and exit");
   app.add_flag("--list-profiles", list, "List the profiles and exit");
   app.add_flag("--check", check_only, "Only check that the profile's host and engine are usable");
@@ -56,6 +58,7 @@ static int run(int argc, char** argv) {
     if (!job_file.empty()) job = load_job(job_file);
     else if (!check_only) throw bad_input("no job file given (driftscan-launch JOB.json; see --help)");
     if (!output.empty()) job.output = output;
+    if (resume) job.execution.resume = true;
     if (check_only) {
       // A tiny synth job is the cheapest real end-to-end probe of a profile.
       job = Job{};

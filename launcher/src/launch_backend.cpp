@@ -13,8 +13,17 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// mpirun's report of a dead rank, reduced to one line naming rank and host.
+// mpirun's report of a lost host or a dead rank, reduced to one line naming the host.
 std::string rank_death(const std::string& stderr_text) {
+  // A host whose link (or whole machine) went away: ORTE's "node-died" report
+  // ("ORTE has lost communication with a remote daemon. ... Remote daemon: [[j,0],1] on node H").
+  if (auto at = stderr_text.find("lost communication with a remote daemon"); at != std::string::npos) {
+    static const std::regex lost(R"(Remote daemon: *\S+ on node (\S+))");
+    std::smatch l;
+    const std::string report = stderr_text.substr(at, 400);
+    if (std::regex_search(report, l, lost))
+      return l[1].str() + ": host lost (mpirun lost contact with it: network or node failure)";
+  }
   static const std::regex re(
       R"(process rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+)(?: \(([^)]*)\))?)");
   std::smatch m;
@@ -91,7 +100,7 @@ void LaunchContext::on_stderr_line(const std::string& line) {
 
 // Remote result paths -> where they will be after fetching.
 json LaunchContext::local_files(const json& files) const {
-  if (remote_output.empty() || !profile.fetch_results) return files;
+  if (remote_output.empty() || !profile.fetch_results || profile.shared_output) return files;
   json out = files;
   for (auto it = out.begin(); it != out.end(); ++it) {
     if (!it->is_string()) continue;

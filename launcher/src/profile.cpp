@@ -62,6 +62,7 @@ json to_json(const Profile& p) {
             {"setup_lines", p.setup_lines},
             {"shared_input", p.shared_input},
             {"fetch_results", p.fetch_results},
+            {"shared_output", p.shared_output},
             {"connect_timeout_s", p.connect_timeout_s}});
   if (p.kind == ProfileKind::slurm)
     j.update({{"nodes", p.nodes},
@@ -122,6 +123,7 @@ Profile profile_from_json(const json& j, const std::string& source) {
     else if (k == "setup_lines") p.setup_lines = strings(v, field(k));
     else if (k == "shared_input") boolean(p.shared_input);
     else if (k == "fetch_results") boolean(p.fetch_results);
+    else if (k == "shared_output") boolean(p.shared_output);
     else if (k == "connect_timeout_s") integer(p.connect_timeout_s, 1);
     else if (k == "nodes") integer(p.nodes, 1);
     else if (k == "tasks_per_node") integer(p.tasks_per_node, 1);

@@ -157,7 +157,7 @@ void RemoteHost::stage() {
   if (r.exit_code != 0) throw failure("cannot create " + dir_ + " on " + profile.host + ": " + r.err);
   std::string abs = r.out.substr(0, r.out.find('\n'));
   if (!abs.empty()) dir_ = abs;
-  ctx_.remote_output = dir_ + "/results";
+  ctx_.remote_output = profile.shared_output ? job.output : dir_ + "/results";
   ctx_.remote_id = dir_;
   Job remote_job = job;
   remote_job.output = ctx_.remote_output;
@@ -178,7 +178,7 @@ void RemoteHost::stage() {
 void RemoteHost::fetch_results() {
   const Profile& profile = ctx_.profile;
   const Job& job = ctx_.job;
-  if (!profile.fetch_results) return;
+  if (!profile.fetch_results || profile.shared_output) return;
   std::string tmp = ctx_.staging + "/fetched";
   std::error_code ec;
   fs::remove_all(tmp, ec);

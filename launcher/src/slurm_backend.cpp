@@ -106,8 +106,11 @@ LaunchResult SlurmBackend::run() {
       "done\n"
       "if [ -f progress.jsonl ]; then t=$(wc -l < progress.jsonl); [ \"$t\" -gt \"$n\" ] && tail -n +$((n+1)) "
       "progress.jsonl; fi\n"
-      "echo \"SLURM_FINAL $(scontrol show job $id 2>/dev/null | tr ' ' '\\n' | grep -E '^(JobState|ExitCode)=' | tr "
-      "'\\n' ' ')\"\n";
+      "fin=$(scontrol show job $id 2>/dev/null | tr ' ' '\\n' | grep -E '^(JobState|ExitCode)=' | tr '\\n' ' ')\n"
+      "echo \"SLURM_FINAL $fin\"\n"
+      // mpirun's own report of a failure (a dead rank, a lost host) is in the job's output file.
+      "case \"$fin\" in *JobState=COMPLETED*) ;; *) tail -n 40 slurm-$id.out 2>/dev/null | sed 's/^/SLURM_OUT /' ;; "
+      "esac\n";
   std::string final_line;
   auto on_cancel = [&] {
     auto r = host_.run(host_.prelude() + "scancel " + slurm_job, host_.connect_bound());
@@ -119,6 +122,7 @@ LaunchResult SlurmBackend::run() {
   Clock::time_point cancel_at{};
   auto out = [&](const std::string& l) {
     if (l.rfind("SLURM_FINAL", 0) == 0) final_line = l;
+    else if (l.rfind("SLURM_OUT ", 0) == 0) ctx_.on_stderr_line(l.substr(10));
     else ctx_.on_engine_line(l);
   };
   auto err = [&](const std::string& l) { ctx_.on_stderr_line(l); };

@@ -29,8 +29,9 @@ host_exec() {
   shift
   # The new UTS and mount namespaces live as long as the command: the host
   # name and /etc/hosts are set again on every call (cheap, and nothing is
-  # shared with the real machine's /etc).
-  ip netns exec "$(_ns "$name")" unshare --uts --mount -- \
+  # shared with the real machine's /etc). nsenter, not `ip netns exec`: that
+  # remounts /sys, hiding /sys/fs/cgroup, and slurmd will not start without it.
+  nsenter --net="/run/netns/$(_ns "$name")" unshare --uts --mount -- \
     sh -c 'hostname "$0" && mount --bind "$1" /etc/hosts && shift && exec "$@"' \
     "$name" "$NETNS_DIR/hosts" "$@"
 }
@@ -41,7 +42,8 @@ link_down() { ip -n "$(_ns login)" link set "v-$1" down; }
 
 _ns_ok() {
   command -v ip >/dev/null 2>&1 || skip "iproute2 (ip) not installed"
-  command -v unshare >/dev/null 2>&1 || skip "util-linux (unshare) not installed"
+  command -v unshare >/dev/null 2>&1 && command -v nsenter >/dev/null 2>&1 ||
+    skip "util-linux (unshare, nsenter) not installed"
   [ "$(id -u)" = 0 ] || skip "network namespaces need root"
   ip netns add "$NETNS_PREFIX-probe" 2>"$WORK/netns-probe.err" ||
     skip "cannot create network namespaces here ($(head -1 "$WORK/netns-probe.err"))"
@@ -49,9 +51,22 @@ _ns_ok() {
   unshare --uts --mount true 2>/dev/null || skip "cannot create UTS/mount namespaces here"
 }
 
+# Namespaces an earlier run of this fixture left behind (the run was killed
+# before its exit trap ran): named ds<pid>-<host>, their test process gone.
+_ns_clean_stale() {
+  local ns pid p
+  for ns in $(ip netns list 2>/dev/null | grep -o '^ds[0-9]*-[a-z0-9]*'); do
+    pid=${ns%%-*}; pid=${pid#ds}
+    kill -0 "$pid" 2>/dev/null && continue
+    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+    ip netns del "$ns" 2>/dev/null
+  done
+}
+
 netns_hosts_start() {
   local n="$1" i name ns
   _ns_ok
+  _ns_clean_stale
   NETNS_DIR="$WORK/netns"
   mkdir -p "$NETNS_DIR" /run/sshd
   at_exit netns_hosts_stop

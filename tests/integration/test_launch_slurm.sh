@@ -10,35 +10,18 @@ require_programs slurmctld slurmd munged sbatch squeue scontrol scancel sshd ssh
 [ "$(id -u)" = 0 ] || skip "the private Slurm needs root (munge, slurmd)"
 export PATH="$PATH:/usr/sbin"
 . "$TESTS_DIR/sshd_fixture.sh"
+. "$TESTS_DIR/munge_fixture.sh"
 chmod 755 "$WORK"
-STARTED_MUNGE=0
 stop_slurm() {
   for f in "$WORK/slurm/slurmd.pid" "$WORK/slurm/slurmctld.pid"; do
     [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
   done
   sleep 0.5
-  [ "$STARTED_MUNGE" = 1 ] && [ -f "$WORK/munged.pid" ] && kill "$(cat "$WORK/munged.pid")" 2>/dev/null
 }
 at_exit stop_sshd
 at_exit stop_slurm   # runs first
 
-# --- munge: reuse a running munged, else start one with a key (created if absent)
-if ! munge -n </dev/null >/dev/null 2>&1; then
-  id munge >/dev/null 2>&1 || skip "no munge user"
-  mkdir -p /etc/munge /run/munge /var/lib/munge /var/log/munge
-  if [ ! -s /etc/munge/munge.key ]; then
-    dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none
-  fi
-  chown munge:munge /etc/munge/munge.key /run/munge /var/lib/munge /var/log/munge
-  chmod 0400 /etc/munge/munge.key
-  chmod 0755 /run/munge
-  runuser -u munge -- /usr/sbin/munged 2>"$WORK/munged.err" ||
-    { echo "FAIL: munged did not start: $(cat "$WORK/munged.err")"; exit 1; }
-  for i in $(seq 20); do [ -s /run/munge/munged.pid ] && break; sleep 0.1; done
-  cp /run/munge/munged.pid "$WORK/munged.pid"
-  STARTED_MUNGE=1
-  for i in $(seq 50); do munge -n </dev/null >/dev/null 2>&1 && break; sleep 0.1; done
-fi
+start_munge || exit 1
 
 # --- slurmctld + slurmd from a private configuration
 S="$WORK/slurm"; mkdir -p "$S/state" "$S/spool"

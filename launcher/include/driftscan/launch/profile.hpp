@@ -37,7 +37,10 @@ struct Profile {
   std::vector<std::string> setup_lines;           // shell lines run first ("module load openmpi", "export X=1")
   bool shared_input = false;                      // input path valid on the remote as is (else staged with scp)
   bool fetch_results = true;                      // copy the results folder back into the job's output
-  int connect_timeout_s = 10;                     // bound on every connection attempt
+  // The job's output path is valid on the remote as is (a shared file system): the
+  // engine writes there, nothing is fetched, and --resume finds the checkpoints.
+  bool shared_output = false;
+  int connect_timeout_s = 10;  // bound on every connection attempt
 
   // --- slurm
   int nodes = 1;
