@@ -367,6 +367,8 @@ class EmdSeries : public FrameSource {
         throw bad_input(path_ + ": cannot read frame " + std::to_string(k) + " of " + signal_.dataset +
                         " (corrupt or truncated file)");
     }
+    for (float& v : f->pixels)  // NaN/inf would poison every FFT: zeroed, as the TIFF reader does
+      if (!std::isfinite(v)) v = 0.0f;
     cache_.insert(k, f);
     return *f;
   }

@@ -1,5 +1,6 @@
 #include "driftscan/raw_frame_series.hpp"
 
+#include <cmath>
 #include <cstdio>
 
 #include "driftscan/error.hpp"
@@ -38,6 +39,9 @@ Frame RawFrameSeries::frame(std::size_t k) const {
   file_->read(offset, bytes, raw.data(), "frame");
   auto f = std::make_shared<Frame>(info_.width, info_.height);
   convert_raw_pixels(raw.data(), layout_.type, layout_.order, n, f->pixels.data());
+  // NaN/inf (float data, a dead pixel) would poison every FFT: zeroed, as the TIFF reader does.
+  for (float& v : f->pixels)
+    if (!std::isfinite(v)) v = 0.0f;
   cache_.insert(k, f);
   return *f;
 }

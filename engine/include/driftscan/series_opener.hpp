@@ -30,7 +30,7 @@ std::vector<SignalInfo> list_signals(const std::string& path);
 std::unique_ptr<FrameSource> open_series(const std::string& path, const std::string& signal = "",
                                          std::size_t cache_bytes = std::size_t(256) << 20);
 
-// The index of `signal` among `signals` (same rules as open_series).
-std::size_t find_signal(const std::string& path, const std::vector<SignalInfo>& signals, const std::string& signal);
+// The index of `signal` among `known` (same rules as open_series).
+std::size_t find_signal(const std::string& path, const std::vector<SignalInfo>& known, const std::string& signal);
 
 }  // namespace driftscan

@@ -22,7 +22,7 @@ namespace driftscan::mpi {
 std::vector<std::string> apply_to_signals(const Job& job);
 
 // Averages each signal with <output>/drift.csv; returns {"average_<name>": path, ...}.
-nlohmann::json average_signals(const Job& job, const std::vector<std::string>& signals, Progress& progress,
+nlohmann::json average_signals(const Job& job, const std::vector<std::string>& names, Progress& progress,
                                const CancelToken& cancel);
 
 // The file-name form of a signal name: letters, digits, '-', '.' kept, the rest '_'.
