@@ -10,6 +10,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
+#include <QInputDialog>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -33,6 +34,7 @@
 #include "drift_plot.hpp"
 #include "driftscan/atomic_file.hpp"
 #include "driftscan/error.hpp"
+#include "driftscan/series_opener.hpp"
 #include "driftscan/tiff_series.hpp"
 #include "driftscan/tiff_writer.hpp"
 #include "image_view.hpp"
@@ -201,8 +203,9 @@ QWidget* MainWindow::buildRunPanel() {
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu("&File");
   file->addAction("&Open series...", QKeySequence::Open, this, [this] {
-    const QString p =
-        QFileDialog::getOpenFileName(this, "Open series", QString(), "TIFF series (*.tif *.tiff);;All files (*)");
+    const QString p = QFileDialog::getOpenFileName(
+        this, "Open series", QString(),
+        "Image series (*.tif *.tiff *.dm3 *.dm4 *.emd *.ser *.emi *.mrc *.mrcs);;All files (*)");
     if (!p.isEmpty()) openSeries(p);
   });
   file->addAction("Open series &folder...", this, [this] {
@@ -302,9 +305,30 @@ void MainWindow::runJob() {
   run_->start(editor_->job());
 }
 
-bool MainWindow::openSeries(const QString& path) {
+bool MainWindow::openSeries(const QString& path, const QString& signal) {
+  std::string chosen = signal.toStdString();
+  bool several = false;
   try {
-    std::shared_ptr<const driftscan::FrameSource> s = driftscan::TiffSeries::open(path.toStdString());
+    const auto found = driftscan::list_signals(path.toStdString());
+    several = found.size() > 1;
+    if (several && chosen.empty()) {
+      chosen = found.front().name;
+      if (interactive_) {
+        QStringList items;
+        for (const auto& g : found)
+          items << QString("%1  (%2 frames, %3 x %4)")
+                       .arg(QString::fromStdString(g.name))
+                       .arg(g.frames)
+                       .arg(g.width)
+                       .arg(g.height);
+        bool ok = false;
+        const QString item = QInputDialog::getItem(this, "DriftScan",
+                                                   "This file holds several signals. Register:", items, 0, false, &ok);
+        if (!ok) return false;
+        chosen = found[static_cast<std::size_t>(items.indexOf(item))].name;
+      }
+    }
+    std::shared_ptr<const driftscan::FrameSource> s = driftscan::open_series(path.toStdString(), chosen);
     source_ = s;
   } catch (const std::exception& e) {
     showError(QString("Cannot open series: %1").arg(e.what()));
@@ -318,6 +342,7 @@ bool MainWindow::openSeries(const QString& path) {
   driftscan::Job job = editor_->job();
   // Absolute, so the saved project re-runs from anywhere.
   job.input = QFileInfo(path).absoluteFilePath().toStdString();
+  job.signal = several ? chosen : std::string();
   if (job.output.empty() || results_.folder.isEmpty()) {
     const QFileInfo fi(path);
     job.output = QDir(fi.absolutePath()).filePath(fi.completeBaseName() + "_results").toStdString();
@@ -389,7 +414,7 @@ bool MainWindow::openProject(const QString& path) {
   }
   projectPath_ = path;
   if (!job.input.empty() && QFileInfo::exists(QString::fromStdString(job.input)))
-    openSeries(QString::fromStdString(job.input));
+    openSeries(QString::fromStdString(job.input), QString::fromStdString(job.signal));
   editor_->setJob(job);
   const auto& r = job.registration.roi;
   series_->view()->setRoi(r.whole_frame() ? QRect() : QRect(r.x, r.y, r.w, r.h));

@@ -36,7 +36,9 @@ class MainWindow : public QMainWindow {
   // errors go to the log and the error line only.
   void setInteractive(bool on) { interactive_ = on; }
 
-  bool openSeries(const QString& path);
+  // A file holding several signals (detectors) asks which one (the first
+  // when not interactive) unless `signal` names it.
+  bool openSeries(const QString& path, const QString& signal = QString());
   bool openResults(const QString& folder);
   bool openProject(const QString& path);
   bool saveProject(const QString& path);

@@ -359,6 +359,13 @@ std::vector<JobField> make_table() {
           .flag("--checkpoint-interval", reg).at_least(0).said("0 (off) or more").member<E, &Exe::checkpoint_interval_s>(),
       Row("execution", "resume", T::boolean, "Continue from the checkpoints in the output folder (any rank count)")
           .flag("--resume", reg).is_switch().member<E, &Exe::resume>(),
+
+      // signals of a multi-signal input (DM, EMD, SER/EMI)
+      Row("", "signal", T::optional_text, "Signal (detector) of the input to read: a name from `info`, or its index; default the first")
+          .flag("--signal", reg | avg | spec).top<&Job::signal>(),
+      Row("", "apply_to", T::optional_text,
+          "register: other signals averaged with the drift found on `signal` (NAME,NAME,... or all): average_<name>.tif each")
+          .flag("--apply-to", reg).value_name("NAME,...|all").top<&Job::apply_to>(),
   };
   // clang-format on
 }

@@ -36,7 +36,7 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Every rank indexes the file (IFD offsets only) and decodes frames on demand.
-std::unique_ptr<TiffSeries> open_series(const Job& job) {
+std::unique_ptr<FrameSource> open_series(const Job& job) {
   auto frames = open_job_input(job);
   if (frames->frame_count() < 2) throw bad_input(job.input + ": a series of one frame has nothing to register");
   return frames;
@@ -176,7 +176,7 @@ struct RegisterRun {
   const Job& job;
   RunContext& ctx;
   const int threads;
-  const std::unique_ptr<TiffSeries> frames;
+  const std::unique_ptr<FrameSource> frames;
   const std::size_t n;
   RegistrationOperator op;
 

@@ -19,8 +19,10 @@
 #include "driftscan/mpi/distributed_register.hpp"
 #include "driftscan/mpi/preflight.hpp"
 #include "driftscan/mpi/register_checkpoint.hpp"
+#include "driftscan/mpi/signal_averages.hpp"
 #include "driftscan/mpi/stack_spectrum.hpp"
 #include "driftscan/power_spectrum.hpp"
+#include "driftscan/series_opener.hpp"
 #include "driftscan/synthetic_series.hpp"
 #include "driftscan/tiff_series.hpp"
 #include "driftscan/tiff_writer.hpp"
@@ -136,6 +138,8 @@ int run_register(const Job& job, RunContext& ctx) {
       if (fs::path(f).filename() != fs::path(checkpoint_path(job.output)).filename()) return true;
     return false;
   }();
+  // --apply-to: the other signals are checked before any work (every rank: same error everywhere).
+  const std::vector<std::string> apply_to = apply_to_signals(job);
   // The scan-distortion correction is a phase of the distributed path (one rank included).
   if (ctx.size > 1 || rank_checkpoints || job.scan.correct_distortion) {
     RegisterResult r = register_distributed(job, ctx);
@@ -145,6 +149,7 @@ int run_register(const Job& job, RunContext& ctx) {
     RegisterResult r = register_with_checkpoints(job, *frames, ctx.progress, ctx.cancel);
     announce(r, frames->frame_count());
   }
+  if (!apply_to.empty()) on_root(ctx, [&] { files.update(average_signals(job, apply_to, ctx.progress, ctx.cancel)); });
   report_peak_memory(ctx);
   if (ctx.rank == 0) ctx.progress.result(files);
   return 0;
@@ -279,8 +284,8 @@ int run_spectrum(const Job& job, RunContext& ctx) {
 
 }  // namespace
 
-std::unique_ptr<TiffSeries> open_job_input(const Job& job) {
-  return TiffSeries::open(job.input, static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0));
+std::unique_ptr<FrameSource> open_job_input(const Job& job) {
+  return open_series(job.input, job.signal, static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0));
 }
 
 std::size_t prepared_cache_bytes(const Job& job) {

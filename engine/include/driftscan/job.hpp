@@ -66,6 +66,8 @@ struct Job {
   SynthOptions synth;
   ScanSettings scan;
   ExecutionSettings execution;
+  std::string signal;    // the input's signal to read (multi-signal files); "": the first
+  std::string apply_to;  // register: other signals averaged with the drift found ("a,b" or "all")
 };
 
 nlohmann::json to_json(const Job& job);

@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "driftscan/error.hpp"
+#include "driftscan/frame_source.hpp"
 #include "driftscan/job.hpp"
 #include "driftscan/mpi/command.hpp"
-#include "driftscan/tiff_series.hpp"
 
 namespace driftscan::mpi {
 
@@ -22,7 +22,8 @@ int run_job(const Job& job, RunContext& ctx);
 
 // The job's input series, decoded on demand through a cache of
 // execution.frame_cache_mb (each rank opens it and reads only what it needs).
-std::unique_ptr<TiffSeries> open_job_input(const Job& job);
+// Any supported format (series_opener.hpp), the signal job.signal.
+std::unique_ptr<FrameSource> open_job_input(const Job& job);
 
 // The registration operator's cache of prepared frames (pyramids): a quarter
 // of execution.frame_cache_mb, at most 256 MB. The scan reuses only a few
