@@ -126,7 +126,14 @@ int run_register(const Job& job, RunContext& ctx) {
                   "registered %zu frames in %.2f s: %.1f frames/s (pairs %.2f s, scan %.2f s, average %.2f s)", frames,
                   r.seconds.total, frames / std::max(1e-9, r.seconds.total), r.seconds.pairs, r.seconds.scan,
                   r.seconds.average);
-    ctx.progress.log(LogLevel::info, line);
+    std::string final_line = line;
+    if (!r.uncertainty.empty()) {
+      const UncertaintySummary u = summarize_uncertainty(r.uncertainty);
+      std::snprintf(line, sizeof line, "; drift sigma median %.3g px, worst %.3g px (frame %zu)", u.median_sigma,
+                    u.worst_sigma, u.worst_frame);
+      final_line += line;
+    }
+    ctx.progress.log(LogLevel::info, final_line);
   };
   // A single rank resumes a multi-rank run's checkpoints through the
   // distributed path (it merges per-rank files; the serial one reads only its own).
