@@ -80,7 +80,8 @@ void run_seed(const Case& c, std::uint32_t seed, Stats& st) {
   RegistrationOperator op(frames, settings);
   std::vector<Registration> elements;
   for (std::size_t k = 0; k < frames.frame_count(); ++k) elements.push_back(op.element(k));
-  auto regs = sequential_inclusive_scan(elements, [&](const Registration& a, const Registration& b) { return op(a, b); });
+  auto regs =
+      sequential_inclusive_scan(elements, [&](const Registration& a, const Registration& b) { return op(a, b); });
   const auto t1 = std::chrono::steady_clock::now();
   auto u = estimate_drift_uncertainty(op, regs, 0, regs.size(), 1, nullptr, nullptr);
   const auto t2 = std::chrono::steady_clock::now();
@@ -120,7 +121,8 @@ double rms(const std::vector<double>& v) {
 
 std::shared_ptr<const Frame> real_content() {
   const std::string path = "../shared/data/stem_abf_series.tif";
-  for (const std::string& p : std::vector<std::string>{path, "../" + path, "../../" + path, "/work/shared/data/stem_abf_series.tif"})
+  for (const std::string& p :
+       std::vector<std::string>{path, "../" + path, "../../" + path, "/work/shared/data/stem_abf_series.tif"})
     if (fs::exists(p)) return std::make_shared<const Frame>(TiffSeries::open(p)->frame(0));
   return nullptr;
 }
@@ -169,8 +171,9 @@ int main(int argc, char** argv) {
     add("hex 512 dose 3 translation", 512, 3, Lattice::hex, MotionModel::translation, 3.0);
     add("hex 1024 dose 6 translation", 1024, 6, Lattice::hex, MotionModel::translation, 3.0);
   }
-  std::printf("# bench_drift_uncertainty: %d seeds x %zu frames per case (poor frame excluded from z; machine shared)\n",
-              seeds, frames);
+  std::printf(
+      "# bench_drift_uncertainty: %d seeds x %zu frames per case (poor frame excluded from z; machine shared)\n", seeds,
+      frames);
   std::printf("%-38s %7s %7s %6s %9s %9s %7s %7s\n", "case", "zrms_x", "zrms_y", "in95%", "poor/med", "median_s",
               "s_total", "s_sigma");
   for (const Case& c : cases) {
@@ -179,8 +182,8 @@ int main(int argc, char** argv) {
     for (int s = 0; s < seeds; ++s) run_seed(c, static_cast<std::uint32_t>(101 + 17 * s), st);
     std::sort(st.ratios.begin(), st.ratios.end());
     const double zx = rms(st.zx), zy = rms(st.zy), in95 = 100.0 * st.inside / std::max<std::size_t>(1, st.count);
-    const bool ok = zx >= 0.8 && zx <= 1.25 && zy >= 0.8 && zy <= 1.25 && in95 >= 92 && in95 <= 98 &&
-                    st.ratios.front() >= 3.0;
+    const bool ok =
+        zx >= 0.8 && zx <= 1.25 && zy >= 0.8 && zy <= 1.25 && in95 >= 92 && in95 <= 98 && st.ratios.front() >= 3.0;
     std::printf("%-38s %7.3f %7.3f %6.1f %9.2f %9.4f %7.1f %7.2f %s (poor: %s)\n", c.name.c_str(), zx, zy, in95,
                 st.ratios.front(), st.median_sigma / seeds, st.seconds, st.uncertainty_seconds, ok ? "ok" : "MISS",
                 c.poor_blur > 0 ? "blurred" : "mostly blank");

@@ -78,7 +78,8 @@ std::vector<DriftUncertainty> estimate_drift_uncertainty(const RegistrationOpera
       if (cancel) cancel->throw_if_cancelled();
       const Registration& r = registrations[begin + static_cast<std::size_t>(i)];
       const RefineInformation info = op.information(r);
-      out[static_cast<std::size_t>(i)] = drift_uncertainty(info, r.transform, centre, reference_noise_share(info, counts));
+      out[static_cast<std::size_t>(i)] =
+          drift_uncertainty(info, r.transform, centre, reference_noise_share(info, counts));
     } catch (const Error& e) {
 #pragma omp critical(drift_uncertainty_error)
       if (error.empty() || e.kind() == ErrorKind::cancelled) {
@@ -125,14 +126,15 @@ UncertaintySummary summarize_uncertainty(const std::vector<DriftUncertainty>& fr
 }
 
 nlohmann::json to_json(const UncertaintySummary& s) {
-  return {{"method",
-           "Fisher information of the final refinement of 0 -> k (Gauss-Newton normal matrix, noise from the residual "
-           "with its spatial correlation); sigma = max(sigma_dx, sigma_dy) per frame, px"},
-          {"common", {{"sigma_dx", s.common_sigma_dx}, {"sigma_dy", s.common_sigma_dy}, {"cov_dxdy", s.common_cov_dxdy}}},
-          {"median_sigma", s.median_sigma},
-          {"worst_sigma", s.worst_sigma},
-          {"worst_frame", s.worst_frame},
-          {"singular_frames", s.singular_frames}};
+  return {
+      {"method",
+       "Fisher information of the final refinement of 0 -> k (Gauss-Newton normal matrix, noise from the residual "
+       "with its spatial correlation); sigma = max(sigma_dx, sigma_dy) per frame, px"},
+      {"common", {{"sigma_dx", s.common_sigma_dx}, {"sigma_dy", s.common_sigma_dy}, {"cov_dxdy", s.common_cov_dxdy}}},
+      {"median_sigma", s.median_sigma},
+      {"worst_sigma", s.worst_sigma},
+      {"worst_frame", s.worst_frame},
+      {"singular_frames", s.singular_frames}};
 }
 
 std::string singular_warning(const UncertaintySummary& s) {

@@ -479,7 +479,8 @@ class LevelSolver {
               const double ui = u[static_cast<std::size_t>(i)][a];
               if (ui == 0.0) continue;
               for (int j = 0; j < np_; ++j)
-                m[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] += ui * u[static_cast<std::size_t>(j)][b];
+                m[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] +=
+                    ui * u[static_cast<std::size_t>(j)][b];
             }
           }
         const bool self = dx == 0 && dy == 0;
@@ -746,8 +747,7 @@ std::array<double, 6> entries(const Transform& t) { return {t.a, t.b, t.c, t.d, 
 
 }  // namespace
 
-RefineInformation Refinement::information(const Prepared& reference, const Prepared& moving,
-                                          const Transform& T) const {
+RefineInformation Refinement::information(const Prepared& reference, const Prepared& moving, const Transform& T) const {
   RefineInformation out;
   const MotionModel model = options_.model;
   const int np = param_count(model);
@@ -822,7 +822,8 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
     for (int b = 0; b < 6; ++b) {
       double v = 0;
       for (int p = 0; p < np; ++p)
-        for (int q = 0; q < np; ++q) v += J[a][p] * CS[static_cast<std::size_t>(p) * 6 + static_cast<std::size_t>(q)] * J[b][q];
+        for (int q = 0; q < np; ++q)
+          v += J[a][p] * CS[static_cast<std::size_t>(p) * 6 + static_cast<std::size_t>(q)] * J[b][q];
       out.covariance[static_cast<std::size_t>(a) * 6 + static_cast<std::size_t>(b)] = v;
     }
   for (std::size_t i = 0; i < 6; ++i)

@@ -1,9 +1,9 @@
 // The scan element and operator; see registration_operator.hpp.
 #include "driftscan/registration_operator.hpp"
 
-#include <limits>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "driftscan/error.hpp"

@@ -378,7 +378,8 @@ void scan(RegisterRun& run) {
 // reads its own), gathered to all.
 void uncertainty(RegisterRun& run) {
   const auto t0 = Clock::now();
-  const std::size_t n = run.n, size = static_cast<std::size_t>(run.ctx.size), rank = static_cast<std::size_t>(run.ctx.rank);
+  const std::size_t n = run.n, size = static_cast<std::size_t>(run.ctx.size),
+                    rank = static_cast<std::size_t>(run.ctx.rank);
   const std::size_t lo = n * rank / size, hi = n * (rank + 1) / size;
   run.ctx.progress.phase("uncertainty", hi - lo);
   std::vector<DriftUncertainty> mine;

@@ -21,9 +21,9 @@
 namespace driftscan {
 
 struct DriftUncertainty {
-  double sigma_dx = 0.0, sigma_dy = 0.0, cov_dxdy = 0.0;  // px, of dx, dy as written
-  double sigma_angle_deg = 0.0;                           // rigid and affine models
-  std::array<double, 6> sigma_affine{};                   // of a, b, c, d, tx, ty (affine model)
+  double sigma_dx = 0.0, sigma_dy = 0.0, cov_dxdy = 0.0;                       // px, of dx, dy as written
+  double sigma_angle_deg = 0.0;                                                // rigid and affine models
+  std::array<double, 6> sigma_affine{};                                        // of a, b, c, d, tx, ty (affine model)
   double common_sigma_dx = 0.0, common_sigma_dy = 0.0, common_cov_dxdy = 0.0;  // frame 0's share
   bool singular = false;  // no information (blank, constant, one edge direction): sigmas are inf
 
