@@ -137,6 +137,23 @@ nlohmann::json to_json(const UncertaintySummary& s) {
       {"singular_frames", s.singular_frames}};
 }
 
+std::vector<std::size_t> frames_above_sigma(const std::vector<double>& sigma, double max_sigma) {
+  std::vector<std::size_t> out;
+  if (!(max_sigma > 0)) return out;
+  for (std::size_t k = 1; k < sigma.size(); ++k)
+    if (!(sigma[k] <= max_sigma)) out.push_back(k);
+  return out;
+}
+
+std::string above_sigma_warning(const std::vector<std::size_t>& frames, double max_sigma) {
+  if (frames.empty()) return {};
+  std::string list;
+  for (std::size_t i = 0; i < frames.size() && i < 10; ++i) list += (i ? ", " : "") + std::to_string(frames[i]);
+  if (frames.size() > 10) list += ", ...";
+  return std::to_string(frames.size()) + " frame(s) with a drift sigma above max_sigma " + message_number(max_sigma) +
+         " px excluded from the average (frames " + list + ")";
+}
+
 std::string singular_warning(const UncertaintySummary& s) {
   if (s.singular_frames.empty()) return {};
   std::string list;

@@ -471,18 +471,19 @@ class LevelSolver {
       for (int dx = -R; dx <= R; ++dx) {
         if (dy == 0 && dx < 0) continue;  // the other half is the transpose
         std::array<double, 36> m{};
-        for (int y = qy0_; y + dy <= qy1_; y += stride)
-          for (int x = std::max(qx0_, qx0_ - dx); x <= std::min(qx1_, qx1_ - dx); x += stride) {
-            const std::size_t a = static_cast<std::size_t>(y) * w + x;
-            const std::size_t b = static_cast<std::size_t>(y + dy) * w + (x + dx);
-            for (int i = 0; i < np_; ++i) {
-              const double ui = u[static_cast<std::size_t>(i)][a];
-              if (ui == 0.0) continue;
-              for (int j = 0; j < np_; ++j)
-                m[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] +=
-                    ui * u[static_cast<std::size_t>(j)][b];
+        for (int y = qy0_; y + dy <= qy1_; y += stride) {
+          const int x0 = std::max(qx0_, qx0_ - dx), x1 = std::min(qx1_, qx1_ - dx);
+          const std::size_t ra = static_cast<std::size_t>(y) * w, rb = static_cast<std::size_t>(y + dy) * w + dx;
+          for (int i = 0; i < np_; ++i) {
+            const float* ui = u[static_cast<std::size_t>(i)].data() + ra;
+            for (int j = 0; j < np_; ++j) {
+              const float* uj = u[static_cast<std::size_t>(j)].data() + rb;
+              double acc = 0;
+              for (int x = x0; x <= x1; x += stride) acc += static_cast<double>(ui[x]) * uj[x];
+              m[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] += acc;
             }
           }
+        }
         const bool self = dx == 0 && dy == 0;
         for (int i = 0; i < np_; ++i)
           for (int j = 0; j < np_; ++j) {
@@ -782,7 +783,10 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
   // Lags out to where the prefiltered noise's correlation has died (< 1%).
   const double sigma = std::max(0.5, options_.prefilter_sigma);
   const int R = std::clamp(static_cast<int>(std::ceil(3.5 * sigma)), 2, 12);
-  const int stride = std::max(1, static_cast<int>(std::floor(sigma)));
+  // The lag sums' outer sum on a subgrid of at most ~256^2 points: enough for
+  // their noise, and it keeps this pass cheap next to the refinement on big frames.
+  const int stride = std::max(
+      {1, static_cast<int>(std::floor(sigma)), static_cast<int>(std::ceil(std::sqrt(solver.pixels() / 65536.0)))});
   double rss = 0;
   solver.noise_information(S, pass, R, stride, A, M, rss);
   out.residual_rms = std::sqrt(rss / std::max(1.0, solver.pixels()));

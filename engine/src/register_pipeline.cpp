@@ -202,6 +202,16 @@ AverageResult average_registered(const FrameSource& frames, const std::vector<Re
     warnings.push_back(std::move(w));
   }
   opts.exclude_frames.insert(opts.exclude_frames.end(), excluded.begin(), excluded.end());
+  if (uncertainty && opts.max_sigma > 0) {
+    std::vector<double> sigma;
+    for (const DriftUncertainty& u : *uncertainty) sigma.push_back(u.sigma());
+    const std::vector<std::size_t> above = frames_above_sigma(sigma, opts.max_sigma);
+    opts.exclude_frames.insert(opts.exclude_frames.end(), above.begin(), above.end());
+    if (std::string w = above_sigma_warning(above, opts.max_sigma); !w.empty()) {
+      if (progress) progress->log(LogLevel::warning, w);
+      warnings.push_back(std::move(w));
+    }
+  }
   std::vector<Transform> transforms;
   transforms.reserve(registrations.size());
   for (const Registration& r : registrations) transforms.push_back(r.transform);

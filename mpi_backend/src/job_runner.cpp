@@ -14,6 +14,7 @@
 
 #include "driftscan/atomic_file.hpp"
 #include "driftscan/drift_table.hpp"
+#include "driftscan/drift_uncertainty.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/mpi/distributed_checkpoint.hpp"
 #include "driftscan/mpi/distributed_register.hpp"
@@ -173,6 +174,19 @@ int run_average(const Job& job, RunContext& ctx) {
       options.exclude_frames.push_back(k);
       ctx.progress.log(LogLevel::warning, "frame " + std::to_string(k) + " is flagged in " + job.averaging.drift +
                                               ": left out of the average");
+    }
+    if (options.max_sigma > 0) {
+      const DriftRecords records = read_drift_records(job.averaging.drift);
+      if (!records.has_sigma)
+        throw bad_input(job.averaging.drift +
+                        ": no sigma_dx,sigma_dy columns (a table from before the uncertainty "
+                        "estimate): max_sigma cannot be applied");
+      std::vector<double> sigma;
+      for (const DriftRecord& r : records.frames) sigma.push_back(std::max(r.sigma_dx, r.sigma_dy));
+      const std::vector<std::size_t> above = frames_above_sigma(sigma, options.max_sigma);
+      options.exclude_frames.insert(options.exclude_frames.end(), above.begin(), above.end());
+      if (std::string w = above_sigma_warning(above, options.max_sigma); !w.empty())
+        ctx.progress.log(LogLevel::warning, w);
     }
     omp_set_num_threads(std::max(1, job.execution.threads));
     AverageResult avg = average_series(*frames, drift.to_frame0, options, &ctx.progress, &ctx.cancel);

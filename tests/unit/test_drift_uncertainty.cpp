@@ -128,6 +128,17 @@ TEST(DriftUncertainty, BlurredFrameGetsAMuchLargerSigma) {
   ASSERT_FALSE(r.u[6].singular);
   EXPECT_GE(r.u[6].sigma(), 3.0 * sum.median_sigma);
   EXPECT_EQ(sum.worst_frame, 6u);
+
+  // averaging.max_sigma leaves it out of the average, like min_quality.
+  AveragingOptions avg;
+  avg.max_sigma = 2.0 * sum.median_sigma;
+  std::vector<std::string> warnings;
+  const AverageResult a = average_registered(frames, r.regs, avg, warnings, nullptr, nullptr, &r.u);
+  ASSERT_EQ(a.used.size(), frames.frame_count());
+  EXPECT_FALSE(a.used[6]);
+  EXPECT_EQ(std::count(a.used.begin(), a.used.end(), true), static_cast<long>(frames.frame_count()) - 1);
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_NE(warnings.back().find("max_sigma"), std::string::npos);
 }
 
 TEST(DriftUncertainty, NoInformationGivesInfWithAFlagNeverNaN) {

@@ -59,6 +59,10 @@ struct UncertaintySummary {
   std::vector<std::size_t> singular_frames;
 };
 UncertaintySummary summarize_uncertainty(const std::vector<DriftUncertainty>& frames);
+// Frames (1..) whose sigma is above max_sigma (inf included); none when max_sigma <= 0.
+std::vector<std::size_t> frames_above_sigma(const std::vector<double>& sigma, double max_sigma);
+// The warning for them (empty when none).
+std::string above_sigma_warning(const std::vector<std::size_t>& frames, double max_sigma);
 // report.json's "uncertainty" block.
 nlohmann::json to_json(const UncertaintySummary& s);
 // One warning per run naming the frames whose sigma is inf; empty when none.
