@@ -34,19 +34,23 @@ DriftRecords read_drift_records(const std::string& path) {
   table.has_angle = col.count("angle_deg");
   table.has_quality = col.count("quality");
   table.has_used = col.count("used");
+  table.has_sigma = col.count("sigma_dx") && col.count("sigma_dy") && col.count("cov_dxdy");
 
   std::size_t lineno = 1;
   while (std::getline(in, line)) {
     ++lineno;
     if (line.empty() || line == "\r") continue;
     auto f = split_csv_fields(line);
-    auto number = [&](const char* name) {
+    // A standard error may be inf (no information), never NaN or negative.
+    auto number = [&](const char* name, bool inf_ok = false) {
       std::size_t i = col.at(name);
       const std::string& s = i < f.size() ? f[i] : std::string();
       char* end = nullptr;
       double v = std::strtod(s.c_str(), &end);
-      if (s.empty() || (*end != '\0' && *end != '\r') || !std::isfinite(v))
-        throw bad_input(path + ":" + std::to_string(lineno) + ": '" + name + "' is not a finite number");
+      if (s.empty() || (*end != '\0' && *end != '\r') || std::isnan(v) || (!inf_ok && !std::isfinite(v)) ||
+          (inf_ok && v < 0))
+        throw bad_input(path + ":" + std::to_string(lineno) + ": '" + name + "' is not a " +
+                        (inf_ok ? "non-negative number or inf" : "finite number"));
       return v;
     };
     double frame = number("frame");
@@ -66,6 +70,15 @@ DriftRecords read_drift_records(const std::string& path) {
     }
     if (table.has_quality) r.quality = number("quality");
     if (table.has_used) r.used = number("used") != 0;
+    if (table.has_sigma) {
+      r.sigma_dx = number("sigma_dx", true);
+      r.sigma_dy = number("sigma_dy", true);
+      r.cov_dxdy = number("cov_dxdy");
+      if (col.count("sigma_flag") && col["sigma_flag"] < f.size()) {
+        const std::string& flag = f[col["sigma_flag"]];
+        r.sigma_singular = !flag.empty() && flag != "\r";
+      }
+    }
     if (col.count("flags") && col["flags"] < f.size()) {
       std::string flags = f[col["flags"]];
       r.flagged = !flags.empty() && flags != "\r" && flags != "0";

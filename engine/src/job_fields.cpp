@@ -252,6 +252,9 @@ std::vector<JobField> make_table() {
           .member<A, &Avg::interpolation>(),
       Row("averaging", "min_quality", T::number, "Exclude frames whose NCC is below").flag("--min-quality", avg)
           .editor("Min quality", "NCC").spin(-1.0, 1.0, 3, 0.05).member<A, &Avg::min_quality>(),
+      Row("averaging", "max_sigma", T::number, "Exclude frames whose drift sigma (px) is above; 0: no limit")
+          .flag("--max-sigma", avg).at_least(0).editor("Max sigma", "px").spin(0.0, 100.0, 3, 0.01)
+          .member<A, &Avg::max_sigma>(),
       Row("averaging", "exclude_frames", T::frame_list, "Frames to leave out, e.g. 3,17,40")
           .shape("a list of frame numbers").flag("--exclude", avg).value_name("INT,...")
           .member<A, &Avg::exclude_frames>(),

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "driftscan/cubic_bspline.hpp"
@@ -68,6 +69,23 @@ void gradients(const Frame& f, Frame& gx, Frame& gy, int threads = 1) {
       gx.at(x, y) = (f.at(xr, y) - f.at(xl, y)) / static_cast<float>(std::max(1, xr - xl));
       gy.at(x, y) = (f.at(x, yd) - f.at(x, yu)) / static_cast<float>(std::max(1, yd - yu));
     }
+}
+
+// Cholesky succeeds: the symmetric n x n matrix is positive definite.
+bool positive_definite(int n, const std::array<double, 36>& a) {
+  double l[6][6] = {};
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j <= i; ++j) {
+      double v = a[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)];
+      for (int k = 0; k < j; ++k) v -= l[i][k] * l[j][k];
+      if (i == j) {
+        if (!(v > 0)) return false;
+        l[i][i] = std::sqrt(v);
+      } else {
+        l[i][j] = v / l[j][j];
+      }
+    }
+  return true;
 }
 
 int param_count(MotionModel m) { return m == MotionModel::translation ? 2 : m == MotionModel::rigid ? 3 : 6; }
@@ -306,10 +324,12 @@ class LevelSolver {
   }
 
   double pixels() const { return n_; }
+  double reference_mean() const { return n_ > 0 ? sf_ / n_ : 0.0; }
   const Transform& set_transform() const { return set_S_; }
 
   struct Pass {
     double cost = 1, ncc = 0;
+    double alpha = 1, beta = 0;  // the gain and offset fitted at S
     std::array<double, 6> b{};
   };
 
@@ -375,12 +395,108 @@ class LevelSolver {
     if (!(vf > 1e-20) || !(vg > 1e-20)) throw bad_input("refinement: a frame is blank over the overlap");
     const double alpha = cov / vg, beta = mf - alpha * mg;
     p.ncc = cov / std::sqrt(vf * vg);
+    p.alpha = alpha;
+    p.beta = beta;
     p.cost = std::max(0.0, 1.0 - p.ncc * p.ncc);
     for (int k = 0; k < np_; ++k) {
       auto kk = static_cast<std::size_t>(k);
       p.b[kk] = alpha * ssdg[kk] + beta * ssd_[kk] - ssdf_[kk];
     }
     return p;
+  }
+
+  // The two matrices of the estimate's covariance A^-1 M A^-T at S. The
+  // estimating equation is b = sum J_f r = 0 (J_f: the reference's
+  // steepest-descent images, r = alpha g(S(q)) + beta - f the residual); its
+  // derivative along the increment is A = alpha sum J_f J_g^T, J_g from the
+  // gradient of the warped moving frame: at low dose the noise of the two
+  // frames' gradients is independent and drops out of A, where it would
+  // inflate the normal matrix H (and a blurred moving frame gives a small A,
+  // a large sigma). M = sum_q sum_|d|<=R u(q) u(q+d)^T, u = J_f r: the lag sum
+  // carries the correlation the prefilter and the spline interpolation give
+  // the noise, the local r(q) r(q+d) the Poisson (signal-dependent) variance
+  // and any misfit. Outer sum of M on every `stride`-th pixel (u is smooth at
+  // the prefilter's scale). Call after build_set(S) and evaluate(S).
+  void noise_information(const Transform& S, const Pass& pass, int R, int stride, std::array<double, 36>& A,
+                         std::array<double, 36>& M, double& residual_ss) const {
+    const int w = ref_.width;
+    const std::size_t npx = static_cast<std::size_t>(w) * ref_.height;
+    std::vector<float> G(npx, 0.0f);
+    std::vector<unsigned char> in(npx, 0);
+    std::vector<float> g, col;
+    for (const Span& s : spans_) {
+      const int len = s.x1 - s.x0 + 1;
+      g.resize(static_cast<std::size_t>(len));
+      sample_span(S, s, g.data(), col);
+      for (int i = 0; i < len; ++i) {
+        const std::size_t at = static_cast<std::size_t>(s.y) * w + s.x0 + i;
+        G[at] = g[static_cast<std::size_t>(i)];
+        in[at] = mask_ && mask_->at(s.x0 + i, s.y) < 0.5f ? 2 : 1;  // 2: sampled, not used
+      }
+    }
+    // d(g o S)/dq by the differences the reference's gradients use.
+    auto diff = [&](std::size_t at, std::size_t lo, std::size_t hi, bool has_lo, bool has_hi) {
+      has_lo = has_lo && in[lo];
+      has_hi = has_hi && in[hi];
+      if (has_lo && has_hi) return 0.5 * (G[hi] - G[lo]);
+      if (has_hi) return static_cast<double>(G[hi] - G[at]);
+      if (has_lo) return static_cast<double>(G[at] - G[lo]);
+      return 0.0;
+    };
+    std::vector<std::vector<float>> u(static_cast<std::size_t>(np_), std::vector<float>(npx, 0.0f));
+    residual_ss = 0;
+    A.fill(0);
+    for (const Span& s : spans_)
+      for (int x = s.x0; x <= s.x1; ++x) {
+        const std::size_t at = static_cast<std::size_t>(s.y) * w + x;
+        if (in[at] != 1) continue;
+        const double r = pass.alpha * G[at] + pass.beta - ref_.at(x, s.y);
+        residual_ss += r * r;
+        std::array<double, 6> sf, sg;
+        steepest(x, s.y, sf);
+        const double ggx = diff(at, at - 1, at + 1, x > 0, x + 1 < w);
+        const double ggy = diff(at, at - w, at + w, s.y > 0, s.y + 1 < ref_.height);
+        steepest_from(x, s.y, ggx, ggy, sg);
+        for (int i = 0; i < np_; ++i) {
+          u[static_cast<std::size_t>(i)][at] = static_cast<float>(sf[static_cast<std::size_t>(i)] * r);
+          for (int j = 0; j < np_; ++j)
+            A[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] +=
+                pass.alpha * sf[static_cast<std::size_t>(i)] * sg[static_cast<std::size_t>(j)];
+        }
+      }
+    M.fill(0);
+    std::array<double, 36> bartlett{};  // the same lags with triangular weights: always positive semi-definite
+    const double area = static_cast<double>(stride) * stride;
+    for (int dy = 0; dy <= R; ++dy)
+      for (int dx = -R; dx <= R; ++dx) {
+        if (dy == 0 && dx < 0) continue;  // the other half is the transpose
+        std::array<double, 36> m{};
+        for (int y = qy0_; y + dy <= qy1_; y += stride) {
+          const int x0 = std::max(qx0_, qx0_ - dx), x1 = std::min(qx1_, qx1_ - dx);
+          const std::size_t ra = static_cast<std::size_t>(y) * w, rb = static_cast<std::size_t>(y + dy) * w + dx;
+          for (int i = 0; i < np_; ++i) {
+            const float* ui = u[static_cast<std::size_t>(i)].data() + ra;
+            for (int j = 0; j < np_; ++j) {
+              const float* uj = u[static_cast<std::size_t>(j)].data() + rb;
+              double acc = 0;
+              for (int x = x0; x <= x1; x += stride) acc += static_cast<double>(ui[x]) * uj[x];
+              m[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] += acc;
+            }
+          }
+        }
+        const bool self = dx == 0 && dy == 0;
+        for (int i = 0; i < np_; ++i)
+          for (int j = 0; j < np_; ++j) {
+            const auto ij = static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j);
+            const auto ji = static_cast<std::size_t>(j) * 6 + static_cast<std::size_t>(i);
+            const double v = area * (self ? m[ij] : m[ij] + m[ji]);
+            M[ij] += v;
+            bartlett[ij] += v * (1.0 - std::abs(dx) / (R + 1.0)) * (1.0 - dy / (R + 1.0));
+          }
+      }
+    // A structured misfit (a blurred frame's lost lattice) can make the
+    // plain lag sum indefinite; the triangular weights cannot.
+    if (!positive_definite(np_, M)) M = bartlett;
   }
 
   // The warp increment W(delta) as an affine map of level coordinates.
@@ -409,8 +525,8 @@ class LevelSolver {
   Point centre() const { return {cx_, cy_}; }
 
  private:
-  void steepest(int x, int y, std::array<double, 6>& sd) const {
-    const double gx = gx_.at(x, y), gy = gy_.at(x, y);
+  void steepest(int x, int y, std::array<double, 6>& sd) const { steepest_from(x, y, gx_.at(x, y), gy_.at(x, y), sd); }
+  void steepest_from(int x, int y, double gx, double gy, std::array<double, 6>& sd) const {
     if (model_ == MotionModel::translation) {
       sd[0] = gx, sd[1] = gy;
     } else if (model_ == MotionModel::rigid) {
@@ -583,6 +699,140 @@ RefineResult Refinement::execute(const Prepared& reference, const Prepared& movi
   res.transform = S.inverse();
   if (model == MotionModel::translation) res.transform = Transform::translation(res.transform.tx, res.transform.ty);
   return res;
+}
+
+namespace {
+
+// Inverse of a general n x n matrix B, scaled by the diagonal of the
+// symmetric positive `scale` (the normal matrix); false when a pivot is below
+// 1e-9 (B carries no information along some direction).
+bool invert_general(int n, const std::array<double, 36>& B, const std::array<double, 36>& scale,
+                    std::array<double, 36>& out) {
+  std::array<double, 6> s{};
+  for (int i = 0; i < n; ++i) {
+    const double d = scale[static_cast<std::size_t>(i) * 7];
+    if (!(d > 0) || !std::isfinite(d)) return false;
+    s[static_cast<std::size_t>(i)] = 1.0 / std::sqrt(d);
+  }
+  double m[6][12] = {};
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j)
+      m[i][j] = B[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] * s[static_cast<std::size_t>(i)] *
+                s[static_cast<std::size_t>(j)];
+    m[i][n + i] = 1.0;
+  }
+  for (int c = 0; c < n; ++c) {
+    int p = c;
+    for (int r = c + 1; r < n; ++r)
+      if (std::abs(m[r][c]) > std::abs(m[p][c])) p = r;
+    if (!(std::abs(m[p][c]) > 1e-9)) return false;
+    if (p != c)
+      for (int j = 0; j < 2 * n; ++j) std::swap(m[p][j], m[c][j]);
+    const double piv = m[c][c];
+    for (int j = 0; j < 2 * n; ++j) m[c][j] /= piv;
+    for (int r = 0; r < n; ++r) {
+      if (r == c) continue;
+      const double f = m[r][c];
+      for (int j = 0; j < 2 * n; ++j) m[r][j] -= f * m[c][j];
+    }
+  }
+  out.fill(0);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j)
+      out[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] =
+          m[i][n + j] * s[static_cast<std::size_t>(i)] * s[static_cast<std::size_t>(j)];
+  return std::isfinite(out[0]);
+}
+
+std::array<double, 6> entries(const Transform& t) { return {t.a, t.b, t.c, t.d, t.tx, t.ty}; }
+
+}  // namespace
+
+RefineInformation Refinement::information(const Prepared& reference, const Prepared& moving, const Transform& T) const {
+  RefineInformation out;
+  const MotionModel model = options_.model;
+  const int np = param_count(model);
+  auto singular = [&] {
+    out.singular = true;
+    out.covariance.fill(0.0);
+    for (std::size_t i = 0; i < 6; ++i) out.covariance[i * 7] = std::numeric_limits<double>::infinity();
+    return out;
+  };
+  if (reference.level.empty() || reference.gx.empty() || moving.coeff.empty())
+    throw bad_input("refinement: frame not prepared (a reference needs gradients)");
+  if (!std::isfinite(T.a + T.b + T.c + T.d + T.tx + T.ty) || !(std::abs(T.determinant()) > 1e-9)) return singular();
+  const Frame* mask = level_masks_ ? &(*level_masks_)[0] : nullptr;
+  LevelSolver solver(reference.level[0], reference.gx[0], reference.gy[0], moving.coeff[0], mask, model, roi_.x, roi_.y,
+                     roi_.x + roi_.w - 1, roi_.y + roi_.h - 1, 1);
+  Transform S = T.inverse();
+  if (model == MotionModel::translation) S = Transform::translation(S.tx, S.ty);
+  solver.build_set(S, 2.0);
+  out.pixels = static_cast<std::size_t>(solver.pixels());
+  if (solver.pixels() < std::max(16.0, 0.02 * roi_.w * roi_.h)) return singular();
+  LevelSolver::Pass pass;
+  try {
+    pass = solver.evaluate(S);
+  } catch (const Error&) {
+    return singular();  // a frame blank over the overlap
+  }
+  out.alpha = pass.alpha;
+  out.beta = pass.beta;
+  out.reference_mean = solver.reference_mean();
+  std::array<double, 36> Hinv{}, Ainv{}, A{}, M{};
+  const bool invertible = invert_general(np, solver.hessian(), solver.hessian(), Hinv);
+  // Lags out to where the prefiltered noise's correlation has died (< 1%).
+  const double sigma = std::max(0.5, options_.prefilter_sigma);
+  const int R = std::clamp(static_cast<int>(std::ceil(3.5 * sigma)), 2, 12);
+  // The lag sums' outer sum on a subgrid of at most ~256^2 points: enough for
+  // their noise, and it keeps this pass cheap next to the refinement on big frames.
+  const int stride = std::max(
+      {1, static_cast<int>(std::floor(sigma)), static_cast<int>(std::ceil(std::sqrt(solver.pixels() / 65536.0)))});
+  double rss = 0;
+  solver.noise_information(S, pass, R, stride, A, M, rss);
+  out.residual_rms = std::sqrt(rss / std::max(1.0, solver.pixels()));
+  if (!invertible || !invert_general(np, A, solver.hessian(), Ainv)) return singular();
+  // Covariance of the increment's parameters A^-1 M A^-T, then of T's
+  // entries through T(delta) = W(delta) o T (the increment composes on
+  // S = T^-1 from the right).
+  std::array<double, 36> CS{}, tmp{};
+  for (int i = 0; i < np; ++i)
+    for (int j = 0; j < np; ++j) {
+      double v = 0;
+      for (int k = 0; k < np; ++k)
+        v += Ainv[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(k)] *
+             M[static_cast<std::size_t>(k) * 6 + static_cast<std::size_t>(j)];
+      tmp[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] = v;
+    }
+  for (int i = 0; i < np; ++i)
+    for (int j = 0; j < np; ++j) {
+      double v = 0;
+      for (int k = 0; k < np; ++k)
+        v += tmp[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(k)] *
+             Ainv[static_cast<std::size_t>(j) * 6 + static_cast<std::size_t>(k)];
+      CS[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] = v;
+    }
+  double J[6][6] = {};  // d entries(T(delta)) / d delta
+  const double step = 1e-4;
+  for (int p = 0; p < np; ++p) {
+    std::array<double, 6> d{};
+    d[static_cast<std::size_t>(p)] = step;
+    const auto plus = entries(compose(solver.increment(d), T));
+    d[static_cast<std::size_t>(p)] = -step;
+    const auto minus = entries(compose(solver.increment(d), T));
+    for (int e = 0; e < 6; ++e)
+      J[e][p] = (plus[static_cast<std::size_t>(e)] - minus[static_cast<std::size_t>(e)]) / (2 * step);
+  }
+  for (int a = 0; a < 6; ++a)
+    for (int b = 0; b < 6; ++b) {
+      double v = 0;
+      for (int p = 0; p < np; ++p)
+        for (int q = 0; q < np; ++q)
+          v += J[a][p] * CS[static_cast<std::size_t>(p) * 6 + static_cast<std::size_t>(q)] * J[b][q];
+      out.covariance[static_cast<std::size_t>(a) * 6 + static_cast<std::size_t>(b)] = v;
+    }
+  for (std::size_t i = 0; i < 6; ++i)
+    if (!(out.covariance[i * 7] >= 0) || !std::isfinite(out.covariance[i * 7])) return singular();
+  return out;
 }
 
 }  // namespace driftscan

@@ -179,9 +179,22 @@ std::vector<std::string> registration_warnings(const std::vector<Registration>& 
   return w;
 }
 
+std::vector<DriftUncertainty> uncertainty_phase(const RegistrationOperator& op,
+                                                const std::vector<Registration>& registrations, int threads,
+                                                std::vector<std::string>& warnings, Progress* progress,
+                                                const CancelToken* cancel) {
+  if (progress) progress->phase("uncertainty", registrations.size());
+  std::vector<DriftUncertainty> u =
+      estimate_drift_uncertainty(op, registrations, 0, registrations.size(), threads, progress, cancel);
+  // Logged with the run's other warnings by whoever reports them.
+  if (std::string w = singular_warning(summarize_uncertainty(u)); !w.empty()) warnings.push_back(std::move(w));
+  return u;
+}
+
 AverageResult average_registered(const FrameSource& frames, const std::vector<Registration>& registrations,
                                  const AveragingOptions& options, std::vector<std::string>& warnings,
-                                 Progress* progress, const CancelToken* cancel) {
+                                 Progress* progress, const CancelToken* cancel,
+                                 const std::vector<DriftUncertainty>* uncertainty) {
   AveragingOptions opts = options;
   std::vector<std::size_t> excluded;
   for (std::string& w : registration_warnings(registrations, excluded)) {
@@ -189,6 +202,16 @@ AverageResult average_registered(const FrameSource& frames, const std::vector<Re
     warnings.push_back(std::move(w));
   }
   opts.exclude_frames.insert(opts.exclude_frames.end(), excluded.begin(), excluded.end());
+  if (uncertainty && opts.max_sigma > 0) {
+    std::vector<double> sigma;
+    for (const DriftUncertainty& u : *uncertainty) sigma.push_back(u.sigma());
+    const std::vector<std::size_t> above = frames_above_sigma(sigma, opts.max_sigma);
+    opts.exclude_frames.insert(opts.exclude_frames.end(), above.begin(), above.end());
+    if (std::string w = above_sigma_warning(above, opts.max_sigma); !w.empty()) {
+      if (progress) progress->log(LogLevel::warning, w);
+      warnings.push_back(std::move(w));
+    }
+  }
   std::vector<Transform> transforms;
   transforms.reserve(registrations.size());
   for (const Registration& r : registrations) transforms.push_back(r.transform);
@@ -198,10 +221,17 @@ AverageResult average_registered(const FrameSource& frames, const std::vector<Re
 }
 
 void write_drift_csv(const std::string& path, const std::vector<Registration>& registrations, MotionModel model,
-                     Point centre, const AverageResult* average) {
+                     Point centre, const AverageResult* average, const std::vector<DriftUncertainty>* uncertainty) {
   std::string s = "frame,dx,dy";
   if (model != MotionModel::translation) s += ",angle_deg";
   if (model == MotionModel::affine) s += ",a,b,c,d,tx,ty";
+  const bool sigmas = uncertainty && uncertainty->size() == registrations.size();
+  if (sigmas) {
+    s += ",sigma_dx,sigma_dy,cov_dxdy";
+    if (model != MotionModel::translation) s += ",sigma_angle_deg";
+    if (model == MotionModel::affine) s += ",sigma_a,sigma_b,sigma_c,sigma_d,sigma_tx,sigma_ty";
+    s += ",sigma_flag";
+  }
   s += ",iterations,cost,ncc,quality,used,flags\n";
   char buf[512];
   for (std::size_t k = 0; k < registrations.size(); ++k) {
@@ -217,6 +247,21 @@ void write_drift_csv(const std::string& path, const std::vector<Registration>& r
       const Transform& t = r.transform;
       std::snprintf(buf, sizeof buf, ",%.9f,%.9f,%.9f,%.9f,%.6f,%.6f", t.a, t.b, t.c, t.d, t.tx, t.ty);
       s += buf;
+    }
+    if (sigmas) {
+      const DriftUncertainty& u = (*uncertainty)[k];
+      std::snprintf(buf, sizeof buf, ",%.6g,%.6g,%.6g", u.sigma_dx, u.sigma_dy, u.singular ? 0.0 : u.cov_dxdy);
+      s += buf;
+      if (model != MotionModel::translation) {
+        std::snprintf(buf, sizeof buf, ",%.6g", u.sigma_angle_deg);
+        s += buf;
+      }
+      if (model == MotionModel::affine)
+        for (double v : u.sigma_affine) {
+          std::snprintf(buf, sizeof buf, ",%.6g", v);
+          s += buf;
+        }
+      s += u.singular ? ",singular" : ",";
     }
     double quality = average && k < average->quality.size() ? average->quality[k] : 0.0;
     bool used = average && k < average->used.size() ? static_cast<bool>(average->used[k]) : !(r.flags & kBadFrame);
@@ -235,7 +280,8 @@ RegisterOutputs write_register_outputs(const std::string& out_dir, const FrameSo
                                        const std::vector<OperatorApplication>& applications,
                                        const AverageResult& average, const std::vector<std::string>& warnings,
                                        const nlohmann::json& report_extra, const std::vector<ReportArray>& streamed,
-                                       const std::string& average_suffix) {
+                                       const std::string& average_suffix,
+                                       const std::vector<DriftUncertainty>* uncertainty) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(out_dir, ec);
@@ -250,7 +296,7 @@ RegisterOutputs write_register_outputs(const std::string& out_dir, const FrameSo
   fs::remove(files.report, ec);
 
   const Point centre{(frames.width() - 1) / 2.0, (frames.height() - 1) / 2.0};
-  write_drift_csv(files.drift, registrations, settings.model, centre, &average);
+  write_drift_csv(files.drift, registrations, settings.model, centre, &average, uncertainty);
   TiffWriteOptions tw;
   tw.format = SampleFormat::float32;
   tw.pixel_size = frames.pixel_size();
@@ -303,6 +349,7 @@ RegisterOutputs write_register_outputs(const std::string& out_dir, const FrameSo
                        {"iterations_max", max_it},
                        {"frames_used", used},
                        {"frames_excluded", excluded}};
+  if (uncertainty && !uncertainty->empty()) report["uncertainty"] = to_json(summarize_uncertainty(*uncertainty));
   report["warnings"] = warnings;
   report["files"] = {{"drift", files.drift},
                      {"average" + average_suffix, files.average},
@@ -350,12 +397,18 @@ RegisterResult register_series(const FrameSource& frames, const RegistrationSett
 
   cancel.throw_if_cancelled();
   t0 = Clock::now();
+  res.uncertainty = uncertainty_phase(op, res.registrations, threads, res.warnings, &progress, &cancel);
+  res.seconds.uncertainty = since(t0);
+
+  cancel.throw_if_cancelled();
+  t0 = Clock::now();
   c0 = std::clock();
   {
     const int saved = omp_get_max_threads();
     omp_set_num_threads(threads);
     try {
-      res.average = average_registered(frames, res.registrations, averaging, res.warnings, &progress, &cancel);
+      res.average =
+          average_registered(frames, res.registrations, averaging, res.warnings, &progress, &cancel, &res.uncertainty);
     } catch (...) {
       omp_set_num_threads(saved);
       throw;
@@ -376,11 +429,12 @@ RegisterResult register_series(const FrameSource& frames, const RegistrationSett
   res.seconds.total = since(t_start);  // up to the write; the report cannot time its own writing
   extra["timings_s"] = {{"pairs", res.seconds.pairs},
                         {"scan", res.seconds.scan},
+                        {"uncertainty", res.seconds.uncertainty},
                         {"average", res.seconds.average},
                         {"before_write_total", res.seconds.total}};
   extra["cpu_s"] = {{"pairs", res.cpu.pairs}, {"scan", res.cpu.scan}, {"average", res.cpu.average}};
   res.files = write_register_outputs(out_dir, frames, settings, averaging, res.registrations, res.applications,
-                                     res.average, res.warnings, extra);
+                                     res.average, res.warnings, extra, {}, "", &res.uncertainty);
   progress.advance(4);
   res.seconds.write = since(t0);
   res.cpu.write = cpu_since(c0);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "driftscan/error.hpp"
@@ -193,6 +194,21 @@ Registration RegistrationOperator::operator()(const Registration& a, const Regis
   }
   r.seconds = seconds_since(t0);
   return r;
+}
+
+RefineInformation RegistrationOperator::information(const Registration& r) const {
+  RefineInformation info;
+  if (r.from == r.to) return info;  // a frame against itself: exact
+  if (!(r.flags & (kBadFrame | kRefineFailed))) {
+    try {
+      return refine_.information(*prepared(r.from, true, 1), *prepared(r.to, false, 1), r.transform);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::bad_input) throw;  // bad frame data: singular below
+    }
+  }
+  info.singular = true;
+  for (std::size_t i = 0; i < 6; ++i) info.covariance[i * 7] = std::numeric_limits<double>::infinity();
+  return info;
 }
 
 Registration RegistrationOperator::element(std::size_t k) const {

@@ -374,6 +374,32 @@ void scan(RegisterRun& run) {
                   " frames without a result");
 }
 
+// Phase "uncertainty": each rank its block of frames (it holds frame 0 and
+// reads its own), gathered to all.
+void uncertainty(RegisterRun& run) {
+  const auto t0 = Clock::now();
+  const std::size_t n = run.n, size = static_cast<std::size_t>(run.ctx.size),
+                    rank = static_cast<std::size_t>(run.ctx.rank);
+  const std::size_t lo = n * rank / size, hi = n * (rank + 1) / size;
+  run.ctx.progress.phase("uncertainty", hi - lo);
+  std::vector<DriftUncertainty> mine;
+  std::string error;
+  ErrorKind kind = ErrorKind::failure;
+  try {
+    mine = estimate_drift_uncertainty(run.op, run.res.registrations, lo, hi, run.threads, &run.ctx.progress,
+                                      &run.ctx.cancel);
+  } catch (const Error& e) {
+    error = e.what();
+    kind = e.kind();
+  }
+  agree_on_failure(run.ctx.comm, !error.empty(), kind, error);
+  run.res.uncertainty = allgather_records(run.ctx.comm, mine);
+  if (run.ctx.rank == 0)
+    if (std::string w = singular_warning(summarize_uncertainty(run.res.uncertainty)); !w.empty())
+      run.res.warnings.push_back(std::move(w));
+  run.res.seconds.uncertainty = since(t0);
+}
+
 // Phase "average" (rank 0): the frames streamed through the averaging with
 // the job's thread count.
 // Phase "distortion" (with --scan-distortion): the drift line by line and the
@@ -454,7 +480,7 @@ void average(RegisterRun& run) {
   omp_set_num_threads(run.threads);
   try {
     res.average = average_registered(*run.frames, res.registrations, run.job.averaging, res.warnings, &run.ctx.progress,
-                                     &run.ctx.cancel);
+                                     &run.ctx.cancel, &res.uncertainty);
   } catch (...) {
     omp_set_num_threads(saved);
     throw;
@@ -484,6 +510,7 @@ void write_outputs(RegisterRun& run) {
   res.seconds.total = since(run.t_start);
   extra["timings_s"] = {{"pairs", res.seconds.pairs},
                         {"scan", res.seconds.scan},
+                        {"uncertainty", res.seconds.uncertainty},
                         {"average", res.seconds.average},
                         {"before_write_total", res.seconds.total}};
   const auto& records = run.trace.records();
@@ -504,7 +531,7 @@ void write_outputs(RegisterRun& run) {
       job.output, *run.frames, job.registration, job.averaging, res.registrations, res.applications, res.average,
       res.warnings, extra,
       {{{"scan_trace", "records"}, records.size(), [&](std::size_t i) { return ScanTrace::record_json(records[i]); }}},
-      run.distortion ? "_rigid" : "");
+      run.distortion ? "_rigid" : "", &res.uncertainty);
   if (run.distortion) {
     res.files.average_rigid = res.files.average;
     res.files.average = corrected.average;
@@ -545,6 +572,7 @@ RegisterResult register_distributed(const Job& job, RunContext& ctx) {
   resume(run);
   compute_pairs(run);
   scan(run);
+  uncertainty(run);
   if (run.timing) correct_distortion(run);
   on_root_then_together(run, [&] {
     average(run);

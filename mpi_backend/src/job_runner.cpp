@@ -14,6 +14,7 @@
 
 #include "driftscan/atomic_file.hpp"
 #include "driftscan/drift_table.hpp"
+#include "driftscan/drift_uncertainty.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/mpi/distributed_checkpoint.hpp"
 #include "driftscan/mpi/distributed_register.hpp"
@@ -129,7 +130,14 @@ int run_register(const Job& job, RunContext& ctx) {
                   "registered %zu frames in %.2f s: %.1f frames/s (pairs %.2f s, scan %.2f s, average %.2f s)", frames,
                   r.seconds.total, frames / std::max(1e-9, r.seconds.total), r.seconds.pairs, r.seconds.scan,
                   r.seconds.average);
-    ctx.progress.log(LogLevel::info, line);
+    std::string final_line = line;
+    if (!r.uncertainty.empty()) {
+      const UncertaintySummary u = summarize_uncertainty(r.uncertainty);
+      std::snprintf(line, sizeof line, "; drift sigma median %.3g px, worst %.3g px (frame %zu)", u.median_sigma,
+                    u.worst_sigma, u.worst_frame);
+      final_line += line;
+    }
+    ctx.progress.log(LogLevel::info, final_line);
   };
   // A single rank resumes a multi-rank run's checkpoints through the
   // distributed path (it merges per-rank files; the serial one reads only its own).
@@ -172,6 +180,19 @@ int run_average(const Job& job, RunContext& ctx) {
       options.exclude_frames.push_back(k);
       ctx.progress.log(LogLevel::warning, "frame " + std::to_string(k) + " is flagged in " + job.averaging.drift +
                                               ": left out of the average");
+    }
+    if (options.max_sigma > 0) {
+      const DriftRecords records = read_drift_records(job.averaging.drift);
+      if (!records.has_sigma)
+        throw bad_input(job.averaging.drift +
+                        ": no sigma_dx,sigma_dy columns (a table from before the uncertainty "
+                        "estimate): max_sigma cannot be applied");
+      std::vector<double> sigma;
+      for (const DriftRecord& r : records.frames) sigma.push_back(std::max(r.sigma_dx, r.sigma_dy));
+      const std::vector<std::size_t> above = frames_above_sigma(sigma, options.max_sigma);
+      options.exclude_frames.insert(options.exclude_frames.end(), above.begin(), above.end());
+      if (std::string w = above_sigma_warning(above, options.max_sigma); !w.empty())
+        ctx.progress.log(LogLevel::warning, w);
     }
     omp_set_num_threads(std::max(1, job.execution.threads));
     AverageResult avg = average_series(*frames, drift.to_frame0, options, &ctx.progress, &ctx.cancel);

@@ -187,11 +187,17 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
 
   cancel.throw_if_cancelled();
   t0 = Clock::now();
+  res.uncertainty = uncertainty_phase(op, res.registrations, threads, res.warnings, &progress, &cancel);
+  res.seconds.uncertainty = since(t0);
+
+  cancel.throw_if_cancelled();
+  t0 = Clock::now();
   {
     const int saved = omp_get_max_threads();
     omp_set_num_threads(threads);
     try {
-      res.average = average_registered(frames, res.registrations, job.averaging, res.warnings, &progress, &cancel);
+      res.average = average_registered(frames, res.registrations, job.averaging, res.warnings, &progress, &cancel,
+                                       &res.uncertainty);
     } catch (...) {
       omp_set_num_threads(saved);
       throw;
@@ -211,10 +217,11 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
   res.seconds.total = since(t_start);
   extra["timings_s"] = {{"pairs", res.seconds.pairs},
                         {"scan", res.seconds.scan},
+                        {"uncertainty", res.seconds.uncertainty},
                         {"average", res.seconds.average},
                         {"before_write_total", res.seconds.total}};
   res.files = write_register_outputs(job.output, frames, job.registration, job.averaging, res.registrations,
-                                     res.applications, res.average, res.warnings, extra);
+                                     res.applications, res.average, res.warnings, extra, {}, "", &res.uncertainty);
   progress.advance(4);
   remove_checkpoints(job.output);  // the outputs are complete: nothing left to resume
   res.seconds.write = since(t0);

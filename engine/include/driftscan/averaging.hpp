@@ -25,6 +25,7 @@ struct AveragingOptions {
   double clip_sigma = 3.0;  // for `clipped`
   Interpolation interpolation = Interpolation::cubic;
   double min_quality = 0.0;                 // frames with quality below are excluded
+  double max_sigma = 0.0;                   // frames whose drift sigma (px) is above are excluded; 0: no limit
   std::vector<std::size_t> exclude_frames;  // explicit rejections
   int median_tile = 128;                    // rows per tile band of the bounded-memory median
   std::string drift;                        // `average` command: drift table of an earlier run

@@ -31,10 +31,14 @@ struct DriftRecord {
   double quality = 0;     // `quality` (a register run's): NCC of the frame with the average
   bool used = true;       // `used` (a register run's): the frame went into the average
   bool flagged = false;   // a non-empty `flags`
+  // `sigma_dx,sigma_dy,cov_dxdy` (a register run's since the uncertainty
+  // estimate; older tables lack them): standard errors, px; inf = no information.
+  double sigma_dx = 0, sigma_dy = 0, cov_dxdy = 0;
+  bool sigma_singular = false;  // a non-empty `sigma_flag`
 };
 
 struct DriftRecords {
-  bool has_angle = false, has_affine = false, has_quality = false, has_used = false;
+  bool has_angle = false, has_affine = false, has_quality = false, has_used = false, has_sigma = false;
   std::vector<DriftRecord> frames;  // frame k at index k
 };
 

@@ -22,6 +22,7 @@
 // Plan/execute: a Refinement is made once per frame size and settings;
 // prepare() builds a frame's pyramid (reusable: the scan refines many frames
 // against frame 0); execute() is const and thread-safe.
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -59,6 +60,20 @@ struct RefineResult {
   bool converged = false;  // false: max_iterations reached at the finest level
 };
 
+// How precisely a registration is determined by the data: the Fisher
+// information of the refinement's final Gauss-Newton level at its result,
+// H^-1 M H^-1 with H the normal matrix and M the noise estimated from the
+// residual (refinement.cpp: noise_information). It includes the noise of
+// both frames.
+struct RefineInformation {
+  std::array<double, 36> covariance{};  // of T's entries (a, b, c, d, tx, ty), row-major 6x6
+  bool singular = false;                // information not invertible: variances are inf
+  double residual_rms = 0.0;            // of alpha g + beta - f over the overlap
+  double reference_mean = 0.0;          // mean of the (smoothed) reference over the overlap
+  double alpha = 1.0, beta = 0.0;       // gain and offset fitted there
+  std::size_t pixels = 0;               // overlap pixels used
+};
+
 class Refinement {
  public:
   // A frame ready to register: prefiltered pyramid (and, for a reference, gradients).
@@ -82,6 +97,10 @@ class Refinement {
                        double init_uncertainty = 1.0) const;
   RefineResult execute(const Frame& reference, const Frame& moving, const Transform& init,
                        double init_uncertainty = 1.0) const;
+
+  // The precision of T = T_{i,k} (a result of execute) from the full-resolution
+  // level; never throws on data: blank frames or no overlap give `singular`.
+  RefineInformation information(const Prepared& reference, const Prepared& moving, const Transform& T) const;
 
   int width() const { return width_; }
   int height() const { return height_; }

@@ -18,6 +18,7 @@
 
 #include "driftscan/averaging.hpp"
 #include "driftscan/cancel_token.hpp"
+#include "driftscan/drift_uncertainty.hpp"
 #include "driftscan/frame_source.hpp"
 #include "driftscan/progress.hpp"
 #include "driftscan/registration_operator.hpp"
@@ -44,6 +45,7 @@ struct OperatorApplication {
 
 struct PhaseSeconds {
   double pairs = 0, scan = 0, average = 0, write = 0, total = 0;
+  double uncertainty = 0;
 };
 
 struct RegisterOutputs {
@@ -55,6 +57,7 @@ struct RegisterResult {
   std::vector<Registration> elements;       // e_k, k = 0..N-1 (e_0 = identity)
   std::vector<Registration> registrations;  // (0 -> k, T_{0,k}), k = 0..N-1
   std::vector<OperatorApplication> applications;
+  std::vector<DriftUncertainty> uncertainty;  // per frame, of registrations[k]'s drift
   AverageResult average;
   std::vector<std::string> warnings;
   PhaseSeconds seconds;  // wall
@@ -77,15 +80,25 @@ std::vector<Registration> scan_registrations(const std::vector<Registration>& el
                                              std::vector<OperatorApplication>& applications, Progress* progress,
                                              const CancelToken* cancel);
 
+// Phase "uncertainty": every frame's drift uncertainty (drift_uncertainty.hpp)
+// with `threads` OpenMP threads; a warning (logged and added) for frames
+// whose information is singular.
+std::vector<DriftUncertainty> uncertainty_phase(const RegistrationOperator& op,
+                                                const std::vector<Registration>& registrations, int threads,
+                                                std::vector<std::string>& warnings, Progress* progress,
+                                                const CancelToken* cancel);
+
 // Warnings for flagged frames, and the frames the average must leave out.
 std::vector<std::string> registration_warnings(const std::vector<Registration>& registrations,
                                                std::vector<std::size_t>& excluded);
 
 // Phase "average": average_series with the transforms of the scan; frames
-// flagged unusable are excluded (and said so in `warnings`).
+// flagged unusable are excluded (and said so in `warnings`); with
+// `uncertainty`, frames above options.max_sigma too.
 AverageResult average_registered(const FrameSource& frames, const std::vector<Registration>& registrations,
                                  const AveragingOptions& options, std::vector<std::string>& warnings,
-                                 Progress* progress, const CancelToken* cancel);
+                                 Progress* progress, const CancelToken* cancel,
+                                 const std::vector<DriftUncertainty>* uncertainty = nullptr);
 
 // A large array of report.json written record by record rather than built
 // in memory (as JSON values, tens of thousands of records take ~1 KB each).
@@ -107,13 +120,18 @@ RegisterOutputs write_register_outputs(const std::string& out_dir, const FrameSo
                                        const AverageResult& average, const std::vector<std::string>& warnings,
                                        const nlohmann::json& report_extra,
                                        const std::vector<ReportArray>& streamed = {},
-                                       const std::string& average_suffix = "");
+                                       const std::string& average_suffix = "",
+                                       const std::vector<DriftUncertainty>* uncertainty = nullptr);
 
 // drift.csv alone (atomically): frame,dx,dy [,angle_deg] [,a,b,c,d,tx,ty],
+// [sigma_dx,sigma_dy,cov_dxdy [,sigma_angle_deg] [,sigma_a,...,sigma_ty],sigma_flag]
 // iterations,cost,ncc,quality,used,flags. (dx, dy) is the displacement
-// T_{0,k}(c) - c at the frame centre c — for a translation, everywhere.
+// T_{0,k}(c) - c at the frame centre c — for a translation, everywhere. The
+// sigma columns (with `uncertainty`): standard errors of the drift as written;
+// sigma_flag "singular" where they are inf.
 void write_drift_csv(const std::string& path, const std::vector<Registration>& registrations, MotionModel model,
-                     Point centre, const AverageResult* average);
+                     Point centre, const AverageResult* average,
+                     const std::vector<DriftUncertainty>* uncertainty = nullptr);
 
 // The whole pipeline. Throws bad_input for a one-frame series, an unusable
 // frame 0, bad settings; cancellation throws Error(cancelled) and leaves no

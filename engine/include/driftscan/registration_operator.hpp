@@ -83,6 +83,10 @@ class RegistrationOperator {
   // still spans k-1 -> k (the bad frame stands in for that one).
   Registration element(std::size_t k) const;
 
+  // The precision of a result (from -> to) at its transform
+  // (Refinement::information); singular for a bad or unrefined frame.
+  RefineInformation information(const Registration& r) const;
+
   const FrameSource& frames() const { return frames_; }
   const RegistrationSettings& settings() const { return settings_; }
   const PairRegistrationPlan& pair_plan() const { return pair_; }

@@ -1,0 +1,208 @@
+// The per-frame drift uncertainty on small synthetic series with known
+// truth: the normalised errors have about unit RMS, the 95% intervals hold
+// the truth, a blurred frame gets a much larger sigma, frames without
+// information get inf (flagged, never NaN), and drift.csv carries the sigma
+// columns through the engine's reader (old tables without them still read).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "csv_test_file.hpp"
+#include "driftscan/drift_table.hpp"
+#include "driftscan/drift_uncertainty.hpp"
+#include "driftscan/register_pipeline.hpp"
+#include "driftscan/sequential_scan.hpp"
+#include "driftscan/synthetic_series.hpp"
+
+using namespace driftscan;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Frame `poor` blurred by a Gaussian of `blur` px, or constant when blur < 0.
+class PoorFrame : public FrameSource {
+ public:
+  PoorFrame(const SyntheticSeries& s, std::size_t poor, double blur) : s_(s), poor_(poor), blur_(blur) {}
+  std::size_t frame_count() const override { return s_.frame_count(); }
+  int width() const override { return s_.width(); }
+  int height() const override { return s_.height(); }
+  std::string describe() const override { return "poor-frame series"; }
+  Frame frame(std::size_t k) const override {
+    Frame f = s_.frame(k);
+    if (k != poor_) return f;
+    if (blur_ > 0) return gaussian_smooth(f, blur_);
+    std::fill(f.pixels.begin(), f.pixels.end(), 3.0f);
+    return f;
+  }
+
+ private:
+  const SyntheticSeries& s_;
+  std::size_t poor_;
+  double blur_;
+};
+
+struct Registered {
+  std::vector<Registration> regs;
+  std::vector<DriftUncertainty> u;
+};
+
+Registered register_and_estimate(const FrameSource& frames, MotionModel model = MotionModel::translation) {
+  RegistrationSettings settings;
+  settings.model = model;
+  RegistrationOperator op(frames, settings);
+  std::vector<Registration> elements;
+  for (std::size_t k = 0; k < frames.frame_count(); ++k) elements.push_back(op.element(k));
+  Registered r;
+  r.regs = sequential_inclusive_scan(elements, [&](const Registration& a, const Registration& b) { return op(a, b); });
+  r.u = estimate_drift_uncertainty(op, r.regs, 0, r.regs.size(), 2, nullptr, nullptr);
+  return r;
+}
+
+SynthOptions small(std::uint32_t seed, double dose) {
+  SynthOptions o;
+  o.frames = 12;
+  o.width = o.height = 128;
+  o.dose = dose;
+  o.seed = seed;
+  return o;
+}
+
+}  // namespace
+
+TEST(DriftUncertainty, NormalisedErrorsHaveUnitScaleAndIntervalsHoldTheTruth) {
+  // Several series: frame 0's noise is common to a series' frames.
+  std::vector<double> zx, zy;
+  int inside = 0, count = 0;
+  for (std::uint32_t seed : {21u, 22u, 23u, 24u, 25u}) {
+    SyntheticSeries s(small(seed, 4));
+    const Registered r = register_and_estimate(s);
+    ASSERT_EQ(r.u.size(), s.frame_count());
+    EXPECT_EQ(r.u[0].sigma(), 0.0);  // frame 0 is (0, 0) by definition
+    for (std::size_t k = 1; k < s.frame_count(); ++k) {
+      const DriftUncertainty& u = r.u[k];
+      ASSERT_FALSE(u.singular) << "frame " << k;
+      ASSERT_TRUE(std::isfinite(u.sigma_dx) && u.sigma_dx > 0 && std::isfinite(u.sigma_dy) && u.sigma_dy > 0);
+      EXPECT_LE(u.cov_dxdy * u.cov_dxdy, u.sigma_dx * u.sigma_dx * u.sigma_dy * u.sigma_dy);
+      EXPECT_LT(u.common_sigma_dx, u.sigma_dx);  // frame 0's share is a part of the whole
+      const Point d = r.regs[k].transform.displacement(s.centre()), t = s.drift(k);
+      zx.push_back((d.x - t.x) / u.sigma_dx);
+      zy.push_back((d.y - t.y) / u.sigma_dy);
+      inside += (std::abs(zx.back()) <= 1.96) + (std::abs(zy.back()) <= 1.96);
+      count += 2;
+    }
+  }
+  auto rms = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x * x;
+    return std::sqrt(s / static_cast<double>(v.size()));
+  };
+  // 55 frames per axis: the bench's 0.8-1.25 band, widened by the sampling spread.
+  EXPECT_GT(rms(zx), 0.7);
+  EXPECT_LT(rms(zx), 1.4);
+  EXPECT_GT(rms(zy), 0.7);
+  EXPECT_LT(rms(zy), 1.4);
+  const double coverage = static_cast<double>(inside) / count;
+  EXPECT_GT(coverage, 0.86);
+}
+
+TEST(DriftUncertainty, SigmaFollowsTheDose) {
+  SyntheticSeries low(small(31, 2)), high(small(31, 30));
+  const double s_low = summarize_uncertainty(register_and_estimate(low).u).median_sigma;
+  const double s_high = summarize_uncertainty(register_and_estimate(high).u).median_sigma;
+  // Poisson: sigma ~ 1/sqrt(dose), 15x the dose ~ 3.9x smaller.
+  EXPECT_GT(s_low / s_high, 2.5);
+  EXPECT_LT(s_low / s_high, 6.0);
+}
+
+TEST(DriftUncertainty, BlurredFrameGetsAMuchLargerSigma) {
+  SyntheticSeries s(small(41, 6));
+  PoorFrame frames(s, 6, 3.0);
+  const Registered r = register_and_estimate(frames);
+  const UncertaintySummary sum = summarize_uncertainty(r.u);
+  ASSERT_FALSE(r.u[6].singular);
+  EXPECT_GE(r.u[6].sigma(), 3.0 * sum.median_sigma);
+  EXPECT_EQ(sum.worst_frame, 6u);
+
+  // averaging.max_sigma leaves it out of the average, like min_quality.
+  AveragingOptions avg;
+  avg.max_sigma = 2.0 * sum.median_sigma;
+  std::vector<std::string> warnings;
+  const AverageResult a = average_registered(frames, r.regs, avg, warnings, nullptr, nullptr, &r.u);
+  ASSERT_EQ(a.used.size(), frames.frame_count());
+  EXPECT_FALSE(a.used[6]);
+  EXPECT_EQ(std::count(a.used.begin(), a.used.end(), true), static_cast<long>(frames.frame_count()) - 1);
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_NE(warnings.back().find("max_sigma"), std::string::npos);
+}
+
+TEST(DriftUncertainty, NoInformationGivesInfWithAFlagNeverNaN) {
+  SyntheticSeries s(small(51, 6));
+  PoorFrame frames(s, 4, -1.0);  // frame 4 constant
+  const Registered r = register_and_estimate(frames, MotionModel::rigid);
+  EXPECT_TRUE(r.u[4].singular);
+  EXPECT_TRUE(std::isinf(r.u[4].sigma_dx) && std::isinf(r.u[4].sigma_dy) && std::isinf(r.u[4].sigma_angle_deg));
+  for (const DriftUncertainty& u : r.u) EXPECT_FALSE(std::isnan(u.sigma_dx + u.sigma_dy + u.cov_dxdy));
+  const UncertaintySummary sum = summarize_uncertainty(r.u);
+  ASSERT_EQ(sum.singular_frames, std::vector<std::size_t>{4});
+  EXPECT_TRUE(std::isfinite(sum.median_sigma) && std::isfinite(sum.worst_sigma));
+  EXPECT_NE(singular_warning(sum).find("frames 4"), std::string::npos);
+
+  // A single edge direction: vertical stripes say nothing about dy.
+  Frame stripes(64, 64);
+  for (int y = 0; y < 64; ++y)
+    for (int x = 0; x < 64; ++x) stripes.at(x, y) = static_cast<float>(std::sin(0.7 * x));
+  Refinement refine(64, 64, RefineOptions{});
+  const RefineInformation info =
+      refine.information(*refine.prepare(stripes, true, 1), *refine.prepare(stripes, false, 1), Transform{});
+  EXPECT_TRUE(info.singular);
+  const DriftUncertainty u = drift_uncertainty(info, Transform{}, {31.5, 31.5}, 0.5);
+  EXPECT_TRUE(u.singular && std::isinf(u.sigma_dy));
+}
+
+TEST(DriftUncertainty, DriftCsvRoundTripWithAndWithoutSigmaColumns) {
+  const fs::path dir = fs::temp_directory_path() / ("driftscan_sigma_csv_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::vector<Registration> regs(3);
+  for (std::size_t k = 0; k < 3; ++k) {
+    regs[k].to = k;
+    regs[k].transform = Transform::translation(0.5 * k, -0.25 * k);
+  }
+  std::vector<DriftUncertainty> u(3);
+  u[1].sigma_dx = 0.0125;
+  u[1].sigma_dy = 0.02;
+  u[1].cov_dxdy = -1.5e-5;
+  u[2].singular = true;
+  u[2].sigma_dx = u[2].sigma_dy = std::numeric_limits<double>::infinity();
+  const std::string with = (dir / "with.csv").string(), without = (dir / "without.csv").string();
+  write_drift_csv(with, regs, MotionModel::translation, {63.5, 63.5}, nullptr, &u);
+  write_drift_csv(without, regs, MotionModel::translation, {63.5, 63.5}, nullptr);
+
+  const auto rows = driftscan::test::read_csv(with);
+  ASSERT_GE(rows.size(), 4u);
+  const std::vector<std::string>& h = rows[0];
+  for (const char* c : {"sigma_dx", "sigma_dy", "cov_dxdy", "sigma_flag"})
+    EXPECT_NE(std::find(h.begin(), h.end(), c), h.end()) << c;
+  const DriftRecords a = read_drift_records(with);
+  ASSERT_TRUE(a.has_sigma);
+  EXPECT_NEAR(a.frames[1].sigma_dx, 0.0125, 1e-9);
+  EXPECT_NEAR(a.frames[1].sigma_dy, 0.02, 1e-9);
+  EXPECT_NEAR(a.frames[1].cov_dxdy, -1.5e-5, 1e-11);
+  EXPECT_FALSE(a.frames[1].sigma_singular);
+  EXPECT_TRUE(std::isinf(a.frames[2].sigma_dx));
+  EXPECT_TRUE(a.frames[2].sigma_singular);
+  EXPECT_FALSE(a.frames[2].flagged);  // its drift is still a drift: `flags` is the registration's
+  EXPECT_NEAR(a.frames[2].dx, 1.0, 1e-9);
+
+  const DriftRecords b = read_drift_records(without);  // an older table
+  EXPECT_FALSE(b.has_sigma);
+  ASSERT_EQ(b.frames.size(), 3u);
+  EXPECT_EQ(b.frames[1].sigma_dx, 0.0);
+  EXPECT_NEAR(read_drift_table(without, {63.5, 63.5}).to_frame0[2].ty, -0.5, 1e-9);
+  fs::remove_all(dir);
+}
