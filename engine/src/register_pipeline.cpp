@@ -181,7 +181,7 @@ std::vector<std::string> registration_warnings(const std::vector<Registration>& 
 
 AverageResult average_registered(const FrameSource& frames, const std::vector<Registration>& registrations,
                                  const AveragingOptions& options, std::vector<std::string>& warnings,
-                                 Progress* progress, const CancelToken* cancel) {
+                                 Progress* progress, const CancelToken* cancel, const AveragingTeam* team) {
   AveragingOptions opts = options;
   std::vector<std::size_t> excluded;
   for (std::string& w : registration_warnings(registrations, excluded)) {
@@ -192,7 +192,8 @@ AverageResult average_registered(const FrameSource& frames, const std::vector<Re
   std::vector<Transform> transforms;
   transforms.reserve(registrations.size());
   for (const Registration& r : registrations) transforms.push_back(r.transform);
-  AverageResult avg = average_series(frames, transforms, opts, progress, cancel);
+  AverageResult avg = team ? average_series(frames, transforms, opts, *team, progress, cancel)
+                           : average_series(frames, transforms, opts, progress, cancel);
   warnings.insert(warnings.end(), avg.warnings.begin(), avg.warnings.end());
   return avg;
 }

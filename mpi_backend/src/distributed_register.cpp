@@ -19,6 +19,7 @@
 #include "driftscan/error.hpp"
 #include "driftscan/line_drift_table.hpp"
 #include "driftscan/mpi/allgather_records.hpp"
+#include "driftscan/mpi/distributed_average.hpp"
 #include "driftscan/mpi/distributed_checkpoint.hpp"
 #include "driftscan/mpi/distributed_scan_distortion.hpp"
 #include "driftscan/mpi/job_runner.hpp"
@@ -374,8 +375,6 @@ void scan(RegisterRun& run) {
                   " frames without a result");
 }
 
-// Phase "average" (rank 0): the frames streamed through the averaging with
-// the job's thread count.
 // Phase "distortion" (with --scan-distortion): the drift line by line and the
 // average in specimen coordinates, started from the rigid result.
 void correct_distortion(RegisterRun& run) {
@@ -447,14 +446,18 @@ nlohmann::json write_distortion_outputs(RegisterRun& run) {
             {"coverage_rigid", (out / "coverage_rigid.tif").string()}}}};
 }
 
+// Phase "average" (every rank, collective): each rank warps and sums its own
+// frames (the median: its band of rows) with the job's thread count; every
+// rank ends with the whole average, rank 0 writes it.
 void average(RegisterRun& run) {
   const auto t0 = Clock::now();
   RegisterResult& res = run.res;
   const int saved = omp_get_max_threads();
   omp_set_num_threads(run.threads);
   try {
+    const MpiAveragingTeam team(run.ctx.comm);
     res.average = average_registered(*run.frames, res.registrations, run.job.averaging, res.warnings, &run.ctx.progress,
-                                     &run.ctx.cancel);
+                                     &run.ctx.cancel, &team);
   } catch (...) {
     omp_set_num_threads(saved);
     throw;
@@ -544,10 +547,8 @@ RegisterResult register_distributed(const Job& job, RunContext& ctx) {
   compute_pairs(run);
   scan(run);
   if (run.timing) correct_distortion(run);
-  on_root_then_together(run, [&] {
-    average(run);
-    write_outputs(run);
-  });
+  average(run);
+  on_root_then_together(run, [&] { write_outputs(run); });
   return std::move(run.res);
 }
 

@@ -15,6 +15,7 @@
 #include "driftscan/atomic_file.hpp"
 #include "driftscan/drift_table.hpp"
 #include "driftscan/error.hpp"
+#include "driftscan/mpi/distributed_average.hpp"
 #include "driftscan/mpi/distributed_checkpoint.hpp"
 #include "driftscan/mpi/distributed_register.hpp"
 #include "driftscan/mpi/register_checkpoint.hpp"
@@ -150,25 +151,27 @@ int run_register(const Job& job, RunContext& ctx) {
 }
 
 // Averaging again with the drift of an earlier run (other method, rejection
-// threshold, excluded frames) without registering again. Rank 0 streams the
-// frames; outputs: average.tif, coverage.tif, quality.csv.
+// threshold, excluded frames) without registering again. Every rank averages
+// its share (distributed_average.hpp); rank 0 writes average.tif,
+// coverage.tif, quality.csv.
 int run_average(const Job& job, RunContext& ctx) {
   nlohmann::json files;
+  auto frames = open_job_input(job);
+  const Point centre{(frames->width() - 1) / 2.0, (frames->height() - 1) / 2.0};
+  DriftTable drift = read_drift_table(job.averaging.drift, centre);
+  if (drift.to_frame0.size() != frames->frame_count())
+    throw bad_input(job.averaging.drift + ": " + std::to_string(drift.to_frame0.size()) + " frames, but " + job.input +
+                    " has " + std::to_string(frames->frame_count()));
+  AveragingOptions options = job.averaging;
+  for (std::size_t k : drift.flagged) {
+    options.exclude_frames.push_back(k);
+    ctx.progress.log(LogLevel::warning, "frame " + std::to_string(k) + " is flagged in " + job.averaging.drift +
+                                            ": left out of the average");
+  }
+  omp_set_num_threads(std::max(1, job.execution.threads));
+  const AverageResult avg =
+      average_distributed(ctx.comm, *frames, drift.to_frame0, options, &ctx.progress, &ctx.cancel);
   on_root(ctx, [&] {
-    auto frames = open_job_input(job);
-    const Point centre{(frames->width() - 1) / 2.0, (frames->height() - 1) / 2.0};
-    DriftTable drift = read_drift_table(job.averaging.drift, centre);
-    if (drift.to_frame0.size() != frames->frame_count())
-      throw bad_input(job.averaging.drift + ": " + std::to_string(drift.to_frame0.size()) + " frames, but " +
-                      job.input + " has " + std::to_string(frames->frame_count()));
-    AveragingOptions options = job.averaging;
-    for (std::size_t k : drift.flagged) {
-      options.exclude_frames.push_back(k);
-      ctx.progress.log(LogLevel::warning, "frame " + std::to_string(k) + " is flagged in " + job.averaging.drift +
-                                              ": left out of the average");
-    }
-    omp_set_num_threads(std::max(1, job.execution.threads));
-    AverageResult avg = average_series(*frames, drift.to_frame0, options, &ctx.progress, &ctx.cancel);
     for (const auto& w : avg.warnings) ctx.progress.log(LogLevel::warning, w);
     ctx.cancel.throw_if_cancelled();
     make_output_folder(job.output);
