@@ -34,19 +34,20 @@ bool finite(const Transform& t) {
 // Normalised cross-correlation of a warped frame with the first-pass mean
 // over the pixels where both exist.
 double ncc(const float* warped, const std::vector<double>& reference, std::size_t n) {
-  double sa = 0, sb = 0;
+  // One pass: the sums around a shift (the first common pair) keep the
+  // one-pass covariance free of cancellation for counts far from zero.
+  double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0, a0 = 0, b0 = 0;
   long m = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    if (std::isfinite(warped[i]) && std::isfinite(reference[i])) sa += warped[i], sb += reference[i], ++m;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(warped[i]) || !std::isfinite(reference[i])) continue;
+    if (m == 0) a0 = warped[i], b0 = reference[i];
+    const double a = warped[i] - a0, b = reference[i] - b0;
+    sa += a, sb += b, saa += a * a, sbb += b * b, sab += a * b, ++m;
+  }
   if (m < 2) return 0.0;
-  double ma = sa / m, mb = sb / m, sab = 0, saa = 0, sbb = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    if (std::isfinite(warped[i]) && std::isfinite(reference[i])) {
-      double a = warped[i] - ma, b = reference[i] - mb;
-      sab += a * b, saa += a * a, sbb += b * b;
-    }
-  if (saa <= 0 || sbb <= 0) return 0.0;
-  return sab / std::sqrt(saa * sbb);
+  const double cab = sab - sa * sb / m, caa = saa - sa * sa / m, cbb = sbb - sb * sb / m;
+  if (caa <= 0 || cbb <= 0) return 0.0;
+  return cab / std::sqrt(caa * cbb);
 }
 
 // Warnings are kept and logged; past a few of one kind only a count is given.

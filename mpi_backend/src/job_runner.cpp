@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <thread>
 
@@ -169,8 +170,20 @@ int run_average(const Job& job, RunContext& ctx) {
                                             ": left out of the average");
   }
   omp_set_num_threads(std::max(1, job.execution.threads));
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::clock_t c0 = std::clock();
   const AverageResult avg =
       average_distributed(ctx.comm, *frames, drift.to_frame0, options, &ctx.progress, &ctx.cancel);
+  if (ctx.rank == 0) {
+    // The CPU time too: on a machine other jobs load, the wall time says
+    // little about how the work divides over ranks.
+    char line[200];
+    std::snprintf(line, sizeof line, "averaged %zu frames in %.2f s (rank 0: %.2f s CPU) on %d rank(s) x %d thread(s)",
+                  frames->frame_count(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                  static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC, ctx.size,
+                  std::max(1, job.execution.threads));
+    ctx.progress.log(LogLevel::info, line);
+  }
   on_root(ctx, [&] {
     for (const auto& w : avg.warnings) ctx.progress.log(LogLevel::warning, w);
     ctx.cancel.throw_if_cancelled();

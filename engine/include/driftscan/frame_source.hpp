@@ -25,7 +25,7 @@ class FrameSource {
   // reads for its band of the average. By default the whole frame is decoded
   // and the rows copied; sources that can decode less override it.
   virtual Frame frame_rows(std::size_t k, int y0, int y1) const {
-    const Frame f = frame(k);
+    Frame f = frame(k);
     if (y0 < 0 || y1 > f.height || y0 >= y1 || f.width <= 0) return f;  // the caller checks the size
     Frame band(f.width, y1 - y0);
     std::copy(f.row(y0), f.row(y0) + band.size(), band.pixels.begin());
