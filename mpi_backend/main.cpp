@@ -125,7 +125,9 @@ static int run_engine(int argc, char** argv) {
   } else if (code != 0) {
     progress->error(message, code);
     // Rank 0's error is the event; other ranks say who they are on stderr.
-    if (rank != 0) std::cerr << "driftscan-engine: rank " << rank << " on " << host_name() << ": " << message << '\n';
+    // (Errors agreed over the ranks name their rank and host already.)
+    const std::string who = "rank " + std::to_string(rank) + " on " + host_name() + ": ";
+    if (rank != 0) std::cerr << "driftscan-engine: " << (message.rfind(who, 0) == 0 ? "" : who) << message << '\n';
     else if (progress_mode == "json" || progress_mode == "none") std::cerr << "error: " << message << '\n';
     // Stop the other ranks too, so they do not wait for this one.
     g_cancel.request();

@@ -30,7 +30,7 @@ void ClippedMean::average(FrameStream& stream, const std::vector<std::size_t>& u
   }
   std::vector<double> csum(npix, 0.0), ccount(npix, 0.0);
   stream.run(
-      used, 0, stream.height(), [](std::size_t, const float*) {},
+      stream.own(used), 0, stream.height(), [](std::size_t, const float*) {},
       [&](std::size_t, const float* v) {
 #pragma omp parallel for schedule(static) if (npix >= 65536)
         for (std::size_t i = 0; i < npix; ++i) {
@@ -39,6 +39,13 @@ void ClippedMean::average(FrameStream& stream, const std::vector<std::size_t>& u
           ccount[i] += 1;
         }
       });
+  if (const AveragingTeam* team = stream.team()) {  // the members' sums added up
+    std::vector<double> packed(csum);
+    packed.insert(packed.end(), ccount.begin(), ccount.end());
+    team->sum(packed);
+    std::copy(packed.begin(), packed.begin() + static_cast<long>(npix), csum.begin());
+    std::copy(packed.begin() + static_cast<long>(npix), packed.end(), ccount.begin());
+  }
   for (std::size_t i = 0; i < npix; ++i) {
     if (ccount[i] > 0.5) {
       average.pixels[i] = static_cast<float>(csum[i] / ccount[i]);

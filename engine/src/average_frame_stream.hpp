@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "driftscan/averaging.hpp"
+#include "driftscan/averaging_team.hpp"
 #include "driftscan/cancel_token.hpp"
 #include "driftscan/cubic_warp.hpp"
 #include "driftscan/error.hpp"
@@ -50,6 +51,17 @@ class Warper {
   void warp(const Frame& f, const Transform& to_reference, bool has_bad_pixels, int y0, int y1, float* out,
             Scratch& s) const;
 
+  // Cubic only: the same from the source rows [first, last) that
+  // band_source_rows() names, held in `rows`.
+  bool reads_bands() const { return interpolation_ == Interpolation::cubic; }
+  void band_source_rows(const Transform& to_reference, int y0, int y1, int& first, int& last) const {
+    cubic_.source_rows(to_reference, y0, y1, first, last);
+  }
+  void warp_band(const Frame& rows, int first, const Transform& to_reference, int y0, int y1, float* out,
+                 Scratch& s) const {
+    cubic_.warp(rows.pixels.data(), first, rows.height, to_reference, y0, y1, out, s.cubic);
+  }
+
  private:
   bool near_bad(const Frame& f, Point q) const;
   void fourier_shift(const Frame& f, double sx, double sy, Scratch& s) const;
@@ -79,23 +91,60 @@ struct FrameState {
 class FrameStream {
  public:
   FrameStream(const FrameSource& source, const std::vector<Transform>& transforms, const Warper& warper,
-              std::vector<FrameState>& state, const CancelToken* cancel, Progress* progress, std::size_t progress_total)
+              std::vector<FrameState>& state, const CancelToken* cancel, Progress* progress, std::size_t progress_total,
+              const AveragingTeam* team = nullptr)
       : source_(source),
         transforms_(transforms),
         warper_(warper),
         state_(state),
         cancel_(cancel),
         progress_(progress),
-        progress_total_(progress_total) {
+        progress_total_(progress_total),
+        team_(team) {
     threads_ = std::max(1, omp_get_max_threads());
   }
 
   int height() const { return source_.height(); }
+  const AveragingTeam* team() const { return team_; }
 
+  // The frames of `frames` this member reads (all of them without a team).
+  std::vector<std::size_t> own(const std::vector<std::size_t>& frames) const {
+    if (!team_) return frames;
+    std::size_t first = 0, last = 0;
+    team_->own_frames(state_.size(), first, last);
+    std::vector<std::size_t> mine;
+    for (std::size_t k : frames)
+      if (k >= first && k < last) mine.push_back(k);
+    return mine;
+  }
+
+  // Runs `body`; with a team, every member then learns whether any failed
+  // (and throws that error), so none waits in a collective for one that stopped.
+  template <class Body>
+  void checked(Body&& body) {
+    std::exception_ptr error;
+    try {
+      body();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    if (team_) team_->agree(error);
+    else if (error) std::rethrow_exception(error);
+  }
+
+  // Collective with a team: every member calls it, with its own frames.
   template <class Work, class Ordered>
   void run(const std::vector<std::size_t>& frames, int y0, int y1, Work work, Ordered ordered) {
+    checked([&] { run_local(frames, y0, y1, work, ordered); });
+  }
+
+ private:
+  template <class Work, class Ordered>
+  void run_local(const std::vector<std::size_t>& frames, int y0, int y1, Work& work, Ordered& ordered) {
     const int w = source_.width(), h = source_.height();
     const std::size_t band = static_cast<std::size_t>(y1 - y0) * w;
+    // Part of the rows: only the source rows they need are read.
+    const bool band_only = (y0 > 0 || y1 < h) && warper_.reads_bands();
     // Chunks of up to 64 frames (at least 2 per thread, at most ~256 MB of
     // warped frames): few parallel regions, so threads seldom wait on each other.
     const std::size_t by_memory = (std::size_t(256) << 20) / std::max<std::size_t>(band * sizeof(float), 1);
@@ -119,17 +168,31 @@ class FrameStream {
       for (std::size_t i = 0; i < count; ++i) {
         try {
           const std::size_t k = frames[start + i];
+          FrameState& st = state_[k];
+          float* out = slots[i].data();
+          Warper::Scratch& sc = scratch[static_cast<std::size_t>(omp_get_thread_num())];
+          if (band_only && st.inspected) {  // a band of rows of a frame known not blank
+            warped[i] = !st.blank;
+            if (st.blank) continue;
+            int first = 0, last = 0;
+            warper_.band_source_rows(transforms_[k], y0, y1, first, last);
+            const Frame rows = source_.frame_rows(k, first, last);
+            if (rows.width != w || rows.height != last - first)
+              throw bad_input(describe_source() + "frame " + std::to_string(k) + ": rows " + std::to_string(first) +
+                              "-" + std::to_string(last) + " could not be read as a " + std::to_string(w) +
+                              "-pixel band");
+            warper_.warp_band(rows, first, transforms_[k], y0, y1, out, sc);
+            work(k, static_cast<const float*>(out));
+            continue;
+          }
           Frame f = source_.frame(k);
           if (f.width != w || f.height != h || f.size() != static_cast<std::size_t>(w) * h)
             throw bad_input(describe_source() + "frame " + std::to_string(k) + " is " + std::to_string(f.width) + "x" +
                             std::to_string(f.height) + ", frame 0 is " + std::to_string(w) + "x" + std::to_string(h));
-          FrameState& st = state_[k];
           if (!st.inspected) inspect(f, st);
           warped[i] = !st.blank;
           if (st.blank) continue;
-          float* out = slots[i].data();
-          warper_.warp(f, transforms_[k], st.bad_pixels > 0, y0, y1, out,
-                       scratch[static_cast<std::size_t>(omp_get_thread_num())]);
+          warper_.warp(f, transforms_[k], st.bad_pixels > 0, y0, y1, out, sc);
           work(k, static_cast<const float*>(out));
         } catch (...) {
           std::lock_guard<std::mutex> lock(error_mutex);
@@ -144,6 +207,7 @@ class FrameStream {
     }
   }
 
+ public:
   // "source: " from the source's description, or nothing.
   std::string describe_source() const;
 
@@ -159,6 +223,7 @@ class FrameStream {
   std::size_t progress_total_;
   std::size_t done_ = 0;
   int threads_ = 1;
+  const AveragingTeam* team_;
 };
 
 }  // namespace averaging

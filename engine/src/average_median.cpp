@@ -28,13 +28,21 @@ void TiledMedian::average(FrameStream& stream, const std::vector<std::size_t>& u
   const int rows = band_rows(m);
   std::vector<std::size_t> slot_of(used.empty() ? 0 : used.back() + 1, 0);  // used is in frame order
   for (std::size_t j = 0; j < m; ++j) slot_of[used[j]] = j;
+  // With a team, this member's band of output rows, every used frame read
+  // for it (only the source rows the band needs).
+  int own_first = 0, own_last = h;
+  if (const AveragingTeam* team = stream.team()) team->own_rows(h, own_first, own_last);
+  // Every member makes as many passes (collectives), empty ones too.
+  const int most_rows = stream.team() ? (h + stream.team()->size() - 1) / stream.team()->size() : h;
+  const int passes = (most_rows + rows - 1) / rows;
   std::vector<float> values;
-  for (int y0 = 0; y0 < h; y0 += rows) {
-    int y1 = std::min(h, y0 + rows);
+  for (int b = 0; b < passes; ++b) {
+    const int y0 = std::min(own_last, own_first + b * rows);
+    const int y1 = std::min(own_last, y0 + rows);
     const std::size_t bpix = static_cast<std::size_t>(y1 - y0) * w;
-    values.assign(bpix * m, kMissing);  // values[pixel * m + frame slot]
+    stream.checked([&] { values.assign(bpix * m, kMissing); });  // values[pixel * m + frame slot]
     stream.run(
-        used, y0, y1,
+        y1 > y0 ? used : std::vector<std::size_t>{}, y0, y1,
         [&](std::size_t k, const float* v) {
           const std::size_t j = slot_of[k];
           for (std::size_t i = 0; i < bpix; ++i) values[i * m + j] = v[i];
@@ -52,6 +60,17 @@ void TiledMedian::average(FrameStream& stream, const std::vector<std::size_t>& u
       if (c % 2 == 0) med = 0.5 * (med + *std::max_element(first, first + c / 2));
       average.pixels[out] = static_cast<float>(med);
       coverage.pixels[out] = static_cast<float>(c);
+    }
+  }
+  if (const AveragingTeam* team = stream.team()) {  // the bands are disjoint: a sum gathers them
+    const std::size_t npix = average.size();
+    std::vector<double> packed(2 * npix);
+    std::copy(average.pixels.begin(), average.pixels.end(), packed.begin());
+    std::copy(coverage.pixels.begin(), coverage.pixels.end(), packed.begin() + static_cast<long>(npix));
+    team->sum(packed);
+    for (std::size_t i = 0; i < npix; ++i) {
+      average.pixels[i] = static_cast<float>(packed[i]);
+      coverage.pixels[i] = static_cast<float>(packed[npix + i]);
     }
   }
 }

@@ -34,19 +34,20 @@ bool finite(const Transform& t) {
 // Normalised cross-correlation of a warped frame with the first-pass mean
 // over the pixels where both exist.
 double ncc(const float* warped, const std::vector<double>& reference, std::size_t n) {
-  double sa = 0, sb = 0;
+  // One pass: the sums around a shift (the first common pair) keep the
+  // one-pass covariance free of cancellation for counts far from zero.
+  double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0, a0 = 0, b0 = 0;
   long m = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    if (std::isfinite(warped[i]) && std::isfinite(reference[i])) sa += warped[i], sb += reference[i], ++m;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(warped[i]) || !std::isfinite(reference[i])) continue;
+    if (m == 0) a0 = warped[i], b0 = reference[i];
+    const double a = warped[i] - a0, b = reference[i] - b0;
+    sa += a, sb += b, saa += a * a, sbb += b * b, sab += a * b, ++m;
+  }
   if (m < 2) return 0.0;
-  double ma = sa / m, mb = sb / m, sab = 0, saa = 0, sbb = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    if (std::isfinite(warped[i]) && std::isfinite(reference[i])) {
-      double a = warped[i] - ma, b = reference[i] - mb;
-      sab += a * b, saa += a * a, sbb += b * b;
-    }
-  if (saa <= 0 || sbb <= 0) return 0.0;
-  return sab / std::sqrt(saa * sbb);
+  const double cab = sab - sa * sb / m, caa = saa - sa * sa / m, cbb = sbb - sb * sb / m;
+  if (caa <= 0 || cbb <= 0) return 0.0;
+  return cab / std::sqrt(caa * cbb);
 }
 
 // Warnings are kept and logged; past a few of one kind only a count is given.
@@ -100,10 +101,51 @@ std::unique_ptr<AveragingStrategy> make_strategy(const AveragingOptions& options
   return std::make_unique<averaging::PlainMean>();
 }
 
+// The members' sums added up (with a team; nothing to do without).
+void combine_sums(const FrameStream& stream, MeanAccumulator& sums) {
+  const AveragingTeam* team = stream.team();
+  if (!team) return;
+  std::vector<double> packed;
+  packed.reserve(sums.sum.size() + sums.sum2.size() + sums.count.size());
+  for (const auto* v : {&sums.sum, &sums.sum2, &sums.count}) packed.insert(packed.end(), v->begin(), v->end());
+  team->sum(packed);
+  auto it = packed.begin();
+  for (auto* v : {&sums.sum, &sums.sum2, &sums.count}) {
+    std::copy(it, it + static_cast<long>(v->size()), v->begin());
+    it += static_cast<long>(v->size());
+  }
+}
+
+// What each member learnt about its own frames, on every member (the others'
+// entries are zero on each, so a sum is a gather).
+void combine_states(const FrameStream& stream, std::vector<FrameState>& state) {
+  const AveragingTeam* team = stream.team();
+  if (!team) return;
+  std::size_t first = 0, last = 0;
+  team->own_frames(state.size(), first, last);
+  constexpr std::size_t kFields = 5;
+  std::vector<double> packed(kFields * state.size(), 0.0);
+  for (std::size_t k = first; k < last; ++k) {
+    const FrameState& st = state[k];
+    double* p = packed.data() + kFields * k;
+    p[0] = st.blank ? 1 : 0, p[1] = static_cast<double>(st.bad_pixels), p[2] = static_cast<double>(st.overlap);
+    p[3] = st.quality, p[4] = st.rejected_quality ? 1 : 0;
+  }
+  team->sum(packed);
+  for (std::size_t k = 0; k < state.size(); ++k) {
+    FrameState& st = state[k];
+    const double* p = packed.data() + kFields * k;
+    st.blank = p[0] > 0.5, st.bad_pixels = std::lround(p[1]), st.overlap = std::lround(p[2]);
+    st.quality = p[3], st.rejected_quality = p[4] > 0.5, st.inspected = true;
+  }
+}
+
 // Frame selection, passes 1 and 2 over the frames: the candidates' sums
 // (frames not listed in exclude_frames, not blank), then every non-blank
 // frame's quality against the candidates' mean; candidates below min_quality
-// leave the sums again, which then hold the sums of the used frames.
+// leave the sums again, which then hold the sums of the used frames. With a
+// team each member does this for its own frames; the sums of pass 1 are
+// combined for the mean that grades the frames, those of pass 2 for the result.
 void sum_and_grade_frames(FrameStream& stream, std::vector<FrameState>& state, double min_quality,
                           MeanAccumulator& sums) {
   const std::size_t npix = sums.count.size();
@@ -113,6 +155,8 @@ void sum_and_grade_frames(FrameStream& stream, std::vector<FrameState>& state, d
     all.push_back(k);
     if (!state[k].listed_excluded) candidates.push_back(k);
   }
+  candidates = stream.own(candidates);
+  all = stream.own(all);
   auto count_finite = [npix](const float* v) {
     long m = 0;
     for (std::size_t i = 0; i < npix; ++i) m += std::isfinite(v[i]) ? 1 : 0;
@@ -124,7 +168,14 @@ void sum_and_grade_frames(FrameStream& stream, std::vector<FrameState>& state, d
         if (state[k].overlap > 0) sums.add(v, +1.0);
       });
   // Frames never read yet (explicitly excluded) are inspected in pass 2.
-  const std::vector<double> first_mean = sums.mean_or_nan();
+  std::vector<double> first_mean;
+  if (stream.team()) {
+    MeanAccumulator all_sums = sums;
+    combine_sums(stream, all_sums);
+    first_mean = all_sums.mean_or_nan();
+  } else {
+    first_mean = sums.mean_or_nan();
+  }
   stream.run(
       all, 0, h,
       [&](std::size_t k, const float* v) {
@@ -136,6 +187,8 @@ void sum_and_grade_frames(FrameStream& stream, std::vector<FrameState>& state, d
       [&](std::size_t k, const float* v) {
         if (state[k].rejected_quality) sums.add(v, -1.0);
       });
+  combine_sums(stream, sums);
+  combine_states(stream, state);
 }
 
 // The frames that go into the average, in frame order (marked used); the
@@ -207,8 +260,11 @@ Frame warp_to_reference(const Frame& f, const Transform& to_reference, Interpola
   return out;
 }
 
-AverageResult average_series(const FrameSource& frames, const std::vector<Transform>& transforms,
-                             const AveragingOptions& options, Progress* progress, const CancelToken* cancel) {
+namespace {
+
+AverageResult average_impl(const FrameSource& frames, const std::vector<Transform>& transforms,
+                           const AveragingOptions& options, const AveragingTeam* team, Progress* progress,
+                           const CancelToken* cancel) {
   const std::size_t n = frames.frame_count();
   const int w = frames.width(), h = frames.height();
   const std::size_t npix = static_cast<std::size_t>(w) * static_cast<std::size_t>(h);
@@ -231,9 +287,13 @@ AverageResult average_series(const FrameSource& frames, const std::vector<Transf
 
   const std::unique_ptr<AveragingStrategy> strategy = make_strategy(options, w, h);
   Warper warper(w, h, options.interpolation);
-  const std::size_t total = 2 * n + strategy->extra_reads(n, candidates);
+  // Progress counts this member's reads (its share of the frames with a team).
+  std::size_t own_first = 0, own_last = n;
+  if (team) team->own_frames(n, own_first, own_last);
+  const std::size_t own_n = own_last - own_first, own_candidates = candidates * own_n / n;
+  const std::size_t total = 2 * own_n + strategy->extra_reads(own_n, own_candidates);
   if (progress) progress->phase("average", total);
-  FrameStream stream(frames, transforms, warper, state, cancel, progress, total);
+  FrameStream stream(frames, transforms, warper, state, cancel, progress, total, team);
 
   // Select the frames; the sums come out as those of the used frames.
   MeanAccumulator sums(npix, strategy->needs_squares());
@@ -255,6 +315,19 @@ AverageResult average_series(const FrameSource& frames, const std::vector<Transf
   warnings.finish();
   if (progress) progress->advance(total);
   return result;
+}
+
+}  // namespace
+
+AverageResult average_series(const FrameSource& frames, const std::vector<Transform>& transforms,
+                             const AveragingOptions& options, Progress* progress, const CancelToken* cancel) {
+  return average_impl(frames, transforms, options, nullptr, progress, cancel);
+}
+
+AverageResult average_series(const FrameSource& frames, const std::vector<Transform>& transforms,
+                             const AveragingOptions& options, const AveragingTeam& team, Progress* progress,
+                             const CancelToken* cancel) {
+  return average_impl(frames, transforms, options, &team, progress, cancel);
 }
 
 }  // namespace driftscan

@@ -22,11 +22,21 @@ struct Taps {
 
 Taps taps_for(double q, int n) {
   q = std::clamp(q, 0.0, n - 1.0);
-  const int i = static_cast<int>(std::floor(q));
+  const int i = static_cast<int>(q);  // q >= 0: truncation is floor
   double w[4];
   keys_weights(q - i, w);
   return {i - 1,
           {static_cast<float>(w[0]), static_cast<float>(w[1]), static_cast<float>(w[2]), static_cast<float>(w[3])}};
+}
+
+// The same with the weights in float (Keys' a = -0.5): the affine path
+// computes them for every sample.
+Taps taps_fast(double q, int n) {
+  q = std::clamp(q, 0.0, n - 1.0);
+  const int i = static_cast<int>(q);
+  const float t = static_cast<float>(q - i), t2 = t * t, t3 = t2 * t;
+  return {i - 1,
+          {-0.5f * (t3 - 2 * t2 + t), 1.5f * t3 - 2.5f * t2 + 1, -1.5f * t3 + 2 * t2 + 0.5f * t, 0.5f * (t3 - t2)}};
 }
 
 bool outside(double q, int n) { return q < -kSlack || q > n - 1 + kSlack; }
@@ -149,7 +159,7 @@ void CubicWarp::warp_affine(const float* src, int src_y0, int src_rows, const Tr
         o[x] = kMissing;
         continue;
       }
-      const Taps tx = taps_for(qx, w), ty = taps_for(qy, h);
+      const Taps tx = taps_fast(qx, w), ty = taps_fast(qy, h);
       float sum = 0.f;
       if (tx.first >= 0 && tx.first + 3 < w) {
         for (int j = 0; j < 4; ++j) {

@@ -194,7 +194,7 @@ std::vector<DriftUncertainty> uncertainty_phase(const RegistrationOperator& op,
 AverageResult average_registered(const FrameSource& frames, const std::vector<Registration>& registrations,
                                  const AveragingOptions& options, std::vector<std::string>& warnings,
                                  Progress* progress, const CancelToken* cancel,
-                                 const std::vector<DriftUncertainty>* uncertainty) {
+                                 const std::vector<DriftUncertainty>* uncertainty, const AveragingTeam* team) {
   AveragingOptions opts = options;
   std::vector<std::size_t> excluded;
   for (std::string& w : registration_warnings(registrations, excluded)) {
@@ -215,7 +215,8 @@ AverageResult average_registered(const FrameSource& frames, const std::vector<Re
   std::vector<Transform> transforms;
   transforms.reserve(registrations.size());
   for (const Registration& r : registrations) transforms.push_back(r.transform);
-  AverageResult avg = average_series(frames, transforms, opts, progress, cancel);
+  AverageResult avg = team ? average_series(frames, transforms, opts, *team, progress, cancel)
+                           : average_series(frames, transforms, opts, progress, cancel);
   warnings.insert(warnings.end(), avg.warnings.begin(), avg.warnings.end());
   return avg;
 }

@@ -19,6 +19,7 @@
 #include "driftscan/error.hpp"
 #include "driftscan/line_drift_table.hpp"
 #include "driftscan/mpi/allgather_records.hpp"
+#include "driftscan/mpi/distributed_average.hpp"
 #include "driftscan/mpi/distributed_checkpoint.hpp"
 #include "driftscan/mpi/distributed_scan_distortion.hpp"
 #include "driftscan/mpi/job_runner.hpp"
@@ -154,6 +155,7 @@ struct RegisterRun {
         n(frames->frame_count()),
         op(*frames, job.registration, 1, prepared_cache_bytes(job)),
         known(n) {
+    open_seconds = since(t_start);  // indexing the file (and the operator's set-up)
     if (job.scan.correct_distortion) {
       // Checked before any work: impossible timing or bands that do not fit
       // a frame are one-line errors naming the setting, and nothing is written.
@@ -193,6 +195,7 @@ struct RegisterRun {
   std::vector<OperatorApplication> applications;  // this rank's
   std::size_t applied = 0;
 
+  double open_seconds = 0.0;
   std::optional<ScanTiming> timing;  // with the scan-distortion correction
   std::optional<DistributedDistortion> distortion;
   double distortion_seconds = 0.0;
@@ -400,8 +403,6 @@ void uncertainty(RegisterRun& run) {
   run.res.seconds.uncertainty = since(t0);
 }
 
-// Phase "average" (rank 0): the frames streamed through the averaging with
-// the job's thread count.
 // Phase "distortion" (with --scan-distortion): the drift line by line and the
 // average in specimen coordinates, started from the rigid result.
 void correct_distortion(RegisterRun& run) {
@@ -473,14 +474,18 @@ nlohmann::json write_distortion_outputs(RegisterRun& run) {
             {"coverage_rigid", (out / "coverage_rigid.tif").string()}}}};
 }
 
+// Phase "average" (every rank, collective): each rank warps and sums its own
+// frames (the median: its band of rows) with the job's thread count; every
+// rank ends with the whole average, rank 0 writes it.
 void average(RegisterRun& run) {
   const auto t0 = Clock::now();
   RegisterResult& res = run.res;
   const int saved = omp_get_max_threads();
   omp_set_num_threads(run.threads);
   try {
+    const MpiAveragingTeam team(run.ctx.comm);
     res.average = average_registered(*run.frames, res.registrations, run.job.averaging, res.warnings, &run.ctx.progress,
-                                     &run.ctx.cancel, &res.uncertainty);
+                                     &run.ctx.cancel, &res.uncertainty, &team);
   } catch (...) {
     omp_set_num_threads(saved);
     throw;
@@ -508,7 +513,8 @@ void write_outputs(RegisterRun& run) {
                         {"work_stealing", job.execution.work_stealing}};
   extra["scan_trace"] = run.trace.to_json(false);  // its records are streamed (below)
   res.seconds.total = since(run.t_start);
-  extra["timings_s"] = {{"pairs", res.seconds.pairs},
+  extra["timings_s"] = {{"open", run.open_seconds},
+                        {"pairs", res.seconds.pairs},
                         {"scan", res.seconds.scan},
                         {"uncertainty", res.seconds.uncertainty},
                         {"average", res.seconds.average},
@@ -574,10 +580,8 @@ RegisterResult register_distributed(const Job& job, RunContext& ctx) {
   scan(run);
   uncertainty(run);
   if (run.timing) correct_distortion(run);
-  on_root_then_together(run, [&] {
-    average(run);
-    write_outputs(run);
-  });
+  average(run);
+  on_root_then_together(run, [&] { write_outputs(run); });
   return std::move(run.res);
 }
 

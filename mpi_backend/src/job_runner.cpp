@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <thread>
 
@@ -16,6 +17,7 @@
 #include "driftscan/drift_table.hpp"
 #include "driftscan/drift_uncertainty.hpp"
 #include "driftscan/error.hpp"
+#include "driftscan/mpi/distributed_average.hpp"
 #include "driftscan/mpi/distributed_checkpoint.hpp"
 #include "driftscan/mpi/distributed_register.hpp"
 #include "driftscan/mpi/preflight.hpp"
@@ -164,38 +166,52 @@ int run_register(const Job& job, RunContext& ctx) {
 }
 
 // Averaging again with the drift of an earlier run (other method, rejection
-// threshold, excluded frames) without registering again. Rank 0 streams the
-// frames; outputs: average.tif, coverage.tif, quality.csv.
+// threshold, excluded frames) without registering again. Every rank averages
+// its share (distributed_average.hpp); rank 0 writes average.tif,
+// coverage.tif, quality.csv.
 int run_average(const Job& job, RunContext& ctx) {
   nlohmann::json files;
+  auto frames = open_job_input(job);
+  const Point centre{(frames->width() - 1) / 2.0, (frames->height() - 1) / 2.0};
+  DriftTable drift = read_drift_table(job.averaging.drift, centre);
+  if (drift.to_frame0.size() != frames->frame_count())
+    throw bad_input(job.averaging.drift + ": " + std::to_string(drift.to_frame0.size()) + " frames, but " + job.input +
+                    " has " + std::to_string(frames->frame_count()));
+  AveragingOptions options = job.averaging;
+  for (std::size_t k : drift.flagged) {
+    options.exclude_frames.push_back(k);
+    ctx.progress.log(LogLevel::warning, "frame " + std::to_string(k) + " is flagged in " + job.averaging.drift +
+                                            ": left out of the average");
+  }
+  if (options.max_sigma > 0) {
+    const DriftRecords records = read_drift_records(job.averaging.drift);
+    if (!records.has_sigma)
+      throw bad_input(job.averaging.drift +
+                      ": no sigma_dx,sigma_dy columns (a table from before the uncertainty "
+                      "estimate): max_sigma cannot be applied");
+    std::vector<double> sigma;
+    for (const DriftRecord& r : records.frames) sigma.push_back(std::max(r.sigma_dx, r.sigma_dy));
+    const std::vector<std::size_t> above = frames_above_sigma(sigma, options.max_sigma);
+    options.exclude_frames.insert(options.exclude_frames.end(), above.begin(), above.end());
+    if (std::string w = above_sigma_warning(above, options.max_sigma); !w.empty())
+      ctx.progress.log(LogLevel::warning, w);
+  }
+  omp_set_num_threads(std::max(1, job.execution.threads));
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::clock_t c0 = std::clock();
+  const AverageResult avg =
+      average_distributed(ctx.comm, *frames, drift.to_frame0, options, &ctx.progress, &ctx.cancel);
+  if (ctx.rank == 0) {
+    // The CPU time too: on a machine other jobs load, the wall time says
+    // little about how the work divides over ranks.
+    char line[200];
+    std::snprintf(line, sizeof line, "averaged %zu frames in %.2f s (rank 0: %.2f s CPU) on %d rank(s) x %d thread(s)",
+                  frames->frame_count(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                  static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC, ctx.size,
+                  std::max(1, job.execution.threads));
+    ctx.progress.log(LogLevel::info, line);
+  }
   on_root(ctx, [&] {
-    auto frames = open_job_input(job);
-    const Point centre{(frames->width() - 1) / 2.0, (frames->height() - 1) / 2.0};
-    DriftTable drift = read_drift_table(job.averaging.drift, centre);
-    if (drift.to_frame0.size() != frames->frame_count())
-      throw bad_input(job.averaging.drift + ": " + std::to_string(drift.to_frame0.size()) + " frames, but " +
-                      job.input + " has " + std::to_string(frames->frame_count()));
-    AveragingOptions options = job.averaging;
-    for (std::size_t k : drift.flagged) {
-      options.exclude_frames.push_back(k);
-      ctx.progress.log(LogLevel::warning, "frame " + std::to_string(k) + " is flagged in " + job.averaging.drift +
-                                              ": left out of the average");
-    }
-    if (options.max_sigma > 0) {
-      const DriftRecords records = read_drift_records(job.averaging.drift);
-      if (!records.has_sigma)
-        throw bad_input(job.averaging.drift +
-                        ": no sigma_dx,sigma_dy columns (a table from before the uncertainty "
-                        "estimate): max_sigma cannot be applied");
-      std::vector<double> sigma;
-      for (const DriftRecord& r : records.frames) sigma.push_back(std::max(r.sigma_dx, r.sigma_dy));
-      const std::vector<std::size_t> above = frames_above_sigma(sigma, options.max_sigma);
-      options.exclude_frames.insert(options.exclude_frames.end(), above.begin(), above.end());
-      if (std::string w = above_sigma_warning(above, options.max_sigma); !w.empty())
-        ctx.progress.log(LogLevel::warning, w);
-    }
-    omp_set_num_threads(std::max(1, job.execution.threads));
-    AverageResult avg = average_series(*frames, drift.to_frame0, options, &ctx.progress, &ctx.cancel);
     for (const auto& w : avg.warnings) ctx.progress.log(LogLevel::warning, w);
     ctx.cancel.throw_if_cancelled();
     make_output_folder(job.output);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "driftscan/averaging_team.hpp"
 #include "driftscan/cancel_token.hpp"
 #include "driftscan/frame.hpp"
 #include "driftscan/frame_source.hpp"
@@ -60,6 +61,15 @@ struct AverageResult {
 // number of OpenMP threads.
 AverageResult average_series(const FrameSource& frames, const std::vector<Transform>& transforms,
                              const AveragingOptions& options, Progress* progress = nullptr,
+                             const CancelToken* cancel = nullptr);
+
+// The same average shared by a team (averaging_team.hpp): collective over
+// its members, each reading its own frames (the median: its own band of
+// rows of every used frame); every member returns the whole result. Within
+// 1e-6 relative of the serial average; a failure on one member (a frame it
+// cannot read, memory) throws the same error on every member.
+AverageResult average_series(const FrameSource& frames, const std::vector<Transform>& transforms,
+                             const AveragingOptions& options, const AveragingTeam& team, Progress* progress = nullptr,
                              const CancelToken* cancel = nullptr);
 
 // Warps one frame into the reference coordinates: out(p) = f(T^{-1}(p));

@@ -4,6 +4,7 @@
 // all serve frames through this interface. frame() must be thread-safe:
 // any worker may ask for any frame (on a cluster a rank reads the few frames
 // beyond its segment on demand).
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -20,6 +21,16 @@ class FrameSource {
   virtual int width() const = 0;
   virtual int height() const = 0;
   virtual Frame frame(std::size_t k) const = 0;
+  // Rows [y0, y1) of frame k (width x (y1 - y0)): what a distributed median
+  // reads for its band of the average. By default the whole frame is decoded
+  // and the rows copied; sources that can decode less override it.
+  virtual Frame frame_rows(std::size_t k, int y0, int y1) const {
+    Frame f = frame(k);
+    if (y0 < 0 || y1 > f.height || y0 >= y1 || f.width <= 0) return f;  // the caller checks the size
+    Frame band(f.width, y1 - y0);
+    std::copy(f.row(y0), f.row(y0) + band.size(), band.pixels.begin());
+    return band;
+  }
   // Physical pixel size (0 when unknown) and its unit, e.g. "nm".
   virtual double pixel_size() const { return 0.0; }
   virtual std::string pixel_unit() const { return ""; }

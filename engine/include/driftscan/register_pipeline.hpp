@@ -94,11 +94,13 @@ std::vector<std::string> registration_warnings(const std::vector<Registration>& 
 
 // Phase "average": average_series with the transforms of the scan; frames
 // flagged unusable are excluded (and said so in `warnings`); with
-// `uncertainty`, frames above options.max_sigma too.
+// `uncertainty`, frames above options.max_sigma too. With a team
+// (averaging_team.hpp), collective over its members, each averaging its share.
 AverageResult average_registered(const FrameSource& frames, const std::vector<Registration>& registrations,
                                  const AveragingOptions& options, std::vector<std::string>& warnings,
                                  Progress* progress, const CancelToken* cancel,
-                                 const std::vector<DriftUncertainty>* uncertainty = nullptr);
+                                 const std::vector<DriftUncertainty>* uncertainty = nullptr,
+                                 const AveragingTeam* team = nullptr);
 
 // A large array of report.json written record by record rather than built
 // in memory (as JSON values, tens of thousands of records take ~1 KB each).
