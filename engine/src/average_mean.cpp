@@ -2,6 +2,7 @@
 // made of them; see average_strategy.hpp.
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "average_strategy.hpp"
 
@@ -35,6 +36,29 @@ void PlainMean::average(FrameStream&, const std::vector<std::size_t>&, MeanAccum
     if (count[i] > 0.5) {
       average.pixels[i] = static_cast<float>(sum[i] / count[i]);
       coverage.pixels[i] = static_cast<float>(std::round(count[i]));
+    }
+  }
+}
+
+void WeightedMean::average(FrameStream& stream, const std::vector<std::size_t>& used, MeanAccumulator& sums,
+                           Frame& average, Frame& coverage) const {
+  const std::size_t npix = sums.count.size();
+  std::vector<double> wsum(npix, 0.0), wcount(npix, 0.0);
+  stream.run(
+      used, 0, average.height, [](std::size_t, const float*) {},
+      [&](std::size_t k, const float* v) {
+        const double wk = k < weights_.size() ? weights_[k] : 1.0;
+        if (!(wk > 0)) return;
+        for (std::size_t i = 0; i < npix; ++i) {
+          if (!std::isfinite(v[i])) continue;
+          wsum[i] += wk * v[i];
+          wcount[i] += wk;
+        }
+      });
+  for (std::size_t i = 0; i < npix; ++i) {
+    if (sums.count[i] > 0.5 && wcount[i] > 0) {
+      average.pixels[i] = static_cast<float>(wsum[i] / wcount[i]);
+      coverage.pixels[i] = static_cast<float>(std::round(sums.count[i]));
     }
   }
 }

@@ -50,6 +50,19 @@ class PlainMean : public AveragingStrategy {
                Frame& coverage) const override;
 };
 
+// AverageMethod::mean with per-frame weights (frame_weights.hpp): one more
+// pass over the used frames summing w_k v and w_k; coverage stays the count.
+class WeightedMean : public AveragingStrategy {
+ public:
+  explicit WeightedMean(std::vector<double> weights) : weights_(std::move(weights)) {}
+  std::size_t extra_reads(std::size_t, std::size_t candidates) const override { return candidates; }
+  void average(FrameStream& stream, const std::vector<std::size_t>& used, MeanAccumulator& sums, Frame& average,
+               Frame& coverage) const override;
+
+ private:
+  std::vector<double> weights_;
+};
+
 // AverageMethod::clipped: one more pass over the used frames dropping the
 // samples further than clip_sigma standard deviations from their mean.
 class ClippedMean : public AveragingStrategy {
