@@ -173,6 +173,7 @@ std::vector<double> frame_noise_variances(const std::vector<DriftUncertainty>& f
 
 std::vector<double> uncertainty_weights(const std::vector<DriftUncertainty>& frames) {
   std::vector<double> sigma;
+  sigma.reserve(frames.size());
   for (const DriftUncertainty& u : frames)
     sigma.push_back(u.singular ? std::numeric_limits<double>::infinity() : u.sigma());
   return inverse_variance_weights(sigma, frame_noise_variances(frames));
