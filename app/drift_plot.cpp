@@ -84,6 +84,35 @@ void DriftPlot::render(QPainter& p, const QSize& size) const {
   }
   const Layout L = layout(size);
   frame_axes(p, L.series, xmin_, xmax_, dmin_, dmax_, "Drift against frame 0", "frame", "shift (px)");
+  // +-2 sigma band of a series (frames with a finite sigma; inf leaves a gap).
+  auto drawBand = [&](auto value, auto sigma, const QColor& c, const QRectF& r, double y0, double y1) {
+    QColor fill = c;
+    fill.setAlpha(50);
+    p.setPen(Qt::NoPen);
+    p.setBrush(fill);
+    std::vector<QPointF> upper, lower;
+    auto flush = [&] {
+      if (upper.size() >= 2) {
+        QPolygonF poly;
+        for (const QPointF& q : upper) poly << q;
+        for (auto it = lower.rbegin(); it != lower.rend(); ++it) poly << *it;
+        p.drawPolygon(poly);
+      }
+      upper.clear();
+      lower.clear();
+    };
+    for (const auto& row : rows_) {
+      const double s = sigma(row);
+      if (!(s >= 0) || !std::isfinite(s)) {
+        flush();
+        continue;
+      }
+      const double x = map(row.frame, xmin_, xmax_, r.left(), r.right());
+      upper.emplace_back(x, map(value(row) + 2 * s, y0, y1, r.bottom(), r.top()));
+      lower.emplace_back(x, map(value(row) - 2 * s, y0, y1, r.bottom(), r.top()));
+    }
+    flush();
+  };
   auto drawSeries = [&](auto value, const QColor& c, const QRectF& r, double y0, double y1) {
     QPainterPath path;
     for (std::size_t i = 0; i < rows_.size(); ++i) {
@@ -106,6 +135,10 @@ void DriftPlot::render(QPainter& p, const QSize& size) const {
   };
   p.save();
   p.setClipRect(L.series.adjusted(-3, -3, 3, 3));
+  drawBand([](const DriftRow& r) { return r.dx; }, [](const DriftRow& r) { return r.sigma_dx; }, kDx, L.series, dmin_,
+           dmax_);
+  drawBand([](const DriftRow& r) { return r.dy; }, [](const DriftRow& r) { return r.sigma_dy; }, kDy, L.series, dmin_,
+           dmax_);
   drawSeries([](const DriftRow& r) { return r.dx; }, kDx, L.series, dmin_, dmax_);
   drawSeries([](const DriftRow& r) { return r.dy; }, kDy, L.series, dmin_, dmax_);
   p.restore();

@@ -372,6 +372,12 @@ bool MainWindow::openResults(const QString& folder) {
     editor_->setJob(job);
   }
   drift_->setDrift(results_.drift);
+  if (results_.report.contains("uncertainty") && results_.report["uncertainty"].contains("median_sigma"))
+    statusBar()->showMessage(
+        QString("Drift sigma: median %1 px, worst %2 px (frame %3); bands on the plot are +-2 sigma")
+            .arg(results_.report["uncertainty"].value("median_sigma", 0.0), 0, 'g', 3)
+            .arg(results_.report["uncertainty"].value("worst_sigma", 0.0), 0, 'g', 3)
+            .arg(results_.report["uncertainty"].value("worst_frame", 0)));
   imbalance_->setTrace(results_.trace);
   compare_->setDrift(results_.drift);
   std::shared_ptr<const driftscan::Frame> average;

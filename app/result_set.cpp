@@ -23,6 +23,10 @@ std::vector<DriftRow> drift_rows(const driftscan::DriftRecords& table) {
     r.angle_deg = f.angle_deg;
     if (table.has_quality) r.quality = f.quality;
     r.used = f.used;
+    if (table.has_sigma) {
+      r.sigma_dx = f.sigma_dx;
+      r.sigma_dy = f.sigma_dy;
+    }
     rows.push_back(r);
   }
   return rows;

@@ -19,6 +19,7 @@ struct DriftRow {
   double angle_deg = 0;
   double quality = -2;  // < -1: not given
   bool used = true;
+  double sigma_dx = -1, sigma_dy = -1;  // standard errors (px); < 0: not given, inf: no information
 };
 
 struct TraceRecord {

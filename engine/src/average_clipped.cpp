@@ -39,13 +39,7 @@ void ClippedMean::average(FrameStream& stream, const std::vector<std::size_t>& u
           ccount[i] += 1;
         }
       });
-  if (const AveragingTeam* team = stream.team()) {  // the members' sums added up
-    std::vector<double> packed(csum);
-    packed.insert(packed.end(), ccount.begin(), ccount.end());
-    team->sum(packed);
-    std::copy(packed.begin(), packed.begin() + static_cast<long>(npix), csum.begin());
-    std::copy(packed.begin() + static_cast<long>(npix), packed.end(), ccount.begin());
-  }
+  sum_over_team(stream, csum, ccount);
   for (std::size_t i = 0; i < npix; ++i) {
     if (ccount[i] > 0.5) {
       average.pixels[i] = static_cast<float>(csum[i] / ccount[i]);

@@ -1,7 +1,9 @@
 // The per-pixel sums every averaging method starts from, and the plain mean
 // made of them; see average_strategy.hpp.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "average_strategy.hpp"
 
@@ -28,6 +30,16 @@ std::vector<double> MeanAccumulator::mean_or_nan() const {
   return mean;
 }
 
+void sum_over_team(const FrameStream& stream, std::vector<double>& a, std::vector<double>& b) {
+  const AveragingTeam* team = stream.team();
+  if (!team) return;
+  std::vector<double> packed(a);
+  packed.insert(packed.end(), b.begin(), b.end());
+  team->sum(packed);
+  std::copy(packed.begin(), packed.begin() + static_cast<long>(a.size()), a.begin());
+  std::copy(packed.begin() + static_cast<long>(a.size()), packed.end(), b.begin());
+}
+
 void PlainMean::average(FrameStream&, const std::vector<std::size_t>&, MeanAccumulator& sums, Frame& average,
                         Frame& coverage) const {
   const std::vector<double>&sum = sums.sum, &count = sums.count;
@@ -35,6 +47,30 @@ void PlainMean::average(FrameStream&, const std::vector<std::size_t>&, MeanAccum
     if (count[i] > 0.5) {
       average.pixels[i] = static_cast<float>(sum[i] / count[i]);
       coverage.pixels[i] = static_cast<float>(std::round(count[i]));
+    }
+  }
+}
+
+void WeightedMean::average(FrameStream& stream, const std::vector<std::size_t>& used, MeanAccumulator& sums,
+                           Frame& average, Frame& coverage) const {
+  const std::size_t npix = sums.count.size();
+  std::vector<double> wsum(npix, 0.0), wcount(npix, 0.0);
+  stream.run(
+      used, 0, average.height, [](std::size_t, const float*) {},
+      [&](std::size_t k, const float* v) {
+        const double wk = k < weights_.size() ? weights_[k] : 1.0;
+        if (!(wk > 0)) return;
+        for (std::size_t i = 0; i < npix; ++i) {
+          if (!std::isfinite(v[i])) continue;
+          wsum[i] += wk * v[i];
+          wcount[i] += wk;
+        }
+      });
+  sum_over_team(stream, wsum, wcount);  // each member weighed its own frames
+  for (std::size_t i = 0; i < npix; ++i) {
+    if (sums.count[i] > 0.5 && wcount[i] > 0) {
+      average.pixels[i] = static_cast<float>(wsum[i] / wcount[i]);
+      coverage.pixels[i] = static_cast<float>(std::round(sums.count[i]));
     }
   }
 }

@@ -14,6 +14,10 @@
 namespace driftscan {
 namespace averaging {
 
+// With a team, two per-pixel sums of the members' frames added up over all
+// members in one reduction (nothing to do without a team).
+void sum_over_team(const FrameStream& stream, std::vector<double>& a, std::vector<double>& b);
+
 // Per-pixel sums of warped frames (NaN/Inf samples skipped), in the order
 // the frames are added; squares too when a strategy needs the variance.
 struct MeanAccumulator {
@@ -48,6 +52,19 @@ class PlainMean : public AveragingStrategy {
   std::size_t extra_reads(std::size_t, std::size_t) const override { return 0; }
   void average(FrameStream& stream, const std::vector<std::size_t>& used, MeanAccumulator& sums, Frame& average,
                Frame& coverage) const override;
+};
+
+// AverageMethod::mean with per-frame weights (frame_weights.hpp): one more
+// pass over the used frames summing w_k v and w_k; coverage stays the count.
+class WeightedMean : public AveragingStrategy {
+ public:
+  explicit WeightedMean(std::vector<double> weights) : weights_(std::move(weights)) {}
+  std::size_t extra_reads(std::size_t, std::size_t candidates) const override { return candidates; }
+  void average(FrameStream& stream, const std::vector<std::size_t>& used, MeanAccumulator& sums, Frame& average,
+               Frame& coverage) const override;
+
+ private:
+  std::vector<double> weights_;
 };
 
 // AverageMethod::clipped: one more pass over the used frames dropping the

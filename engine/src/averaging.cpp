@@ -80,6 +80,11 @@ void check_inputs(const FrameSource& frames, const std::vector<Transform>& trans
   if (transforms.size() != n)
     throw bad_input(where + std::to_string(transforms.size()) + " transforms given for " + std::to_string(n) +
                     " frames");
+  if (!options.frame_weights.empty() && options.method != AverageMethod::mean)
+    throw bad_input(where + "frame weights apply to the mean only (averaging.method mean)");
+  if (!options.frame_weights.empty() && options.frame_weights.size() != n)
+    throw bad_input(where + std::to_string(options.frame_weights.size()) + " frame weights for " + std::to_string(n) +
+                    " frames");
   if (!(options.clip_sigma > 0) && options.method == AverageMethod::clipped)
     throw bad_input(where + "clip_sigma must be positive");
   for (std::size_t k = 0; k < n; ++k) {
@@ -98,6 +103,7 @@ std::unique_ptr<AveragingStrategy> make_strategy(const AveragingOptions& options
     case AverageMethod::median: return std::make_unique<averaging::TiledMedian>(options, width, height);
     case AverageMethod::mean: break;
   }
+  if (!options.frame_weights.empty()) return std::make_unique<averaging::WeightedMean>(options.frame_weights);
   return std::make_unique<averaging::PlainMean>();
 }
 

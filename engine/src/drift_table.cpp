@@ -35,6 +35,7 @@ DriftRecords read_drift_records(const std::string& path) {
   table.has_quality = col.count("quality");
   table.has_used = col.count("used");
   table.has_sigma = col.count("sigma_dx") && col.count("sigma_dy") && col.count("cov_dxdy");
+  table.has_noise_var = col.count("noise_var");
 
   std::size_t lineno = 1;
   while (std::getline(in, line)) {
@@ -74,6 +75,7 @@ DriftRecords read_drift_records(const std::string& path) {
       r.sigma_dx = number("sigma_dx", true);
       r.sigma_dy = number("sigma_dy", true);
       r.cov_dxdy = number("cov_dxdy");
+      if (table.has_noise_var) r.noise_var = number("noise_var", true);
       if (col.count("sigma_flag") && col["sigma_flag"] < f.size()) {
         const std::string& flag = f[col["sigma_flag"]];
         r.sigma_singular = !flag.empty() && flag != "\r";

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "driftscan/error.hpp"
+#include "driftscan/frame_weights.hpp"
 
 namespace driftscan {
 
@@ -52,6 +53,9 @@ DriftUncertainty drift_uncertainty(const RefineInformation& info, const Transfor
   u.sigma_angle_deg = std::sqrt(std::max(0.0, quad(ga, ga)));
   for (std::size_t i = 0; i < 6; ++i) u.sigma_affine[i] = std::sqrt(std::max(0.0, C[i * 7]));
   share = std::clamp(share, 0.0, 1.0);
+  const double r2 = info.residual_rms * info.residual_rms;
+  u.noise_variance = (1.0 - share) * r2 / std::max(1e-300, info.alpha * info.alpha);
+  u.reference_noise_variance = share * r2;
   u.common_sigma_dx = std::sqrt(share * vx);
   u.common_sigma_dy = std::sqrt(share * vy);
   u.common_cov_dxdy = share * u.cov_dxdy;
@@ -152,6 +156,27 @@ std::string above_sigma_warning(const std::vector<std::size_t>& frames, double m
   if (frames.size() > 10) list += ", ...";
   return std::to_string(frames.size()) + " frame(s) with a drift sigma above max_sigma " + message_number(max_sigma) +
          " px excluded from the average (frames " + list + ")";
+}
+
+std::vector<double> frame_noise_variances(const std::vector<DriftUncertainty>& frames) {
+  std::vector<double> noise, ref;
+  for (const DriftUncertainty& u : frames) {
+    noise.push_back(u.noise_variance);
+    if (!u.singular && u.reference_noise_variance > 0) ref.push_back(u.reference_noise_variance);
+  }
+  if (!noise.empty() && !ref.empty()) {
+    std::nth_element(ref.begin(), ref.begin() + static_cast<std::ptrdiff_t>(ref.size() / 2), ref.end());
+    noise[0] = ref[ref.size() / 2];
+  }
+  return noise;
+}
+
+std::vector<double> uncertainty_weights(const std::vector<DriftUncertainty>& frames) {
+  std::vector<double> sigma;
+  sigma.reserve(frames.size());
+  for (const DriftUncertainty& u : frames)
+    sigma.push_back(u.singular ? std::numeric_limits<double>::infinity() : u.sigma());
+  return inverse_variance_weights(sigma, frame_noise_variances(frames));
 }
 
 std::string singular_warning(const UncertaintySummary& s) {

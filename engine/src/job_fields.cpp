@@ -255,6 +255,9 @@ std::vector<JobField> make_table() {
       Row("averaging", "max_sigma", T::number, "Exclude frames whose drift sigma (px) is above; 0: no limit")
           .flag("--max-sigma", avg).at_least(0).editor("Max sigma", "px").spin(0.0, 100.0, 3, 0.01)
           .member<A, &Avg::max_sigma>(),
+      Row("averaging", "weights", T::choice, "Frame weights of the mean (inverse-variance: by drift sigma and noise)")
+          .choices(enum_names<FrameWeighting>()).flag("--weights", avg).editor("Weights")
+          .enabled_when("averaging.method", "mean").member<A, &Avg::weights>(),
       Row("averaging", "exclude_frames", T::frame_list, "Frames to leave out, e.g. 3,17,40")
           .shape("a list of frame numbers").flag("--exclude", avg).value_name("INT,...")
           .member<A, &Avg::exclude_frames>(),

@@ -212,6 +212,11 @@ AverageResult average_registered(const FrameSource& frames, const std::vector<Re
       warnings.push_back(std::move(w));
     }
   }
+  if (opts.weights == FrameWeighting::inverse_variance) {
+    if (!uncertainty || uncertainty->size() != registrations.size())
+      throw bad_input("averaging.weights inverse-variance needs the drift uncertainty of every frame");
+    opts.frame_weights = uncertainty_weights(*uncertainty);
+  }
   std::vector<Transform> transforms;
   transforms.reserve(registrations.size());
   for (const Registration& r : registrations) transforms.push_back(r.transform);
@@ -231,8 +236,9 @@ void write_drift_csv(const std::string& path, const std::vector<Registration>& r
     s += ",sigma_dx,sigma_dy,cov_dxdy";
     if (model != MotionModel::translation) s += ",sigma_angle_deg";
     if (model == MotionModel::affine) s += ",sigma_a,sigma_b,sigma_c,sigma_d,sigma_tx,sigma_ty";
-    s += ",sigma_flag";
+    s += ",noise_var,sigma_flag";
   }
+  const std::vector<double> noise = sigmas ? frame_noise_variances(*uncertainty) : std::vector<double>();
   s += ",iterations,cost,ncc,quality,used,flags\n";
   char buf[512];
   for (std::size_t k = 0; k < registrations.size(); ++k) {
@@ -262,6 +268,8 @@ void write_drift_csv(const std::string& path, const std::vector<Registration>& r
           std::snprintf(buf, sizeof buf, ",%.6g", v);
           s += buf;
         }
+      std::snprintf(buf, sizeof buf, ",%.6g", noise[k]);
+      s += buf;
       s += u.singular ? ",singular" : ",";
     }
     double quality = average && k < average->quality.size() ? average->quality[k] : 0.0;

@@ -183,14 +183,19 @@ int run_average(const Job& job, RunContext& ctx) {
     ctx.progress.log(LogLevel::warning, "frame " + std::to_string(k) + " is flagged in " + job.averaging.drift +
                                             ": left out of the average");
   }
-  if (options.max_sigma > 0) {
+  if (options.max_sigma > 0 || options.weights == FrameWeighting::inverse_variance) {
     const DriftRecords records = read_drift_records(job.averaging.drift);
-    if (!records.has_sigma)
+    if (!records.has_sigma || (options.weights == FrameWeighting::inverse_variance && !records.has_noise_var))
       throw bad_input(job.averaging.drift +
-                      ": no sigma_dx,sigma_dy columns (a table from before the uncertainty "
-                      "estimate): max_sigma cannot be applied");
-    std::vector<double> sigma;
-    for (const DriftRecord& r : records.frames) sigma.push_back(std::max(r.sigma_dx, r.sigma_dy));
+                      ": no sigma_dx,sigma_dy,noise_var columns (a table from before the "
+                      "uncertainty estimate): max_sigma and inverse-variance weights need them");
+    std::vector<double> sigma, noise;
+    for (const DriftRecord& r : records.frames) {
+      sigma.push_back(std::max(r.sigma_dx, r.sigma_dy));
+      noise.push_back(r.noise_var);
+    }
+    if (options.weights == FrameWeighting::inverse_variance)
+      options.frame_weights = inverse_variance_weights(sigma, noise);
     const std::vector<std::size_t> above = frames_above_sigma(sigma, options.max_sigma);
     options.exclude_frames.insert(options.exclude_frames.end(), above.begin(), above.end());
     if (std::string w = above_sigma_warning(above, options.max_sigma); !w.empty())

@@ -16,6 +16,8 @@
 #include "csv_test_file.hpp"
 #include "driftscan/drift_table.hpp"
 #include "driftscan/drift_uncertainty.hpp"
+#include "driftscan/error.hpp"
+#include "driftscan/frame_weights.hpp"
 #include "driftscan/register_pipeline.hpp"
 #include "driftscan/sequential_scan.hpp"
 #include "driftscan/synthetic_series.hpp"
@@ -205,4 +207,39 @@ TEST(DriftUncertainty, DriftCsvRoundTripWithAndWithoutSigmaColumns) {
   EXPECT_EQ(b.frames[1].sigma_dx, 0.0);
   EXPECT_NEAR(read_drift_table(without, {63.5, 63.5}).to_frame0[2].ty, -0.5, 1e-9);
   fs::remove_all(dir);
+}
+
+TEST(DriftUncertainty, InverseVarianceWeights) {
+  // Equal frames weigh alike; a frame with 4x the drift variance or 4x the
+  // noise weighs less; sigma = inf weighs nothing; mean weight 1.
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> w =
+      inverse_variance_weights({0.0, 0.01, 0.01, 0.02, 0.01, inf}, {1.0, 1.0, 1.0, 1.0, 4.0, 1.0});
+  ASSERT_EQ(w.size(), 6u);
+  EXPECT_NEAR(w[1], w[2], 1e-12);
+  EXPECT_LT(w[3], 0.5 * w[1]);
+  EXPECT_LT(w[4], 0.5 * w[1]);
+  EXPECT_GT(w[0], w[1]);  // frame 0 has no registration error
+  EXPECT_EQ(w[5], 0.0);
+  double sum = 0;
+  for (double x : w) sum += x;
+  EXPECT_NEAR(sum / 5.0, 1.0, 1e-9);  // over the frames with a weight
+
+  // In a run: the blurred frame gets a small weight, the average is a mean of the rest.
+  SyntheticSeries s(small(41, 6));
+  PoorFrame frames(s, 6, 3.0);
+  const Registered r = register_and_estimate(frames);
+  const std::vector<double> rw = uncertainty_weights(r.u);
+  ASSERT_EQ(rw.size(), frames.frame_count());
+  EXPECT_LT(rw[6], 0.2 * rw[5]);
+  AveragingOptions avg;
+  avg.weights = FrameWeighting::inverse_variance;
+  std::vector<std::string> warnings;
+  const AverageResult a = average_registered(frames, r.regs, avg, warnings, nullptr, nullptr, &r.u);
+  const AverageResult plain = average_registered(frames, r.regs, AveragingOptions{}, warnings, nullptr, nullptr, &r.u);
+  ASSERT_EQ(a.average.size(), plain.average.size());
+  EXPECT_EQ(a.coverage.pixels, plain.coverage.pixels);  // coverage stays a frame count
+  EXPECT_NE(a.average.pixels, plain.average.pixels);
+  avg.method = AverageMethod::median;
+  EXPECT_THROW(average_registered(frames, r.regs, avg, warnings, nullptr, nullptr, &r.u), Error);
 }

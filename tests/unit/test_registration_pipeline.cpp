@@ -174,7 +174,10 @@ TEST(RegisterPipeline, BadFramesAreExcludedWithWarningsAndNoNaN) {
   std::ifstream csv(dir.path / "drift.csv");
   std::string text((std::istreambuf_iterator<char>(csv)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text.find("nan"), std::string::npos);
-  EXPECT_EQ(text.find("inf"), std::string::npos);
+  // inf only as the sigma of a frame without information, flagged so.
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("inf") != std::string::npos) EXPECT_NE(line.find("singular"), std::string::npos) << line;
 }
 
 TEST(RegisterPipeline, FramesThatLeaveFrameZeroAreFlaggedNotAveraged) {

@@ -13,6 +13,7 @@
 #include "driftscan/cancel_token.hpp"
 #include "driftscan/frame.hpp"
 #include "driftscan/frame_source.hpp"
+#include "driftscan/frame_weights.hpp"
 #include "driftscan/progress.hpp"
 #include "driftscan/transform.hpp"
 
@@ -25,13 +26,15 @@ struct AveragingOptions {
   AverageMethod method = AverageMethod::mean;
   double clip_sigma = 3.0;  // for `clipped`
   Interpolation interpolation = Interpolation::cubic;
-  double min_quality = 0.0;                 // frames with quality below are excluded
-  double max_sigma = 0.0;                   // frames whose drift sigma (px) is above are excluded; 0: no limit
-  std::vector<std::size_t> exclude_frames;  // explicit rejections
-  int median_tile = 128;                    // rows per tile band of the bounded-memory median
-  std::string drift;                        // `average` command: drift table of an earlier run
-  std::string lines;                        // `average` command: lines.csv of a --scan-distortion run
-  double median_memory_mb = 512;            // bound on the median's buffers; bands shrink to fit
+  double min_quality = 0.0;                        // frames with quality below are excluded
+  FrameWeighting weights = FrameWeighting::equal;  // how a register run / `average` fills frame_weights
+  std::vector<double> frame_weights;               // per frame (mean only): weighted mean; empty: equal weights
+  double max_sigma = 0.0;                          // frames whose drift sigma (px) is above are excluded; 0: no limit
+  std::vector<std::size_t> exclude_frames;         // explicit rejections
+  int median_tile = 128;                           // rows per tile band of the bounded-memory median
+  std::string drift;                               // `average` command: drift table of an earlier run
+  std::string lines;                               // `average` command: lines.csv of a --scan-distortion run
+  double median_memory_mb = 512;                   // bound on the median's buffers; bands shrink to fit
 };
 
 struct AverageResult {

@@ -34,11 +34,13 @@ struct DriftRecord {
   // `sigma_dx,sigma_dy,cov_dxdy` (a register run's since the uncertainty
   // estimate; older tables lack them): standard errors, px; inf = no information.
   double sigma_dx = 0, sigma_dy = 0, cov_dxdy = 0;
+  double noise_var = 0;         // `noise_var`: the frame's pixel noise variance
   bool sigma_singular = false;  // a non-empty `sigma_flag`
 };
 
 struct DriftRecords {
-  bool has_angle = false, has_affine = false, has_quality = false, has_used = false, has_sigma = false;
+  bool has_angle = false, has_affine = false, has_quality = false, has_used = false, has_sigma = false,
+       has_noise_var = false;
   std::vector<DriftRecord> frames;  // frame k at index k
 };
 

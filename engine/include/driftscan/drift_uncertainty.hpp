@@ -25,7 +25,9 @@ struct DriftUncertainty {
   double sigma_angle_deg = 0.0;                                                // rigid and affine models
   std::array<double, 6> sigma_affine{};                                        // of a, b, c, d, tx, ty (affine model)
   double common_sigma_dx = 0.0, common_sigma_dy = 0.0, common_cov_dxdy = 0.0;  // frame 0's share
-  bool singular = false;  // no information (blank, constant, one edge direction): sigmas are inf
+  double noise_variance = 0.0;            // frame k's pixel noise variance (its units; prefiltered)
+  double reference_noise_variance = 0.0;  // frame 0's, seen from this frame's pair
+  bool singular = false;                  // no information (blank, constant, one edge direction): sigmas are inf
 
   // The frame's figure of merit: the larger of sigma_dx, sigma_dy.
   double sigma() const { return sigma_dx > sigma_dy ? sigma_dx : sigma_dy; }
@@ -63,6 +65,11 @@ UncertaintySummary summarize_uncertainty(const std::vector<DriftUncertainty>& fr
 std::vector<std::size_t> frames_above_sigma(const std::vector<double>& sigma, double max_sigma);
 // The warning for them (empty when none).
 std::string above_sigma_warning(const std::vector<std::size_t>& frames, double max_sigma);
+// Every frame's noise_variance; frame 0's is the median of what the frames
+// saw of it (reference_noise_variance).
+std::vector<double> frame_noise_variances(const std::vector<DriftUncertainty>& frames);
+// inverse_variance_weights (frame_weights.hpp) of a run's frames.
+std::vector<double> uncertainty_weights(const std::vector<DriftUncertainty>& frames);
 // report.json's "uncertainty" block.
 nlohmann::json to_json(const UncertaintySummary& s);
 // One warning per run naming the frames whose sigma is inf; empty when none.

@@ -41,6 +41,11 @@ struct EnumNames<Interpolation> {
                                                        {Interpolation::fourier, "fourier"}};
 };
 template <>
+struct EnumNames<FrameWeighting> {
+  static constexpr EnumEntry<FrameWeighting> table[] = {{FrameWeighting::equal, "equal"},
+                                                        {FrameWeighting::inverse_variance, "inverse-variance"}};
+};
+template <>
 struct EnumNames<Lattice> {
   static constexpr EnumEntry<Lattice> table[] = {{Lattice::hex, "hex"}, {Lattice::square, "square"}};
 };

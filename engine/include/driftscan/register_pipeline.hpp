@@ -126,11 +126,12 @@ RegisterOutputs write_register_outputs(const std::string& out_dir, const FrameSo
                                        const std::vector<DriftUncertainty>* uncertainty = nullptr);
 
 // drift.csv alone (atomically): frame,dx,dy [,angle_deg] [,a,b,c,d,tx,ty],
-// [sigma_dx,sigma_dy,cov_dxdy [,sigma_angle_deg] [,sigma_a,...,sigma_ty],sigma_flag]
+// [sigma_dx,sigma_dy,cov_dxdy [,sigma_angle_deg] [,sigma_a,...,sigma_ty],noise_var,sigma_flag]
 // iterations,cost,ncc,quality,used,flags. (dx, dy) is the displacement
 // T_{0,k}(c) - c at the frame centre c — for a translation, everywhere. The
 // sigma columns (with `uncertainty`): standard errors of the drift as written;
-// sigma_flag "singular" where they are inf.
+// sigma_flag "singular" where they are inf; noise_var the frame's pixel noise
+// variance (frame_weights.hpp).
 void write_drift_csv(const std::string& path, const std::vector<Registration>& registrations, MotionModel model,
                      Point centre, const AverageResult* average,
                      const std::vector<DriftUncertainty>* uncertainty = nullptr);
