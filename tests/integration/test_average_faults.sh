@@ -5,7 +5,8 @@
 # rank with one error event naming the frame, the rank and its host, a
 # non-zero exit, and no average. Then the results folder on a full file
 # system (a 48-KB tmpfs; needs root and mount, else that part is skipped
-# and said so): the job ends with an error naming the file and leaves no
+# and said so): the preflight check refuses the job before any frame is read
+# (exit 2, naming the folder and the space it lacks), and leaves no
 # average.tif and no temporary under the folder.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
@@ -41,9 +42,10 @@ set +e
 "${MPIRUN[@]}" -np 2 "$ENGINE" average ok.tif --drift drift.csv --out full/avg --progress json > full.events 2> full.err
 rc=$?
 set -e
-[ $rc -eq 3 ] || die "full disk: exit $rc (want 3): $(cat full.err)"
+[ $rc -eq 2 ] || die "full disk: exit $rc (want 2, refused before work): $(cat full.err)"
 [ "$(grep -c '"event":"error"' full.events)" -eq 1 ] || die "full disk: not one error event"
-grep '"event":"error"' full.events | grep -q "average.tif" || die "full disk: the error does not name average.tif: $(grep error full.events)"
+grep '"event":"error"' full.events | grep -q "full/avg has .* free" ||
+  die "full disk: the error does not name the folder and its free space: $(grep error full.events)"
 [ ! -e full/avg/average.tif ] || die "full disk: a partial average.tif is left"
 leftover=$(find full -name '.*tmp*' | wc -l)
 [ "$leftover" -eq 0 ] || die "full disk: $leftover temporaries left: $(find full)"
