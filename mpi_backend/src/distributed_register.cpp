@@ -513,12 +513,9 @@ void write_outputs(RegisterRun& run) {
                         {"work_stealing", job.execution.work_stealing}};
   extra["scan_trace"] = run.trace.to_json(false);  // its records are streamed (below)
   res.seconds.total = since(run.t_start);
-  extra["timings_s"] = {{"open", run.open_seconds},
-                        {"pairs", res.seconds.pairs},
-                        {"scan", res.seconds.scan},
-                        {"uncertainty", res.seconds.uncertainty},
-                        {"average", res.seconds.average},
-                        {"before_write_total", res.seconds.total}};
+  extra["timings_s"] = {{"open", run.open_seconds},       {"pairs", res.seconds.pairs},
+                        {"scan", res.seconds.scan},       {"uncertainty", res.seconds.uncertainty},
+                        {"average", res.seconds.average}, {"before_write_total", res.seconds.total}};
   const auto& records = run.trace.records();
   const fs::path out(job.output);
   std::error_code ec;
