@@ -244,7 +244,8 @@ DmContents read_contents(const BinaryFile& f) {
   std::set<std::size_t> thumbnails;
   if (const DmTag* th = root.child("Thumbnails"))
     for (const auto& t : th->children)
-      thumbnails.insert(static_cast<std::size_t>(number(f, t.child("ImageIndex"), c.order, -1)));
+      if (const double v = number(f, t.child("ImageIndex"), c.order, -1); v >= 0 && v < 1e6)
+        thumbnails.insert(static_cast<std::size_t>(v));  // a corrupt index (negative, NaN, huge) skips nothing
   std::set<std::string> names;
   std::string refused;
   for (std::size_t i = 0; i < list->children.size(); ++i) {
@@ -261,11 +262,13 @@ DmContents read_contents(const BinaryFile& f) {
       continue;
     }
     const double frames = d.size() == 3 ? d[2] : 1;
-    if (d[0] < 1 || d[1] < 1 || frames < 1 || d[0] > 1e6 || d[1] > 1e6 || frames > 1e9) {
+    // Written so that NaN fails too (a float tag can hold anything).
+    if (!(d[0] >= 1 && d[1] >= 1 && frames >= 1 && d[0] <= 1e6 && d[1] <= 1e6 && frames <= 1e9)) {
       refused = "image " + std::to_string(i) + " has impossible dimensions";
       continue;
     }
-    const int dtype = static_cast<int>(number(f, img.path({"ImageData", "DataType"}), c.order, -1));
+    const double dtype_value = number(f, img.path({"ImageData", "DataType"}), c.order, -1);
+    const int dtype = dtype_value >= 0 && dtype_value < 1000 ? static_cast<int>(dtype_value) : -1;
     DmImage im;
     switch (dtype) {
       case 1: im.type = RawType::int16; break;

@@ -198,7 +198,7 @@ std::vector<JobField> make_table() {
   return {
       Row("", "command", T::text, "register, average, spectrum or synth").choices(job_command_names())
           .top<&Job::command>(),
-      Row("", "input", T::text, "Input series: multi-page TIFF, folder of TIFFs, or glob")
+      Row("", "input", T::text, "Input series: multi-page TIFF, folder of TIFFs, glob, DM3/DM4, EMD, SER/EMI or MRC")
           .flag("--input,-i", all).editor("Input").placeholder("series.tif, a folder or a glob").top<&Job::input>(),
       Row("", "output", T::text, "Results folder (synth: folder, or the series .tif path)")
           .flag("--output,--out,-o", all).editor("Output").placeholder("results folder").top<&Job::output>(),

@@ -4,6 +4,7 @@
 // ErrorKind::bad_input (exit 2), never a crash or a huge allocation.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -157,4 +158,32 @@ TEST(FormatBadInput, NotAnImageFile) {
   expect_bad(path, "not a supported image file");
   fs::remove(path);
   expect_bad(temp("missing.dm3"), "");
+}
+
+TEST(FormatBadInput, DmCorruptThumbnailIndexAndNanDimensions) {
+  // Found by fuzz_dm_reader: a negative thumbnail index (and NaN sizes, a
+  // float tag where a long belongs) were cast to integers (undefined).
+  DmWriter w(3, true);
+  DmImageSpec im;
+  im.name = "HAADF";
+  im.data = Bytes(std::size_t{4} * 3 * 2, 1);
+  Bytes nan;
+  put_f32(nan, std::nanf(""), false);
+  Bytes minus_one;
+  put(minus_one, 0xffffffffu, 4, false);
+  const Bytes thumbs = w.group_tag("Thumbnails", {w.group_tag("", {w.data_tag("ImageIndex", {3}, minus_one)})});
+  const Bytes nan_image = w.group_tag(
+      "",
+      {w.group_tag("ImageData", {w.data_tag("Data", {20, 4, 12}, Bytes(24, 1)), w.data_tag("DataType", {6}, nan),
+                                 w.group_tag("Dimensions", {w.data_tag("", {6}, nan), w.data_tag("", {6}, nan)})})});
+  Bytes b = {0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 2};
+  const Bytes list = w.group_tag("ImageList", {nan_image, w.image(im)});
+  b.insert(b.end(), list.begin(), list.end());
+  b.insert(b.end(), thumbs.begin(), thumbs.end());
+  const std::string path = temp("thumb.dm3");
+  write_file(path, b);
+  auto signals = list_signals(path);  // the NaN image is skipped, the thumbnail index ignored
+  ASSERT_EQ(signals.size(), 1u);
+  EXPECT_EQ(signals[0].name, "HAADF");
+  fs::remove(path);
 }
