@@ -48,6 +48,17 @@ void DriftPlot::setDrift(std::vector<DriftRow> rows) {
   update();
 }
 
+void DriftPlot::setPixelSize(double size, const QString& unit) {
+  const bool calibrated = size > 0 && std::isfinite(size) && !unit.isEmpty() && unit != "px" && unit != "pixel";
+  pixelSize_ = calibrated ? size : 0;
+  unit_ = calibrated ? unit : QString();
+  update();
+}
+
+QString DriftPlot::calibrationText() const {
+  return pixelSize_ > 0 ? QString("1 px = %1 %2").arg(pixelSize_, 0, 'g', 4).arg(unit_) : QString();
+}
+
 void DriftPlot::setCurrentFrame(int frame) {
   current_ = frame;
   update();
@@ -83,7 +94,9 @@ void DriftPlot::render(QPainter& p, const QSize& size) const {
     return;
   }
   const Layout L = layout(size);
-  frame_axes(p, L.series, xmin_, xmax_, dmin_, dmax_, "Drift against frame 0", "frame", "shift (px)");
+  frame_axes(p, L.series, xmin_, xmax_, dmin_, dmax_,
+             pixelSize_ > 0 ? QString("Drift against frame 0 (%1)").arg(calibrationText()) : "Drift against frame 0",
+             "frame", "shift (px)");
   // +-2 sigma band of a series (frames with a finite sigma; inf leaves a gap).
   auto drawBand = [&](auto value, auto sigma, const QColor& c, const QRectF& r, double y0, double y1) {
     QColor fill = c;
@@ -195,8 +208,17 @@ void DriftPlot::render(QPainter& p, const QSize& size) const {
                             map(it->dy, ty0_, ty1_, L.trajectory.bottom(), L.trajectory.top())),
                     5, 5);
       p.setPen(Qt::black);
-      p.drawText(QPointF(L.series.right() - 220, L.series.top() + 16),
-                 QString("frame %1: dx %2, dy %3 px").arg(it->frame).arg(it->dx, 0, 'f', 3).arg(it->dy, 0, 'f', 3));
+      const QString readout = QString("frame %1: dx %2, dy %3 px%4")
+                                  .arg(it->frame)
+                                  .arg(it->dx, 0, 'f', 3)
+                                  .arg(it->dy, 0, 'f', 3)
+                                  .arg(pixelSize_ > 0 ? QString(" (%1, %2 %3)")
+                                                            .arg(it->dx * pixelSize_, 0, 'g', 4)
+                                                            .arg(it->dy * pixelSize_, 0, 'g', 4)
+                                                            .arg(unit_)
+                                                      : QString());
+      p.drawText(QPointF(L.series.right() - p.fontMetrics().horizontalAdvance(readout) - 8, L.series.top() + 16),
+                 readout);
     }
   }
 }

@@ -11,6 +11,10 @@ class DriftPlot : public PlotWidget {
  public:
   explicit DriftPlot(QWidget* parent = nullptr);
   void setDrift(std::vector<DriftRow> rows);
+  // The series' calibration (size <= 0 or no unit: none): the axes stay in
+  // pixels, the scale and the current frame's shift are also given in the unit.
+  void setPixelSize(double size, const QString& unit);
+  QString calibrationText() const;
   const std::vector<DriftRow>& drift() const { return rows_; }
   int pointCount() const { return int(rows_.size()); }
   void render(QPainter& p, const QSize& size) const override;
@@ -33,6 +37,8 @@ class DriftPlot : public PlotWidget {
   Layout layout(const QSize& size) const;
 
   std::vector<DriftRow> rows_;
+  double pixelSize_ = 0;
+  QString unit_;
   int current_ = -1;
   double xmin_ = 0, xmax_ = 1, dmin_ = -1, dmax_ = 1;  // series axes
   double tx0_ = -1, tx1_ = 1, ty0_ = -1, ty1_ = 1;     // trajectory axes

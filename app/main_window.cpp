@@ -338,6 +338,7 @@ bool MainWindow::openSeries(const QString& path, const QString& signal) {
   series_->setSeries(source_, QFileInfo(path).fileName());
   compare_->setSeries(source_);
   spectra_->setSeries(source_);
+  drift_->setPixelSize(source_->pixel_size(), QString::fromStdString(source_->pixel_unit()));
   editor_->setFrameSize(source_->width(), source_->height());
   driftscan::Job job = editor_->job();
   // Absolute, so the saved project re-runs from anywhere.

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "distortion_comparison_view.hpp"
+#include "drift_plot.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/interpolation.hpp"
 #include "image_view.hpp"
@@ -191,6 +192,21 @@ class ScanDistortionViewsTest : public QObject {
     QVERIFY(distinct_colours(cmp->rightView()->image()) > 20);
     QVERIFY(cmp->infoText().contains("Contrast"));
     QVERIFY(!w.grabView("distortion").isNull());
+  }
+
+  void driftPlotStatesTheCalibration() {
+    // The engine's series carry a pixel size; the drift plot states it (its axes stay in px).
+    MainWindow w;
+    w.setInteractive(false);
+    QVERIFY(w.openSeries(series_));
+    const auto src = w.seriesViewer()->series();
+    const bool calibrated = src->pixel_size() > 0 && !src->pixel_unit().empty() && src->pixel_unit() != "px";
+    QCOMPARE(!w.driftPlot()->calibrationText().isEmpty(), calibrated);
+    DriftPlot plot;
+    plot.setPixelSize(0.05, "nm");
+    QCOMPARE(plot.calibrationText(), QString("1 px = 0.05 nm"));
+    plot.setPixelSize(1.0, "px");  // uncalibrated: nothing claimed
+    QVERIFY(plot.calibrationText().isEmpty());
   }
 
   void aRigidRunLeavesTheViewsEmptyWithAReason() {
