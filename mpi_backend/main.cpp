@@ -17,6 +17,7 @@
 #include "driftscan/error.hpp"
 #include "driftscan/mpi/cancel_relay.hpp"
 #include "driftscan/mpi/command.hpp"
+#include "driftscan/mpi/job_runner.hpp"
 
 namespace {
 driftscan::CancelToken g_cancel;
@@ -35,11 +36,6 @@ std::string first_word(int argc, char** argv) {
   return {};
 }
 
-std::string host_name() {
-  char buf[256] = {0};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
 }  // namespace
 
 static int run_engine(int argc, char** argv) {
@@ -126,7 +122,7 @@ static int run_engine(int argc, char** argv) {
     progress->error(message, code);
     // Rank 0's error is the event; other ranks say who they are on stderr.
     // (Errors agreed over the ranks name their rank and host already.)
-    const std::string who = "rank " + std::to_string(rank) + " on " + host_name() + ": ";
+    const std::string who = "rank " + std::to_string(rank) + " on " + driftscan::mpi::host_name() + ": ";
     if (rank != 0) std::cerr << "driftscan-engine: " << (message.rfind(who, 0) == 0 ? "" : who) << message << '\n';
     else if (progress_mode == "json" || progress_mode == "none") std::cerr << "error: " << message << '\n';
     // Stop the other ranks too, so they do not wait for this one.
@@ -139,7 +135,7 @@ static int run_engine(int argc, char** argv) {
   if (!clean) {
     // Some rank is stuck (in a collective, or dead): only an abort ends it.
     if (rank == 0 || code != 4)
-      std::cerr << "driftscan-engine: rank " << rank << " on " << host_name()
+      std::cerr << "driftscan-engine: rank " << rank << " on " << driftscan::mpi::host_name()
                 << ": other ranks did not stop; aborting the job\n";
     MPI_Abort(MPI_COMM_WORLD, code);
   }

@@ -33,13 +33,13 @@
 namespace driftscan::mpi {
 namespace fs = std::filesystem;
 
-namespace {
-
 std::string host_name() {
   char buf[256] = {0};
   gethostname(buf, sizeof buf - 1);
   return buf;
 }
+
+namespace {
 
 bool ends_with_tiff(const std::string& p) {
   std::string ext = fs::path(p).extension().string();

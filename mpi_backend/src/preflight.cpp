@@ -19,12 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string this_host() {
-  char buf[256] = {0};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
-
 std::string gigabytes(double bytes) {
   char s[32];
   std::snprintf(s, sizeof s, "%.3g GB", bytes / 1e9);
@@ -37,7 +31,7 @@ void check_threads(const Job& job) {
   const long limit = static_cast<long>(kThreadsPerCore) * cores;
   if (job.execution.threads > limit)
     throw bad_input("execution.threads: " + std::to_string(job.execution.threads) + " threads per rank on " +
-                    this_host() + ", which has " + std::to_string(cores) + " cores; at most " + std::to_string(limit) +
+                    host_name() + ", which has " + std::to_string(cores) + " cores; at most " + std::to_string(limit) +
                     " (" + std::to_string(kThreadsPerCore) + " per core)");
 }
 
@@ -92,7 +86,7 @@ void check_locally(const Job& job, RunContext& ctx, std::string& created) {
     if (ram > 0 && 16.0 * frame > ram)
       throw bad_input("synth.width x synth.height: frames of " + std::to_string(job.synth.width) + "x" +
                       std::to_string(job.synth.height) + " need about " + gigabytes(16.0 * frame) + " of memory; " +
-                      this_host() + " has " + gigabytes(ram));
+                      host_name() + " has " + gigabytes(ram));
     if (ctx.rank == 0) {
       check_writable(folder, ctx.rank, created);
       check_space(folder, frame * static_cast<double>(job.synth.frames),

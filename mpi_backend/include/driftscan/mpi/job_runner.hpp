@@ -34,6 +34,9 @@ std::size_t prepared_cache_bytes(const Job& job);
 // Whether this build can run `command` ("register", "average", "spectrum", "synth").
 bool job_command_available(const std::string& command);
 
+// This host's name, for the lines that say where something happened.
+std::string host_name();
+
 // Where `synth` writes the series for a job's output: the path itself when it
 // ends in .tif/.tiff, else <output>/series.tif.
 std::string synth_series_path(const std::string& output);
