@@ -28,12 +28,19 @@ class ProgressBase : public Progress {
     done_ = 0;
     phase_start_ = Clock::now();
     last_emit_ = Clock::time_point{};
+    completed_ = false;
     emit_progress_locked(true);
   }
   void advance(std::size_t done) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (done > done_) done_ = done;
-    emit_progress_locked(done_ >= total_);
+    // Work that outgrew its estimate raises the total with it: done never
+    // exceeds total and the ETA stays finite (it was total - done unsigned).
+    if (done_ > total_) total_ = done_;
+    // Reaching the total passes the rate limit once, not on every later event.
+    const bool reached = !completed_ && done_ >= total_;
+    completed_ = completed_ || reached;
+    emit_progress_locked(reached);
   }
   void log(LogLevel level, const std::string& message) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -90,6 +97,7 @@ class ProgressBase : public Progress {
   std::mutex mu_;
   Clock::time_point phase_start_ = Clock::now();
   Clock::time_point last_emit_{};
+  bool completed_ = false;  // this phase's done has reached its total
 };
 
 class JsonProgress : public ProgressBase {
