@@ -205,8 +205,9 @@ Job load_job(const std::string& path) {
   json j;
   try {
     j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    // nlohmann's message carries the line and column.
+  } catch (const json::exception& e) {
+    // A syntax error (parse_error) or a number too large for any type
+    // (out_of_range 406); nlohmann's message carries the line and column.
     std::string what = e.what();
     auto pos = what.find("parse error");
     throw bad_input(path + ": not valid JSON: " + (pos == std::string::npos ? what : what.substr(pos)));

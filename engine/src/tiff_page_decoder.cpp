@@ -1,5 +1,7 @@
 #include "tiff_page_decoder.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -63,6 +65,34 @@ void convert(const unsigned char* row, std::size_t first, std::size_t stride, st
 }
 
 [[noreturn]] void fail(const std::string& where, const std::string& what) { throw bad_input(where + ": " + what); }
+
+// A strip or tile must lie inside the file, and uncompressed it must hold the
+// rows it stands for: libtiff reads a chunk past the end of a memory-mapped
+// file as nothing without an error, so a 400-byte file that claims a
+// 7x2293765 frame would otherwise decode as megapixels of zeros.
+void check_chunk(TIFF* tif, std::uint32_t chunk, std::uint64_t file_size, std::uint64_t raw_bytes,
+                 const std::string& where, const char* kind) {
+  int err = 0;
+  const std::uint64_t offset = TIFFGetStrileOffsetWithErr(tif, chunk, &err);
+  const std::uint64_t count = err ? 0 : TIFFGetStrileByteCountWithErr(tif, chunk, &err);
+  if (err)
+    fail(where, std::string("corrupt IFD (no offset or byte count for ") + kind + " " + std::to_string(chunk) + ")");
+  if (file_size > 0 && (offset > file_size || count > file_size - offset))
+    fail(where, std::string("truncated file: ") + kind + " " + std::to_string(chunk) + " (" + std::to_string(count) +
+                    " bytes at " + std::to_string(offset) + ") lies beyond its end (" + std::to_string(file_size) +
+                    " bytes)");
+  std::uint16_t compression = COMPRESSION_NONE;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+  if (compression == COMPRESSION_NONE && count < raw_bytes)
+    fail(where, std::string("truncated or corrupt ") + kind + " " + std::to_string(chunk) + ": " +
+                    std::to_string(count) + " bytes where " + std::to_string(raw_bytes) + " are needed");
+}
+
+std::uint64_t file_size_of(TIFF* tif) {
+  struct stat st {};
+  const int fd = TIFFFileno(tif);
+  return fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
 
 // Copies one decoded chunk (strip or tile) of plane `plane` into the frame.
 // The chunk covers columns [x0, x0 + cw) and rows [y0, y0 + ch) of the image.
@@ -206,10 +236,12 @@ Frame decode_page(LibtiffFile& file, const TiffPageLayout& layout, const PageFor
     if (tile_size <= 0 || std::uint64_t(tile_size) < need || need > chunk_limit)
       fail(where, "corrupt IFD (tile size " + std::to_string(tw) + "x" + std::to_string(th) + ")");
     std::vector<unsigned char> buffer(static_cast<std::size_t>(tile_size));
+    const std::uint64_t size = file_size_of(tif);
     for (int plane = 0; plane < planes; ++plane)
       for (std::uint32_t y = 0; y < h; y += th)
         for (std::uint32_t x = 0; x < w; x += tw) {
           std::uint32_t tile = TIFFComputeTile(tif, x, y, 0, static_cast<std::uint16_t>(plane));
+          check_chunk(tif, tile, size, need, where, "tile");
           file.messages().clear();
           if (TIFFReadEncodedTile(tif, tile, buffer.data(), tile_size) < 0)
             fail(where, "truncated or corrupt tile " + std::to_string(tile) + ": " +
@@ -230,10 +262,12 @@ Frame decode_page(LibtiffFile& file, const TiffPageLayout& layout, const PageFor
       fail(where,
            "corrupt IFD (" + std::to_string(TIFFNumberOfStrips(tif)) + " strips for " + std::to_string(h) + " rows)");
     std::vector<unsigned char> buffer(static_cast<std::size_t>(strip_size));
+    const std::uint64_t size = file_size_of(tif);
     for (int plane = 0; plane < planes; ++plane)
       for (std::uint32_t s = 0; s < strips_per_plane; ++s) {
         std::uint32_t y = s * rows_per_strip;
         std::uint32_t rows = std::min(rows_per_strip, h - y);
+        check_chunk(tif, plane * strips_per_plane + s, size, std::uint64_t(row_bytes) * rows, where, "strip");
         file.messages().clear();
         tmsize_t got = TIFFReadEncodedStrip(tif, plane * strips_per_plane + s, buffer.data(), strip_size);
         if (got < 0 || std::uint64_t(got) < std::uint64_t(row_bytes) * rows)

@@ -145,6 +145,15 @@ LaunchResult LaunchContext::finish(int code) {
   std::string death = rank_death(stderr_tail);
   if (code == 0) {
     r.status = LaunchStatus::done;
+  } else if (!result_files.empty() && code != 2) {
+    // The engine sends `result` only once its outputs are committed: a rank
+    // lost or a cancel after that does not undo them (mpirun still ends non-zero).
+    r.status = LaunchStatus::done;
+    r.exit_code = 0;
+    const std::string what = !death.empty()        ? death
+                             : saw_cancelled_event ? std::string("a cancel")
+                                                   : "driftscan-engine ended with code " + std::to_string(code);
+    log(what + " after the outputs were complete: they are kept", "warning");
   } else if (!death.empty() && !cancel_requested) {
     // mpirun stops the survivors (they report "cancelled"): the death is the news.
     r.status = LaunchStatus::failed;

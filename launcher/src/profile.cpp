@@ -160,7 +160,7 @@ std::vector<Profile> load_profiles(const std::string& path) {
     json j;
     try {
       j = json::parse(in);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
       throw bad_input(path + ": not valid JSON: " + e.what());
     }
     if (!j.is_object() || !j.contains("profiles") || !j["profiles"].is_array())

@@ -546,28 +546,6 @@ void write_outputs(RegisterRun& run) {
   res.seconds.write = since(t0);
 }
 
-// Runs `body` on rank 0 while the others wait (cancellably); then everyone
-// leaves together (the others must not sit in MPI_Finalize while rank 0
-// still writes), and still stops when cancelled.
-template <class Body>
-void on_root_then_together(RegisterRun& run, Body&& body) {
-  std::exception_ptr root_error;
-  if (run.ctx.rank == 0) {
-    try {
-      body();
-    } catch (...) {
-      root_error = std::current_exception();
-    }
-  }
-  try {
-    cancellable_barrier(run.ctx);
-  } catch (...) {
-    if (!root_error) root_error = std::current_exception();
-  }
-  run.res.seconds.total = since(run.t_start);
-  if (root_error) std::rethrow_exception(root_error);
-}
-
 }  // namespace
 
 RegisterResult register_distributed(const Job& job, RunContext& ctx) {
@@ -578,7 +556,8 @@ RegisterResult register_distributed(const Job& job, RunContext& ctx) {
   uncertainty(run);
   if (run.timing) correct_distortion(run);
   average(run);
-  on_root_then_together(run, [&] { write_outputs(run); });
+  commit_on_root(ctx, [&] { write_outputs(run); });
+  run.res.seconds.total = since(run.t_start);
   return std::move(run.res);
 }
 

@@ -20,6 +20,7 @@
 #include "driftscan/mpi/distributed_average.hpp"
 #include "driftscan/mpi/distributed_checkpoint.hpp"
 #include "driftscan/mpi/distributed_register.hpp"
+#include "driftscan/mpi/idle_wait.hpp"
 #include "driftscan/mpi/preflight.hpp"
 #include "driftscan/mpi/register_checkpoint.hpp"
 #include "driftscan/mpi/signal_averages.hpp"
@@ -54,28 +55,11 @@ void make_output_folder(const std::string& folder) {
     throw failure(folder + ": cannot create the results folder (" + ec.message() + ")");
 }
 
-// Rank 0 does the work, the others wait (cancellably); an exception on rank 0
-// still releases them so nobody waits for a rank that has stopped.
-template <class F>
-void on_root(RunContext& ctx, F&& work) {
-  if (ctx.rank == 0) {
-    try {
-      work();
-    } catch (...) {
-      if (ctx.size > 1) {
-        try {
-          cancellable_barrier(ctx);
-        } catch (...) {
-        }
-      }
-      throw;
-    }
-  }
-  if (ctx.size > 1) cancellable_barrier(ctx);
-}
-
 // Peak resident memory of every rank, said once by rank 0 (what the scale
 // benchmark reads, and what a user sizing frame_cache_mb wants to know).
+// Said after the `result` event: `result` means the outputs are committed,
+// and it goes out before this last collective so that a rank lost here is
+// known to have been lost after the commit (the launcher then warns, exit 0).
 void report_peak_memory(RunContext& ctx) {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -95,7 +79,7 @@ void report_peak_memory(RunContext& ctx) {
 int run_synth(const Job& job, RunContext& ctx) {
   std::string series = synth_series_path(job.output);
   nlohmann::json files;
-  on_root(ctx, [&] {
+  commit_on_root(ctx, [&] {
     std::string folder = fs::path(series).parent_path().string();
     if (!folder.empty()) make_output_folder(folder);
     SynthOptions synth = job.synth;
@@ -109,8 +93,8 @@ int run_synth(const Job& job, RunContext& ctx) {
     auto abs = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
     files = {{"series", abs(out.series)}, {"truth", abs(out.truth)}, {"reference", abs(out.reference)}};
   });
-  report_peak_memory(ctx);
   if (ctx.rank == 0) ctx.progress.result(files);
+  report_peak_memory(ctx);
   return 0;
 }
 
@@ -159,9 +143,10 @@ int run_register(const Job& job, RunContext& ctx) {
     RegisterResult r = register_with_checkpoints(job, *frames, ctx.progress, ctx.cancel);
     announce(r, frames->frame_count());
   }
-  if (!apply_to.empty()) on_root(ctx, [&] { files.update(average_signals(job, apply_to, ctx.progress, ctx.cancel)); });
-  report_peak_memory(ctx);
+  if (!apply_to.empty())
+    commit_on_root(ctx, [&] { files.update(average_signals(job, apply_to, ctx.progress, ctx.cancel)); });
   if (ctx.rank == 0) ctx.progress.result(files);
+  report_peak_memory(ctx);
   return 0;
 }
 
@@ -216,7 +201,7 @@ int run_average(const Job& job, RunContext& ctx) {
                   std::max(1, job.execution.threads));
     ctx.progress.log(LogLevel::info, line);
   }
-  on_root(ctx, [&] {
+  commit_on_root(ctx, [&] {
     for (const auto& w : avg.warnings) ctx.progress.log(LogLevel::warning, w);
     ctx.cancel.throw_if_cancelled();
     make_output_folder(job.output);
@@ -240,8 +225,8 @@ int run_average(const Job& job, RunContext& ctx) {
     auto abs = [](const fs::path& p) { return fs::absolute(p).lexically_normal().string(); };
     files = {{"average", abs(out / "average.tif")}, {"coverage", abs(out / "coverage.tif")}, {"quality", abs(quality)}};
   });
-  report_peak_memory(ctx);
   if (ctx.rank == 0) ctx.progress.result(files);
+  report_peak_memory(ctx);
   return 0;
 }
 
@@ -292,7 +277,7 @@ int run_spectrum(const Job& job, RunContext& ctx) {
 
   StackSpectrumResult r = compute_stack_spectrum(*frames, options, ctx);
   nlohmann::json files;
-  on_root(ctx, [&] {
+  commit_on_root(ctx, [&] {
     char line[300];
     std::snprintf(line, sizeof line,
                   "3-D spectrum of the %s stack: %zu planes (%zu frame%s each) x %zu x %zu, %s: read %.2f s, "
@@ -319,8 +304,8 @@ int run_spectrum(const Job& job, RunContext& ctx) {
     files = {
         {"spectrum", abs(frame_path)}, {"spectrum_average", abs(avg_path)}, {"spectrum3d", abs(options.volume_path)}};
   });
-  report_peak_memory(ctx);
   if (ctx.rank == 0) ctx.progress.result(files);
+  report_peak_memory(ctx);
   return 0;
 }
 
@@ -383,6 +368,19 @@ void agree_on_outcome(RunContext& ctx, const Error* local_error) {
   msg.resize(static_cast<std::size_t>(len));
   MPI_Bcast(msg.data(), len, MPI_CHAR, worst.rank, ctx.comm);
   throw Error(static_cast<ErrorKind>(kind), msg);
+}
+
+bool agree_root_committed(RunContext& ctx, bool committed) {
+  int ok = committed ? 1 : 0;
+  if (ctx.size > 1) {
+    MPI_Request req;
+    MPI_Ibcast(&ok, 1, MPI_INT, 0, ctx.comm, &req);
+    wait_idle(req);
+  }
+  if (ok != 0 && ctx.rank == 0 && ctx.cancel.cancelled())
+    ctx.progress.log(LogLevel::warning,
+                     "a cancel request arrived after the outputs were complete: they are kept, and the run is done");
+  return ok != 0;
 }
 
 int run_job(const Job& job, RunContext& ctx) {

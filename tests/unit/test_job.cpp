@@ -180,5 +180,12 @@ TEST(Job, LoadNamesTheFileOnMissingOrBrokenJson) {
   m = message_of([&] { driftscan::load_job(broken); });
   EXPECT_NE(m.find("broken.json"), std::string::npos);
   EXPECT_NE(m.find("JSON"), std::string::npos);
+  // Found by fuzz_job_reader: a number no type holds is nlohmann's
+  // out_of_range, not a parse_error; it escaped load_job (exit 3, no file named).
+  std::string huge = (d / "huge.json").string();
+  std::ofstream(huge) << "{\"registration\": {\"max_shift\": 5555555555555555551e30855555555555555555555555555}}";
+  m = message_of([&] { driftscan::load_job(huge); });
+  EXPECT_NE(m.find("huge.json"), std::string::npos) << m;
+  EXPECT_NE(m.find("number overflow"), std::string::npos) << m;
   fs::remove_all(d);
 }

@@ -3,6 +3,7 @@
 // command meets the pipelines (synthetic series, registration, averaging,
 // spectrum). A pipeline that has not been built into this program is
 // reported as unavailable (driftscan::Error, failure) — never faked.
+#include <exception>
 #include <memory>
 #include <string>
 
@@ -52,6 +53,32 @@ void cancellable_barrier(RunContext& ctx);
 // creating the results folder, a rank reading its own frames), so no rank is
 // left waiting in a collective for one that has stopped.
 void agree_on_outcome(RunContext& ctx, const Error* local_error);
+
+// After a step that rank 0 alone runs and that commits outputs (writes them
+// under their final names): every rank learns whether it succeeded, and the
+// function returns that. Deliberately not cancellable: rank 0 always gets here
+// (or dies, and mpirun ends the job), and a cancel request that arrives once
+// the outputs are complete must not report a finished run as cancelled —
+// rank 0 says in a warning that the outputs are kept, and the run ends done.
+bool agree_root_committed(RunContext& ctx, bool committed);
+
+// Runs `work` (which commits outputs) on rank 0 while the others wait for its
+// outcome; rethrows rank 0's error there, and stops the others quietly
+// (Error(cancelled), as for a cancel: rank 0's error is the one reported).
+template <class F>
+void commit_on_root(RunContext& ctx, F&& work) {
+  std::exception_ptr error;
+  if (ctx.rank == 0) {
+    try {
+      work();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  const bool committed = agree_root_committed(ctx, ctx.rank != 0 || !error);
+  if (error) std::rethrow_exception(error);
+  if (!committed) throw Error(ErrorKind::cancelled, "cancelled");
+}
 
 // `average --lines lines.csv`: the series averaged in specimen coordinates
 // with a --scan-distortion run's per-line drift and jitter (another detector
