@@ -64,6 +64,11 @@ int main(int argc, char** argv) {
                    qPrintable(MainWindow::viewNames().join(", ")));
       return 2;
     }
+    QString why;
+    if (view == "volume" && !VtkViewWidget::available(&why)) {
+      std::fprintf(stderr, "driftscan: --screenshot volume: %s\n", qPrintable(why));
+      return 2;
+    }
     const QString out = args.takeFirst();
     window.setInteractive(false);
     const QStringList wh = cli.value(size).split('x');

@@ -30,9 +30,18 @@
 VolumeView::VolumeView(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
-  view_ = new VtkViewWidget(this);
-  view_->setMinimumSize(200, 200);
-  layout->addWidget(view_, 1);
+  QString why;
+  if (VtkViewWidget::available(&why)) {
+    view_ = new VtkViewWidget(this);
+    view_->setMinimumSize(200, 200);
+    layout->addWidget(view_, 1);
+  } else {  // no GL here: say why instead of crashing in Qt's backing store
+    unavailable_ = new QLabel("The 3-D view is not available: " + why + ".");
+    unavailable_->setAlignment(Qt::AlignCenter);
+    unavailable_->setWordWrap(true);
+    unavailable_->setMinimumSize(200, 200);
+    layout->addWidget(unavailable_, 1);
+  }
   auto* controls = new QHBoxLayout;
   const char* names[3] = {"x", "y", "z"};
   for (int i = 0; i < 3; ++i) {
@@ -47,12 +56,12 @@ VolumeView::VolumeView(QWidget* parent) : QWidget(parent) {
   controls->addWidget(showVolume_);
   connect(showVolume_, &QCheckBox::toggled, this, [this](bool on) {
     if (volume_) volume_->SetVisibility(on);
-    view_->requestRender();
+    if (view_) view_->requestRender();
   });
   layout->addLayout(controls);
   info_ = new QLabel("No 3-D spectrum loaded (run the spectrum command, or open spectrum.tif).");
   layout->addWidget(info_);
-  view_->renderer()->SetBackground(0.08, 0.08, 0.1);
+  if (view_) view_->renderer()->SetBackground(0.08, 0.08, 0.1);
 }
 
 void VolumeView::loadTiff(const QString& path) {
@@ -92,6 +101,10 @@ void VolumeView::setVolume(std::vector<float> values, int nx, int ny, int nz) {
   std::copy(values.begin(), values.end(), arr->GetPointer(0));
   image_->GetPointData()->SetScalars(arr);
 
+  if (!view_) {  // the data is kept (hasVolume()), nothing can be drawn here
+    info_->setText(QString("%1 x %2 x %3 volume (not drawn: no OpenGL on this platform)").arg(nx).arg(ny).arg(nz));
+    return;
+  }
   vtkRenderer* ren = view_->renderer();
   ren->RemoveAllViewProps();
 
@@ -151,7 +164,7 @@ void VolumeView::setVolume(std::vector<float> values, int nx, int ny, int nz) {
 }
 
 void VolumeView::updateSlices() {
-  if (!image_) return;
+  if (!image_ || !view_) return;
   const int x = slider_[0]->value(), y = slider_[1]->value(), z = slider_[2]->value();
   slice_[0]->SetDisplayExtent(x, x, 0, ny_ - 1, 0, nz_ - 1);
   slice_[1]->SetDisplayExtent(0, nx_ - 1, y, y, 0, nz_ - 1);
@@ -159,4 +172,4 @@ void VolumeView::updateSlices() {
   view_->requestRender();
 }
 
-QImage VolumeView::grabImage() { return view_->grabFramebuffer(); }
+QImage VolumeView::grabImage() { return view_ ? view_->grabFramebuffer() : unavailable_->grab().toImage(); }

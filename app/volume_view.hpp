@@ -24,13 +24,15 @@ class VolumeView : public QWidget {
   // Reads a multi-page TIFF volume (throws driftscan::Error).
   void loadTiff(const QString& path);
   bool hasVolume() const { return nx_ > 0; }
+  // Null where the platform cannot host OpenGL views (VtkViewWidget::available()).
   VtkViewWidget* vtkWidget() const { return view_; }
   QImage grabImage();
 
  private:
   void updateSlices();
 
-  VtkViewWidget* view_;
+  VtkViewWidget* view_ = nullptr;
+  QLabel* unavailable_ = nullptr;  // instead of view_, saying why
   QSlider* slider_[3];
   QCheckBox* showVolume_;
   QLabel* info_;
