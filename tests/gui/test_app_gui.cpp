@@ -181,6 +181,45 @@ class AppGuiTest : public QObject {
     QCOMPARE(img.size(), w.imbalanceView()->size() * w.devicePixelRatio());
   }
 
+  void defaultRunShowsItsScanTrace() {
+    // The job as the editor makes it (local, 1 rank, 1 thread: the engine's
+    // single-process scan) records a trace too, so Load balance is never empty.
+    MainWindow w;
+    w.setInteractive(false);
+    w.resize(1200, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openSeries(series_));
+    driftscan::Job job = w.jobEditor()->job();
+    QCOMPARE(job.execution.ranks, 1);
+    QCOMPARE(job.execution.threads, 1);
+    job.output = tmp_.filePath("results-default").toStdString();
+    w.jobEditor()->setJob(job);
+    QSignalSpy finished(&w, &MainWindow::runFinished);
+    QTest::mouseClick(w.runButton(), Qt::LeftButton);
+    QVERIFY2(finished.count() == 1 || finished.wait(120000), "the run did not finish in 120 s");
+    QCOMPARE(finished.at(0).at(0).toString(), QString("done"));
+    const ScanTraceData& trace = w.results().trace;
+    QCOMPARE(trace.ranks, 1);
+    QCOMPARE(w.imbalanceView()->rowCount(), 1);
+    // One application per frame after the first, each covering 0..k, in order.
+    QCOMPARE(int(trace.records.size()), frames_ - 1);
+    for (std::size_t i = 0; i < trace.records.size(); ++i) {
+      QCOMPARE(trace.records[i].first, 0LL);
+      QCOMPARE(trace.records[i].last, (long long)(i + 1));
+      QVERIFY(trace.records[i].end_s >= trace.records[i].start_s);
+      if (i) QVERIFY(trace.records[i].start_s >= trace.records[i - 1].end_s);
+    }
+    QCOMPARE(trace.workers.front().applications, frames_ - 1);
+    const QImage img = w.grabView("imbalance");
+    check_not_blank(img, "imbalance after the default run");
+    // The bars are drawn: the final-scan phase's green is in the picture.
+    bool green = false;
+    for (int y = 0; y < img.height() && !green; ++y)
+      for (int x = 0; x < img.width() && !green; ++x) green = img.pixel(x, y) == qRgb(44, 160, 44);
+    QVERIFY(green);
+  }
+
   void unknownProfileAndCancelGiveClearMessages() {
     MainWindow w;
     w.setInteractive(false);
