@@ -1,7 +1,7 @@
 // driftscan: the desktop app.
 //   driftscan [series | results folder | job.json]
 //   driftscan --screenshot VIEW out.png [series | results folder | job.json]...
-// VIEW is main, series, compare, drift, imbalance, spectra or volume.
+// VIEW is main or one of MainWindow::viewNames() (series, compare, drift, frames, ...).
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QElapsedTimer>

@@ -37,6 +37,7 @@
 #include "driftscan/series_opener.hpp"
 #include "driftscan/tiff_series.hpp"
 #include "driftscan/tiff_writer.hpp"
+#include "frame_table.hpp"
 #include "image_view.hpp"
 #include "imbalance_view.hpp"
 #include "job_editor.hpp"
@@ -60,6 +61,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   series_ = new SeriesViewer;
   compare_ = new ComparisonView;
   drift_ = new DriftPlot;
+  frames_ = new FrameTable;
   lines_ = new LineDriftPlot;
   distortion_ = new DistortionComparisonView;
   imbalance_ = new ImbalanceView;
@@ -68,6 +70,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs_->addTab(series_, "Series");
   tabs_->addTab(compare_, "Average vs frame");
   tabs_->addTab(drift_, "Drift");
+  tabs_->addTab(frames_, "Frames");
   tabs_->addTab(lines_, "Drift in time");
   tabs_->addTab(distortion_, "Rigid vs corrected");
   tabs_->addTab(imbalance_, "Load balance");
@@ -107,6 +110,26 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     series_->showFrame(k);
     compare_->setFrame(k);
     drift_->setCurrentFrame(k);
+  });
+  connect(series_, &SeriesViewer::frameShown, frames_, &FrameTable::setCurrentFrame);
+  connect(frames_, &FrameTable::frameSelected, this, [this](int k) {
+    series_->showFrame(k);
+    compare_->setFrame(k);
+    drift_->setCurrentFrame(k);
+  });
+  // The frame table's sigma limit, when it excludes, is the job field
+  // averaging.max_sigma: the two controls stay in step.
+  connect(frames_, &FrameTable::limitEdited, this, [this](double sigma, bool exclude) {
+    driftscan::Job job = editor_->job();
+    const double want = exclude ? sigma : 0.0;
+    if (job.averaging.max_sigma == want) return;
+    job.averaging.max_sigma = want;
+    editor_->setJob(job);
+  });
+  connect(editor_, &JobEditor::changed, this, [this] {
+    const double max_sigma = editor_->job().averaging.max_sigma;
+    if (max_sigma > 0) frames_->setLimit(max_sigma, true);
+    else if (frames_->excluding()) frames_->setLimit(frames_->limit(), false);
   });
   connect(series_, &SeriesViewer::status, statusBar(), [this](const QString& s) { statusBar()->showMessage(s); });
   connect(drift_, &DriftPlot::frameSelected, this, [this](int k) {
@@ -373,6 +396,7 @@ bool MainWindow::openResults(const QString& folder) {
     editor_->setJob(job);
   }
   drift_->setDrift(results_.drift);
+  frames_->setDrift(results_.drift);
   if (results_.report.contains("uncertainty") && results_.report["uncertainty"].contains("median_sigma"))
     statusBar()->showMessage(
         QString("Drift sigma: median %1 px, worst %2 px (frame %3); bands on the plot are +-2 sigma")
@@ -484,7 +508,7 @@ void MainWindow::closeEvent(QCloseEvent* e) {
 }
 
 QStringList MainWindow::viewNames() {
-  return {"series", "compare", "drift", "lines", "distortion", "imbalance", "spectra", "volume"};
+  return {"series", "compare", "drift", "frames", "lines", "distortion", "imbalance", "spectra", "volume"};
 }
 
 void MainWindow::showScanDistortion(const std::shared_ptr<const driftscan::Frame>& average) {

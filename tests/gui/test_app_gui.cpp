@@ -2,12 +2,15 @@
 // local 2-rank registration through the Run button's path, and check what
 // every view shows; --screenshot from the command line; settings validation
 // and the project file; scrubbing speed at 512².
+#include <QCheckBox>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QFileInfo>
 #include <QProcess>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 #include <cmath>
@@ -18,6 +21,7 @@
 #include "driftscan/job.hpp"
 #include "driftscan/synthetic_series.hpp"
 #include "driftscan/tiff_series.hpp"
+#include "frame_table.hpp"
 #include "image_view.hpp"
 #include "imbalance_view.hpp"
 #include "job_editor.hpp"
@@ -179,6 +183,75 @@ class AppGuiTest : public QObject {
     const QImage img = w.grabView("imbalance");
     check_not_blank(img, "imbalance");
     QCOMPARE(img.size(), w.imbalanceView()->size() * w.devicePixelRatio());
+  }
+
+  void frameTableHighlightsAndExcludesBySigma() {
+    const QString results = tmp_.filePath("results");
+    if (!QFileInfo::exists(QDir(results).filePath("drift.csv"))) QSKIP("needs the results of openRunAndInspect");
+    MainWindow w;
+    w.setInteractive(false);
+    w.resize(1200, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openResults(results));
+    QVERIFY(w.showView("frames"));
+    FrameTable* t = w.frameTable();
+    QCOMPARE(t->rowCount(), frames_);
+    QVERIFY(t->highlightedFrames().empty());  // no limit chosen yet
+    // The sigma column is the larger standard error of drift.csv.
+    const auto& drift = w.results().drift;
+    std::vector<double> sigma;
+    sigma.reserve(drift.size());
+    for (const DriftRow& r : drift) sigma.push_back(std::max(r.sigma_dx, r.sigma_dy));
+    QVERIFY2(sigma[1] > 0 && std::isfinite(sigma[1]), "drift.csv of a register run has sigma columns");
+    const QAbstractItemModel* m = t->table()->model();
+    QCOMPARE(m->headerData(3, Qt::Horizontal).toString(), QString::fromUtf8("\u03c3 (px)"));
+    for (int k = 0; k < frames_; ++k)
+      QCOMPARE(m->data(m->index(k, 3)).toString(), QString::number(sigma[std::size_t(k)], 'f', 4));
+    // A limit between the sigmas: exactly the frames above it are highlighted (frame 0 never).
+    std::vector<double> sorted(sigma.begin() + 1, sigma.end());
+    std::sort(sorted.begin(), sorted.end());
+    const double limit = std::round(sorted[sorted.size() / 2] * 1000.0) / 1000.0;  // the box has 3 decimals
+    t->limitBox()->setValue(limit);
+    std::vector<int> expected;
+    for (int k = 1; k < frames_; ++k)
+      if (sigma[std::size_t(k)] > limit) expected.push_back(k);
+    QVERIFY(!expected.empty() && int(expected.size()) < frames_ - 1);
+    QCOMPARE(t->highlightedFrames(), expected);
+    for (int k = 0; k < frames_; ++k)
+      QCOMPARE(m->data(m->index(k, 0), Qt::BackgroundRole).isValid(), t->isHighlighted(k));
+    QVERIFY(t->summary().contains(QString("%1 with").arg(expected.size())));
+    // Highlighting alone leaves the job alone; excluding sets averaging.max_sigma...
+    QCOMPARE(w.jobEditor()->job().averaging.max_sigma, 0.0);
+    QTest::mouseClick(t->excludeBox(), Qt::LeftButton, {}, QPoint(8, t->excludeBox()->height() / 2));
+    QVERIFY(t->excluding());
+    QCOMPARE(w.jobEditor()->job().averaging.max_sigma, limit);
+    // ... and the settings panel's field drives the table back.
+    driftscan::Job job = w.jobEditor()->job();
+    job.averaging.max_sigma = 0;  // no limit: still highlighted, no longer excluded
+    w.jobEditor()->setJob(job);
+    QVERIFY(!t->excluding());
+    QCOMPARE(t->highlightedFrames(), expected);
+    job.averaging.max_sigma = limit;
+    w.jobEditor()->setJob(job);
+    QCOMPARE(t->limit(), limit);
+    QVERIFY(t->excluding());
+    const QImage img = w.grabView("frames");
+    check_not_blank(img, "frames");
+    // Run with it: the highlighted frames are the ones the engine leaves out.
+    job = w.jobEditor()->job();
+    job.output = tmp_.filePath("results-sigma").toStdString();
+    job.execution.ranks = 1;
+    w.jobEditor()->setJob(job);
+    QSignalSpy finished(&w, &MainWindow::runFinished);
+    QTest::mouseClick(w.runButton(), Qt::LeftButton);
+    QVERIFY2(finished.count() == 1 || finished.wait(120000), "the run did not finish in 120 s");
+    QCOMPARE(finished.at(0).at(0).toString(), QString("done"));
+    std::vector<int> unused;
+    for (const DriftRow& r : w.results().drift)
+      if (!r.used) unused.push_back(r.frame);
+    QVERIFY(!unused.empty());
+    QCOMPARE(unused, t->highlightedFrames());  // the new run's sigmas, the same rule
   }
 
   void defaultRunShowsItsScanTrace() {
