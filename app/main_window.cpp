@@ -28,6 +28,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 
 #include "comparison_view.hpp"
 #include "distortion_comparison_view.hpp"
@@ -131,6 +132,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     if (max_sigma > 0) frames_->setLimit(max_sigma, true);
     else if (frames_->excluding()) frames_->setLimit(frames_->limit(), false);
   });
+  connect(volume_, &VolumeView::runSpectrumRequested, this, &MainWindow::runSpectrum);
   connect(series_, &SeriesViewer::status, statusBar(), [this](const QString& s) { statusBar()->showMessage(s); });
   connect(drift_, &DriftPlot::frameSelected, this, [this](int k) {
     series_->showFrame(k);
@@ -170,8 +172,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             progress_->setFormat(status);
             phase_->setText(status);
             updateRunState();
+            const bool spectrum = std::exchange(spectrumRun_, false);
             if (status == "done") {
-              openResults(folder);
+              if (openResults(folder) && spectrum) tabs_->setCurrentWidget(volume_);
             } else {
               showError(status == "cancelled"
                             ? QString("Cancelled: %1").arg(message.isEmpty() ? "stopped by the user" : message)
@@ -325,7 +328,26 @@ void MainWindow::runJob() {
     return;
   }
   log_->clear();
+  spectrumRun_ = false;
   run_->start(editor_->job());
+}
+
+void MainWindow::runSpectrum() {
+  if (run_->running()) return;
+  if (!source_) {
+    showError("No series open: open the series the 3-D spectrum is to be computed from.");
+    return;
+  }
+  driftscan::Job job = editor_->job();
+  job.command = "spectrum";
+  // Registered with this series' drift when the results shown are of it.
+  const bool same = !results_.driftPath.isEmpty() && results_.drift.size() == source_->frame_count();
+  job.averaging.drift = same ? results_.driftPath.toStdString() : std::string();
+  log_->clear();
+  log("info", same ? QString("3-D spectrum of the series registered with %1").arg(results_.driftPath)
+                   : QString("3-D spectrum of the raw series (no drift of it loaded)"));
+  spectrumRun_ = true;
+  run_->start(job);
 }
 
 bool MainWindow::openSeries(const QString& path, const QString& signal) {
@@ -362,6 +384,9 @@ bool MainWindow::openSeries(const QString& path, const QString& signal) {
   compare_->setSeries(source_);
   spectra_->setSeries(source_);
   drift_->setPixelSize(source_->pixel_size(), QString::fromStdString(source_->pixel_unit()));
+  volume_->setCalibration(source_->pixel_size(), QString::fromStdString(source_->pixel_unit()),
+                          int(source_->frame_count()));
+  volume_->setCanRunSpectrum(true);
   editor_->setFrameSize(source_->width(), source_->height());
   driftscan::Job job = editor_->job();
   // Absolute, so the saved project re-runs from anywhere.

@@ -71,6 +71,10 @@ class MainWindow : public QMainWindow {
 
  public slots:
   void runJob();  // what the Run button does
+  // What the 3-D tab's button does: the engine's spectrum command on the open
+  // series, with the drift of the results folder when there is one, into the
+  // job's output folder; the volume is shown when it is done.
+  void runSpectrum();
 
  signals:
   void resultsLoaded(const QString& folder);
@@ -123,4 +127,5 @@ class MainWindow : public QMainWindow {
   QString lastError_;
   ResultSet results_;
   bool interactive_ = true;
+  bool spectrumRun_ = false;  // the running job is runSpectrum()'s
 };

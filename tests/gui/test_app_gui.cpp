@@ -30,6 +30,11 @@
 #include "volume_view.hpp"
 #include "vtk_view_widget.hpp"
 
+#include <vtkCubeAxesActor.h>
+#include <vtkOrientationMarkerWidget.h>
+#include <vtkRenderer.h>
+#include <vtkScalarBarActor.h>
+
 namespace {
 // Not blank: many distinct colours and a real spread of intensities.
 void check_not_blank(const QImage& img, const QString& what) {
@@ -359,6 +364,98 @@ class AppGuiTest : public QObject {
     QCOMPARE(img.size(), v.vtkWidget()->size() * v.vtkWidget()->devicePixelRatio());
     check_not_blank(img, "volume");
     img.save(tmp_.filePath("volume.png"));
+  }
+
+  void volumeViewHasAxesColourBarMarkerAndHint() {
+    VolumeView v;
+    v.resize(640, 480);
+    // No volume: the hint and the (disabled until a series is open) button.
+    QVERIFY(v.hintShown());
+    QVERIFY(v.hintText().contains("driftscan-engine spectrum"));
+    QVERIFY(!v.runSpectrumButton()->isEnabled());
+    v.setCanRunSpectrum(true);
+    QSignalSpy asked(&v, &VolumeView::runSpectrumRequested);
+    v.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&v));
+    QTest::mouseClick(v.runSpectrumButton(), Qt::LeftButton);
+    QCOMPARE(asked.count(), 1);
+
+    // A 0.05 nm pixel, 32 frames: a 32-plane volume is in 1/nm and 1/frame.
+    const int n = 32;
+    v.setCalibration(0.05, "nm", n);
+    std::vector<float> vol(std::size_t(n) * n * n);
+    for (int z = 0; z < n; ++z)
+      for (int y = 0; y < n; ++y)
+        for (int x = 0; x < n; ++x)
+          vol[(std::size_t(z) * n + y) * n + x] =
+              float(std::exp(-((x - 16) * (x - 16) + (y - 16) * (y - 16)) / 30.0) + 0.3 * std::cos(z * 0.5) + 0.01 * x);
+    v.setVolume(vol, n, n, n);
+    QVERIFY(!v.hintShown());
+    QCOMPARE(v.axisTitle(0), QString("kx (1/nm)"));
+    QCOMPARE(v.axisTitle(1), QString("ky (1/nm)"));
+    QCOMPARE(v.axisTitle(2), QString("f (1/frame)"));
+    // Centred transform: index i is (i - n/2) / n cycles per pixel, / 0.05 nm.
+    QCOMPARE(v.axisRange(0).first, -10.0);
+    QCOMPARE(v.axisRange(0).second, 9.375);
+    QCOMPARE(v.axisRange(2).first, -0.5);
+    QCOMPARE(v.axisRange(2).second, 15.0 / 32.0);
+    QVERIFY(v.cubeAxes() && v.vtkWidget()->renderer()->HasViewProp(v.cubeAxes()));
+    QCOMPARE(v.cubeAxes()->GetXAxisRange()[0], -10.0);
+    QCOMPARE(QString(v.cubeAxes()->GetZTitle()), QString("f (1/frame)"));
+    QVERIFY(v.colourBar() && v.vtkWidget()->renderer()->HasViewProp(v.colourBar()));
+    QVERIFY(v.orientationMarker() && v.orientationMarker()->GetEnabled());
+    // Without a pixel size the axes are in 1/px; binned planes are 1/plane.
+    v.setCalibration(0, QString(), 64);
+    QCOMPARE(v.axisTitle(0), QString("kx (1/px)"));
+    QCOMPARE(v.axisRange(0).first, -0.5);
+    QCOMPARE(v.axisTitle(2), QString("f (1/plane)"));
+
+    QTest::qWait(200);
+    const QImage img = v.grabImage();
+    img.save(tmp_.filePath("volume-annotated.png"));
+    check_not_blank(img, "annotated volume");
+    // Drawn, not only present: the colour bar's orange on the right, the
+    // marker's red x axis in the lower-left corner.
+    auto count = [&](QRect r, auto pred) {
+      int c = 0;
+      for (int y = r.top(); y <= r.bottom(); ++y)
+        for (int x = r.left(); x <= r.right(); ++x) c += pred(QColor(img.pixel(x, y))) ? 1 : 0;
+      return c;
+    };
+    const int W = img.width(), H = img.height();
+    const int orange = count(QRect(int(W * 0.85), 0, W - int(W * 0.85), H), [](QColor c) {
+      return c.red() > 180 && c.green() > 60 && c.green() < 200 && c.blue() < 90;
+    });
+    QVERIFY2(orange > 50, qPrintable(QString("colour bar: %1 orange pixels").arg(orange)));
+    const int red = count(QRect(0, int(H * 0.8), int(W * 0.2), H - int(H * 0.8)),
+                          [](QColor c) { return c.red() > 150 && c.green() < 80 && c.blue() < 80; });
+    QVERIFY2(red > 5, qPrintable(QString("orientation marker: %1 red pixels").arg(red)));
+  }
+
+  void spectrumButtonComputesAndShowsTheVolume() {
+    const QString results = tmp_.filePath("results");
+    if (!QFileInfo::exists(QDir(results).filePath("drift.csv"))) QSKIP("needs the results of openRunAndInspect");
+    MainWindow w;
+    w.setInteractive(false);
+    w.resize(1200, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openSeries(series_));
+    QVERIFY(w.openResults(results));
+    QVERIFY(!w.volumeView()->hasVolume());
+    QVERIFY(w.showView("volume"));
+    QVERIFY(w.volumeView()->hintShown());
+    QVERIFY(w.volumeView()->runSpectrumButton()->isEnabled());
+    QSignalSpy finished(&w, &MainWindow::runFinished);
+    QTest::mouseClick(w.volumeView()->runSpectrumButton(), Qt::LeftButton);
+    QVERIFY2(finished.count() == 1 || finished.wait(120000), "the spectrum did not finish in 120 s");
+    QVERIFY2(finished.at(0).at(0).toString() == "done", qPrintable(finished.at(0).at(1).toString()));
+    QVERIFY(QFileInfo::exists(QDir(results).filePath("spectrum3d.tif")));
+    QVERIFY(w.volumeView()->hasVolume());
+    QVERIFY(!w.volumeView()->hintShown());
+    QCOMPARE(w.volumeView()->axisTitle(2), QString("f (1/frame)"));  // one plane per frame
+    QTest::qWait(200);
+    check_not_blank(w.grabView("volume"), "computed volume");
   }
 
   void screenshotOptionWritesPng() {
