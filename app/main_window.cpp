@@ -34,6 +34,7 @@
 #include "distortion_comparison_view.hpp"
 #include "drift_plot.hpp"
 #include "driftscan/atomic_file.hpp"
+#include "driftscan/drift_table.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/series_opener.hpp"
 #include "driftscan/tiff_series.hpp"
@@ -430,6 +431,21 @@ bool MainWindow::openResults(const QString& folder) {
             .arg(results_.report["uncertainty"].value("worst_frame", 0)));
   imbalance_->setTrace(results_.trace);
   compare_->setDrift(results_.drift);
+  // The registration's transforms, for warping frames as the averaging did.
+  std::vector<driftscan::Transform> transforms;
+  if (source_ && !results_.driftPath.isEmpty()) {
+    try {
+      const driftscan::Point centre{(source_->width() - 1) / 2.0, (source_->height() - 1) / 2.0};
+      transforms = driftscan::read_drift_table(results_.driftPath.toStdString(), centre).to_frame0;
+      if (transforms.size() != source_->frame_count()) transforms.clear();  // not this series' table
+    } catch (const std::exception& e) {
+      log("warning", QString("frames aligned by translation only: %1").arg(e.what()));
+    }
+  }
+  const auto interpolation = "/settings/averaging/interpolation"_json_pointer;
+  const bool fourier = results_.report.contains(interpolation) && results_.report[interpolation] == "fourier";
+  compare_->setTransforms(std::move(transforms),
+                          fourier ? driftscan::Interpolation::fourier : driftscan::Interpolation::cubic);
   std::shared_ptr<const driftscan::Frame> average;
   if (!results_.averagePath.isEmpty()) {
     try {
