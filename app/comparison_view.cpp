@@ -5,6 +5,7 @@
 #include <QLabel>
 #include <QSpinBox>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
 #include "driftscan/interpolation.hpp"
@@ -78,9 +79,37 @@ void ComparisonView::setFrame(int k) {
   refresh();
 }
 
+void ComparisonView::setTransforms(std::vector<driftscan::Transform> toFrame0, driftscan::Interpolation interpolation) {
+  toFrame0_ = std::move(toFrame0);
+  interpolation_ = interpolation;
+  refresh();
+}
+
 driftscan::Frame ComparisonView::alignedFrame(const driftscan::Frame& raw, int k) const {
-  // Frame k at p shows what frame 0 (the average's coordinates) shows at p + d:
-  // the aligned frame at q is raw(q − d). Translation part only.
+  const int w = average_ ? average_->width : raw.width, h = average_ ? average_->height : raw.height;
+  if (k >= 0 && std::size_t(k) < toFrame0_.size()) {
+    // The engine's own warp (averaging.cpp), so the comparison shows what went
+    // into the average. The average's pixel p is frame 0's p + origin.
+    const driftscan::Transform toAverage =
+        driftscan::compose(driftscan::Transform::translation(-origin_.x(), -origin_.y()), toFrame0_[std::size_t(k)]);
+    // Fourier interpolation exists for translations only (the engine refuses it otherwise).
+    const bool translation = toAverage.a == 1 && toAverage.b == 0 && toAverage.c == 0 && toAverage.d == 1;
+    const driftscan::Interpolation interpolation = translation ? interpolation_ : driftscan::Interpolation::cubic;
+    if (w == raw.width && h == raw.height) return driftscan::warp_to_reference(raw, toAverage, interpolation, NAN);
+    // An average of another size (specimen coordinates): the frame padded with
+    // "no data" to cover it, warped, cropped.
+    driftscan::Frame padded(std::max(w, raw.width), std::max(h, raw.height), NAN);
+    for (int y = 0; y < raw.height; ++y)
+      std::copy_n(&raw.pixels[std::size_t(y) * raw.width], raw.width, &padded.pixels[std::size_t(y) * padded.width]);
+    const driftscan::Frame warped =
+        driftscan::warp_to_reference(padded, toAverage, driftscan::Interpolation::cubic, NAN);
+    driftscan::Frame out(w, h, NAN);
+    for (int y = 0; y < h; ++y)
+      std::copy_n(&warped.pixels[std::size_t(y) * warped.width], w, &out.pixels[std::size_t(y) * w]);
+    return out;
+  }
+  // No transforms: frame k at p shows what frame 0 shows at p + d, so the
+  // aligned frame at q is raw(q - d) (translation only).
   double dx = 0, dy = 0;
   for (const auto& r : drift_)
     if (r.frame == k) {
@@ -88,7 +117,6 @@ driftscan::Frame ComparisonView::alignedFrame(const driftscan::Frame& raw, int k
       dy = r.dy;
       break;
     }
-  const int w = average_ ? average_->width : raw.width, h = average_ ? average_->height : raw.height;
   driftscan::Frame out(w, h, NAN);
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x) {

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "display_mapping.hpp"
+#include "driftscan/averaging.hpp"
 #include "driftscan/frame_source.hpp"
 #include "result_set.hpp"
 
@@ -26,6 +27,14 @@ class ComparisonView : public QWidget {
   void setAverageOrigin(QPointF origin);
   void setSeries(std::shared_ptr<const driftscan::FrameSource> series);
   void setDrift(const std::vector<DriftRow>& drift);
+  // The registration's T_{0,k} for every frame (read_drift_table of the
+  // results' drift.csv) and the averaging's interpolation: the aligned frame
+  // is then warped exactly as the engine warped it into the average (rotation
+  // and affine included). Without them only the drift's translation is applied.
+  void setTransforms(std::vector<driftscan::Transform> toFrame0, driftscan::Interpolation interpolation);
+  bool hasTransforms() const { return !toFrame0_.empty(); }
+  // Frame `raw` (frame k of the series) in the average's coordinates; NaN where it has no data.
+  driftscan::Frame alignedFrame(const driftscan::Frame& raw, int k) const;
   void setMode(Mode m);
   ImageView* averageView() const { return left_; }
   ImageView* frameView() const { return right_; }
@@ -37,7 +46,6 @@ class ComparisonView : public QWidget {
 
  private:
   void refresh();
-  driftscan::Frame alignedFrame(const driftscan::Frame& raw, int k) const;
 
   ImageView* left_;
   ImageView* right_;
@@ -47,6 +55,8 @@ class ComparisonView : public QWidget {
   std::shared_ptr<const driftscan::Frame> average_;
   std::shared_ptr<const driftscan::FrameSource> series_;
   std::vector<DriftRow> drift_;
+  std::vector<driftscan::Transform> toFrame0_;
+  driftscan::Interpolation interpolation_ = driftscan::Interpolation::cubic;
   QString averagePath_;
   QPointF origin_;
   int frame_ = 0;

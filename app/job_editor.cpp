@@ -247,6 +247,7 @@ void JobEditor::setJob(const Job& job) {
   updateEnabled();
   loading_ = false;
   revalidate();
+  emit changed();  // views bound to job fields (the frame table's sigma limit) follow
 }
 
 Job JobEditor::job() const {

@@ -24,7 +24,7 @@ class JobEditor : public QWidget {
   Q_OBJECT
  public:
   explicit JobEditor(QWidget* parent = nullptr);
-  void setJob(const driftscan::Job& job);
+  void setJob(const driftscan::Job& job);  // emits changed()
   driftscan::Job job() const;
   // Frame size of the open series, for checking the ROI (0 = unknown).
   void setFrameSize(int width, int height);

@@ -1,7 +1,7 @@
 // driftscan: the desktop app.
 //   driftscan [series | results folder | job.json]
 //   driftscan --screenshot VIEW out.png [series | results folder | job.json]...
-// VIEW is main, series, compare, drift, imbalance, spectra or volume.
+// VIEW is main or one of MainWindow::viewNames() (series, compare, drift, frames, ...).
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QElapsedTimer>
@@ -62,6 +62,11 @@ int main(int argc, char** argv) {
     if (view != "main" && !MainWindow::viewNames().contains(view)) {
       std::fprintf(stderr, "driftscan: unknown view '%s' (one of main, %s)\n", qPrintable(view),
                    qPrintable(MainWindow::viewNames().join(", ")));
+      return 2;
+    }
+    QString why;
+    if (view == "volume" && !VtkViewWidget::available(&why)) {
+      std::fprintf(stderr, "driftscan: --screenshot volume: %s\n", qPrintable(why));
       return 2;
     }
     const QString out = args.takeFirst();

@@ -28,15 +28,18 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 
 #include "comparison_view.hpp"
 #include "distortion_comparison_view.hpp"
 #include "drift_plot.hpp"
 #include "driftscan/atomic_file.hpp"
+#include "driftscan/drift_table.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/series_opener.hpp"
 #include "driftscan/tiff_series.hpp"
 #include "driftscan/tiff_writer.hpp"
+#include "frame_table.hpp"
 #include "image_view.hpp"
 #include "imbalance_view.hpp"
 #include "job_editor.hpp"
@@ -60,6 +63,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   series_ = new SeriesViewer;
   compare_ = new ComparisonView;
   drift_ = new DriftPlot;
+  frames_ = new FrameTable;
   lines_ = new LineDriftPlot;
   distortion_ = new DistortionComparisonView;
   imbalance_ = new ImbalanceView;
@@ -68,6 +72,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs_->addTab(series_, "Series");
   tabs_->addTab(compare_, "Average vs frame");
   tabs_->addTab(drift_, "Drift");
+  tabs_->addTab(frames_, "Frames");
   tabs_->addTab(lines_, "Drift in time");
   tabs_->addTab(distortion_, "Rigid vs corrected");
   tabs_->addTab(imbalance_, "Load balance");
@@ -108,6 +113,27 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     compare_->setFrame(k);
     drift_->setCurrentFrame(k);
   });
+  connect(series_, &SeriesViewer::frameShown, frames_, &FrameTable::setCurrentFrame);
+  connect(frames_, &FrameTable::frameSelected, this, [this](int k) {
+    series_->showFrame(k);
+    compare_->setFrame(k);
+    drift_->setCurrentFrame(k);
+  });
+  // The frame table's sigma limit, when it excludes, is the job field
+  // averaging.max_sigma: the two controls stay in step.
+  connect(frames_, &FrameTable::limitEdited, this, [this](double sigma, bool exclude) {
+    driftscan::Job job = editor_->job();
+    const double want = exclude ? sigma : 0.0;
+    if (job.averaging.max_sigma == want) return;
+    job.averaging.max_sigma = want;
+    editor_->setJob(job);
+  });
+  connect(editor_, &JobEditor::changed, this, [this] {
+    const double max_sigma = editor_->job().averaging.max_sigma;
+    if (max_sigma > 0) frames_->setLimit(max_sigma, true);
+    else if (frames_->excluding()) frames_->setLimit(frames_->limit(), false);
+  });
+  connect(volume_, &VolumeView::runSpectrumRequested, this, &MainWindow::runSpectrum);
   connect(series_, &SeriesViewer::status, statusBar(), [this](const QString& s) { statusBar()->showMessage(s); });
   connect(drift_, &DriftPlot::frameSelected, this, [this](int k) {
     series_->showFrame(k);
@@ -147,8 +173,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             progress_->setFormat(status);
             phase_->setText(status);
             updateRunState();
+            const bool spectrum = std::exchange(spectrumRun_, false);
             if (status == "done") {
-              openResults(folder);
+              if (openResults(folder) && spectrum) tabs_->setCurrentWidget(volume_);
             } else {
               showError(status == "cancelled"
                             ? QString("Cancelled: %1").arg(message.isEmpty() ? "stopped by the user" : message)
@@ -302,7 +329,26 @@ void MainWindow::runJob() {
     return;
   }
   log_->clear();
+  spectrumRun_ = false;
   run_->start(editor_->job());
+}
+
+void MainWindow::runSpectrum() {
+  if (run_->running()) return;
+  if (!source_) {
+    showError("No series open: open the series the 3-D spectrum is to be computed from.");
+    return;
+  }
+  driftscan::Job job = editor_->job();
+  job.command = "spectrum";
+  // Registered with this series' drift when the results shown are of it.
+  const bool same = !results_.driftPath.isEmpty() && results_.drift.size() == source_->frame_count();
+  job.averaging.drift = same ? results_.driftPath.toStdString() : std::string();
+  log_->clear();
+  log("info", same ? QString("3-D spectrum of the series registered with %1").arg(results_.driftPath)
+                   : QString("3-D spectrum of the raw series (no drift of it loaded)"));
+  spectrumRun_ = true;
+  run_->start(job);
 }
 
 bool MainWindow::openSeries(const QString& path, const QString& signal) {
@@ -339,6 +385,9 @@ bool MainWindow::openSeries(const QString& path, const QString& signal) {
   compare_->setSeries(source_);
   spectra_->setSeries(source_);
   drift_->setPixelSize(source_->pixel_size(), QString::fromStdString(source_->pixel_unit()));
+  volume_->setCalibration(source_->pixel_size(), QString::fromStdString(source_->pixel_unit()),
+                          int(source_->frame_count()));
+  volume_->setCanRunSpectrum(true);
   editor_->setFrameSize(source_->width(), source_->height());
   driftscan::Job job = editor_->job();
   // Absolute, so the saved project re-runs from anywhere.
@@ -373,6 +422,7 @@ bool MainWindow::openResults(const QString& folder) {
     editor_->setJob(job);
   }
   drift_->setDrift(results_.drift);
+  frames_->setDrift(results_.drift);
   if (results_.report.contains("uncertainty") && results_.report["uncertainty"].contains("median_sigma"))
     statusBar()->showMessage(
         QString("Drift sigma: median %1 px, worst %2 px (frame %3); bands on the plot are +-2 sigma")
@@ -381,6 +431,21 @@ bool MainWindow::openResults(const QString& folder) {
             .arg(results_.report["uncertainty"].value("worst_frame", 0)));
   imbalance_->setTrace(results_.trace);
   compare_->setDrift(results_.drift);
+  // The registration's transforms, for warping frames as the averaging did.
+  std::vector<driftscan::Transform> transforms;
+  if (source_ && !results_.driftPath.isEmpty()) {
+    try {
+      const driftscan::Point centre{(source_->width() - 1) / 2.0, (source_->height() - 1) / 2.0};
+      transforms = driftscan::read_drift_table(results_.driftPath.toStdString(), centre).to_frame0;
+      if (transforms.size() != source_->frame_count()) transforms.clear();  // not this series' table
+    } catch (const std::exception& e) {
+      log("warning", QString("frames aligned by translation only: %1").arg(e.what()));
+    }
+  }
+  const auto interpolation = "/settings/averaging/interpolation"_json_pointer;
+  const bool fourier = results_.report.contains(interpolation) && results_.report[interpolation] == "fourier";
+  compare_->setTransforms(std::move(transforms),
+                          fourier ? driftscan::Interpolation::fourier : driftscan::Interpolation::cubic);
   std::shared_ptr<const driftscan::Frame> average;
   if (!results_.averagePath.isEmpty()) {
     try {
@@ -484,7 +549,7 @@ void MainWindow::closeEvent(QCloseEvent* e) {
 }
 
 QStringList MainWindow::viewNames() {
-  return {"series", "compare", "drift", "lines", "distortion", "imbalance", "spectra", "volume"};
+  return {"series", "compare", "drift", "frames", "lines", "distortion", "imbalance", "spectra", "volume"};
 }
 
 void MainWindow::showScanDistortion(const std::shared_ptr<const driftscan::Frame>& average) {

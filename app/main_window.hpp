@@ -11,6 +11,7 @@
 class SeriesViewer;
 class ComparisonView;
 class DriftPlot;
+class FrameTable;
 class LineDriftPlot;
 class DistortionComparisonView;
 class ImbalanceView;
@@ -45,7 +46,7 @@ class MainWindow : public QMainWindow {
   // A series, a results folder or a job file, whichever `path` is.
   bool openAny(const QString& path);
 
-  // View names for --screenshot: series, compare, drift, lines, distortion, imbalance, spectra, volume.
+  // View names for --screenshot: series, compare, drift, frames, lines, distortion, imbalance, spectra, volume.
   static QStringList viewNames();
   bool showView(const QString& name);
   // The named view as an image at its current size ("main": the whole window).
@@ -54,6 +55,7 @@ class MainWindow : public QMainWindow {
   SeriesViewer* seriesViewer() const { return series_; }
   ComparisonView* comparisonView() const { return compare_; }
   DriftPlot* driftPlot() const { return drift_; }
+  FrameTable* frameTable() const { return frames_; }
   LineDriftPlot* lineDriftPlot() const { return lines_; }
   DistortionComparisonView* distortionView() const { return distortion_; }
   ImbalanceView* imbalanceView() const { return imbalance_; }
@@ -69,6 +71,10 @@ class MainWindow : public QMainWindow {
 
  public slots:
   void runJob();  // what the Run button does
+  // What the 3-D tab's button does: the engine's spectrum command on the open
+  // series, with the drift of the results folder when there is one, into the
+  // job's output folder; the volume is shown when it is done.
+  void runSpectrum();
 
  signals:
   void resultsLoaded(const QString& folder);
@@ -97,6 +103,7 @@ class MainWindow : public QMainWindow {
   SeriesViewer* series_;
   ComparisonView* compare_;
   DriftPlot* drift_;
+  FrameTable* frames_;
   LineDriftPlot* lines_;
   DistortionComparisonView* distortion_;
   ImbalanceView* imbalance_;
@@ -120,4 +127,5 @@ class MainWindow : public QMainWindow {
   QString lastError_;
   ResultSet results_;
   bool interactive_ = true;
+  bool spectrumRun_ = false;  // the running job is runSpectrum()'s
 };

@@ -1,5 +1,6 @@
 #include "vtk_view_widget.hpp"
 
+#include <QGuiApplication>
 #include <QMouseEvent>
 #include <QOpenGLContext>
 #include <QOpenGLExtraFunctions>
@@ -28,6 +29,28 @@ void VtkViewWidget::setDefaultSurfaceFormat() {
   fmt.setStencilBufferSize(0);
   fmt.setSamples(0);
   QSurfaceFormat::setDefaultFormat(fmt);
+}
+
+bool VtkViewWidget::available(QString* why) {
+  static const QString reason = [] {
+    const QString platform = QGuiApplication::platformName();
+    // Platforms without RasterGLSurface: Qt only warns "QOpenGLWidget is not
+    // supported on this platform" and then crashes painting the window.
+    if (QStringList{"offscreen", "minimal", "vnc", "linuxfb", "vkkhrdisplay"}.contains(platform))
+      return QString("the Qt platform '%1' cannot show OpenGL views (use xcb or wayland, e.g. under xvfb-run)")
+          .arg(platform);
+    QOpenGLContext probe;
+    if (!probe.create()) return QString("no OpenGL context on the Qt platform '%1'").arg(platform);
+    const QSurfaceFormat f = probe.format();
+    if (f.version() < qMakePair(3, 2))
+      return QString("OpenGL %1.%2 on the Qt platform '%3'; the 3-D view needs 3.2")
+          .arg(f.majorVersion())
+          .arg(f.minorVersion())
+          .arg(platform);
+    return QString();
+  }();
+  if (why) *why = reason;
+  return reason.isEmpty();
 }
 
 VtkViewWidget::VtkViewWidget(QWidget* parent) : QOpenGLWidget(parent) {

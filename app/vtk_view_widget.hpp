@@ -25,6 +25,11 @@ class VtkViewWidget : public QOpenGLWidget {
 
   // The default surface format VTK needs; call before constructing QApplication.
   static void setDefaultSurfaceFormat();
+  // Whether this Qt platform can host the widget (a QOpenGLWidget with an
+  // OpenGL 3.2 context). `offscreen` and `minimal` cannot: creating one there
+  // crashes in Qt's backing store. When not, `why` gets a one-line reason.
+  // Needs the QGuiApplication; the answer is computed once.
+  static bool available(QString* why = nullptr);
 
  protected:
   void initializeGL() override;

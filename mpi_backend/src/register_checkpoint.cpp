@@ -12,6 +12,7 @@
 #include "driftscan/error.hpp"
 #include "driftscan/mpi/distributed_checkpoint.hpp"
 #include "driftscan/mpi/job_runner.hpp"
+#include "driftscan/mpi/scan_trace.hpp"
 
 namespace driftscan::mpi {
 namespace fs = std::filesystem;
@@ -167,12 +168,20 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
   t0 = Clock::now();
   progress.phase("scan", n - 1);
   // The sequential scan, continued from the saved prefix and saved as it goes.
+  // Traced like the distributed one (one worker: this process), so the
+  // report's scan_trace and the app's load-balance view exist for every run.
+  ScanTrace trace;
+  trace.begin(MPI_COMM_SELF, 1);
+  trace.details() = {{"algorithm", "sequential"}, {"resumed_outputs", ck.prefix.size()}};
   RegistrationScan scan = [&](const std::vector<Registration>& x, const RegistrationCombine& combine) {
     std::vector<Registration> out = ck.prefix;
     out.reserve(x.size());
     if (out.empty()) out.push_back(x[0]);
     while (out.size() < x.size()) {
+      const double start = trace.clock().now();
       out.push_back(combine(out.back(), x[out.size()]));
+      const auto k = static_cast<std::int64_t>(out.size() - 1);
+      trace.record(0, ScanRecord{0, 0, 0, k, ScanPhase::final_scan, 0, start, trace.clock().now()});
       if (interval > 0 && since(last_save) >= interval) {
         ck.prefix = out;
         save(true);
@@ -183,6 +192,8 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
   };
   on_cancel(
       [&] { res.registrations = scan_registrations(res.elements, op, scan, res.applications, &progress, &cancel); });
+  trace.end();
+  trace.gather(MPI_COMM_SELF);
   res.seconds.scan = since(t0);
 
   cancel.throw_if_cancelled();
@@ -220,8 +231,13 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
                         {"uncertainty", res.seconds.uncertainty},
                         {"average", res.seconds.average},
                         {"before_write_total", res.seconds.total}};
-  res.files = write_register_outputs(job.output, frames, job.registration, job.averaging, res.registrations,
-                                     res.applications, res.average, res.warnings, extra, {}, "", &res.uncertainty);
+  extra["scan_trace"] = trace.to_json(false);  // its records are streamed (below)
+  const auto& records = trace.records();
+  res.files = write_register_outputs(
+      job.output, frames, job.registration, job.averaging, res.registrations, res.applications, res.average,
+      res.warnings, extra,
+      {{{"scan_trace", "records"}, records.size(), [&](std::size_t i) { return ScanTrace::record_json(records[i]); }}},
+      "", &res.uncertainty);
   progress.advance(4);
   remove_checkpoints(job.output);  // the outputs are complete: nothing left to resume
   res.seconds.write = since(t0);

@@ -2,12 +2,15 @@
 // local 2-rank registration through the Run button's path, and check what
 // every view shows; --screenshot from the command line; settings validation
 // and the project file; scrubbing speed at 512².
+#include <QCheckBox>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QFileInfo>
 #include <QProcess>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 #include <cmath>
@@ -18,6 +21,7 @@
 #include "driftscan/job.hpp"
 #include "driftscan/synthetic_series.hpp"
 #include "driftscan/tiff_series.hpp"
+#include "frame_table.hpp"
 #include "image_view.hpp"
 #include "imbalance_view.hpp"
 #include "job_editor.hpp"
@@ -25,6 +29,11 @@
 #include "series_viewer.hpp"
 #include "volume_view.hpp"
 #include "vtk_view_widget.hpp"
+
+#include <vtkCubeAxesActor.h>
+#include <vtkOrientationMarkerWidget.h>
+#include <vtkRenderer.h>
+#include <vtkScalarBarActor.h>
 
 namespace {
 // Not blank: many distinct colours and a real spread of intensities.
@@ -181,6 +190,114 @@ class AppGuiTest : public QObject {
     QCOMPARE(img.size(), w.imbalanceView()->size() * w.devicePixelRatio());
   }
 
+  void frameTableHighlightsAndExcludesBySigma() {
+    const QString results = tmp_.filePath("results");
+    if (!QFileInfo::exists(QDir(results).filePath("drift.csv"))) QSKIP("needs the results of openRunAndInspect");
+    MainWindow w;
+    w.setInteractive(false);
+    w.resize(1200, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openResults(results));
+    QVERIFY(w.showView("frames"));
+    FrameTable* t = w.frameTable();
+    QCOMPARE(t->rowCount(), frames_);
+    QVERIFY(t->highlightedFrames().empty());  // no limit chosen yet
+    // The sigma column is the larger standard error of drift.csv.
+    const auto& drift = w.results().drift;
+    std::vector<double> sigma;
+    sigma.reserve(drift.size());
+    for (const DriftRow& r : drift) sigma.push_back(std::max(r.sigma_dx, r.sigma_dy));
+    QVERIFY2(sigma[1] > 0 && std::isfinite(sigma[1]), "drift.csv of a register run has sigma columns");
+    const QAbstractItemModel* m = t->table()->model();
+    QCOMPARE(m->headerData(3, Qt::Horizontal).toString(), QString::fromUtf8("\u03c3 (px)"));
+    for (int k = 0; k < frames_; ++k)
+      QCOMPARE(m->data(m->index(k, 3)).toString(), QString::number(sigma[std::size_t(k)], 'f', 4));
+    // A limit between the sigmas: exactly the frames above it are highlighted (frame 0 never).
+    std::vector<double> sorted(sigma.begin() + 1, sigma.end());
+    std::sort(sorted.begin(), sorted.end());
+    const double limit = std::round(sorted[sorted.size() / 2] * 1000.0) / 1000.0;  // the box has 3 decimals
+    t->limitBox()->setValue(limit);
+    std::vector<int> expected;
+    for (int k = 1; k < frames_; ++k)
+      if (sigma[std::size_t(k)] > limit) expected.push_back(k);
+    QVERIFY(!expected.empty() && int(expected.size()) < frames_ - 1);
+    QCOMPARE(t->highlightedFrames(), expected);
+    for (int k = 0; k < frames_; ++k)
+      QCOMPARE(m->data(m->index(k, 0), Qt::BackgroundRole).isValid(), t->isHighlighted(k));
+    QVERIFY(t->summary().contains(QString("%1 with").arg(expected.size())));
+    // Highlighting alone leaves the job alone; excluding sets averaging.max_sigma...
+    QCOMPARE(w.jobEditor()->job().averaging.max_sigma, 0.0);
+    QTest::mouseClick(t->excludeBox(), Qt::LeftButton, {}, QPoint(8, t->excludeBox()->height() / 2));
+    QVERIFY(t->excluding());
+    QCOMPARE(w.jobEditor()->job().averaging.max_sigma, limit);
+    // ... and the settings panel's field drives the table back.
+    driftscan::Job job = w.jobEditor()->job();
+    job.averaging.max_sigma = 0;  // no limit: still highlighted, no longer excluded
+    w.jobEditor()->setJob(job);
+    QVERIFY(!t->excluding());
+    QCOMPARE(t->highlightedFrames(), expected);
+    job.averaging.max_sigma = limit;
+    w.jobEditor()->setJob(job);
+    QCOMPARE(t->limit(), limit);
+    QVERIFY(t->excluding());
+    const QImage img = w.grabView("frames");
+    check_not_blank(img, "frames");
+    // Run with it: the highlighted frames are the ones the engine leaves out.
+    job = w.jobEditor()->job();
+    job.output = tmp_.filePath("results-sigma").toStdString();
+    job.execution.ranks = 1;
+    w.jobEditor()->setJob(job);
+    QSignalSpy finished(&w, &MainWindow::runFinished);
+    QTest::mouseClick(w.runButton(), Qt::LeftButton);
+    QVERIFY2(finished.count() == 1 || finished.wait(120000), "the run did not finish in 120 s");
+    QCOMPARE(finished.at(0).at(0).toString(), QString("done"));
+    std::vector<int> unused;
+    for (const DriftRow& r : w.results().drift)
+      if (!r.used) unused.push_back(r.frame);
+    QVERIFY(!unused.empty());
+    QCOMPARE(unused, t->highlightedFrames());  // the new run's sigmas, the same rule
+  }
+
+  void defaultRunShowsItsScanTrace() {
+    // The job as the editor makes it (local, 1 rank, 1 thread: the engine's
+    // single-process scan) records a trace too, so Load balance is never empty.
+    MainWindow w;
+    w.setInteractive(false);
+    w.resize(1200, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openSeries(series_));
+    driftscan::Job job = w.jobEditor()->job();
+    QCOMPARE(job.execution.ranks, 1);
+    QCOMPARE(job.execution.threads, 1);
+    job.output = tmp_.filePath("results-default").toStdString();
+    w.jobEditor()->setJob(job);
+    QSignalSpy finished(&w, &MainWindow::runFinished);
+    QTest::mouseClick(w.runButton(), Qt::LeftButton);
+    QVERIFY2(finished.count() == 1 || finished.wait(120000), "the run did not finish in 120 s");
+    QCOMPARE(finished.at(0).at(0).toString(), QString("done"));
+    const ScanTraceData& trace = w.results().trace;
+    QCOMPARE(trace.ranks, 1);
+    QCOMPARE(w.imbalanceView()->rowCount(), 1);
+    // One application per frame after the first, each covering 0..k, in order.
+    QCOMPARE(int(trace.records.size()), frames_ - 1);
+    for (std::size_t i = 0; i < trace.records.size(); ++i) {
+      QCOMPARE(trace.records[i].first, 0LL);
+      QCOMPARE(trace.records[i].last, (long long)(i + 1));
+      QVERIFY(trace.records[i].end_s >= trace.records[i].start_s);
+      if (i) QVERIFY(trace.records[i].start_s >= trace.records[i - 1].end_s);
+    }
+    QCOMPARE(trace.workers.front().applications, frames_ - 1);
+    const QImage img = w.grabView("imbalance");
+    check_not_blank(img, "imbalance after the default run");
+    // The bars are drawn: the final-scan phase's green is in the picture.
+    bool green = false;
+    for (int y = 0; y < img.height() && !green; ++y)
+      for (int x = 0; x < img.width() && !green; ++x) green = img.pixel(x, y) == qRgb(44, 160, 44);
+    QVERIFY(green);
+  }
+
   void unknownProfileAndCancelGiveClearMessages() {
     MainWindow w;
     w.setInteractive(false);
@@ -247,6 +364,98 @@ class AppGuiTest : public QObject {
     QCOMPARE(img.size(), v.vtkWidget()->size() * v.vtkWidget()->devicePixelRatio());
     check_not_blank(img, "volume");
     img.save(tmp_.filePath("volume.png"));
+  }
+
+  void volumeViewHasAxesColourBarMarkerAndHint() {
+    VolumeView v;
+    v.resize(640, 480);
+    // No volume: the hint and the (disabled until a series is open) button.
+    QVERIFY(v.hintShown());
+    QVERIFY(v.hintText().contains("driftscan-engine spectrum"));
+    QVERIFY(!v.runSpectrumButton()->isEnabled());
+    v.setCanRunSpectrum(true);
+    QSignalSpy asked(&v, &VolumeView::runSpectrumRequested);
+    v.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&v));
+    QTest::mouseClick(v.runSpectrumButton(), Qt::LeftButton);
+    QCOMPARE(asked.count(), 1);
+
+    // A 0.05 nm pixel, 32 frames: a 32-plane volume is in 1/nm and 1/frame.
+    const int n = 32;
+    v.setCalibration(0.05, "nm", n);
+    std::vector<float> vol(std::size_t(n) * n * n);
+    for (int z = 0; z < n; ++z)
+      for (int y = 0; y < n; ++y)
+        for (int x = 0; x < n; ++x)
+          vol[(std::size_t(z) * n + y) * n + x] =
+              float(std::exp(-((x - 16) * (x - 16) + (y - 16) * (y - 16)) / 30.0) + 0.3 * std::cos(z * 0.5) + 0.01 * x);
+    v.setVolume(vol, n, n, n);
+    QVERIFY(!v.hintShown());
+    QCOMPARE(v.axisTitle(0), QString("kx (1/nm)"));
+    QCOMPARE(v.axisTitle(1), QString("ky (1/nm)"));
+    QCOMPARE(v.axisTitle(2), QString("f (1/frame)"));
+    // Centred transform: index i is (i - n/2) / n cycles per pixel, / 0.05 nm.
+    QCOMPARE(v.axisRange(0).first, -10.0);
+    QCOMPARE(v.axisRange(0).second, 9.375);
+    QCOMPARE(v.axisRange(2).first, -0.5);
+    QCOMPARE(v.axisRange(2).second, 15.0 / 32.0);
+    QVERIFY(v.cubeAxes() && v.vtkWidget()->renderer()->HasViewProp(v.cubeAxes()));
+    QCOMPARE(v.cubeAxes()->GetXAxisRange()[0], -10.0);
+    QCOMPARE(QString(v.cubeAxes()->GetZTitle()), QString("f (1/frame)"));
+    QVERIFY(v.colourBar() && v.vtkWidget()->renderer()->HasViewProp(v.colourBar()));
+    QVERIFY(v.orientationMarker() && v.orientationMarker()->GetEnabled());
+    // Without a pixel size the axes are in 1/px; binned planes are 1/plane.
+    v.setCalibration(0, QString(), 64);
+    QCOMPARE(v.axisTitle(0), QString("kx (1/px)"));
+    QCOMPARE(v.axisRange(0).first, -0.5);
+    QCOMPARE(v.axisTitle(2), QString("f (1/plane)"));
+
+    QTest::qWait(200);
+    const QImage img = v.grabImage();
+    img.save(tmp_.filePath("volume-annotated.png"));
+    check_not_blank(img, "annotated volume");
+    // Drawn, not only present: the colour bar's orange on the right, the
+    // marker's red x axis in the lower-left corner.
+    auto count = [&](QRect r, auto pred) {
+      int c = 0;
+      for (int y = r.top(); y <= r.bottom(); ++y)
+        for (int x = r.left(); x <= r.right(); ++x) c += pred(QColor(img.pixel(x, y))) ? 1 : 0;
+      return c;
+    };
+    const int W = img.width(), H = img.height();
+    const int orange = count(QRect(int(W * 0.85), 0, W - int(W * 0.85), H), [](QColor c) {
+      return c.red() > 180 && c.green() > 60 && c.green() < 200 && c.blue() < 90;
+    });
+    QVERIFY2(orange > 50, qPrintable(QString("colour bar: %1 orange pixels").arg(orange)));
+    const int red = count(QRect(0, int(H * 0.8), int(W * 0.2), H - int(H * 0.8)),
+                          [](QColor c) { return c.red() > 150 && c.green() < 80 && c.blue() < 80; });
+    QVERIFY2(red > 5, qPrintable(QString("orientation marker: %1 red pixels").arg(red)));
+  }
+
+  void spectrumButtonComputesAndShowsTheVolume() {
+    const QString results = tmp_.filePath("results");
+    if (!QFileInfo::exists(QDir(results).filePath("drift.csv"))) QSKIP("needs the results of openRunAndInspect");
+    MainWindow w;
+    w.setInteractive(false);
+    w.resize(1200, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openSeries(series_));
+    QVERIFY(w.openResults(results));
+    QVERIFY(!w.volumeView()->hasVolume());
+    QVERIFY(w.showView("volume"));
+    QVERIFY(w.volumeView()->hintShown());
+    QVERIFY(w.volumeView()->runSpectrumButton()->isEnabled());
+    QSignalSpy finished(&w, &MainWindow::runFinished);
+    QTest::mouseClick(w.volumeView()->runSpectrumButton(), Qt::LeftButton);
+    QVERIFY2(finished.count() == 1 || finished.wait(120000), "the spectrum did not finish in 120 s");
+    QVERIFY2(finished.at(0).at(0).toString() == "done", qPrintable(finished.at(0).at(1).toString()));
+    QVERIFY(QFileInfo::exists(QDir(results).filePath("spectrum3d.tif")));
+    QVERIFY(w.volumeView()->hasVolume());
+    QVERIFY(!w.volumeView()->hintShown());
+    QCOMPARE(w.volumeView()->axisTitle(2), QString("f (1/frame)"));  // one plane per frame
+    QTest::qWait(200);
+    check_not_blank(w.grabView("volume"), "computed volume");
   }
 
   void screenshotOptionWritesPng() {

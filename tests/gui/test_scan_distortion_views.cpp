@@ -13,6 +13,7 @@
 #include <cmath>
 #include <set>
 
+#include "comparison_view.hpp"
 #include "distortion_comparison_view.hpp"
 #include "drift_plot.hpp"
 #include "driftscan/error.hpp"
@@ -192,6 +193,50 @@ class ScanDistortionViewsTest : public QObject {
     QVERIFY(distinct_colours(cmp->rightView()->image()) > 20);
     QVERIFY(cmp->infoText().contains("Contrast"));
     QVERIFY(!w.grabView("distortion").isNull());
+  }
+
+  void averageVsFrameInSpecimenCoordinates() {
+    // The corrected average is in specimen coordinates (its own size and
+    // origin): Average vs frame warps frame k with the engine's warp onto that
+    // grid, and agrees with the plain translation of the rigid drift there.
+    MainWindow w;
+    w.setInteractive(false);
+    w.resize(1200, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openResults(results_));
+    ComparisonView* view = w.comparisonView();
+    QVERIFY(view->hasTransforms());
+    QVERIFY(view->average());
+    const int k = frames_ - 2;
+    const driftscan::Frame raw = w.seriesViewer()->series()->frame(std::size_t(k));
+    const driftscan::Frame warped = view->alignedFrame(raw, k);
+    QCOMPARE(warped.width, view->average()->width);
+    QCOMPARE(warped.height, view->average()->height);
+    view->setTransforms({}, driftscan::Interpolation::cubic);
+    const driftscan::Frame shifted = view->alignedFrame(raw, k);
+    std::size_t both = 0, finite = 0;
+    double mean = 0;
+    for (std::size_t i = 0; i < warped.pixels.size(); ++i)
+      if (std::isfinite(warped.pixels[i]) && std::isfinite(shifted.pixels[i])) {
+        ++both;
+        mean += shifted.pixels[i];
+      }
+    mean /= double(std::max<std::size_t>(both, 1));
+    double diff2 = 0, norm2 = 0;  // difference against the frame's own variation
+    for (std::size_t i = 0; i < warped.pixels.size(); ++i) {
+      finite += std::isfinite(warped.pixels[i]) ? 1 : 0;
+      if (std::isfinite(warped.pixels[i]) && std::isfinite(shifted.pixels[i])) {
+        diff2 += double(warped.pixels[i] - shifted.pixels[i]) * (warped.pixels[i] - shifted.pixels[i]);
+        norm2 += (shifted.pixels[i] - mean) * (shifted.pixels[i] - mean);
+      }
+    }
+    qInfo("frame %d on the specimen grid: %zu finite pixels, warp vs translation relative difference %.4f", k, finite,
+          diff2 / norm2);
+    QVERIFY2(finite > warped.pixels.size() / 2, qPrintable(QString("%1 finite pixels").arg(finite)));
+    // Same placement (cubic vs bilinear sampling of the same points): a few % apart, not a misplaced frame.
+    QVERIFY2(both > finite * 9 / 10 && diff2 < 0.05 * norm2,
+             qPrintable(QString("both %1 of %2, relative difference %3").arg(both).arg(finite).arg(diff2 / norm2)));
   }
 
   void driftPlotStatesTheCalibration() {
