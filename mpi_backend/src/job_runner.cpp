@@ -20,6 +20,7 @@
 #include "driftscan/mpi/distributed_average.hpp"
 #include "driftscan/mpi/distributed_checkpoint.hpp"
 #include "driftscan/mpi/distributed_register.hpp"
+#include "driftscan/mpi/follow_register.hpp"
 #include "driftscan/mpi/preflight.hpp"
 #include "driftscan/mpi/register_checkpoint.hpp"
 #include "driftscan/mpi/signal_averages.hpp"
@@ -148,6 +149,21 @@ int run_register(const Job& job, RunContext& ctx) {
       if (fs::path(f).filename() != fs::path(checkpoint_path(job.output)).filename()) return true;
     return false;
   }();
+  if (job.follow.enabled) {
+    // A followed series is registered by rank 0 alone (the batch run is the
+    // cluster path); the other ranks wait.
+    if (!job.apply_to.empty()) throw bad_input("--apply-to cannot be combined with --follow");
+    on_root(ctx, [&] {
+      FollowResult f = follow_register(job, ctx.progress, ctx.cancel);
+      ctx.progress.log(LogLevel::info,
+                       "follow ended (" + f.stopped_by + ") after " + std::to_string(f.frames) + " frames" +
+                           (f.resumed ? " (" + std::to_string(f.resumed) + " from the checkpoint)" : ""));
+      announce(f.result, f.frames);
+    });
+    report_peak_memory(ctx);
+    if (ctx.rank == 0) ctx.progress.result(files);
+    return 0;
+  }
   // --apply-to: the other signals are checked before any work (every rank: same error everywhere).
   const std::vector<std::string> apply_to = apply_to_signals(job);
   // The scan-distortion correction is a phase of the distributed path (one rank included).
