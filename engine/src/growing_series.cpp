@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -311,6 +312,14 @@ FileProbe probe_file(int fd, std::uint64_t size) {
   return f;
 }
 
+bool has_tiff_name(const std::string& path) {
+  const std::size_t dot = path.rfind('.');
+  if (dot == std::string::npos) return false;
+  std::string ext = path.substr(dot + 1);
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext == "tif" || ext == "tiff";
+}
+
 std::uint64_t file_size_of(int fd) {
   struct stat st {};
   return ::fstat(fd, &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
@@ -340,6 +349,7 @@ struct GrowingSeries::Impl {
   std::string unit;
   FrameCache cache;
   std::string pending;
+  std::size_t incomplete_waits = 0;
 
   // One growing file.
   std::unique_ptr<Descriptor> fd;
@@ -447,7 +457,28 @@ struct GrowingSeries::Impl {
     return "";
   }
 
+  // Opens the followed file; false when it does not exist (yet).
+  bool open_file() {
+    const int file = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (file < 0) {
+      if (errno == ENOENT) return false;
+      throw bad_input(
+          path + (errno == EACCES ? ": permission denied" : ": cannot open: " + std::string(std::strerror(errno))));
+    }
+    fd = std::make_unique<Descriptor>(file);
+    struct stat st {};
+    if (::fstat(file, &st) != 0) throw bad_input(path + ": cannot stat: " + std::strerror(errno));
+    if (!S_ISREG(st.st_mode)) throw bad_input(path + ": not a regular file");
+    dev = st.st_dev;
+    ino = st.st_ino;
+    return true;
+  }
+
   void poll_file(SeriesGrowth& g) {
+    if (!fd && !open_file()) {
+      pending = path + " (the file does not exist yet)";
+      return;
+    }
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0)
       throw failure(path + ": the followed file was deleted or moved away (" + std::strerror(errno) + ")");
@@ -609,6 +640,8 @@ std::unique_ptr<GrowingSeries> GrowingSeries::open(const std::string& path, cons
     const int err = errno;
     if (err == ENOENT && has_glob_characters(path)) {
       impl->folder_mode = impl->glob = true;
+    } else if (err == ENOENT && has_tiff_name(path)) {
+      // A file the acquisition has not created yet: waited for like its pages.
     } else {
       throw bad_input(
           path + (err == ENOENT ? ": no such file or folder" : ": cannot access: " + std::string(std::strerror(err))));
@@ -632,14 +665,8 @@ std::unique_ptr<GrowingSeries> GrowingSeries::open(const std::string& path, cons
         else impl->inotify.reset();
       }
     }
-  } else {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-      throw bad_input(
-          path + (errno == EACCES ? ": permission denied" : ": cannot open: " + std::string(std::strerror(errno))));
-    impl->fd = std::make_unique<Descriptor>(fd);
-    impl->dev = st.st_dev;
-    impl->ino = st.st_ino;
+  } else if (!impl->open_file()) {
+    impl->pending = path + " (the file does not exist yet)";
   }
   return std::unique_ptr<GrowingSeries>(new GrowingSeries(std::move(impl)));
 }
@@ -651,6 +678,7 @@ SeriesGrowth GrowingSeries::poll() {
   SeriesGrowth g;
   if (impl_->folder_mode) impl_->poll_folder(g);
   else impl_->poll_file(g);
+  if (!impl_->pending.empty()) ++impl_->incomplete_waits;
   return g;
 }
 
@@ -661,6 +689,7 @@ double GrowingSeries::pixel_size() const { return impl_->pixel_size; }
 std::string GrowingSeries::pixel_unit() const { return impl_->unit; }
 bool GrowingSeries::multi_file() const { return impl_->folder_mode; }
 std::string GrowingSeries::pending() const { return impl_->pending; }
+std::size_t GrowingSeries::incomplete_waits() const { return impl_->incomplete_waits; }
 
 std::string GrowingSeries::frame_origin(std::size_t k) const {
   if (k >= impl_->frames.size()) return impl_->path + ": frame " + std::to_string(k);

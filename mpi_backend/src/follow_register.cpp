@@ -183,7 +183,10 @@ class FollowRun {
           progress_.log(LogLevel::info, "no frame completed for " + message_number(f.idle_timeout_s) +
                                             " s: following stopped after " + std::to_string(done()) + " frames" +
                                             (waiting.empty() ? "" : "; incomplete: " + waiting));
-          if (!waiting.empty()) warnings_.push_back(waiting + ": never completed, not registered");
+          if (!waiting.empty()) {
+            warnings_.push_back(waiting + ": never completed, not registered");
+            progress_.log(LogLevel::warning, warnings_.back());
+          }
           break;
         }
         if (g.added == 0) std::this_thread::sleep_for(std::chrono::duration<double>(f.poll_interval_s));
@@ -322,6 +325,7 @@ class FollowRun {
     res.applications = applications_;
     res.uncertainty = uncertainty_;
     res.warnings = warnings_;
+    result_.logged_warnings = warnings_.size();
     if (std::string w = singular_warning(summarize_uncertainty(res.uncertainty)); !w.empty())
       res.warnings.push_back(std::move(w));
     const int threads = std::max(1, job_.execution.threads);
@@ -349,6 +353,7 @@ class FollowRun {
     extra["follow"] = {{"frames", done()},
                        {"stopped_by", result_.stopped_by},
                        {"skipped", warnings_.size()},
+                       {"waits_on_incomplete", series_->incomplete_waits()},
                        {"follow_seconds", follow_seconds_}};
     extra["timings_s"] = {{"follow", follow_seconds_}, {"average", res.seconds.average}};
     res.files = write_register_outputs(job_.output, *series_, job_.registration, job_.averaging, res.registrations,

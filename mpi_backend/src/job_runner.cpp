@@ -119,8 +119,9 @@ int run_synth(const Job& job, RunContext& ctx) {
 // hierarchical work-stealing scan over all ranks otherwise.
 int run_register(const Job& job, RunContext& ctx) {
   nlohmann::json files;
-  auto announce = [&](const RegisterResult& r, std::size_t frames) {
-    for (const auto& w : r.warnings) ctx.progress.log(LogLevel::warning, w);
+  // `logged`: the first warnings were said already (a follow says each as it happens).
+  auto announce = [&](const RegisterResult& r, std::size_t frames, std::size_t logged = 0) {
+    for (std::size_t i = logged; i < r.warnings.size(); ++i) ctx.progress.log(LogLevel::warning, r.warnings[i]);
     auto abs = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
     files = {{"drift", abs(r.files.drift)},
              {"average", abs(r.files.average)},
@@ -158,7 +159,7 @@ int run_register(const Job& job, RunContext& ctx) {
       ctx.progress.log(LogLevel::info,
                        "follow ended (" + f.stopped_by + ") after " + std::to_string(f.frames) + " frames" +
                            (f.resumed ? " (" + std::to_string(f.resumed) + " from the checkpoint)" : ""));
-      announce(f.result, f.frames);
+      announce(f.result, f.frames, f.logged_warnings);
     });
     report_peak_memory(ctx);
     if (ctx.rank == 0) ctx.progress.result(files);

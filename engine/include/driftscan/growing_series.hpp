@@ -43,8 +43,8 @@ struct SeriesGrowth {
 class GrowingSeries : public FrameSource {
  public:
   // `path`: a TIFF file, a folder or a glob. Throws bad_input naming it when
-  // the file or folder does not exist or is not a TIFF (a file with no
-  // complete page yet is fine: it is waited for).
+  // the folder does not exist or the path is neither (a .tif/.tiff file not
+  // created yet, or with no complete page yet, is fine: it is waited for).
   static std::unique_ptr<GrowingSeries> open(const std::string& path, const GrowingSeriesOptions& options = {});
   ~GrowingSeries() override;
   GrowingSeries(const GrowingSeries&) = delete;
@@ -72,6 +72,8 @@ class GrowingSeries : public FrameSource {
   // file's end)"), empty when nothing incomplete is in sight.
   std::string pending() const;
   bool multi_file() const;
+  // Polls that ended waiting on a page or file begun but not yet complete (or settled).
+  std::size_t incomplete_waits() const;
 
   struct Impl;
 

@@ -33,9 +33,10 @@ namespace driftscan::mpi {
 
 struct FollowResult {
   RegisterResult result;
-  std::size_t frames = 0;   // frames registered
-  std::size_t resumed = 0;  // of which taken from a checkpoint
-  std::string stopped_by;   // "until_frames", "idle_timeout" or "cancel"
+  std::size_t frames = 0;           // frames registered
+  std::size_t resumed = 0;          // of which taken from a checkpoint
+  std::string stopped_by;           // "until_frames", "idle_timeout" or "cancel"
+  std::size_t logged_warnings = 0;  // result.warnings[0, this) were logged as they happened
 };
 
 // On the calling rank only. Throws Error: bad_input (input not a TIFF, fewer
