@@ -347,7 +347,10 @@ struct GrowingSeries::Impl {
   PageFormat format;
   double pixel_size = 0.0;
   std::string unit;
-  FrameCache cache;
+  std::unique_ptr<FrameCache> cache;  // made with frame 0: a few frames' worth
+  // Guards frames, files and file_kind: poll() grows them while another
+  // thread may read frames already taken.
+  mutable std::mutex mu;
   std::string pending;
   std::size_t incomplete_waits = 0;
 
@@ -376,16 +379,27 @@ struct GrowingSeries::Impl {
   std::set<std::string> decided;  // taken or skipped
   std::string last_taken;
 
-  explicit Impl(const GrowingSeriesOptions& o) : options(o), cache(o.cache_bytes) {}
+  explicit Impl(const GrowingSeriesOptions& o) : options(o) {}
 
   bool full() const { return options.max_frames > 0 && frames.size() >= options.max_frames; }
 
-  std::unique_ptr<LibtiffFile> handle(int file_fd, const FrameAt& f) const {
+  // Where frame f lives, copied under the lock.
+  struct Located {
+    FrameAt at;
+    std::string file, origin;
+    std::uint8_t kind = 0;
+  };
+  Located locate(const FrameAt& f) const { return {f, files[f.file], origin(f), file_kind[f.file]}; }
+  Located locate(std::size_t k) const {
+    std::lock_guard<std::mutex> lock(mu);
+    return locate(frames[k]);
+  }
+
+  static std::unique_ptr<LibtiffFile> handle(int file_fd, const Located& l) {
     std::string why;
-    const std::uint8_t kind = file_kind[f.file];
-    auto h = LibtiffFile::open_at(file_fd, files[f.file], (kind & 2) != 0, (kind & 1) != 0, f.ifd,
+    auto h = LibtiffFile::open_at(file_fd, l.file, (l.kind & 2) != 0, (l.kind & 1) != 0, l.at.ifd,
                                   kMaxFrameBytes * 2 + (std::size_t(64) << 20), &why);
-    if (!h) throw bad_input(origin(f) + ": corrupt IFD: " + why);
+    if (!h) throw bad_input(l.origin + ": corrupt IFD: " + why);
     return h;
   }
 
@@ -393,18 +407,18 @@ struct GrowingSeries::Impl {
     return folder_mode && f.page == 0 ? files[f.file] : files[f.file] + ": page " + std::to_string(f.page);
   }
 
-  Frame decode(int file_fd, const FrameAt& f) const {
-    auto h = handle(file_fd, f);
+  Frame decode(int file_fd, const Located& l) const {
+    auto h = handle(file_fd, l);
     LibtiffThreadMessages scope(h->messages());
-    return decode_page(*h, layout, format, origin(f), kMaxFrameBytes);
+    return decode_page(*h, layout, format, l.origin, kMaxFrameBytes);
   }
 
   Frame read(std::size_t k) const {
-    const FrameAt& f = frames[k];
-    if (!folder_mode) return decode(fd->get(), f);
-    Descriptor own(::open(files[f.file].c_str(), O_RDONLY | O_CLOEXEC));
-    if (own.get() < 0) throw bad_input(files[f.file] + ": cannot open: " + std::strerror(errno));
-    return decode(own.get(), f);
+    const Located l = locate(k);
+    if (!folder_mode) return decode(fd->get(), l);
+    Descriptor own(::open(l.file.c_str(), O_RDONLY | O_CLOEXEC));
+    if (own.get() < 0) throw bad_input(l.file + ": cannot open: " + std::strerror(errno));
+    return decode(own.get(), l);
   }
 
   // Frame 0's layout and calibration; bad_input when the page cannot be a frame 0.
@@ -415,7 +429,9 @@ struct GrowingSeries::Impl {
       throw bad_input(origin(f) + ": frame exceeds the memory limit for one frame (corrupt size?)");
     layout = l;
     have_layout = true;
-    auto h = handle(file_fd, f);
+    const std::size_t frame_bytes = std::size_t(l.width) * l.height * sizeof(float);
+    cache = std::make_unique<FrameCache>(std::min(options.cache_bytes, options.cache_frames * frame_bytes));
+    auto h = handle(file_fd, locate(f));
     LibtiffThreadMessages scope(h->messages());
     TIFF* tif = h->get();
     const char* description = nullptr;
@@ -447,12 +463,13 @@ struct GrowingSeries::Impl {
     }
     Frame decoded;
     try {
-      decoded = decode(file_fd, f);
+      decoded = decode(file_fd, locate(f));
     } catch (const Error& e) {
       if (frames.empty()) throw;  // frame 0 is the reference of everything
       return std::string(e.what()) + ": skipped (cannot be decoded)";
     }
-    cache.insert(frames.size(), std::make_shared<const Frame>(std::move(decoded)));
+    cache->insert(frames.size(), std::make_shared<const Frame>(std::move(decoded)));
+    std::lock_guard<std::mutex> lock(mu);
     frames.push_back(f);
     return "";
   }
@@ -497,6 +514,7 @@ struct GrowingSeries::Impl {
       }
       header_read = true;
       pointer_at = header.first_pointer_at;
+      std::lock_guard<std::mutex> lock(mu);
       files = {path};
       file_kind = {static_cast<std::uint8_t>((header.bigtiff ? 1 : 0) | (header.big_endian ? 2 : 0))};
     }
@@ -610,15 +628,21 @@ struct GrowingSeries::Impl {
       }
       // Taken whole or skipped whole.
       const auto index = static_cast<std::uint32_t>(files.size());
-      files.push_back(name);
-      file_kind.push_back(static_cast<std::uint8_t>((f.header.bigtiff ? 1 : 0) | (f.header.big_endian ? 2 : 0)));
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        files.push_back(name);
+        file_kind.push_back(static_cast<std::uint8_t>((f.header.bigtiff ? 1 : 0) | (f.header.big_endian ? 2 : 0)));
+      }
       const std::size_t before = frames.size();
       std::string skipped;
       for (std::uint32_t p = 0; p < f.pages.size() && skipped.empty() && !full(); ++p)
         skipped = take(file.get(), {index, p, f.pages[p].ifd}, f.pages[p].layout);
       if (!skipped.empty()) {
-        frames.resize(before);
-        cache.clear();  // it may hold pages of this file under frame numbers now free again
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          frames.resize(before);
+        }
+        if (cache) cache->clear();  // it may hold pages of this file under frame numbers now free again
         g.warnings.push_back(std::move(skipped));
       } else {
         last_taken = name;
@@ -682,7 +706,10 @@ SeriesGrowth GrowingSeries::poll() {
   return g;
 }
 
-std::size_t GrowingSeries::frame_count() const { return impl_->frames.size(); }
+std::size_t GrowingSeries::frame_count() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->frames.size();
+}
 int GrowingSeries::width() const { return impl_->have_layout ? static_cast<int>(impl_->layout.width) : 0; }
 int GrowingSeries::height() const { return impl_->have_layout ? static_cast<int>(impl_->layout.height) : 0; }
 double GrowingSeries::pixel_size() const { return impl_->pixel_size; }
@@ -692,6 +719,7 @@ std::string GrowingSeries::pending() const { return impl_->pending; }
 std::size_t GrowingSeries::incomplete_waits() const { return impl_->incomplete_waits; }
 
 std::string GrowingSeries::frame_origin(std::size_t k) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
   if (k >= impl_->frames.size()) return impl_->path + ": frame " + std::to_string(k);
   return impl_->origin(impl_->frames[k]);
 }
@@ -706,12 +734,13 @@ std::string GrowingSeries::describe() const {
 }
 
 Frame GrowingSeries::frame(std::size_t k) const {
-  if (k >= impl_->frames.size())
-    throw bad_input(impl_->path + ": frame " + std::to_string(k) + " is not complete yet (" +
-                    std::to_string(impl_->frames.size()) + " frames)");
-  if (auto cached = impl_->cache.find(k)) return *cached;
+  const std::size_t n = frame_count();
+  if (k >= n)
+    throw bad_input(impl_->path + ": frame " + std::to_string(k) + " is not complete yet (" + std::to_string(n) +
+                    " frames)");
+  if (auto cached = impl_->cache->find(k)) return *cached;
   auto decoded = std::make_shared<const Frame>(impl_->read(k));
-  impl_->cache.insert(k, decoded);
+  impl_->cache->insert(k, decoded);
   return *decoded;
 }
 

@@ -3,6 +3,8 @@
 
 #include <fcntl.h>
 #include <omp.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,8 +12,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <exception>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -150,6 +156,10 @@ class FollowRun {
     }
   }
 
+  ~FollowRun() { join_worker(); }
+  FollowRun(const FollowRun&) = delete;
+  FollowRun& operator=(const FollowRun&) = delete;
+
   FollowResult run() {
     const auto t_start = Clock::now();
     const FollowSettings& f = job_.follow;
@@ -227,20 +237,13 @@ class FollowRun {
                                       " frames registered before; the frames after them are registered as they come");
   }
 
+  // The critical path of a frame: its pair, the scan step, its drift row and
+  // event. The rest (uncertainty, running mean, average.tif) is the worker's.
   void take_frame(std::size_t k) {
     const auto t0 = Clock::now();
     const FrameSource& frames = *series_;
-    if (k == 0) {
-      if (std::string why = unusable_frame_reason(frames.frame(0)); !why.empty())
-        throw bad_input(series_->frame_origin(0) + ": frame 0 (the reference of the registration) " + why);
-      op_.emplace(frames, job_.registration, 1, prepared_cache_bytes(job_));
-      centre_ = {(frames.width() - 1) / 2.0, (frames.height() - 1) / 2.0};
-      load_resume();
-      drift_.emplace((out_ / "drift.csv").string(), drift_csv_header(job_.registration.model, true));
-      tw_.format = SampleFormat::float32;
-      tw_.pixel_size = frames.pixel_size();
-      tw_.unit = frames.pixel_unit();
-    }
+    if (k == 0) start(frames);
+    rethrow_worker_error();
     Registration e, r;
     if (k < resume_.prefix.size()) {
       e = resume_.elements[k];
@@ -254,30 +257,92 @@ class FollowRun {
     }
     elements_.push_back(e);
     regs_.push_back(r);
-    uncertainty_.push_back(estimate_drift_uncertainty(*op_, regs_, k, k + 1, 1, nullptr, nullptr).at(0));
-    const DriftUncertainty& u = uncertainty_.back();
     const bool usable = !(r.flags & (kBadFrame | kRefineFailed)) &&
                         std::find(job_.averaging.exclude_frames.begin(), job_.averaging.exclude_frames.end(), k) ==
                             job_.averaging.exclude_frames.end();
-    drift_->append(drift_csv_row(k, r, job_.registration.model, centre_, 0.0, usable, &u, u.noise_variance));
+    drift_->append(drift_csv_row(k, r, job_.registration.model, centre_, 0.0, usable, nullptr, 0.0));
     const Point d = r.transform.displacement(centre_);
-    progress_.frame({{"frame", k},
-                     {"dx", d.x},
-                     {"dy", d.y},
-                     {"sigma_dx", std::isfinite(u.sigma_dx) ? nlohmann::json(u.sigma_dx) : nlohmann::json(nullptr)},
-                     {"sigma_dy", std::isfinite(u.sigma_dy) ? nlohmann::json(u.sigma_dy) : nlohmann::json(nullptr)},
-                     {"flags", r.flags},
-                     {"seconds", since(t0)}});
+    progress_.frame({{"frame", k}, {"dx", d.x}, {"dy", d.y}, {"flags", r.flags}, {"seconds", since(t0)}});
     progress_.advance(k + 1);
-    if (usable) {
-      mean_.add(frames.frame(k), r.transform, job_.averaging.interpolation);
-      ++since_average_;
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      queue_.push_back({r, usable});
     }
-    if (since_average_ > 0 &&
-        (since_average_ >= job_.follow.average_every_frames || since(last_average_) >= job_.follow.average_every_s))
-      write_running_average();
+    queue_cv_.notify_one();
     const double interval = job_.execution.checkpoint_interval_s;
     if (interval > 0 && since(last_checkpoint_) >= interval) save_checkpoint_now();
+  }
+
+  // With frame 0: the operator, drift.csv's header, the worker.
+  void start(const FrameSource& frames) {
+    const Frame f0 = frames.frame(0);
+    if (std::string why = unusable_frame_reason(f0); !why.empty())
+      throw bad_input(series_->frame_origin(0) + ": frame 0 (the reference of the registration) " + why);
+    // Prepared frames (pyramids) of a few frames: frame 0's is used by every
+    // step and stays; the others are each used by one step and its
+    // uncertainty, soon after. A bound that does not grow with the series.
+    const std::size_t frame_bytes = f0.pixels.size() * sizeof(float);
+    // The refinement on the critical path uses the job's threads (--threads 2
+    // halves a large frame's latency on two cores).
+    op_.emplace(frames, job_.registration, std::max(1, job_.execution.threads),
+                std::min(prepared_cache_bytes(job_), 24 * frame_bytes));
+    centre_ = {(frames.width() - 1) / 2.0, (frames.height() - 1) / 2.0};
+    counts_ = looks_like_counts(f0);
+    load_resume();
+    drift_.emplace((out_ / "drift.csv").string(), drift_csv_header(job_.registration.model, false));
+    tw_.format = SampleFormat::float32;
+    tw_.pixel_size = frames.pixel_size();
+    tw_.unit = frames.pixel_unit();
+    worker_ = std::thread([this] { work(); });
+  }
+
+  // The worker, at a lower priority than the critical path: each frame's
+  // drift uncertainty (what the batch run's uncertainty phase computes, the
+  // same way) and its share of the running mean; average.tif when due.
+  void work() {
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 10);
+    for (;;) {
+      Queued q;
+      {
+        std::unique_lock<std::mutex> lock(queue_mu_);
+        queue_cv_.wait(lock, [&] { return !queue_.empty() || closing_; });
+        if (queue_.empty()) return;
+        q = queue_.front();
+        queue_.pop_front();
+      }
+      try {
+        const RefineInformation info = op_->information(q.r);
+        uncertainty_.push_back(drift_uncertainty(info, q.r.transform, centre_, reference_noise_share(info, counts_)));
+        if (q.usable) {
+          mean_.add(series_->frame(q.r.to), q.r.transform, job_.averaging.interpolation);
+          ++since_average_;
+        }
+        if (since_average_ > 0 &&
+            (since_average_ >= job_.follow.average_every_frames || since(last_average_) >= job_.follow.average_every_s))
+          write_running_average();
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(queue_mu_);
+        worker_error_ = std::current_exception();
+        queue_.clear();
+        return;
+      }
+    }
+  }
+
+  void rethrow_worker_error() {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (worker_error_) std::rethrow_exception(worker_error_);
+  }
+
+  // Lets the worker finish what is queued, then stops it.
+  void join_worker() {
+    if (!worker_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      closing_ = true;
+    }
+    queue_cv_.notify_one();
+    worker_.join();
   }
 
   void write_running_average() {
@@ -302,6 +367,7 @@ class FollowRun {
   // checkpoint for --resume); drift.csv holds every row already.
   void keep_results() {
     try {
+      join_worker();
       if (drift_) drift_->close();
       write_running_average();
       save_checkpoint_now();
@@ -317,6 +383,8 @@ class FollowRun {
     if (done() < 2)
       throw bad_input(job_.input + ": " + std::to_string(done()) +
                       " complete frame(s) when the follow ended: registration needs at least 2");
+    join_worker();
+    rethrow_worker_error();
     if (drift_) drift_->close();
     save_checkpoint_now();  // kept: --resume of the grown series extends it
     RegisterResult& res = result_.result;
@@ -382,6 +450,18 @@ class FollowRun {
   Clock::time_point last_average_ = Clock::now(), last_checkpoint_ = Clock::now();
   double follow_seconds_ = 0.0;
   FollowResult result_;
+  bool counts_ = false;  // frame 0 holds counts (its noise model)
+
+  struct Queued {
+    Registration r;
+    bool usable = false;
+  };
+  std::thread worker_;
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<Queued> queue_;
+  bool closing_ = false;
+  std::exception_ptr worker_error_;
 };
 
 }  // namespace

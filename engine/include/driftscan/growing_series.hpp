@@ -28,10 +28,11 @@
 namespace driftscan {
 
 struct GrowingSeriesOptions {
-  double settle_s = 0.2;               // a folder's file: unchanged this long counts as complete
-  double incomplete_timeout_s = 10.0;  // a folder's file still incomplete after this long is skipped
-  std::size_t max_frames = 0;          // take in at most this many frames (0: no bound)
-  std::size_t cache_bytes = std::size_t(64) << 20;
+  double settle_s = 0.2;                             // a folder's file: unchanged this long counts as complete
+  double incomplete_timeout_s = 10.0;                // a folder's file still incomplete after this long is skipped
+  std::size_t max_frames = 0;                        // take in at most this many frames (0: no bound)
+  std::size_t cache_frames = 6;                      // decoded frames kept (the newest, frame 0 if still recent)...
+  std::size_t cache_bytes = std::size_t(256) << 20;  // ...and at most this many bytes of them
 };
 
 // What one poll found.
@@ -50,8 +51,8 @@ class GrowingSeries : public FrameSource {
   GrowingSeries(const GrowingSeries&) = delete;
   GrowingSeries& operator=(const GrowingSeries&) = delete;
 
-  // Takes in the frames completed since the last poll. Not concurrently with
-  // frame(). Throws Error(failure) naming the path when the followed file
+  // Takes in the frames completed since the last poll (one thread polls;
+  // others may read frames meanwhile). Throws Error(failure) naming the path when the followed file
   // was deleted, replaced or truncated, or the folder removed; bad_input when
   // frame 0 itself cannot be decoded.
   SeriesGrowth poll();
@@ -60,7 +61,7 @@ class GrowingSeries : public FrameSource {
   std::size_t frame_count() const override;
   int width() const override;
   int height() const override;
-  // Thread-safe between polls.
+  // Thread-safe, also while another thread polls.
   Frame frame(std::size_t k) const override;
   double pixel_size() const override;
   std::string pixel_unit() const override;
