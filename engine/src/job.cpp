@@ -245,6 +245,10 @@ void validate(const Job& job) {
   check_fields(job, "spectrum");
   check_fields(job, "synth");
   check_fields(job, "scan");
+  check_fields(job, "follow");
+  check(!job.follow.enabled || job.command == "register", "follow.enabled is for 'register' only");
+  check(!job.follow.enabled || !job.scan.correct_distortion,
+        "follow.enabled and scan.correct_distortion cannot be combined (the correction needs the whole series)");
   check_fields(job, "execution");
 }
 

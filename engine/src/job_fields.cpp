@@ -185,6 +185,7 @@ constexpr auto S = &Job::synth;
 constexpr auto E = &Job::execution;
 constexpr auto P = &Job::spectrum;
 constexpr auto C = &Job::scan;
+constexpr auto F = &Job::follow;
 constexpr unsigned scanned = avg | syn;
 
 std::vector<JobField> make_table() {
@@ -193,6 +194,7 @@ std::vector<JobField> make_table() {
   using Syn = SynthOptions;
   using Exe = ExecutionSettings;
   using Scan = ScanSettings;
+  using Fol = FollowSettings;
   // One row per field, its aspects read as a sentence: kept as written.
   // clang-format off
   return {
@@ -346,6 +348,24 @@ std::vector<JobField> make_table() {
       Row("scan", "max_band_offset", T::number, "Bound on a band's move from the rigid drift (px; < half a lattice period)")
           .flag("--max-band-offset", reg).above(0).member<C, &Scan::max_band_offset>(),
 
+      // follow: register a series while it is being written
+      Row("follow", "enabled", T::boolean, "Register the series while it is written: frames as they complete (a growing TIFF, a folder or glob)")
+          .flag("--follow", reg).is_switch().member<F, &Fol::enabled>(),
+      Row("follow", "until_frames", T::count, "Follow: stop after this many frames (0: no bound)")
+          .flag("--until-frames", reg).member<F, &Fol::until_frames>(),
+      Row("follow", "idle_timeout_s", T::number, "Follow: stop when no frame has completed for this long (s)")
+          .flag("--idle-timeout", reg).above(0).member<F, &Fol::idle_timeout_s>(),
+      Row("follow", "poll_interval_s", T::number, "Follow: seconds between looks at the file or folder")
+          .flag("--poll-interval", reg).above(0).at_most(10).member<F, &Fol::poll_interval_s>(),
+      Row("follow", "settle_s", T::number, "Follow: a folder's file unchanged this long (s) counts as complete (closed or renamed files at once)")
+          .flag("--settle", reg).at_least(0).member<F, &Fol::settle_s>(),
+      Row("follow", "incomplete_timeout_s", T::number, "Follow: a folder's file still incomplete after this long (s) is skipped")
+          .flag("--incomplete-timeout", reg).above(0).member<F, &Fol::incomplete_timeout_s>(),
+      Row("follow", "average_every_frames", T::count, "Follow: rewrite average.tif after this many new frames")
+          .flag("--average-every-frames", reg).at_least(1).member<F, &Fol::average_every_frames>(),
+      Row("follow", "average_every_s", T::number, "Follow: or after this many seconds with new frames")
+          .flag("--average-every-s", reg).above(0).member<F, &Fol::average_every_s>(),
+
       // execution
       Row("execution", "profile", T::text, "Launch profile recorded in the job (driftscan-launch)")
           .flag("--profile", all).editor("Profile").listed().member<E, &Exe::profile>(),
@@ -390,7 +410,8 @@ const std::vector<JobField>& job_fields() {
 }
 
 const std::vector<std::string>& job_blocks() {
-  static const std::vector<std::string> blocks{"registration", "averaging", "spectrum", "synth", "scan", "execution"};
+  static const std::vector<std::string> blocks{"registration", "averaging", "spectrum", "synth", "scan", "follow",
+                                                "execution"};
   return blocks;
 }
 

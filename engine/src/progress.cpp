@@ -61,6 +61,10 @@ class ProgressBase : public Progress {
     finish_phase_locked();
     on_cancelled();
   }
+  void frame(const nlohmann::json& fields) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    on_frame(fields);
+  }
 
  protected:
   virtual void on_start(const std::string& command, const nlohmann::json& details) = 0;
@@ -70,6 +74,7 @@ class ProgressBase : public Progress {
   virtual void on_result(const nlohmann::json& files) = 0;
   virtual void on_error(const std::string& message, int code) = 0;
   virtual void on_cancelled() = 0;
+  virtual void on_frame(const nlohmann::json&) {}
 
   double elapsed_s() const { return std::chrono::duration<double>(Clock::now() - phase_start_).count(); }
   // Linear extrapolation of the phase's rate; negative when unknown.
@@ -106,6 +111,11 @@ class JsonProgress : public ProgressBase {
 
  private:
   void write(const nlohmann::json& j) { out_ << j.dump() << '\n' << std::flush; }
+  void on_frame(const nlohmann::json& fields) override {
+    nlohmann::json j = fields.is_object() ? fields : nlohmann::json::object();
+    j["event"] = "frame";
+    write(j);
+  }
   void on_start(const std::string& command, const nlohmann::json& details) override {
     nlohmann::json j = details.is_object() ? details : nlohmann::json::object();
     j["event"] = "start";

@@ -226,59 +226,70 @@ AverageResult average_registered(const FrameSource& frames, const std::vector<Re
   return avg;
 }
 
-void write_drift_csv(const std::string& path, const std::vector<Registration>& registrations, MotionModel model,
-                     Point centre, const AverageResult* average, const std::vector<DriftUncertainty>* uncertainty) {
+std::string drift_csv_header(MotionModel model, bool sigmas) {
   std::string s = "frame,dx,dy";
   if (model != MotionModel::translation) s += ",angle_deg";
   if (model == MotionModel::affine) s += ",a,b,c,d,tx,ty";
-  const bool sigmas = uncertainty && uncertainty->size() == registrations.size();
   if (sigmas) {
     s += ",sigma_dx,sigma_dy,cov_dxdy";
     if (model != MotionModel::translation) s += ",sigma_angle_deg";
     if (model == MotionModel::affine) s += ",sigma_a,sigma_b,sigma_c,sigma_d,sigma_tx,sigma_ty";
     s += ",noise_var,sigma_flag";
   }
-  const std::vector<double> noise = sigmas ? frame_noise_variances(*uncertainty) : std::vector<double>();
-  s += ",iterations,cost,ncc,quality,used,flags\n";
+  return s + ",iterations,cost,ncc,quality,used,flags\n";
+}
+
+std::string drift_csv_row(std::size_t k, const Registration& r, MotionModel model, Point centre, double quality,
+                          bool used, const DriftUncertainty* u, double noise_var) {
+  std::string s;
   char buf[512];
-  for (std::size_t k = 0; k < registrations.size(); ++k) {
-    const Registration& r = registrations[k];
-    Point d = r.transform.displacement(centre);
-    std::snprintf(buf, sizeof buf, "%zu,%.6f,%.6f", k, d.x, d.y);
+  Point d = r.transform.displacement(centre);
+  std::snprintf(buf, sizeof buf, "%zu,%.6f,%.6f", k, d.x, d.y);
+  s += buf;
+  if (model != MotionModel::translation) {
+    std::snprintf(buf, sizeof buf, ",%.6f", r.transform.angle() * 180.0 / 3.14159265358979323846);
+    s += buf;
+  }
+  if (model == MotionModel::affine) {
+    const Transform& t = r.transform;
+    std::snprintf(buf, sizeof buf, ",%.9f,%.9f,%.9f,%.9f,%.6f,%.6f", t.a, t.b, t.c, t.d, t.tx, t.ty);
+    s += buf;
+  }
+  if (u) {
+    std::snprintf(buf, sizeof buf, ",%.6g,%.6g,%.6g", u->sigma_dx, u->sigma_dy, u->singular ? 0.0 : u->cov_dxdy);
     s += buf;
     if (model != MotionModel::translation) {
-      std::snprintf(buf, sizeof buf, ",%.6f", r.transform.angle() * 180.0 / 3.14159265358979323846);
+      std::snprintf(buf, sizeof buf, ",%.6g", u->sigma_angle_deg);
       s += buf;
     }
-    if (model == MotionModel::affine) {
-      const Transform& t = r.transform;
-      std::snprintf(buf, sizeof buf, ",%.9f,%.9f,%.9f,%.9f,%.6f,%.6f", t.a, t.b, t.c, t.d, t.tx, t.ty);
-      s += buf;
-    }
-    if (sigmas) {
-      const DriftUncertainty& u = (*uncertainty)[k];
-      std::snprintf(buf, sizeof buf, ",%.6g,%.6g,%.6g", u.sigma_dx, u.sigma_dy, u.singular ? 0.0 : u.cov_dxdy);
-      s += buf;
-      if (model != MotionModel::translation) {
-        std::snprintf(buf, sizeof buf, ",%.6g", u.sigma_angle_deg);
+    if (model == MotionModel::affine)
+      for (double v : u->sigma_affine) {
+        std::snprintf(buf, sizeof buf, ",%.6g", v);
         s += buf;
       }
-      if (model == MotionModel::affine)
-        for (double v : u.sigma_affine) {
-          std::snprintf(buf, sizeof buf, ",%.6g", v);
-          s += buf;
-        }
-      std::snprintf(buf, sizeof buf, ",%.6g", noise[k]);
-      s += buf;
-      s += u.singular ? ",singular" : ",";
-    }
-    double quality = average && k < average->quality.size() ? average->quality[k] : 0.0;
-    bool used = average && k < average->used.size() ? static_cast<bool>(average->used[k]) : !(r.flags & kBadFrame);
-    if (!std::isfinite(quality)) quality = 0.0;
-    double ncc = k == 0 ? 1.0 : r.quality;
-    std::snprintf(buf, sizeof buf, ",%d,%.6g,%.6f,%.6f,%d,%s\n", r.iterations, std::isfinite(r.cost) ? r.cost : 1.0,
-                  std::isfinite(ncc) ? ncc : 0.0, quality, used ? 1 : 0, flag_names(r.flags).c_str());
+    std::snprintf(buf, sizeof buf, ",%.6g", noise_var);
     s += buf;
+    s += u->singular ? ",singular" : ",";
+  }
+  if (!std::isfinite(quality)) quality = 0.0;
+  double ncc = k == 0 ? 1.0 : r.quality;
+  std::snprintf(buf, sizeof buf, ",%d,%.6g,%.6f,%.6f,%d,%s\n", r.iterations, std::isfinite(r.cost) ? r.cost : 1.0,
+                std::isfinite(ncc) ? ncc : 0.0, quality, used ? 1 : 0, flag_names(r.flags).c_str());
+  return s + buf;
+}
+
+void write_drift_csv(const std::string& path, const std::vector<Registration>& registrations, MotionModel model,
+                     Point centre, const AverageResult* average, const std::vector<DriftUncertainty>* uncertainty) {
+  const bool sigmas = uncertainty && uncertainty->size() == registrations.size();
+  std::string s = drift_csv_header(model, sigmas);
+  const std::vector<double> noise = sigmas ? frame_noise_variances(*uncertainty) : std::vector<double>();
+  for (std::size_t k = 0; k < registrations.size(); ++k) {
+    const Registration& r = registrations[k];
+    const double quality = average && k < average->quality.size() ? average->quality[k] : 0.0;
+    const bool used =
+        average && k < average->used.size() ? static_cast<bool>(average->used[k]) : !(r.flags & kBadFrame);
+    s += drift_csv_row(k, r, model, centre, quality, used, sigmas ? &(*uncertainty)[k] : nullptr,
+                       sigmas ? noise[k] : 0.0);
   }
   write_text_atomically(path, s);
 }

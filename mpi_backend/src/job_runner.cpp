@@ -20,6 +20,7 @@
 #include "driftscan/mpi/distributed_average.hpp"
 #include "driftscan/mpi/distributed_checkpoint.hpp"
 #include "driftscan/mpi/distributed_register.hpp"
+#include "driftscan/mpi/follow_register.hpp"
 #include "driftscan/mpi/idle_wait.hpp"
 #include "driftscan/mpi/preflight.hpp"
 #include "driftscan/mpi/register_checkpoint.hpp"
@@ -102,8 +103,9 @@ int run_synth(const Job& job, RunContext& ctx) {
 // hierarchical work-stealing scan over all ranks otherwise.
 int run_register(const Job& job, RunContext& ctx) {
   nlohmann::json files;
-  auto announce = [&](const RegisterResult& r, std::size_t frames) {
-    for (const auto& w : r.warnings) ctx.progress.log(LogLevel::warning, w);
+  // `logged`: the first warnings were said already (a follow says each as it happens).
+  auto announce = [&](const RegisterResult& r, std::size_t frames, std::size_t logged = 0) {
+    for (std::size_t i = logged; i < r.warnings.size(); ++i) ctx.progress.log(LogLevel::warning, r.warnings[i]);
     auto abs = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
     files = {{"drift", abs(r.files.drift)},
              {"average", abs(r.files.average)},
@@ -132,6 +134,21 @@ int run_register(const Job& job, RunContext& ctx) {
       if (fs::path(f).filename() != fs::path(checkpoint_path(job.output)).filename()) return true;
     return false;
   }();
+  if (job.follow.enabled) {
+    // A followed series is registered by rank 0 alone (the batch run is the
+    // cluster path); the other ranks wait.
+    if (!job.apply_to.empty()) throw bad_input("--apply-to cannot be combined with --follow");
+    commit_on_root(ctx, [&] {
+      FollowResult f = follow_register(job, ctx.progress, ctx.cancel);
+      ctx.progress.log(LogLevel::info,
+                       "follow ended (" + f.stopped_by + ") after " + std::to_string(f.frames) + " frames" +
+                           (f.resumed ? " (" + std::to_string(f.resumed) + " from the checkpoint)" : ""));
+      announce(f.result, f.frames, f.logged_warnings);
+    });
+    if (ctx.rank == 0) ctx.progress.result(files);
+    report_peak_memory(ctx);
+    return 0;
+  }
   // --apply-to: the other signals are checked before any work (every rank: same error everywhere).
   const std::vector<std::string> apply_to = apply_to_signals(job);
   // The scan-distortion correction is a phase of the distributed path (one rank included).

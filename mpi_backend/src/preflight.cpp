@@ -99,6 +99,12 @@ void check_locally(const Job& job, RunContext& ctx, std::string& created) {
     check_writable(job.output, ctx.rank, created);
     return;
   }
+  // A followed series is still being written: it may not be a readable
+  // series yet (no page, a page half written); the follow itself checks it.
+  if (job.follow.enabled) {
+    check_writable(job.output, ctx.rank, created);
+    return;
+  }
   // Rank 0 looks at the input once: the settings that refer to its frames,
   // and the outputs' size.
   const auto frames = open_job_input(job);

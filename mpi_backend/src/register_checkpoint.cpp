@@ -53,6 +53,20 @@ nlohmann::json checkpoint_fingerprint(const Job& job, const FrameSource& frames)
           {"registration", j["registration"]}};
 }
 
+bool fingerprint_fits(const nlohmann::json& stored, const nlohmann::json& expected) {
+  if (!stored.is_object() || !expected.is_object()) return false;
+  nlohmann::json a = stored, b = expected;
+  const auto frames_of = [](const nlohmann::json& j) {
+    const auto it = j.find("frames");
+    return it != j.end() && it->is_number_unsigned() ? it->get<std::size_t>() : std::size_t(0);
+  };
+  const std::size_t done = frames_of(a), now = frames_of(b);
+  a.erase("frames");
+  b.erase("frames");
+  // The frames done stay what they were when the series grows (appended frames only).
+  return a == b && done >= 1 && done <= now;
+}
+
 void save_checkpoint(const RegisterCheckpoint& c, const std::string& path) {
   AtomicFile file(path, "checkpoint");
   std::ostream& out = file.stream();
@@ -76,7 +90,7 @@ RegisterCheckpoint read_checkpoint_file(const std::string& path, const nlohmann:
     throw bad_input(path + ": not a DriftScan checkpoint");
   }
   if (!head.is_object() || head.value("magic", "") != kMagic) throw bad_input(path + ": not a DriftScan checkpoint");
-  if (head["fingerprint"] != expected)
+  if (!fingerprint_fits(head["fingerprint"], expected))
     throw bad_input(path +
                     ": checkpoint was made for another input or other registration settings "
                     "(delete it or run without --resume)");
@@ -89,7 +103,7 @@ RegisterCheckpoint read_checkpoint_file(const std::string& path, const nlohmann:
   } catch (...) {
     throw bad_input(path + ": not a DriftScan checkpoint");
   }
-  std::size_t n = expected.value("frames", std::size_t(0));
+  std::size_t n = c.fingerprint.value("frames", std::size_t(0));
   if (ne > n || np > n) throw bad_input(path + ": checkpoint counts do not fit the series");
   c.elements = read_records(in, ne, path);
   c.prefix = read_records(in, np, path);

@@ -55,6 +55,21 @@ struct ScanSettings {
   ScanDistortionSettings distortion() const;
 };
 
+// register --follow: registering a series while it is written (live
+// acquisition; growing_series.hpp). Ends after until_frames frames, when no
+// frame has completed for idle_timeout_s, or on a cancel; then the outputs
+// are those of a batch run over the frames taken.
+struct FollowSettings {
+  bool enabled = false;
+  std::size_t until_frames = 0;           // 0: no bound
+  double idle_timeout_s = 60.0;           // > 0
+  double poll_interval_s = 0.02;          // between looks at the file or folder
+  double settle_s = 0.2;                  // a folder's file unchanged this long counts as complete
+  double incomplete_timeout_s = 10.0;     // a folder's file still incomplete after this long is skipped
+  std::size_t average_every_frames = 25;  // average.tif rewritten after this many new frames...
+  double average_every_s = 2.0;           // ...or this many seconds (whichever comes first)
+};
+
 struct Job {
   int version = 1;
   std::string command = "register";  // register | average | spectrum | synth
@@ -65,6 +80,7 @@ struct Job {
   SpectrumSettings spectrum;
   SynthOptions synth;
   ScanSettings scan;
+  FollowSettings follow;
   ExecutionSettings execution;
   std::string signal;    // the input's signal to read (multi-signal files); "": the first
   std::string apply_to;  // register: other signals averaged with the drift found ("a,b" or "all")

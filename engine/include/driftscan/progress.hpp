@@ -8,6 +8,7 @@
 //   {"event":"result","files":{...}}
 //   {"event":"error","message":...,"code":N}
 //   {"event":"cancelled"}
+//   {"event":"frame","frame":k,"dx":..,"dy":..,...}   (register --follow)
 // All methods are thread-safe; progress lines are rate-limited.
 #include <cstddef>
 #include <iosfwd>
@@ -32,6 +33,10 @@ class Progress {
   virtual void result(const nlohmann::json& files) = 0;
   virtual void error(const std::string& message, int code) = 0;
   virtual void cancelled() = 0;
+  // One frame registered while a series is followed (`register --follow`):
+  // the JSON form writes {"event":"frame", ...fields} for every frame (not
+  // rate-limited); the others show the `follow` phase's progress instead.
+  virtual void frame(const nlohmann::json& fields) { (void)fields; }
 };
 
 // JSON lines on `out` (the machine protocol, `--progress json`).

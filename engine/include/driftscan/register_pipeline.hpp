@@ -136,6 +136,13 @@ void write_drift_csv(const std::string& path, const std::vector<Registration>& r
                      Point centre, const AverageResult* average,
                      const std::vector<DriftUncertainty>* uncertainty = nullptr);
 
+// drift.csv's header line and one frame's row (both ending in a newline), as
+// write_drift_csv writes them; `follow` appends rows as frames arrive.
+// `u` null: no sigma columns (the header then says so too).
+std::string drift_csv_header(MotionModel model, bool sigmas);
+std::string drift_csv_row(std::size_t k, const Registration& r, MotionModel model, Point centre, double quality,
+                          bool used, const DriftUncertainty* u, double noise_var);
+
 // The whole pipeline. Throws bad_input for a one-frame series, an unusable
 // frame 0, bad settings; cancellation throws Error(cancelled) and leaves no
 // output file that looks complete.

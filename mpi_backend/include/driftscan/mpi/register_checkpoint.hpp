@@ -31,6 +31,10 @@ struct RegisterCheckpoint {
 
 std::string checkpoint_path(const std::string& out_dir);
 nlohmann::json checkpoint_fingerprint(const Job& job, const FrameSource& frames);
+// A checkpoint fits a run when input, frame size and registration settings
+// agree and it covers no more frames than the series has now: a series that
+// grew since (frames appended, as `register --follow` sees them) is extended.
+bool fingerprint_fits(const nlohmann::json& stored, const nlohmann::json& expected);
 void save_checkpoint(const RegisterCheckpoint& c, const std::string& path);  // atomic
 // Any checkpoint file, serial or a rank's, as stored. Throws bad_input when
 // the file is corrupt or made for another input/settings.

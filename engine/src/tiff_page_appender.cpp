@@ -1,0 +1,111 @@
+// Appending pages to a TIFF being read; see tiff_page_appender.hpp.
+#include "driftscan/tiff_page_appender.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "driftscan/error.hpp"
+
+namespace driftscan {
+namespace {
+
+void put16(std::vector<unsigned char>& b, std::size_t at, std::uint32_t v) {
+  b[at] = static_cast<unsigned char>(v);
+  b[at + 1] = static_cast<unsigned char>(v >> 8);
+}
+void put32(std::vector<unsigned char>& b, std::size_t at, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) b[at + static_cast<std::size_t>(i)] = static_cast<unsigned char>(v >> (8 * i));
+}
+
+}  // namespace
+
+TiffPageAppender::TiffPageAppender(const std::string& path, SampleFormat format) : path_(path), format_(format) {
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw failure(path + ": cannot create (" + std::strerror(errno) + ")");
+  const unsigned char header[8] = {'I', 'I', 42, 0, 0, 0, 0, 0};
+  write_at(0, header, sizeof header);
+}
+
+TiffPageAppender::~TiffPageAppender() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void TiffPageAppender::write_at(std::uint64_t at, const void* data, std::size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::size_t done = 0;
+  while (done < n) {
+    const ssize_t w = ::pwrite(fd_, p + done, n - done, static_cast<off_t>(at + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) throw failure(path_ + ": cannot write (" + std::strerror(errno) + ")");
+    done += static_cast<std::size_t>(w);
+  }
+}
+
+void TiffPageAppender::append(const Frame& frame, const AppendOrder& order) {
+  const bool f32 = format_ == SampleFormat::float32;
+  const std::size_t bytes_per = f32 ? 4 : 2;
+  std::vector<unsigned char> data(frame.pixels.size() * bytes_per);
+  for (std::size_t i = 0; i < frame.pixels.size(); ++i) {
+    if (f32) {
+      std::uint32_t bits = 0;
+      std::memcpy(&bits, &frame.pixels[i], 4);
+      put32(data, i * 4, bits);
+    } else {
+      const float v = std::round(std::clamp(frame.pixels[i], 0.0f, 65535.0f));
+      put16(data, i * 2, static_cast<std::uint32_t>(v));
+    }
+  }
+  constexpr std::uint32_t entries = 10;
+  std::vector<unsigned char> ifd(2 + entries * 12 + 4, 0);
+  const std::uint64_t ifd_at = order.link_first ? end_ : end_ + data.size() + (data.size() & 1);
+  const std::uint64_t data_at = order.link_first ? end_ + ifd.size() : end_;
+  put16(ifd, 0, entries);
+  std::size_t e = 2;
+  auto entry = [&](std::uint32_t tag, std::uint32_t type, std::uint32_t value) {
+    put16(ifd, e, tag);
+    put16(ifd, e + 2, type);
+    put32(ifd, e + 4, 1);
+    if (type == 3) put16(ifd, e + 8, value);
+    else put32(ifd, e + 8, value);
+    e += 12;
+  };
+  entry(256, 4, static_cast<std::uint32_t>(frame.width));
+  entry(257, 4, static_cast<std::uint32_t>(frame.height));
+  entry(258, 3, f32 ? 32 : 16);
+  entry(259, 3, 1);  // no compression
+  entry(262, 3, 1);  // min-is-black
+  entry(273, 4, static_cast<std::uint32_t>(data_at));
+  entry(277, 3, 1);
+  entry(278, 4, static_cast<std::uint32_t>(frame.height));
+  entry(279, 4, static_cast<std::uint32_t>(data.size()));
+  entry(339, 3, f32 ? 3 : 1);
+  // next IFD: 0 (the last bytes, already zero)
+  std::vector<unsigned char> link(4, 0);
+  put32(link, 0, static_cast<std::uint32_t>(ifd_at));
+  if (order.link_first) {
+    write_at(ifd_at, ifd.data(), ifd.size());
+    write_at(pointer_at_, link.data(), link.size());
+    const std::size_t half = data.size() / 2;
+    write_at(data_at, data.data(), half);
+    if (order.pause_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(order.pause_s));
+    write_at(data_at + half, data.data() + half, data.size() - half);
+    end_ = data_at + data.size() + (data.size() & 1);
+  } else {
+    write_at(data_at, data.data(), data.size());
+    write_at(ifd_at, ifd.data(), ifd.size());
+    write_at(pointer_at_, link.data(), link.size());
+    end_ = ifd_at + ifd.size();
+  }
+  pointer_at_ = ifd_at + 2 + entries * 12;
+  ++pages_;
+}
+
+}  // namespace driftscan
