@@ -20,6 +20,7 @@
 #include "driftscan/mpi/distributed_average.hpp"
 #include "driftscan/mpi/distributed_checkpoint.hpp"
 #include "driftscan/mpi/distributed_register.hpp"
+#include "driftscan/mpi/global_scan.hpp"
 #include "driftscan/mpi/preflight.hpp"
 #include "driftscan/mpi/register_checkpoint.hpp"
 #include "driftscan/mpi/signal_averages.hpp"
@@ -54,24 +55,25 @@ void make_output_folder(const std::string& folder) {
     throw failure(folder + ": cannot create the results folder (" + ec.message() + ")");
 }
 
-// Rank 0 does the work, the others wait (cancellably); an exception on rank 0
-// still releases them so nobody waits for a rank that has stopped.
+// Rank 0 does the work, the others wait; then every rank leaves with the
+// same outcome (rank 0's error, or a cancel, is thrown on every rank), so
+// nobody goes on to a collective that a stopped rank never joins.
 template <class F>
 void on_root(RunContext& ctx, F&& work) {
+  std::optional<Error> error;
   if (ctx.rank == 0) {
     try {
       work();
-    } catch (...) {
-      if (ctx.size > 1) {
-        try {
-          cancellable_barrier(ctx);
-        } catch (...) {
-        }
-      }
-      throw;
+    } catch (const Error& e) {
+      error = e;
+    } catch (const std::bad_alloc&) {
+      error = Error(ErrorKind::failure, "out of memory");
+    } catch (const std::exception& e) {
+      error = Error(ErrorKind::failure, e.what());
     }
   }
-  if (ctx.size > 1) cancellable_barrier(ctx);
+  if (ctx.size > 1) agree_on_outcome(ctx, error ? &*error : nullptr);
+  else if (error) throw *error;
 }
 
 // Peak resident memory of every rank, said once by rank 0 (what the scale
@@ -150,16 +152,26 @@ int run_register(const Job& job, RunContext& ctx) {
   }();
   // --apply-to: the other signals are checked before any work (every rank: same error everywhere).
   const std::vector<std::string> apply_to = apply_to_signals(job);
-  // The scan-distortion correction is a phase of the distributed path (one rank included).
-  if (ctx.size > 1 || rank_checkpoints || job.scan.correct_distortion) {
-    RegisterResult r = register_distributed(job, ctx);
-    if (ctx.rank == 0) announce(r, r.registrations.size());
-  } else {
-    auto frames = open_job_input(job);
-    RegisterResult r = register_with_checkpoints(job, *frames, ctx.progress, ctx.cancel);
-    announce(r, frames->frame_count());
+  std::optional<OutputSet> set;
+  open_output_set(job, ctx, {job.input}, set);
+  try {
+    // The scan-distortion correction is a phase of the distributed path (one rank included).
+    if (ctx.size > 1 || rank_checkpoints || job.scan.correct_distortion) {
+      RegisterResult r = register_distributed(job, ctx, set ? &*set : nullptr);
+      if (ctx.rank == 0) announce(r, r.registrations.size());
+    } else {
+      auto frames = open_job_input(job);
+      RegisterResult r = register_with_checkpoints(job, *frames, ctx.progress, ctx.cancel, *set);
+      announce(r, frames->frame_count());
+    }
+    if (!apply_to.empty())
+      on_root(ctx, [&] { files.update(average_signals(job, apply_to, ctx.progress, ctx.cancel, *set)); });
+    commit_outputs(ctx, set);
+  } catch (const Error& e) {
+    if (set) throw set->explain(e);  // what was kept: the checkpoints too, for --resume
+    throw;
   }
-  if (!apply_to.empty()) on_root(ctx, [&] { files.update(average_signals(job, apply_to, ctx.progress, ctx.cancel)); });
+  if (ctx.rank == 0) remove_checkpoints(job.output);  // the outputs are complete: nothing left to resume
   report_peak_memory(ctx);
   if (ctx.rank == 0) ctx.progress.result(files);
   return 0;
@@ -169,8 +181,26 @@ int run_register(const Job& job, RunContext& ctx) {
 // threshold, excluded frames) without registering again. Every rank averages
 // its share (distributed_average.hpp); rank 0 writes average.tif,
 // coverage.tif, quality.csv.
+void average_and_write(const Job& job, RunContext& ctx, std::optional<OutputSet>& set, nlohmann::json& files);
+
 int run_average(const Job& job, RunContext& ctx) {
   nlohmann::json files;
+  std::optional<OutputSet> set;
+  open_output_set(job, ctx, {job.input, job.averaging.drift}, set);
+  try {
+    average_and_write(job, ctx, set, files);
+    commit_outputs(ctx, set);
+  } catch (const Error& e) {
+    if (set) throw set->explain(e);
+    throw;
+  }
+  report_peak_memory(ctx);
+  if (ctx.rank == 0) ctx.progress.result(files);
+  return 0;
+}
+
+// run_average's work: every rank averages its share, rank 0 stages the files.
+void average_and_write(const Job& job, RunContext& ctx, std::optional<OutputSet>& set, nlohmann::json& files) {
   auto frames = open_job_input(job);
   const Point centre{(frames->width() - 1) / 2.0, (frames->height() - 1) / 2.0};
   DriftTable drift = read_drift_table(job.averaging.drift, centre);
@@ -219,36 +249,38 @@ int run_average(const Job& job, RunContext& ctx) {
   on_root(ctx, [&] {
     for (const auto& w : avg.warnings) ctx.progress.log(LogLevel::warning, w);
     ctx.cancel.throw_if_cancelled();
-    make_output_folder(job.output);
-    ctx.progress.phase("write", 3);
+    ctx.progress.phase("write", 4);
     TiffWriteOptions tw;
     tw.pixel_size = frames->pixel_size();
     tw.unit = frames->pixel_unit();
-    const fs::path out(job.output);
-    write_tiff((out / "average.tif").string(), avg.average, tw);
-    write_tiff((out / "coverage.tif").string(), avg.coverage, tw);
-    const std::string quality = (out / "quality.csv").string();
-    {
-      AtomicFile file(quality, "quality table");
+    set->write("average.tif", [&](const std::string& path) { write_tiff(path, avg.average, tw); });
+    set->write("coverage.tif", [&](const std::string& path) { write_tiff(path, avg.coverage, tw); });
+    set->write("quality.csv", [&](const std::string& path) {
+      AtomicFile file(path, "quality table");
       std::ostream& q = file.stream();
       q << "frame,quality,used\n";
       for (std::size_t k = 0; k < avg.quality.size(); ++k)
         q << k << ',' << avg.quality[k] << ',' << (k < avg.used.size() && avg.used[k] ? 1 : 0) << '\n';
       file.commit();
-    }
-    ctx.progress.advance(3);
-    auto abs = [](const fs::path& p) { return fs::absolute(p).lexically_normal().string(); };
-    files = {{"average", abs(out / "average.tif")}, {"coverage", abs(out / "coverage.tif")}, {"quality", abs(quality)}};
+    });
+    auto abs = [&](const char* name) { return fs::absolute(set->final_path(name)).lexically_normal().string(); };
+    files = {{"average", abs("average.tif")}, {"coverage", abs("coverage.tif")}, {"quality", abs("quality.csv")}};
+    nlohmann::json listed = files;
+    listed["report"] = abs(kOutputRecord);
+    set->write(kOutputRecord,
+               [&](const std::string& path) { write_command_report(path, job, *frames, listed, avg.warnings); });
+    files["report"] = listed["report"];
+    ctx.progress.advance(4);
   });
-  report_peak_memory(ctx);
-  if (ctx.rank == 0) ctx.progress.result(files);
-  return 0;
 }
 
 // The 3-D spectrum of the stack (raw, or registered with averaging.drift)
 // with the distributed DFT, each rank reading its own slab of frames; then,
 // on rank 0, the 2-D power spectra of the stack's average and of frame
 // spectrum.frame (ln(1 + power), centred).
+void spectrum_and_write(const Job& job, RunContext& ctx, const FrameSource& source, const StackSpectrumOptions& options,
+                        std::optional<OutputSet>& set, nlohmann::json& files);
+
 int run_spectrum(const Job& job, RunContext& ctx) {
   // Every rank opens the input and reads the drift table, so bad input stops
   // them all with the same one-line error before any collective.
@@ -276,22 +308,30 @@ int run_spectrum(const Job& job, RunContext& ctx) {
   options.interpolation = job.averaging.interpolation;
   options.max_frames = job.spectrum.max_frames;
   options.threads = std::max(1, job.execution.threads);
-  const fs::path out(job.output);
-  options.volume_path = (out / "spectrum3d.tif").string();
-  {
-    std::unique_ptr<Error> err;
-    if (ctx.rank == 0) {
-      try {
-        make_output_folder(job.output);
-      } catch (const Error& e) {
-        err = std::make_unique<Error>(e);
-      }
-    }
-    agree_on_outcome(ctx, err.get());
-  }
-
-  StackSpectrumResult r = compute_stack_spectrum(*frames, options, ctx);
+  std::optional<OutputSet> set;
+  open_output_set(job, ctx, {job.input, job.averaging.drift}, set);
   nlohmann::json files;
+  try {
+    if (set) options.volume_path = set->stage("spectrum3d.tif");  // rank 0 writes the volume
+    spectrum_and_write(job, ctx, *frames, options, set, files);
+    commit_outputs(ctx, set);
+  } catch (const Error& e) {
+    if (set) throw set->explain(e);
+    throw;
+  }
+  report_peak_memory(ctx);
+  if (ctx.rank == 0) ctx.progress.result(files);
+  return 0;
+}
+
+// run_spectrum's work: the 3-D spectrum over all ranks, then the 2-D spectra
+// and the report staged on rank 0.
+void spectrum_and_write(const Job& job, RunContext& ctx, const FrameSource& source, const StackSpectrumOptions& options,
+                        std::optional<OutputSet>& set, nlohmann::json& files) {
+  const FrameSource* const frames = &source;
+  const std::size_t count = frames->frame_count();
+  const auto k = static_cast<std::size_t>(job.spectrum.frame);
+  StackSpectrumResult r = compute_stack_spectrum(*frames, options, ctx);
   on_root(ctx, [&] {
     char line[300];
     std::snprintf(line, sizeof line,
@@ -304,24 +344,25 @@ int run_spectrum(const Job& job, RunContext& ctx) {
       ctx.progress.log(LogLevel::warning, "the last " + std::to_string(count - r.frames_used) +
                                               " frames fill no whole bin and are left out of the 3-D spectrum");
     const PowerSpectrum ps(frames->width(), frames->height());
-    const std::string avg_path = (out / "spectrum_average.tif").string(), frame_path = (out / "spectrum.tif").string();
-    write_tiff(avg_path, ps.log_power(r.average));
+    set->write("spectrum_average.tif", [&](const std::string& path) { write_tiff(path, ps.log_power(r.average)); });
     const Frame f = frames->frame(k);
     ctx.cancel.throw_if_cancelled();
-    write_tiff(frame_path, ps.log_power(f));
+    set->write("spectrum.tif", [&](const std::string& path) { write_tiff(path, ps.log_power(f)); });
     const SpectrumPeak pa = ps.strongest_peak(r.average), pf = ps.strongest_peak(f);
     std::snprintf(line, sizeof line,
                   "strongest lattice peak: average period %.3f px, sharpness %.1f; frame %zu period %.3f px, "
                   "sharpness %.1f",
                   pa.period, pa.sharpness, k, pf.period, pf.sharpness);
     ctx.progress.log(LogLevel::info, line);
-    auto abs = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
-    files = {
-        {"spectrum", abs(frame_path)}, {"spectrum_average", abs(avg_path)}, {"spectrum3d", abs(options.volume_path)}};
+    auto abs = [&](const char* name) { return fs::absolute(set->final_path(name)).lexically_normal().string(); };
+    files = {{"spectrum", abs("spectrum.tif")},
+             {"spectrum_average", abs("spectrum_average.tif")},
+             {"spectrum3d", abs("spectrum3d.tif")}};
+    nlohmann::json listed = files;
+    listed["report"] = abs(kOutputRecord);
+    set->write(kOutputRecord, [&](const std::string& path) { write_command_report(path, job, *frames, listed, {}); });
+    files["report"] = listed["report"];
   });
-  report_peak_memory(ctx);
-  if (ctx.rank == 0) ctx.progress.result(files);
-  return 0;
 }
 
 }  // namespace
@@ -340,6 +381,28 @@ std::string synth_series_path(const std::string& output) {
 }
 
 bool job_command_available(const std::string&) { return true; }
+
+// report.json of a command other than register: what was run on what, and
+// the files of the set it completes.
+void write_command_report(const std::string& path, const Job& job, const FrameSource& frames,
+                          const nlohmann::json& files, const std::vector<std::string>& warnings) {
+  const nlohmann::json report{{"driftscan_report", 1},
+                              {"command", job.command},
+                              {"version", DRIFTSCAN_VERSION},
+                              {"input",
+                               {{"description", frames.describe()},
+                                {"frames", frames.frame_count()},
+                                {"width", frames.width()},
+                                {"height", frames.height()},
+                                {"pixel_size", frames.pixel_size()},
+                                {"unit", frames.pixel_unit()}}},
+                              {"job", to_json(job)},
+                              {"files", files},
+                              {"warnings", warnings}};
+  AtomicFile file(path, "report");
+  file.stream() << report.dump(2) << '\n';
+  file.commit();
+}
 
 void cancellable_barrier(RunContext& ctx) {
   MPI_Request req;
@@ -383,6 +446,35 @@ void agree_on_outcome(RunContext& ctx, const Error* local_error) {
   msg.resize(static_cast<std::size_t>(len));
   MPI_Bcast(msg.data(), len, MPI_CHAR, worst.rank, ctx.comm);
   throw Error(static_cast<ErrorKind>(kind), msg);
+}
+
+void open_output_set(const Job& job, RunContext& ctx, const std::vector<std::string>& inputs,
+                     std::optional<OutputSet>& set) {
+  std::optional<Error> error;
+  if (ctx.rank == 0) {
+    try {
+      set.emplace(job.output, job.command, inputs);
+    } catch (const Error& e) {
+      error = e;
+    }
+  }
+  agree_on_outcome(ctx, error ? &*error : nullptr);
+}
+
+void commit_outputs(RunContext& ctx, std::optional<OutputSet>& set) {
+  // Only once every rank has done its part (none failed, none cancelled).
+  agree_on_outcome(ctx, nullptr);
+  std::optional<Error> error;
+  if (set) {
+    try {
+      set->commit();
+    } catch (const Error& e) {
+      error = e;
+    }
+  }
+  // Committed is committed: a cancel arriving now does not make it an error.
+  if (ctx.size > 1) agree_on_failure(ctx.comm, error.has_value(), ErrorKind::failure, error ? error->what() : "");
+  else if (error) throw *error;
 }
 
 int run_job(const Job& job, RunContext& ctx) {

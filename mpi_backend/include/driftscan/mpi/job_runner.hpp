@@ -4,7 +4,9 @@
 // spectrum). A pipeline that has not been built into this program is
 // reported as unavailable (driftscan::Error, failure) — never faked.
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +14,7 @@
 #include "driftscan/frame_source.hpp"
 #include "driftscan/job.hpp"
 #include "driftscan/mpi/command.hpp"
+#include "driftscan/output_set.hpp"
 
 namespace driftscan::mpi {
 
@@ -53,9 +56,25 @@ void cancellable_barrier(RunContext& ctx);
 // left waiting in a collective for one that has stopped.
 void agree_on_outcome(RunContext& ctx, const Error* local_error);
 
+// The results folder's OutputSet (output_set.hpp) on rank 0, the rank that
+// writes; null on the others. Collective: a refused folder (another
+// command's results there, an input among the outputs) stops every rank with
+// the same error, before any work.
+void open_output_set(const Job& job, RunContext& ctx, const std::vector<std::string>& inputs,
+                     std::optional<OutputSet>& set);
+// Collective: commits rank 0's set once every rank has got here (no rank
+// failed or was cancelled); a failed commit fails every rank.
+void commit_outputs(RunContext& ctx, std::optional<OutputSet>& set);
+
+// report.json of a command other than register (average, spectrum): the
+// command, the input, the job and the files of the set it completes.
+void write_command_report(const std::string& path, const Job& job, const FrameSource& frames,
+                          const nlohmann::json& files, const std::vector<std::string>& warnings);
+
 // `average --lines lines.csv`: the series averaged in specimen coordinates
 // with a --scan-distortion run's per-line drift and jitter (another detector
-// recorded in the same scan), on rank 0. Writes average.tif, coverage.tif.
+// recorded in the same scan), on rank 0. Writes average.tif, coverage.tif,
+// report.json as one set.
 int run_average_with_lines(const Job& job, RunContext& ctx);
 
 }  // namespace driftscan::mpi

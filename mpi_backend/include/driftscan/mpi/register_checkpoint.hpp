@@ -40,8 +40,11 @@ RegisterCheckpoint load_checkpoint(const std::string& path, const nlohmann::json
 
 // The serial register pipeline (register_pipeline.hpp's phases) with
 // checkpoints and resume. Runs on the calling rank only. Multi-rank runs
-// checkpoint per rank (distributed_checkpoint.hpp).
+// checkpoint per rank (distributed_checkpoint.hpp). The outputs are staged
+// in `set`; the caller commits it, then removes the checkpoints. Once the
+// scan is done the checkpoint holds all of it (when checkpoints are on), so
+// a run interrupted later resumes without the pairs and the scan.
 RegisterResult register_with_checkpoints(const Job& job, const FrameSource& frames, Progress& progress,
-                                         const CancelToken& cancel);
+                                         const CancelToken& cancel, OutputSet& set);
 
 }  // namespace driftscan::mpi
