@@ -187,7 +187,9 @@ Error OutputSet::explain(const Error& e) const {
   if (e.kind() == ErrorKind::cancelled) return e;
   std::string message = e.what();
   for (const Staged& s : staged_) replace_all(message, s.temporary, final_path(s.name));
-  return Error(e.kind(), message + "; " + what_was_kept());
+  const std::string kept = what_was_kept();
+  if (message.find(kept) != std::string::npos) return Error(e.kind(), message);  // explained already
+  return Error(e.kind(), message + "; " + kept);
 }
 
 }  // namespace driftscan

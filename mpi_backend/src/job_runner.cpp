@@ -168,8 +168,12 @@ int run_register(const Job& job, RunContext& ctx) {
       on_root(ctx, [&] { files.update(average_signals(job, apply_to, ctx.progress, ctx.cancel, *set)); });
     commit_outputs(ctx, set);
   } catch (const Error& e) {
-    if (set) throw set->explain(e);  // what was kept: the checkpoints too, for --resume
-    throw;
+    if (!set) throw;
+    const Error explained = set->explain(e);
+    if (e.kind() != ErrorKind::failure || job.execution.checkpoint_interval_s <= 0 ||
+        checkpoint_files(job.output).empty())
+      throw explained;
+    throw Error(explained.kind(), std::string(explained.what()) + "; its checkpoints are kept: --resume continues");
   }
   if (ctx.rank == 0) remove_checkpoints(job.output);  // the outputs are complete: nothing left to resume
   report_peak_memory(ctx);

@@ -70,7 +70,7 @@ class OutputSet {
   // run in DIR are unchanged" (or "…DIR holds no earlier results").
   std::string what_was_kept() const;
   // `e` with the staged paths replaced by the final ones and what was kept
-  // appended (a cancel is returned unchanged).
+  // appended, once (a cancel is returned unchanged).
   Error explain(const Error& e) const;
 
   const std::string& folder() const;
