@@ -1,10 +1,12 @@
 #pragma once
 // Checkpoints of a long registration: the completed pair elements and the
 // completed prefix of the scan, saved every checkpoint_interval_s seconds
-// (and when cancelled) to <output>/checkpoint.dsck, atomically (temporary
-// name, then rename). `--resume` loads it and continues; because pairs and
-// the sequential scan are deterministic, the result equals an uninterrupted
-// run. The file is removed once the outputs are written.
+// (when cancelled, and once the scan is complete) to
+// <output>/checkpoint.dsck, atomically (temporary name, then rename).
+// `--resume` loads it and continues (a complete scan: straight to the
+// uncertainty); because pairs and the sequential scan are deterministic, the
+// result equals an uninterrupted run. The file is removed once the outputs
+// are committed.
 //
 // Format: one JSON line (magic, fingerprint of input and settings, counts),
 // then the elements and the scan prefix as Registration::to_bytes() records.
