@@ -21,6 +21,7 @@
 #include "driftscan/mpi/distributed_checkpoint.hpp"
 #include "driftscan/mpi/distributed_register.hpp"
 #include "driftscan/mpi/global_scan.hpp"
+#include "driftscan/mpi/idle_wait.hpp"
 #include "driftscan/mpi/preflight.hpp"
 #include "driftscan/mpi/register_checkpoint.hpp"
 #include "driftscan/mpi/signal_averages.hpp"
@@ -439,7 +440,11 @@ void agree_on_outcome(RunContext& ctx, const Error* local_error) {
     int status;
     int rank;
   } mine{ctx.cancel.cancelled() ? 2 : (local_error ? 1 : 0), ctx.rank}, worst{0, 0};
-  MPI_Allreduce(&mine, &worst, 1, MPI_2INT, MPI_MAXLOC, ctx.comm);
+  // Waited for asleep: ranks idle here while rank 0 works (writes, a spectrum)
+  // must leave it the cores.
+  MPI_Request request;
+  MPI_Iallreduce(&mine, &worst, 1, MPI_2INT, MPI_MAXLOC, ctx.comm, &request);
+  wait_idle(request);
   if (worst.status == 0) return;
   if (worst.status == 2) throw Error(ErrorKind::cancelled, "cancelled");
   int kind = local_error ? static_cast<int>(local_error->kind()) : 0;
