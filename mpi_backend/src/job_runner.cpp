@@ -185,7 +185,7 @@ int run_register(const Job& job, RunContext& ctx) {
 // Averaging again with the drift of an earlier run (other method, rejection
 // threshold, excluded frames) without registering again. Every rank averages
 // its share (distributed_average.hpp); rank 0 writes average.tif,
-// coverage.tif, quality.csv.
+// coverage.tif, quality.csv and report.json, committed as one set.
 void average_and_write(const Job& job, RunContext& ctx, std::optional<OutputSet>& set, nlohmann::json& files);
 
 int run_average(const Job& job, RunContext& ctx) {
