@@ -121,7 +121,11 @@ ResultSet ResultSet::load(const QString& folder) {
       r.report = nlohmann::json::object();
     }
   } else {
-    r.warnings << folder + ": no report.json";
+    // The engine writes report.json last (docs/protocol.md): without it the
+    // run did not finish, and what is there may be partial or another run's.
+    r.warnings << folder +
+                      ": no report.json: the run that wrote this folder did not complete; its files may be "
+                      "partial or from different runs";
   }
   // The files of the run: the report's list first, then the usual names.
   auto fromReport = [&](const char* key) -> QString {

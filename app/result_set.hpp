@@ -3,7 +3,8 @@
 // drift.csv (frame,dx,dy[,angle_deg,...,quality,used]; read with the engine's
 // read_drift_records), report.json (with the scan trace: one record per
 // operator application), average.tif, coverage.tif, and the spectrum volume
-// when present.
+// when present. Only a folder with report.json is a complete run's
+// (docs/protocol.md, "Results folders").
 #include <QPointF>
 #include <QString>
 #include <QStringList>

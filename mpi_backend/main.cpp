@@ -53,6 +53,9 @@ static int run_engine(int argc, char** argv) {
   std::signal(SIGTERM, on_signal);
   // mpirun forwards SIGUSR1/SIGUSR2 to every rank: a cancel that reaches all of them.
   std::signal(SIGUSR1, on_signal);
+  // A file-size limit (ulimit -f, a quota-like cap) makes a write fail with
+  // EFBIG, reported like a full disk, instead of killing the rank.
+  std::signal(SIGXFSZ, SIG_IGN);
 
   CLI::App app{"driftscan-engine: registration, averaging and spectra of EM image series"};
   app.require_subcommand(1);

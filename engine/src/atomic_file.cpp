@@ -70,6 +70,8 @@ class DescriptorBuffer : public std::streambuf {
 
 }  // namespace
 
+std::string temporary_path_for(const std::string& path) { return temporary_name(path); }
+
 struct AtomicFile::Impl {
   std::string path, what, temp;
   int fd = -1;

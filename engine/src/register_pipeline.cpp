@@ -20,6 +20,7 @@
 #include "driftscan/atomic_file.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/job.hpp"
+#include "driftscan/output_set.hpp"
 #include "driftscan/sequential_scan.hpp"
 #include "driftscan/tiff_writer.hpp"
 
@@ -294,35 +295,33 @@ void write_drift_csv(const std::string& path, const std::vector<Registration>& r
   write_text_atomically(path, s);
 }
 
-RegisterOutputs write_register_outputs(const std::string& out_dir, const FrameSource& frames,
-                                       const RegistrationSettings& settings, const AveragingOptions& averaging,
+RegisterOutputs write_register_outputs(OutputSet& set, const FrameSource& frames, const RegistrationSettings& settings,
+                                       const AveragingOptions& averaging,
                                        const std::vector<Registration>& registrations,
                                        const std::vector<OperatorApplication>& applications,
                                        const AverageResult& average, const std::vector<std::string>& warnings,
                                        const nlohmann::json& report_extra, const std::vector<ReportArray>& streamed,
                                        const std::string& average_suffix,
                                        const std::vector<DriftUncertainty>* uncertainty) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec || !fs::is_directory(out_dir))
-    throw failure(out_dir + ": cannot create the output folder (" + ec.message() + ")");
+  // Staged in the set: nothing is visible under these names before its commit.
   RegisterOutputs files;
-  files.drift = (fs::path(out_dir) / "drift.csv").string();
-  files.average = (fs::path(out_dir) / ("average" + average_suffix + ".tif")).string();
-  files.coverage = (fs::path(out_dir) / ("coverage" + average_suffix + ".tif")).string();
-  files.report = (fs::path(out_dir) / "report.json").string();
-  // A previous report would make a half-rewritten folder look complete.
-  fs::remove(files.report, ec);
+  const std::string average_name = "average" + average_suffix + ".tif",
+                    coverage_name = "coverage" + average_suffix + ".tif";
+  files.drift = set.final_path("drift.csv");
+  files.average = set.final_path(average_name);
+  files.coverage = set.final_path(coverage_name);
+  files.report = set.final_path(kOutputRecord);
 
   const Point centre{(frames.width() - 1) / 2.0, (frames.height() - 1) / 2.0};
-  write_drift_csv(files.drift, registrations, settings.model, centre, &average, uncertainty);
+  set.write("drift.csv", [&](const std::string& path) {
+    write_drift_csv(path, registrations, settings.model, centre, &average, uncertainty);
+  });
   TiffWriteOptions tw;
   tw.format = SampleFormat::float32;
   tw.pixel_size = frames.pixel_size();
   tw.unit = frames.pixel_unit();
-  write_tiff(files.average, average.average, tw);
-  write_tiff(files.coverage, average.coverage, tw);
+  set.write(average_name, [&](const std::string& path) { write_tiff(path, average.average, tw); });
+  set.write(coverage_name, [&](const std::string& path) { write_tiff(path, average.coverage, tw); });
 
   Job job;
   job.command = "register";
@@ -379,7 +378,7 @@ RegisterOutputs write_register_outputs(const std::string& out_dir, const FrameSo
   for (auto it = report_extra.begin(); it != report_extra.end(); ++it)
     if (it.key() == "files" && it.value().is_object()) report["files"].update(it.value());
     else report[it.key()] = it.value();
-  write_report(files.report, std::move(report), arrays);
+  set.write(kOutputRecord, [&](const std::string& path) { write_report(path, std::move(report), arrays); });
   return files;
 }
 
@@ -393,6 +392,7 @@ RegisterResult register_series(const FrameSource& frames, const RegistrationSett
   if (std::string why = unusable_frame_reason(frames.frame(0)); !why.empty())
     throw bad_input(name + ": frame 0 (the reference of the registration) " + why);
   threads = std::max(1, threads);
+  OutputSet set(out_dir, "register");  // the folder checked before any work
 
   // Refinements run single-threaded: fine-grained parallel regions (a few
   // per millisecond) stall badly when the cores are shared with other work.
@@ -453,8 +453,9 @@ RegisterResult register_series(const FrameSource& frames, const RegistrationSett
                         {"average", res.seconds.average},
                         {"before_write_total", res.seconds.total}};
   extra["cpu_s"] = {{"pairs", res.cpu.pairs}, {"scan", res.cpu.scan}, {"average", res.cpu.average}};
-  res.files = write_register_outputs(out_dir, frames, settings, averaging, res.registrations, res.applications,
-                                     res.average, res.warnings, extra, {}, "", &res.uncertainty);
+  res.files = write_register_outputs(set, frames, settings, averaging, res.registrations, res.applications, res.average,
+                                     res.warnings, extra, {}, "", &res.uncertainty);
+  set.commit();
   progress.advance(4);
   res.seconds.write = since(t0);
   res.cpu.write = cpu_since(c0);

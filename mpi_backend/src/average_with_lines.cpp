@@ -18,6 +18,8 @@ namespace fs = std::filesystem;
 int run_average_with_lines(const Job& job, RunContext& ctx) {
   nlohmann::json files;
   std::optional<Error> error;
+  std::optional<OutputSet> set;
+  open_output_set(job, ctx, {job.input, job.averaging.lines}, set);
   if (ctx.rank == 0) {
     try {
       auto frames = open_job_input(job);
@@ -53,28 +55,27 @@ int run_average_with_lines(const Job& job, RunContext& ctx) {
         ctx.progress.advance(k + 1);
       }
       const SpecimenImage average = finish_specimen_average(grid, sum, coverage);
-      std::error_code ec;
-      fs::create_directories(job.output, ec);
-      if (!fs::is_directory(job.output)) throw failure(job.output + ": cannot create the output folder");
-      ctx.progress.phase("write", 2);
+      ctx.progress.phase("write", 3);
       TiffWriteOptions tw;
       tw.pixel_size = frames->pixel_size();
       tw.unit = frames->pixel_unit();
-      const fs::path out(job.output);
-      write_tiff((out / "average.tif").string(), average.image, tw);
-      write_tiff((out / "coverage.tif").string(), average.coverage, tw);
-      ctx.progress.advance(2);
-      auto abs = [](const fs::path& p) { return fs::absolute(p).lexically_normal().string(); };
-      files = {{"average", abs(out / "average.tif")},
-               {"coverage", abs(out / "coverage.tif")},
+      set->write("average.tif", [&](const std::string& path) { write_tiff(path, average.image, tw); });
+      set->write("coverage.tif", [&](const std::string& path) { write_tiff(path, average.coverage, tw); });
+      auto abs = [&](const char* name) { return fs::absolute(set->final_path(name)).lexically_normal().string(); };
+      files = {{"average", abs("average.tif")},
+               {"coverage", abs("coverage.tif")},
+               {"report", abs(kOutputRecord)},
                {"specimen_origin", {average.origin.x, average.origin.y}}};
+      set->write(kOutputRecord, [&](const std::string& path) { write_command_report(path, job, *frames, files, {}); });
+      ctx.progress.advance(3);
     } catch (const Error& e) {
-      error = e;
+      error = set->explain(e);
     } catch (const std::exception& e) {
-      error = Error(ErrorKind::failure, e.what());
+      error = set->explain(Error(ErrorKind::failure, e.what()));
     }
   }
   agree_on_outcome(ctx, error ? &*error : nullptr);
+  commit_outputs(ctx, set);
   if (ctx.rank == 0) ctx.progress.result(files);
   return 0;
 }

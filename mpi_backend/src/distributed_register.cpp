@@ -188,6 +188,7 @@ struct RegisterRun {
   std::vector<OutputGap> gaps;
   ScanPlan plan;
   std::optional<RankCheckpoint> checkpoint;
+  bool scan_skipped = false;  // the checkpoints held the whole scan
 
   // The scan phase's.
   ScanTrace trace;
@@ -224,11 +225,13 @@ void resume(RegisterRun& run) {
     if (run.known.files == 0)
       ctx.progress.log(LogLevel::warning, "--resume: no checkpoint in " + job.output + "; starting from the beginning");
     else
-      ctx.progress.log(LogLevel::info, "resumed: " + std::to_string(run.loaded_pairs) + " pairs and " +
-                                           std::to_string(run.loaded_outputs) + " scan outputs from " +
-                                           std::to_string(run.known.files) + " checkpoint file(s); " +
-                                           std::to_string(left) + " outputs left in " +
-                                           std::to_string(run.gaps.size()) + " gap(s)");
+      ctx.progress.log(
+          LogLevel::info,
+          "resumed: " + std::to_string(run.loaded_pairs) + " pairs and " + std::to_string(run.loaded_outputs) +
+              " scan outputs from " + std::to_string(run.known.files) + " checkpoint file(s); " +
+              (run.gaps.empty()
+                   ? std::string("the scan is complete: pairs and scan skipped")
+                   : std::to_string(left) + " outputs left in " + std::to_string(run.gaps.size()) + " gap(s)"));
   }
   run.plan = plan_scan(run.gaps, ctx, run.threads);
   run.checkpoint.emplace(job, ctx.rank, fingerprint);
@@ -355,6 +358,9 @@ std::vector<Registration> finish_chains(RegisterRun& run) {
 void scan(RegisterRun& run) {
   const auto t0 = Clock::now();
   const std::vector<Registration> computed = run.plan.scan_mode ? scan_gap(run) : finish_chains(run);
+  // Every rank's share of the finished scan is saved now, so an interruption
+  // in a later phase resumes with this drift instead of scanning again.
+  run.checkpoint->flush();
   run.checkpoint->agree(run.ctx.comm);
   run.trace.end();
   run.trace.gather(run.ctx.comm);
@@ -429,22 +435,23 @@ void correct_distortion(RegisterRun& run) {
 
 // The corrected average, its coverage and lines.csv (rank 0), before the
 // report that records them; the report fields that describe them.
-nlohmann::json write_distortion_outputs(RegisterRun& run) {
+nlohmann::json write_distortion_outputs(RegisterRun& run, OutputSet& set) {
   const Job& job = run.job;
   const DistributedDistortion& d = *run.distortion;
-  const fs::path out(job.output);
   RegisterOutputs& files = run.res.files;
-  files.average = (out / "average.tif").string();
-  files.coverage = (out / "coverage.tif").string();
-  files.lines = (out / "lines.csv").string();
-  files.average_rigid = (out / "average_rigid.tif").string();
+  files.average = set.final_path("average.tif");
+  files.coverage = set.final_path("coverage.tif");
+  files.lines = set.final_path("lines.csv");
+  files.average_rigid = set.final_path("average_rigid.tif");
   TiffWriteOptions tw;
   tw.format = SampleFormat::float32;
   tw.pixel_size = run.frames->pixel_size();
   tw.unit = run.frames->pixel_unit();
-  write_tiff(files.average, d.average.image, tw);
-  write_tiff(files.coverage, d.average.coverage, tw);
-  write_line_drift_csv(files.lines, *run.timing, run.n, d.model, d.band_samples, job.scan.band_lines);
+  set.write("average.tif", [&](const std::string& path) { write_tiff(path, d.average.image, tw); });
+  set.write("coverage.tif", [&](const std::string& path) { write_tiff(path, d.average.coverage, tw); });
+  set.write("lines.csv", [&](const std::string& path) {
+    write_line_drift_csv(path, *run.timing, run.n, d.model, d.band_samples, job.scan.band_lines);
+  });
   double jitter2 = 0.0, lines = 0.0;
   for (const auto& row : d.model.jitter)
     for (double j : row) jitter2 += j * j, lines += 1;
@@ -471,7 +478,7 @@ nlohmann::json write_distortion_outputs(RegisterRun& run) {
             {"coverage", files.coverage},
             {"lines", files.lines},
             {"average_rigid", files.average_rigid},
-            {"coverage_rigid", (out / "coverage_rigid.tif").string()}}}};
+            {"coverage_rigid", set.final_path("coverage_rigid.tif")}}}};
 }
 
 // Phase "average" (every rank, collective): each rank warps and sums its own
@@ -495,8 +502,9 @@ void average(RegisterRun& run) {
 }
 
 // Phase "write" (rank 0): drift.csv, average.tif, coverage.tif and
-// report.json with the scan trace; then no checkpoint is left.
-void write_outputs(RegisterRun& run) {
+// report.json with the scan trace, staged in the set (the caller commits
+// it once every rank has succeeded, then removes the checkpoints).
+void write_outputs(RegisterRun& run, OutputSet& set) {
   const auto t0 = Clock::now();
   const Job& job = run.job;
   RegisterResult& res = run.res;
@@ -508,6 +516,7 @@ void write_outputs(RegisterRun& run) {
                         {"resumed", run.known.files > 0},
                         {"resumed_pairs", run.loaded_pairs},
                         {"resumed_outputs", run.loaded_outputs},
+                        {"resumed_scan_complete", run.scan_skipped},
                         {"scan_algorithm", job.execution.scan_algorithm},
                         {"local_strategy", job.execution.local_strategy},
                         {"work_stealing", job.execution.work_stealing}};
@@ -517,22 +526,18 @@ void write_outputs(RegisterRun& run) {
                         {"scan", res.seconds.scan},       {"uncertainty", res.seconds.uncertainty},
                         {"average", res.seconds.average}, {"before_write_total", res.seconds.total}};
   const auto& records = run.trace.records();
-  const fs::path out(job.output);
-  std::error_code ec;
-  fs::remove(out / "report.json", ec);  // the old record of completeness goes before any new file appears
+  // An earlier run's files that this one does not write (lines.csv of a
+  // corrected run, …) go when the set is committed.
   if (run.distortion) {
     extra["timings_s"]["distortion"] = run.distortion_seconds;
-    extra["scan_distortion"] = write_distortion_outputs(run);
+    extra["scan_distortion"] = write_distortion_outputs(run, set);
     extra["files"] = {
         {"average", run.res.files.average}, {"coverage", run.res.files.coverage}, {"lines", run.res.files.lines}};
-  } else {
-    // A corrected run's files in the same folder would be mixed with this run's.
-    for (const char* stale : {"lines.csv", "average_rigid.tif", "coverage_rigid.tif"}) fs::remove(out / stale, ec);
   }
   const RegisterOutputs corrected = res.files;
   res.files = write_register_outputs(
-      job.output, *run.frames, job.registration, job.averaging, res.registrations, res.applications, res.average,
-      res.warnings, extra,
+      set, *run.frames, job.registration, job.averaging, res.registrations, res.applications, res.average, res.warnings,
+      extra,
       {{{"scan_trace", "records"}, records.size(), [&](std::size_t i) { return ScanTrace::record_json(records[i]); }}},
       run.distortion ? "_rigid" : "", &res.uncertainty);
   if (run.distortion) {
@@ -542,22 +547,52 @@ void write_outputs(RegisterRun& run) {
     res.files.lines = corrected.lines;
   }
   run.ctx.progress.advance(4);
-  remove_checkpoints(job.output);  // the outputs are complete: nothing left to resume
   res.seconds.write = since(t0);
+}
+
+// Runs `body` on rank 0 while the others wait; then everyone leaves
+// together with the same outcome (rank 0's error, or a cancel, on every rank).
+template <class Body>
+void on_root_then_together(RegisterRun& run, Body&& body) {
+  std::optional<Error> root_error;
+  if (run.ctx.rank == 0) {
+    try {
+      body();
+    } catch (const Error& e) {
+      root_error = e;
+    } catch (const std::exception& e) {
+      root_error = Error(ErrorKind::failure, e.what());
+    }
+  }
+  run.res.seconds.total = since(run.t_start);
+  agree_on_outcome(run.ctx, root_error ? &*root_error : nullptr);
+}
+
+// After a resume whose checkpoints hold the whole scan: the drift as saved.
+void take_checkpointed_scan(RegisterRun& run) {
+  run.scan_skipped = true;
+  run.res.registrations.reserve(run.n);
+  for (const auto& o : run.known.outputs) run.res.registrations.push_back(*o);
 }
 
 }  // namespace
 
-RegisterResult register_distributed(const Job& job, RunContext& ctx) {
+RegisterResult register_distributed(const Job& job, RunContext& ctx, OutputSet* set) {
   RegisterRun run(job, ctx);
   resume(run);
-  compute_pairs(run);
-  scan(run);
+  if (run.gaps.empty()) {
+    take_checkpointed_scan(run);
+  } else {
+    compute_pairs(run);
+    scan(run);
+  }
   uncertainty(run);
   if (run.timing) correct_distortion(run);
   average(run);
-  commit_on_root(ctx, [&] { write_outputs(run); });
-  run.res.seconds.total = since(run.t_start);
+  on_root_then_together(run, [&] {
+    if (!set) throw failure("register: rank 0 has no output set");
+    write_outputs(run, *set);
+  });
   return std::move(run.res);
 }
 

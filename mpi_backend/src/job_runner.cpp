@@ -21,6 +21,7 @@
 #include "driftscan/mpi/distributed_checkpoint.hpp"
 #include "driftscan/mpi/distributed_register.hpp"
 #include "driftscan/mpi/follow_register.hpp"
+#include "driftscan/mpi/global_scan.hpp"
 #include "driftscan/mpi/idle_wait.hpp"
 #include "driftscan/mpi/preflight.hpp"
 #include "driftscan/mpi/register_checkpoint.hpp"
@@ -56,6 +57,27 @@ void make_output_folder(const std::string& folder) {
     throw failure(folder + ": cannot create the results folder (" + ec.message() + ")");
 }
 
+// Rank 0 does the work, the others wait; then every rank leaves with the
+// same outcome (rank 0's error, or a cancel, is thrown on every rank), so
+// nobody goes on to a collective that a stopped rank never joins.
+template <class F>
+void on_root(RunContext& ctx, F&& work) {
+  std::optional<Error> error;
+  if (ctx.rank == 0) {
+    try {
+      work();
+    } catch (const Error& e) {
+      error = e;
+    } catch (const std::bad_alloc&) {
+      error = Error(ErrorKind::failure, "out of memory");
+    } catch (const std::exception& e) {
+      error = Error(ErrorKind::failure, e.what());
+    }
+  }
+  if (ctx.size > 1) agree_on_outcome(ctx, error ? &*error : nullptr);
+  else if (error) throw *error;
+}
+
 // Peak resident memory of every rank, said once by rank 0 (what the scale
 // benchmark reads, and what a user sizing frame_cache_mb wants to know).
 // Said after the `result` event: `result` means the outputs are committed,
@@ -80,7 +102,7 @@ void report_peak_memory(RunContext& ctx) {
 int run_synth(const Job& job, RunContext& ctx) {
   std::string series = synth_series_path(job.output);
   nlohmann::json files;
-  commit_on_root(ctx, [&] {
+  on_root(ctx, [&] {
     std::string folder = fs::path(series).parent_path().string();
     if (!folder.empty()) make_output_folder(folder);
     SynthOptions synth = job.synth;
@@ -138,7 +160,7 @@ int run_register(const Job& job, RunContext& ctx) {
     // A followed series is registered by rank 0 alone (the batch run is the
     // cluster path); the other ranks wait.
     if (!job.apply_to.empty()) throw bad_input("--apply-to cannot be combined with --follow");
-    commit_on_root(ctx, [&] {
+    on_root(ctx, [&] {
       FollowResult f = follow_register(job, ctx.progress, ctx.cancel);
       ctx.progress.log(LogLevel::info,
                        "follow ended (" + f.stopped_by + ") after " + std::to_string(f.frames) + " frames" +
@@ -151,17 +173,30 @@ int run_register(const Job& job, RunContext& ctx) {
   }
   // --apply-to: the other signals are checked before any work (every rank: same error everywhere).
   const std::vector<std::string> apply_to = apply_to_signals(job);
-  // The scan-distortion correction is a phase of the distributed path (one rank included).
-  if (ctx.size > 1 || rank_checkpoints || job.scan.correct_distortion) {
-    RegisterResult r = register_distributed(job, ctx);
-    if (ctx.rank == 0) announce(r, r.registrations.size());
-  } else {
-    auto frames = open_job_input(job);
-    RegisterResult r = register_with_checkpoints(job, *frames, ctx.progress, ctx.cancel);
-    announce(r, frames->frame_count());
+  std::optional<OutputSet> set;
+  open_output_set(job, ctx, {job.input}, set);
+  try {
+    // The scan-distortion correction is a phase of the distributed path (one rank included).
+    if (ctx.size > 1 || rank_checkpoints || job.scan.correct_distortion) {
+      RegisterResult r = register_distributed(job, ctx, set ? &*set : nullptr);
+      if (ctx.rank == 0) announce(r, r.registrations.size());
+    } else {
+      auto frames = open_job_input(job);
+      RegisterResult r = register_with_checkpoints(job, *frames, ctx.progress, ctx.cancel, *set);
+      announce(r, frames->frame_count());
+    }
+    if (!apply_to.empty())
+      on_root(ctx, [&] { files.update(average_signals(job, apply_to, ctx.progress, ctx.cancel, *set)); });
+    commit_outputs(ctx, set);
+  } catch (const Error& e) {
+    if (!set) throw;
+    const Error explained = set->explain(e);
+    if (e.kind() != ErrorKind::failure || job.execution.checkpoint_interval_s <= 0 ||
+        checkpoint_files(job.output).empty())
+      throw explained;
+    throw Error(explained.kind(), std::string(explained.what()) + "; its checkpoints are kept: --resume continues");
   }
-  if (!apply_to.empty())
-    commit_on_root(ctx, [&] { files.update(average_signals(job, apply_to, ctx.progress, ctx.cancel)); });
+  if (ctx.rank == 0) remove_checkpoints(job.output);  // the outputs are complete: nothing left to resume
   if (ctx.rank == 0) ctx.progress.result(files);
   report_peak_memory(ctx);
   return 0;
@@ -170,9 +205,27 @@ int run_register(const Job& job, RunContext& ctx) {
 // Averaging again with the drift of an earlier run (other method, rejection
 // threshold, excluded frames) without registering again. Every rank averages
 // its share (distributed_average.hpp); rank 0 writes average.tif,
-// coverage.tif, quality.csv.
+// coverage.tif, quality.csv and report.json, committed as one set.
+void average_and_write(const Job& job, RunContext& ctx, std::optional<OutputSet>& set, nlohmann::json& files);
+
 int run_average(const Job& job, RunContext& ctx) {
   nlohmann::json files;
+  std::optional<OutputSet> set;
+  open_output_set(job, ctx, {job.input, job.averaging.drift}, set);
+  try {
+    average_and_write(job, ctx, set, files);
+    commit_outputs(ctx, set);
+  } catch (const Error& e) {
+    if (set) throw set->explain(e);
+    throw;
+  }
+  if (ctx.rank == 0) ctx.progress.result(files);
+  report_peak_memory(ctx);
+  return 0;
+}
+
+// run_average's work: every rank averages its share, rank 0 stages the files.
+void average_and_write(const Job& job, RunContext& ctx, std::optional<OutputSet>& set, nlohmann::json& files) {
   auto frames = open_job_input(job);
   const Point centre{(frames->width() - 1) / 2.0, (frames->height() - 1) / 2.0};
   DriftTable drift = read_drift_table(job.averaging.drift, centre);
@@ -218,39 +271,41 @@ int run_average(const Job& job, RunContext& ctx) {
                   std::max(1, job.execution.threads));
     ctx.progress.log(LogLevel::info, line);
   }
-  commit_on_root(ctx, [&] {
+  on_root(ctx, [&] {
     for (const auto& w : avg.warnings) ctx.progress.log(LogLevel::warning, w);
     ctx.cancel.throw_if_cancelled();
-    make_output_folder(job.output);
-    ctx.progress.phase("write", 3);
+    ctx.progress.phase("write", 4);
     TiffWriteOptions tw;
     tw.pixel_size = frames->pixel_size();
     tw.unit = frames->pixel_unit();
-    const fs::path out(job.output);
-    write_tiff((out / "average.tif").string(), avg.average, tw);
-    write_tiff((out / "coverage.tif").string(), avg.coverage, tw);
-    const std::string quality = (out / "quality.csv").string();
-    {
-      AtomicFile file(quality, "quality table");
+    set->write("average.tif", [&](const std::string& path) { write_tiff(path, avg.average, tw); });
+    set->write("coverage.tif", [&](const std::string& path) { write_tiff(path, avg.coverage, tw); });
+    set->write("quality.csv", [&](const std::string& path) {
+      AtomicFile file(path, "quality table");
       std::ostream& q = file.stream();
       q << "frame,quality,used\n";
       for (std::size_t k = 0; k < avg.quality.size(); ++k)
         q << k << ',' << avg.quality[k] << ',' << (k < avg.used.size() && avg.used[k] ? 1 : 0) << '\n';
       file.commit();
-    }
-    ctx.progress.advance(3);
-    auto abs = [](const fs::path& p) { return fs::absolute(p).lexically_normal().string(); };
-    files = {{"average", abs(out / "average.tif")}, {"coverage", abs(out / "coverage.tif")}, {"quality", abs(quality)}};
+    });
+    auto abs = [&](const char* name) { return fs::absolute(set->final_path(name)).lexically_normal().string(); };
+    files = {{"average", abs("average.tif")}, {"coverage", abs("coverage.tif")}, {"quality", abs("quality.csv")}};
+    nlohmann::json listed = files;
+    listed["report"] = abs(kOutputRecord);
+    set->write(kOutputRecord,
+               [&](const std::string& path) { write_command_report(path, job, *frames, listed, avg.warnings); });
+    files["report"] = listed["report"];
+    ctx.progress.advance(4);
   });
-  if (ctx.rank == 0) ctx.progress.result(files);
-  report_peak_memory(ctx);
-  return 0;
 }
 
 // The 3-D spectrum of the stack (raw, or registered with averaging.drift)
 // with the distributed DFT, each rank reading its own slab of frames; then,
 // on rank 0, the 2-D power spectra of the stack's average and of frame
 // spectrum.frame (ln(1 + power), centred).
+void spectrum_and_write(const Job& job, RunContext& ctx, const FrameSource& source, const StackSpectrumOptions& options,
+                        std::optional<OutputSet>& set, nlohmann::json& files);
+
 int run_spectrum(const Job& job, RunContext& ctx) {
   // Every rank opens the input and reads the drift table, so bad input stops
   // them all with the same one-line error before any collective.
@@ -278,23 +333,31 @@ int run_spectrum(const Job& job, RunContext& ctx) {
   options.interpolation = job.averaging.interpolation;
   options.max_frames = job.spectrum.max_frames;
   options.threads = std::max(1, job.execution.threads);
-  const fs::path out(job.output);
-  options.volume_path = (out / "spectrum3d.tif").string();
-  {
-    std::unique_ptr<Error> err;
-    if (ctx.rank == 0) {
-      try {
-        make_output_folder(job.output);
-      } catch (const Error& e) {
-        err = std::make_unique<Error>(e);
-      }
-    }
-    agree_on_outcome(ctx, err.get());
-  }
-
-  StackSpectrumResult r = compute_stack_spectrum(*frames, options, ctx);
+  std::optional<OutputSet> set;
+  open_output_set(job, ctx, {job.input, job.averaging.drift}, set);
   nlohmann::json files;
-  commit_on_root(ctx, [&] {
+  try {
+    if (set) options.volume_path = set->stage("spectrum3d.tif");  // rank 0 writes the volume
+    spectrum_and_write(job, ctx, *frames, options, set, files);
+    commit_outputs(ctx, set);
+  } catch (const Error& e) {
+    if (set) throw set->explain(e);
+    throw;
+  }
+  if (ctx.rank == 0) ctx.progress.result(files);
+  report_peak_memory(ctx);
+  return 0;
+}
+
+// run_spectrum's work: the 3-D spectrum over all ranks, then the 2-D spectra
+// and the report staged on rank 0.
+void spectrum_and_write(const Job& job, RunContext& ctx, const FrameSource& source, const StackSpectrumOptions& options,
+                        std::optional<OutputSet>& set, nlohmann::json& files) {
+  const FrameSource* const frames = &source;
+  const std::size_t count = frames->frame_count();
+  const auto k = static_cast<std::size_t>(job.spectrum.frame);
+  StackSpectrumResult r = compute_stack_spectrum(*frames, options, ctx);
+  on_root(ctx, [&] {
     char line[300];
     std::snprintf(line, sizeof line,
                   "3-D spectrum of the %s stack: %zu planes (%zu frame%s each) x %zu x %zu, %s: read %.2f s, "
@@ -306,24 +369,25 @@ int run_spectrum(const Job& job, RunContext& ctx) {
       ctx.progress.log(LogLevel::warning, "the last " + std::to_string(count - r.frames_used) +
                                               " frames fill no whole bin and are left out of the 3-D spectrum");
     const PowerSpectrum ps(frames->width(), frames->height());
-    const std::string avg_path = (out / "spectrum_average.tif").string(), frame_path = (out / "spectrum.tif").string();
-    write_tiff(avg_path, ps.log_power(r.average));
+    set->write("spectrum_average.tif", [&](const std::string& path) { write_tiff(path, ps.log_power(r.average)); });
     const Frame f = frames->frame(k);
     ctx.cancel.throw_if_cancelled();
-    write_tiff(frame_path, ps.log_power(f));
+    set->write("spectrum.tif", [&](const std::string& path) { write_tiff(path, ps.log_power(f)); });
     const SpectrumPeak pa = ps.strongest_peak(r.average), pf = ps.strongest_peak(f);
     std::snprintf(line, sizeof line,
                   "strongest lattice peak: average period %.3f px, sharpness %.1f; frame %zu period %.3f px, "
                   "sharpness %.1f",
                   pa.period, pa.sharpness, k, pf.period, pf.sharpness);
     ctx.progress.log(LogLevel::info, line);
-    auto abs = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
-    files = {
-        {"spectrum", abs(frame_path)}, {"spectrum_average", abs(avg_path)}, {"spectrum3d", abs(options.volume_path)}};
+    auto abs = [&](const char* name) { return fs::absolute(set->final_path(name)).lexically_normal().string(); };
+    files = {{"spectrum", abs("spectrum.tif")},
+             {"spectrum_average", abs("spectrum_average.tif")},
+             {"spectrum3d", abs("spectrum3d.tif")}};
+    nlohmann::json listed = files;
+    listed["report"] = abs(kOutputRecord);
+    set->write(kOutputRecord, [&](const std::string& path) { write_command_report(path, job, *frames, listed, {}); });
+    files["report"] = listed["report"];
   });
-  if (ctx.rank == 0) ctx.progress.result(files);
-  report_peak_memory(ctx);
-  return 0;
 }
 
 }  // namespace
@@ -342,6 +406,28 @@ std::string synth_series_path(const std::string& output) {
 }
 
 bool job_command_available(const std::string&) { return true; }
+
+// report.json of a command other than register: what was run on what, and
+// the files of the set it completes.
+void write_command_report(const std::string& path, const Job& job, const FrameSource& frames,
+                          const nlohmann::json& files, const std::vector<std::string>& warnings) {
+  const nlohmann::json report{{"driftscan_report", 1},
+                              {"command", job.command},
+                              {"version", DRIFTSCAN_VERSION},
+                              {"input",
+                               {{"description", frames.describe()},
+                                {"frames", frames.frame_count()},
+                                {"width", frames.width()},
+                                {"height", frames.height()},
+                                {"pixel_size", frames.pixel_size()},
+                                {"unit", frames.pixel_unit()}}},
+                              {"job", to_json(job)},
+                              {"files", files},
+                              {"warnings", warnings}};
+  AtomicFile file(path, "report");
+  file.stream() << report.dump(2) << '\n';
+  file.commit();
+}
 
 void cancellable_barrier(RunContext& ctx) {
   MPI_Request req;
@@ -374,7 +460,11 @@ void agree_on_outcome(RunContext& ctx, const Error* local_error) {
     int status;
     int rank;
   } mine{ctx.cancel.cancelled() ? 2 : (local_error ? 1 : 0), ctx.rank}, worst{0, 0};
-  MPI_Allreduce(&mine, &worst, 1, MPI_2INT, MPI_MAXLOC, ctx.comm);
+  // Waited for asleep: ranks idle here while rank 0 works (writes, a spectrum)
+  // must leave it the cores.
+  MPI_Request request;
+  MPI_Iallreduce(&mine, &worst, 1, MPI_2INT, MPI_MAXLOC, ctx.comm, &request);
+  wait_idle(request);
   if (worst.status == 0) return;
   if (worst.status == 2) throw Error(ErrorKind::cancelled, "cancelled");
   int kind = local_error ? static_cast<int>(local_error->kind()) : 0;
@@ -387,17 +477,37 @@ void agree_on_outcome(RunContext& ctx, const Error* local_error) {
   throw Error(static_cast<ErrorKind>(kind), msg);
 }
 
-bool agree_root_committed(RunContext& ctx, bool committed) {
-  int ok = committed ? 1 : 0;
-  if (ctx.size > 1) {
-    MPI_Request req;
-    MPI_Ibcast(&ok, 1, MPI_INT, 0, ctx.comm, &req);
-    wait_idle(req);
+void open_output_set(const Job& job, RunContext& ctx, const std::vector<std::string>& inputs,
+                     std::optional<OutputSet>& set) {
+  std::optional<Error> error;
+  if (ctx.rank == 0) {
+    try {
+      set.emplace(job.output, job.command, inputs);
+    } catch (const Error& e) {
+      error = e;
+    }
   }
-  if (ok != 0 && ctx.rank == 0 && ctx.cancel.cancelled())
+  agree_on_outcome(ctx, error ? &*error : nullptr);
+}
+
+void commit_outputs(RunContext& ctx, std::optional<OutputSet>& set) {
+  // Only once every rank has done its part (none failed, none cancelled).
+  agree_on_outcome(ctx, nullptr);
+  std::optional<Error> error;
+  if (set) {
+    try {
+      set->commit();
+    } catch (const Error& e) {
+      error = e;
+    }
+  }
+  // Committed is committed: a cancel arriving now does not make it an error
+  // (the agreement below ignores the cancel token); rank 0 says so.
+  if (ctx.size > 1) agree_on_failure(ctx.comm, error.has_value(), ErrorKind::failure, error ? error->what() : "");
+  else if (error) throw *error;
+  if (ctx.rank == 0 && ctx.cancel.cancelled())
     ctx.progress.log(LogLevel::warning,
                      "a cancel request arrived after the outputs were complete: they are kept, and the run is done");
-  return ok != 0;
 }
 
 int run_job(const Job& job, RunContext& ctx) {

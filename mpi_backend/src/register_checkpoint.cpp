@@ -120,7 +120,7 @@ RegisterCheckpoint load_checkpoint(const std::string& path, const nlohmann::json
 }
 
 RegisterResult register_with_checkpoints(const Job& job, const FrameSource& frames, Progress& progress,
-                                         const CancelToken& cancel) {
+                                         const CancelToken& cancel, OutputSet& set) {
   const auto t_start = Clock::now();
   const std::size_t n = frames.frame_count();
   if (n < 2) throw bad_input(job.input + ": " + std::to_string(n) + " frame(s): registration needs at least 2 frames");
@@ -136,8 +136,10 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
   if (job.execution.resume) {
     if (fs::exists(ck_path)) {
       ck = load_checkpoint(ck_path, ck.fingerprint);
-      progress.log(LogLevel::info, "resuming from " + ck_path + ": " + std::to_string(ck.elements.size()) +
-                                       " pair elements and " + std::to_string(ck.prefix.size()) + " scan results done");
+      progress.log(LogLevel::info,
+                   "resuming from " + ck_path + ": " + std::to_string(ck.elements.size()) + " pair elements and " +
+                       std::to_string(ck.prefix.size()) + " scan results done" +
+                       (ck.prefix.size() == n ? " (the scan is complete: pairs and scan skipped)" : ""));
     } else {
       progress.log(LogLevel::warning, "--resume: no checkpoint in " + job.output + "; starting from the beginning");
     }
@@ -163,24 +165,28 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
   RegisterResult res;
 
   auto t0 = Clock::now();
-  progress.phase("pairs", n - 1);
-  on_cancel([&] {
-    // Chunks big enough to keep every thread busy, small enough to save often.
-    const std::size_t chunk = std::max<std::size_t>(64, static_cast<std::size_t>(threads) * 16);
-    while (ck.elements.size() < n) {
-      std::size_t begin = ck.elements.size(), end = std::min(n, begin + chunk);
-      auto part = compute_pair_elements(op, begin, end, threads, &progress, &cancel, begin ? begin - 1 : 0);
-      ck.elements.insert(ck.elements.end(), part.begin(), part.end());
-      progress.advance(ck.elements.size() - 1);
-      save(false);
-    }
-  });
+  // A checkpoint of a finished scan holds the drift itself: the pairs and
+  // the scan are not run again.
+  const bool scanned = ck.prefix.size() == n;
+  if (!scanned) progress.phase("pairs", n - 1);
+  if (!scanned)
+    on_cancel([&] {
+      // Chunks big enough to keep every thread busy, small enough to save often.
+      const std::size_t chunk = std::max<std::size_t>(64, static_cast<std::size_t>(threads) * 16);
+      while (ck.elements.size() < n) {
+        std::size_t begin = ck.elements.size(), end = std::min(n, begin + chunk);
+        auto part = compute_pair_elements(op, begin, end, threads, &progress, &cancel, begin ? begin - 1 : 0);
+        ck.elements.insert(ck.elements.end(), part.begin(), part.end());
+        progress.advance(ck.elements.size() - 1);
+        save(false);
+      }
+    });
   res.elements = ck.elements;
   res.seconds.pairs = since(t0);
 
   cancel.throw_if_cancelled();
   t0 = Clock::now();
-  progress.phase("scan", n - 1);
+  if (!scanned) progress.phase("scan", n - 1);
   // The sequential scan, continued from the saved prefix and saved as it goes.
   // Traced like the distributed one (one worker: this process), so the
   // report's scan_trace and the app's load-balance view exist for every run.
@@ -204,8 +210,15 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
     ck.prefix = out;
     return out;
   };
-  on_cancel(
-      [&] { res.registrations = scan_registrations(res.elements, op, scan, res.applications, &progress, &cancel); });
+  if (scanned) {
+    res.registrations = ck.prefix;
+  } else {
+    on_cancel(
+        [&] { res.registrations = scan_registrations(res.elements, op, scan, res.applications, &progress, &cancel); });
+    // The finished scan is kept at once: an interruption from here on
+    // (uncertainty, averaging, writing) resumes with this drift.
+    if (interval > 0) save(true);
+  }
   trace.end();
   trace.gather(MPI_COMM_SELF);
   res.seconds.scan = since(t0);
@@ -238,7 +251,8 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
   extra["execution"] = {{"threads", threads},
                         {"ranks", 1},
                         {"scan", "sequential"},
-                        {"resumed", job.execution.resume && !ck.elements.empty()}};
+                        {"resumed", job.execution.resume && !ck.elements.empty()},
+                        {"resumed_scan_complete", scanned}};
   res.seconds.total = since(t_start);
   extra["timings_s"] = {{"pairs", res.seconds.pairs},
                         {"scan", res.seconds.scan},
@@ -248,12 +262,11 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
   extra["scan_trace"] = trace.to_json(false);  // its records are streamed (below)
   const auto& records = trace.records();
   res.files = write_register_outputs(
-      job.output, frames, job.registration, job.averaging, res.registrations, res.applications, res.average,
-      res.warnings, extra,
+      set, frames, job.registration, job.averaging, res.registrations, res.applications, res.average, res.warnings,
+      extra,
       {{{"scan_trace", "records"}, records.size(), [&](std::size_t i) { return ScanTrace::record_json(records[i]); }}},
       "", &res.uncertainty);
   progress.advance(4);
-  remove_checkpoints(job.output);  // the outputs are complete: nothing left to resume
   res.seconds.write = since(t0);
   res.seconds.total = since(t_start);
   return res;

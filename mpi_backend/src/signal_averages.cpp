@@ -65,10 +65,10 @@ std::vector<std::string> apply_to_signals(const Job& job) {
 }
 
 nlohmann::json average_signals(const Job& job, const std::vector<std::string>& signals, Progress& progress,
-                               const CancelToken& cancel) {
+                               const CancelToken& cancel, OutputSet& set) {
   nlohmann::json files = nlohmann::json::object();
-  const fs::path out(job.output);
-  const std::string drift_path = (out / "drift.csv").string();
+  // This run's drift.csv, staged with the other outputs (named as it will be in errors).
+  const std::string drift_path = set.staged_path("drift.csv");
   const auto cache = static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0);
   omp_set_num_threads(std::max(1, job.execution.threads));
   for (const auto& name : signals) {
@@ -88,10 +88,9 @@ nlohmann::json average_signals(const Job& job, const std::vector<std::string>& s
     tw.pixel_size = frames->pixel_size();
     tw.unit = frames->pixel_unit();
     const std::string f = signal_file_name(name);
-    const fs::path a = out / ("average_" + f + ".tif"), c = out / ("coverage_" + f + ".tif");
-    write_tiff(a.string(), avg.average, tw);
-    write_tiff(c.string(), avg.coverage, tw);
-    files["average_" + f] = fs::absolute(a).lexically_normal().string();
+    set.write("average_" + f + ".tif", [&](const std::string& path) { write_tiff(path, avg.average, tw); });
+    set.write("coverage_" + f + ".tif", [&](const std::string& path) { write_tiff(path, avg.coverage, tw); });
+    files["average_" + f] = fs::absolute(set.final_path("average_" + f + ".tif")).lexically_normal().string();
   }
   return files;
 }

@@ -20,6 +20,10 @@
 
 namespace driftscan {
 
+// The temporary name for `path` (the rule above, a new one at each call);
+// OutputSet stages a run's outputs under such names too.
+std::string temporary_path_for(const std::string& path);
+
 class AtomicFile {
  public:
   // Creates the temporary (exclusively). `what` names the file in errors.

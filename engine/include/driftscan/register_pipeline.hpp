@@ -6,7 +6,8 @@
 //             distributed scan reuses everything else;
 //   average — every usable frame warped into frame 0 and averaged;
 //   write   — drift.csv, average.tif, coverage.tif, report.json in the
-//             output folder, each under a temporary name, then renamed.
+//             output folder, staged as one set and committed together
+//             (output_set.hpp).
 // The phases are separate functions so the MPI version can run each on its
 // share of the frames and combine.
 #include <cstddef>
@@ -20,6 +21,7 @@
 #include "driftscan/cancel_token.hpp"
 #include "driftscan/drift_uncertainty.hpp"
 #include "driftscan/frame_source.hpp"
+#include "driftscan/output_set.hpp"
 #include "driftscan/progress.hpp"
 #include "driftscan/registration_operator.hpp"
 #include "driftscan/registration_settings.hpp"
@@ -110,20 +112,17 @@ struct ReportArray {
   std::function<nlohmann::json(std::size_t)> record;  // record i
 };
 
-// Phase "write": the four files in `out_dir` (created), atomically each
-// (average and coverage named average<suffix>.tif, coverage<suffix>.tif);
-// report.json is written last. `report_extra` is merged into the report
-// (timings, execution details of the caller), then `streamed` arrays are
-// written in at their paths.
-RegisterOutputs write_register_outputs(const std::string& out_dir, const FrameSource& frames,
-                                       const RegistrationSettings& settings, const AveragingOptions& averaging,
-                                       const std::vector<Registration>& registrations,
-                                       const std::vector<OperatorApplication>& applications,
-                                       const AverageResult& average, const std::vector<std::string>& warnings,
-                                       const nlohmann::json& report_extra,
-                                       const std::vector<ReportArray>& streamed = {},
-                                       const std::string& average_suffix = "",
-                                       const std::vector<DriftUncertainty>* uncertainty = nullptr);
+// Phase "write": the four files staged in `set` (output_set.hpp; average and
+// coverage named average<suffix>.tif, coverage<suffix>.tif), report.json
+// last; visible once the caller commits the set. The paths returned are the
+// final ones. `report_extra` is merged into the report (timings, execution
+// details of the caller), then `streamed` arrays are written in at their paths.
+RegisterOutputs write_register_outputs(
+    OutputSet& set, const FrameSource& frames, const RegistrationSettings& settings, const AveragingOptions& averaging,
+    const std::vector<Registration>& registrations, const std::vector<OperatorApplication>& applications,
+    const AverageResult& average, const std::vector<std::string>& warnings, const nlohmann::json& report_extra,
+    const std::vector<ReportArray>& streamed = {}, const std::string& average_suffix = "",
+    const std::vector<DriftUncertainty>* uncertainty = nullptr);
 
 // drift.csv alone (atomically): frame,dx,dy [,angle_deg] [,a,b,c,d,tx,ty],
 // [sigma_dx,sigma_dy,cov_dxdy [,sigma_angle_deg] [,sigma_a,...,sigma_ty],noise_var,sigma_flag]

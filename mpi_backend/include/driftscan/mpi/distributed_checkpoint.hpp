@@ -6,7 +6,8 @@
 // serial checkpoint's format (register_checkpoint.hpp) but sparse: pair
 // elements e_k and final scan outputs (0 -> k), each record naming its frame
 // in `to`. Written atomically (temporary name, then rename) every
-// checkpoint_interval_s and when cancelled. On --resume every rank reads and
+// checkpoint_interval_s, when cancelled, and once the scan has finished (so
+// a resume after a later interruption does not scan again). On --resume every rank reads and
 // merges every checkpoint file of the folder, the serial checkpoint.dsck
 // included (they are small: ~100 bytes per frame), so the rank count may
 // change between runs; files of another input or other settings are refused.

@@ -21,7 +21,11 @@
 namespace driftscan::mpi {
 
 // Collective over ctx.comm. The result's files/average/warnings are filled on
-// rank 0; every rank gets the registrations of the whole series.
-RegisterResult register_distributed(const Job& job, RunContext& ctx);
+// rank 0; every rank gets the registrations of the whole series. Rank 0
+// stages the outputs in `set` (null on the other ranks); the caller commits
+// it. Once the scan is done every rank's checkpoint holds its share of it
+// (when checkpoints are on): a --resume after an interruption in a later
+// phase skips the pairs and the scan and has the same drift.
+RegisterResult register_distributed(const Job& job, RunContext& ctx, OutputSet* set);
 
 }  // namespace driftscan::mpi

@@ -5,7 +5,9 @@
 // reported as unavailable (driftscan::Error, failure) — never faked.
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +15,7 @@
 #include "driftscan/frame_source.hpp"
 #include "driftscan/job.hpp"
 #include "driftscan/mpi/command.hpp"
+#include "driftscan/output_set.hpp"
 
 namespace driftscan::mpi {
 
@@ -54,35 +57,25 @@ void cancellable_barrier(RunContext& ctx);
 // left waiting in a collective for one that has stopped.
 void agree_on_outcome(RunContext& ctx, const Error* local_error);
 
-// After a step that rank 0 alone runs and that commits outputs (writes them
-// under their final names): every rank learns whether it succeeded, and the
-// function returns that. Deliberately not cancellable: rank 0 always gets here
-// (or dies, and mpirun ends the job), and a cancel request that arrives once
-// the outputs are complete must not report a finished run as cancelled —
-// rank 0 says in a warning that the outputs are kept, and the run ends done.
-bool agree_root_committed(RunContext& ctx, bool committed);
+// The results folder's OutputSet (output_set.hpp) on rank 0, the rank that
+// writes; null on the others. Collective: a refused folder (another
+// command's results there, an input among the outputs) stops every rank with
+// the same error, before any work.
+void open_output_set(const Job& job, RunContext& ctx, const std::vector<std::string>& inputs,
+                     std::optional<OutputSet>& set);
+// Collective: commits rank 0's set once every rank has got here (no rank
+// failed or was cancelled); a failed commit fails every rank.
+void commit_outputs(RunContext& ctx, std::optional<OutputSet>& set);
 
-// Runs `work` (which commits outputs) on rank 0 while the others wait for its
-// outcome; rethrows rank 0's error there, and stops the others quietly
-// (Error(cancelled), as for a cancel: rank 0's error is the one reported).
-template <class F>
-void commit_on_root(RunContext& ctx, F&& work) {
-  std::exception_ptr error;
-  if (ctx.rank == 0) {
-    try {
-      work();
-    } catch (...) {
-      error = std::current_exception();
-    }
-  }
-  const bool committed = agree_root_committed(ctx, ctx.rank != 0 || !error);
-  if (error) std::rethrow_exception(error);
-  if (!committed) throw Error(ErrorKind::cancelled, "cancelled");
-}
+// report.json of a command other than register (average, spectrum): the
+// command, the input, the job and the files of the set it completes.
+void write_command_report(const std::string& path, const Job& job, const FrameSource& frames,
+                          const nlohmann::json& files, const std::vector<std::string>& warnings);
 
 // `average --lines lines.csv`: the series averaged in specimen coordinates
 // with a --scan-distortion run's per-line drift and jitter (another detector
-// recorded in the same scan), on rank 0. Writes average.tif, coverage.tif.
+// recorded in the same scan), on rank 0. Writes average.tif, coverage.tif,
+// report.json as one set.
 int run_average_with_lines(const Job& job, RunContext& ctx);
 
 }  // namespace driftscan::mpi

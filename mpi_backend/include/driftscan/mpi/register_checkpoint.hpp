@@ -1,10 +1,12 @@
 #pragma once
 // Checkpoints of a long registration: the completed pair elements and the
 // completed prefix of the scan, saved every checkpoint_interval_s seconds
-// (and when cancelled) to <output>/checkpoint.dsck, atomically (temporary
-// name, then rename). `--resume` loads it and continues; because pairs and
-// the sequential scan are deterministic, the result equals an uninterrupted
-// run. The file is removed once the outputs are written.
+// (when cancelled, and once the scan is complete) to
+// <output>/checkpoint.dsck, atomically (temporary name, then rename).
+// `--resume` loads it and continues (a complete scan: straight to the
+// uncertainty); because pairs and the sequential scan are deterministic, the
+// result equals an uninterrupted run. The file is removed once the outputs
+// are committed.
 //
 // Format: one JSON line (magic, fingerprint of input and settings, counts),
 // then the elements and the scan prefix as Registration::to_bytes() records.
@@ -44,8 +46,11 @@ RegisterCheckpoint load_checkpoint(const std::string& path, const nlohmann::json
 
 // The serial register pipeline (register_pipeline.hpp's phases) with
 // checkpoints and resume. Runs on the calling rank only. Multi-rank runs
-// checkpoint per rank (distributed_checkpoint.hpp).
+// checkpoint per rank (distributed_checkpoint.hpp). The outputs are staged
+// in `set`; the caller commits it, then removes the checkpoints. Once the
+// scan is done the checkpoint holds all of it (when checkpoints are on), so
+// a run interrupted later resumes without the pairs and the scan.
 RegisterResult register_with_checkpoints(const Job& job, const FrameSource& frames, Progress& progress,
-                                         const CancelToken& cancel);
+                                         const CancelToken& cancel, OutputSet& set);
 
 }  // namespace driftscan::mpi

@@ -11,6 +11,7 @@
 
 #include "driftscan/cancel_token.hpp"
 #include "driftscan/job.hpp"
+#include "driftscan/output_set.hpp"
 #include "driftscan/progress.hpp"
 
 namespace driftscan::mpi {
@@ -21,9 +22,11 @@ namespace driftscan::mpi {
 // bad input naming the file. Empty when apply_to is empty.
 std::vector<std::string> apply_to_signals(const Job& job);
 
-// Averages each signal with <output>/drift.csv; returns {"average_<name>": path, ...}.
+// Averages each signal with the drift.csv staged in `set` (this run's);
+// stages average_<name>.tif and coverage_<name>.tif in it; returns
+// {"average_<name>": final path, ...}.
 nlohmann::json average_signals(const Job& job, const std::vector<std::string>& names, Progress& progress,
-                               const CancelToken& cancel);
+                               const CancelToken& cancel, OutputSet& set);
 
 // The file-name form of a signal name: letters, digits, '-', '.' kept, the rest '_'.
 std::string signal_file_name(const std::string& signal);
