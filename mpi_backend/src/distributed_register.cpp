@@ -568,6 +568,28 @@ void on_root_then_together(RegisterRun& run, Body&& body) {
   if (root_error) std::rethrow_exception(root_error);
 }
 
+// When most frames failed (every rank knows every result, so all decide
+// alike): rank 0 writes drift.csv and report.json without an average, then
+// every rank throws Error(registration_failed).
+void stop_if_failed(RegisterRun& run) {
+  const RegistrationFailures failures = classify_failures(run.res.registrations);
+  if (!failures.most_failed()) return;
+  RegisterResult& res = run.res;
+  on_root_then_together(run, [&] {
+    stop_if_registration_failed(failures, run.job.input, &run.ctx.progress, res.warnings, [&] {
+      run.ctx.progress.phase("write", 2);
+      nlohmann::json extra;
+      extra["execution"] = {{"threads", run.threads}, {"ranks", run.ctx.size}};
+      res.files = write_register_outputs(run.job.output, *run.frames, run.job.registration, run.job.averaging,
+                                         res.registrations, res.applications, AverageResult{}, res.warnings, extra, {},
+                                         "", &res.uncertainty);
+      run.ctx.progress.advance(2);
+      remove_checkpoints(run.job.output);  // complete: a resume would fail the same way
+    });
+  });
+  throw Error(ErrorKind::registration_failed, failures.failure_message(run.job.input));
+}
+
 }  // namespace
 
 RegisterResult register_distributed(const Job& job, RunContext& ctx) {
@@ -576,6 +598,7 @@ RegisterResult register_distributed(const Job& job, RunContext& ctx) {
   compute_pairs(run);
   scan(run);
   uncertainty(run);
+  stop_if_failed(run);
   if (run.timing) correct_distortion(run);
   average(run);
   on_root_then_together(run, [&] { write_outputs(run); });
