@@ -1,7 +1,7 @@
 // driftscan-engine: the MPI program. Parses the subcommand, initialises MPI
 // with threads, turns SIGINT/SIGTERM into a cancel request seen by every
 // rank (CancelRelay), and maps driftscan::Error to the documented exit codes:
-// 0 done, 2 bad input or usage, 3 failure during the run, 4 cancelled.
+// 0 done, 2 bad input or usage, 3 failure during the run, 4 cancelled, 5 registration failed.
 #include <unistd.h>
 
 #include <csignal>
@@ -60,7 +60,9 @@ static int run_engine(int argc, char** argv) {
   CLI::App app{"driftscan-engine: registration, averaging and spectra of EM image series"};
   app.require_subcommand(1);
   app.fallthrough();  // --progress may come after the subcommand
-  app.footer("Exit codes: 0 done, 2 bad input or usage, 3 failure during the run, 4 cancelled.");
+  app.footer(
+      "Exit codes: 0 done, 2 bad input or usage, 3 failure during the run, 4 cancelled, 5 registration failed "
+      "(most frames share no structure with frame 0; no average written).");
   std::string progress_mode = isatty(STDERR_FILENO) ? "bar" : "plain";
   app.add_option("--progress", progress_mode, "Progress output: bar, plain, json (events on stdout) or none")
       ->check(CLI::IsMember({"bar", "plain", "json", "none"}));

@@ -98,6 +98,7 @@ struct PairRegistrationPlan::State {
   std::vector<float> weight;         // band-pass weight per spectrum element (empty: none)
   RealFft2d<float> fft;
   int max_sx = 0, max_sy = 0;  // integer search bound
+  double window_samples = 0;   // (sum w^2)^2 / sum w^4: the window's effective number of pixels
   State(int w_, int h_) : w(w_), h(h_), fft(w_, h_) {}
 };
 
@@ -122,6 +123,12 @@ PairRegistrationPlan::PairRegistrationPlan(int width, int height, const PairRegi
   st->y0 = r.y;
   st->wx = window_1d(r.w, options.window, options.tukey_alpha);
   st->wy = window_1d(r.h, options.window, options.tukey_alpha);
+  {
+    double x2 = 0, x4 = 0, y2 = 0, y4 = 0;
+    for (float v : st->wx) x2 += double(v) * v, x4 += double(v) * v * v * v;
+    for (float v : st->wy) y2 += double(v) * v, y4 += double(v) * v * v * v;
+    st->window_samples = (x2 * x2 / x4) * (y2 * y2 / y4);
+  }
   if (options.bandpass_low > 0 || options.bandpass_high > 0 || options.smooth_sigma > 0) {
     // Gaussian roll-offs: periods shorter than `low` (noise) and longer than
     // `high` (background) are attenuated to 1/e^0.5 at the cut-off.
@@ -210,18 +217,30 @@ void prepare(const State& s, const Frame& f, float* out, const char* which) {
 }
 
 // Cross-power spectrum R = A conj(B) (band-pass weighted, whitened);
-// IFFT(R)[s] = sum_p a(p+s) b(p).
-void cross_power(const State& s, const std::complex<float>* A, const std::complex<float>* B, double whitening,
-                 std::complex<float>* R) {
+// IFFT(R)[s] = sum_p a(p+s) b(p). Returns sqrt(sum g|A|^2 sum g|B|^2) over
+// the whole spectrum without DC (g: the band-pass weight): the IFFT divided
+// by it is the correlation coefficient of the weighted frames.
+double cross_power(const State& s, const std::complex<float>* A, const std::complex<float>* B, double whitening,
+                   std::complex<float>* R) {
   const std::size_t ns = s.fft.spectrum_size();
+  const int sw = s.fft.spectrum_width();
   const double wexp = std::clamp(whitening, 0.0, 1.0);
+  double ea = 0, eb = 0;
   for (std::size_t i = 0; i < ns; ++i) {
     std::complex<float> r = A[i] * std::conj(B[i]);
+    const int kx = static_cast<int>(i % static_cast<std::size_t>(sw));
+    const double m = (kx == 0 || (s.w % 2 == 0 && kx == s.w / 2)) ? 1.0 : 2.0;  // Hermitian half
+    const double g = s.weight.empty() ? 1.0 : s.weight[i];
+    ea += m * g * std::norm(A[i]);
+    eb += m * g * std::norm(B[i]);
     if (!s.weight.empty()) r *= s.weight[i];
     if (wexp > 0) r /= static_cast<float>(std::pow(std::abs(r) + 1e-20, wexp));
     R[i] = r;
   }
+  ea -= std::norm(A[0]) * (s.weight.empty() ? 1.0 : s.weight[0]);
+  eb -= std::norm(B[0]) * (s.weight.empty() ? 1.0 : s.weight[0]);
   R[0] = 0.0f;  // no DC: the correlation has zero mean
+  return std::sqrt(std::max(0.0, ea) * std::max(0.0, eb));
 }
 
 // The reference's shortest lattice vector (0: not periodic) from its
@@ -315,6 +334,37 @@ void sidelobe_measures(const Correlation& corr, const IntegerPeak& peak, PairShi
   out.second_peak = best > mean && std::isfinite(second) ? std::max(0.0, (second - mean) / (best - mean)) : 0.0;
 }
 
+// The peak's central lobe: sum of (c / c_peak)^2 over the connected region
+// around it where c >= c_peak / 2 (within +-32 px), x 4/3 — a Gaussian
+// lobe holds 3/4 of its sum of squares inside its half maximum.
+double peak_lobe_area(const Correlation& corr, const IntegerPeak& peak) {
+  if (!(peak.value > 0)) return 0.0;
+  constexpr int reach = 32;
+  const int rx = std::min(reach, (corr.w - 1) / 2), ry = std::min(reach, (corr.h - 1) / 2);
+  const int bw = 2 * rx + 1;
+  std::vector<unsigned char> seen(static_cast<std::size_t>(bw) * (2 * ry + 1), 0);
+  auto idx = [&](int dx, int dy) { return static_cast<std::size_t>(dy + ry) * bw + (dx + rx); };
+  std::vector<std::pair<int, int>> stack{{0, 0}};
+  seen[idx(0, 0)] = 1;
+  double sum = 0.0;
+  const double half = 0.5 * peak.value;
+  while (!stack.empty()) {
+    auto [x, y] = stack.back();
+    stack.pop_back();
+    const double v = corr.at(peak.x + x, peak.y + y) / static_cast<double>(peak.value);
+    sum += v * v;
+    const int nb[4][2] = {{x + 1, y}, {x - 1, y}, {x, y + 1}, {x, y - 1}};
+    for (const auto& n : nb) {
+      if (std::abs(n[0]) > rx || std::abs(n[1]) > ry) continue;
+      const std::size_t i = idx(n[0], n[1]);
+      if (seen[i] || !(corr.at(peak.x + n[0], peak.y + n[1]) >= half)) continue;
+      seen[i] = 1;
+      stack.push_back({n[0], n[1]});
+    }
+  }
+  return sum * 4.0 / 3.0;
+}
+
 // Sub-pixel offset of a parabola's vertex through three samples, within
 // half a pixel; 0 when they are not a cap.
 double parabola(double l, double m, double r) {
@@ -394,6 +444,11 @@ void refine_on_spectrum(const State& s, const std::complex<float>* R, double& ex
 
 }  // namespace
 
+double PairRegistrationPlan::significance_threshold(double samples) {
+  const double m = std::sqrt(2.0 * std::log(std::max(samples, 3.0)));
+  return m + 9.2 / m;
+}
+
 PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const {
   const State& s = *state_;
   for (const Frame* f : {&fi, &fk}) check_frame_size(*f, width_, height_);
@@ -410,7 +465,7 @@ PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const 
 
   // Cross-power spectrum; then B, b are free: the reference's
   // autocorrelation goes there when the lattice bound needs it.
-  cross_power(s, A.data(), B.data(), options_.whitening, R.data());
+  const double energy = cross_power(s, A.data(), B.data(), options_.whitening, R.data());
   double lattice = options_.lattice_bound ? options_.lattice_vector : 0.0;
   if (options_.lattice_bound && !(lattice > 0)) lattice = reference_lattice_vector(s, A.data(), B.data(), b.data());
   // Periodic frame: consecutive shifts are below half a period (method.md),
@@ -428,6 +483,16 @@ PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const 
   out.lattice_vector = lattice;
   out.at_bound = std::abs(px) == s.max_sx || std::abs(py) == s.max_sy || std::hypot(px, py) > radius - 1.5;
   sidelobe_measures(corr, peak, out);
+  // Significance: the peak's correlation coefficient against the standard
+  // deviation of frames sharing no content, for the number of independent
+  // shifts searched (the circle or rectangle above, in sample areas).
+  out.lobe_area = peak_lobe_area(corr, peak);
+  out.ncc = energy > 0 ? peak.value / energy : 0.0;
+  const double sample_area = std::max(1.0, options_.sample_area > 0 ? options_.sample_area : out.lobe_area);
+  out.significance = out.ncc * std::sqrt(s.window_samples / sample_area);
+  const double box = static_cast<double>(2 * s.max_sx + 1) * (2 * s.max_sy + 1);
+  const double searched = std::isfinite(radius) ? std::min(box, kPi * radius * radius) : box;
+  out.significant = out.significance >= significance_threshold(searched / sample_area);
 
   // Sub-pixel: a parabola through the integer neighbours, then Newton steps
   // on the correlation interpolated from the cross-power spectrum.

@@ -21,6 +21,7 @@
 #include "driftscan/error.hpp"
 #include "driftscan/job.hpp"
 #include "driftscan/output_set.hpp"
+#include "driftscan/registration_failure.hpp"
 #include "driftscan/sequential_scan.hpp"
 #include "driftscan/tiff_writer.hpp"
 
@@ -94,6 +95,8 @@ std::string flag_names(std::uint32_t flags) {
   add(kPairFailed, "pair_failed");
   add(kRefineFailed, "refine_failed");
   add(kNotConverged, "not_converged");
+  add(kNoPeak, "no_peak");
+  add(kNoMatch, "no_match");
   return s;
 }
 
@@ -162,22 +165,21 @@ std::vector<Registration> scan_registrations(const std::vector<Registration>& el
 
 std::vector<std::string> registration_warnings(const std::vector<Registration>& registrations,
                                                std::vector<std::size_t>& excluded) {
-  std::vector<std::string> w;
-  for (const Registration& r : registrations) {
-    const std::string frame = "frame " + std::to_string(r.to);
-    if (r.flags & kBadFrame) {
-      w.push_back(frame + " is unusable (blank or non-finite pixels): excluded from the average");
-      excluded.push_back(r.to);
-    } else if (r.flags & kRefineFailed) {
-      w.push_back(frame +
-                  " could not be refined against frame 0 (no overlap or no contrast there): "
-                  "excluded from the average, drift is the chained pair estimate");
-      excluded.push_back(r.to);
-    } else if (r.flags & kNotConverged) {
-      w.push_back(frame + ": the refinement stopped at max_iterations without converging");
-    }
+  const RegistrationFailures failures = classify_failures(registrations);
+  const std::vector<std::size_t> failed = failures.failed();
+  excluded.insert(excluded.end(), failed.begin(), failed.end());
+  return failures.warnings();
+}
+
+void stop_if_registration_failed(const RegistrationFailures& failures, const std::string& input, Progress* progress,
+                                 std::vector<std::string>& warnings, const std::function<void()>& write) {
+  if (!failures.most_failed()) return;
+  for (std::string& w : failures.warnings()) {
+    if (progress) progress->log(LogLevel::warning, w);
+    warnings.push_back(std::move(w));
   }
-  return w;
+  if (write) write();
+  throw Error(ErrorKind::registration_failed, failures.failure_message(input));
 }
 
 std::vector<DriftUncertainty> uncertainty_phase(const RegistrationOperator& op,
@@ -288,7 +290,7 @@ void write_drift_csv(const std::string& path, const std::vector<Registration>& r
     const Registration& r = registrations[k];
     const double quality = average && k < average->quality.size() ? average->quality[k] : 0.0;
     const bool used =
-        average && k < average->used.size() ? static_cast<bool>(average->used[k]) : !(r.flags & kBadFrame);
+        average && k < average->used.size() ? static_cast<bool>(average->used[k]) : !(r.flags & kFrameFailed);
     s += drift_csv_row(k, r, model, centre, quality, used, sigmas ? &(*uncertainty)[k] : nullptr,
                        sigmas ? noise[k] : 0.0);
   }
@@ -313,15 +315,23 @@ RegisterOutputs write_register_outputs(OutputSet& set, const FrameSource& frames
   files.report = set.final_path(kOutputRecord);
 
   const Point centre{(frames.width() - 1) / 2.0, (frames.height() - 1) / 2.0};
+  // No average (most frames failed): none is staged, so the commit leaves
+  // none of an earlier run to pass for this one's.
+  const bool averaged = !average.average.empty();
   set.write("drift.csv", [&](const std::string& path) {
-    write_drift_csv(path, registrations, settings.model, centre, &average, uncertainty);
+    write_drift_csv(path, registrations, settings.model, centre, averaged ? &average : nullptr, uncertainty);
   });
-  TiffWriteOptions tw;
-  tw.format = SampleFormat::float32;
-  tw.pixel_size = frames.pixel_size();
-  tw.unit = frames.pixel_unit();
-  set.write(average_name, [&](const std::string& path) { write_tiff(path, average.average, tw); });
-  set.write(coverage_name, [&](const std::string& path) { write_tiff(path, average.coverage, tw); });
+  if (averaged) {
+    TiffWriteOptions tw;
+    tw.format = SampleFormat::float32;
+    tw.pixel_size = frames.pixel_size();
+    tw.unit = frames.pixel_unit();
+    set.write(average_name, [&](const std::string& path) { write_tiff(path, average.average, tw); });
+    set.write(coverage_name, [&](const std::string& path) { write_tiff(path, average.coverage, tw); });
+  } else {
+    files.average.clear();
+    files.coverage.clear();
+  }
 
   Job job;
   job.command = "register";
@@ -358,8 +368,8 @@ RegisterOutputs write_register_outputs(OutputSet& set, const FrameSource& frames
                     }});
   std::size_t used = 0;
   nlohmann::json excluded = nlohmann::json::array();
-  for (std::size_t k = 0; k < average.used.size(); ++k) {
-    if (average.used[k]) ++used;
+  for (std::size_t k = 0; k < registrations.size(); ++k) {
+    if (k < average.used.size() && average.used[k]) ++used;
     else excluded.push_back(k);
   }
   report["summary"] = {{"operator_applications", applications.size()},
@@ -369,11 +379,15 @@ RegisterOutputs write_register_outputs(OutputSet& set, const FrameSource& frames
                        {"frames_used", used},
                        {"frames_excluded", excluded}};
   if (uncertainty && !uncertainty->empty()) report["uncertainty"] = to_json(summarize_uncertainty(*uncertainty));
+  const RegistrationFailures failures = classify_failures(registrations);
+  report["registration"] = failures.to_json();
+  report["status"] = averaged ? "done" : "registration_failed";
   report["warnings"] = warnings;
-  report["files"] = {{"drift", files.drift},
-                     {"average" + average_suffix, files.average},
-                     {"coverage" + average_suffix, files.coverage},
-                     {"report", files.report}};
+  report["files"] = {{"drift", files.drift}, {"report", files.report}};
+  if (averaged) {
+    report["files"]["average" + average_suffix] = files.average;
+    report["files"]["coverage" + average_suffix] = files.coverage;
+  }
   // Extra files (a corrected average, lines.csv) join the list; other extra blocks are set whole.
   for (auto it = report_extra.begin(); it != report_extra.end(); ++it)
     if (it.key() == "files" && it.value().is_object()) report["files"].update(it.value());
@@ -421,6 +435,13 @@ RegisterResult register_series(const FrameSource& frames, const RegistrationSett
   res.seconds.uncertainty = since(t0);
 
   cancel.throw_if_cancelled();
+  stop_if_registration_failed(classify_failures(res.registrations), name, &progress, res.warnings, [&] {
+    progress.phase("write", 2);
+    res.files = write_register_outputs(set, frames, settings, averaging, res.registrations, res.applications,
+                                       AverageResult{}, res.warnings, {}, {}, "", &res.uncertainty);
+    set.commit();
+    progress.advance(2);
+  });
   t0 = Clock::now();
   c0 = std::clock();
   {

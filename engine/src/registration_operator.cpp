@@ -100,14 +100,17 @@ double reference_sigma(const FrameSource& frames) {
   return choose_smoothing_sigma(f0);
 }
 
-// The lattice of frame 0 bounds every pair search: found once here rather
-// than in every pair (a lattice does not change along a series).
-PairRegistrationOptions with_lattice(const FrameSource& frames, PairRegistrationOptions o) {
-  if (!o.lattice_bound || o.lattice_vector > 0 || frames.frame_count() < 1) return o;
+// Frame 0's autocorrelation, once: its lattice bounds every pair search (a
+// lattice does not change along a series) and its central lobe is the area
+// of one independent sample, the null of every significance test.
+PairRegistrationOptions with_reference(const FrameSource& frames, PairRegistrationOptions o) {
+  if (frames.frame_count() < 1) return o;
   Frame f0 = frames.frame(0);
   if (!unusable_frame_reason(f0).empty()) return o;
   try {
-    o.lattice_vector = PairRegistrationPlan(frames.width(), frames.height(), o).execute(f0, f0).lattice_vector;
+    const PairShift self = PairRegistrationPlan(frames.width(), frames.height(), o).execute(f0, f0);
+    if (o.lattice_bound && !(o.lattice_vector > 0)) o.lattice_vector = self.lattice_vector;
+    if (!(o.sample_area > 0)) o.sample_area = self.lobe_area;
   } catch (const Error&) {
     // left to the pair registrations themselves
   }
@@ -128,7 +131,7 @@ RegistrationOperator::RegistrationOperator(const FrameSource& frames, const Regi
     : frames_(frames),
       settings_(settings),
       sigma_(reference_sigma(frames)),
-      pair_(frames.width(), frames.height(), with_lattice(frames, pair_options(settings, sigma_))),
+      pair_(frames.width(), frames.height(), with_reference(frames, pair_options(settings, sigma_))),
       refine_(frames.width(), frames.height(), refine_options(frames, settings, refine_threads, sigma_)),
       cache_capacity_(prepared_cache_bytes) {}
 
@@ -166,13 +169,13 @@ Registration RegistrationOperator::operator()(const Registration& a, const Regis
   r.from = a.from;
   r.to = b.to;
   r.transform = compose(a.transform, b.transform);
-  r.flags = b.flags & kBadFrame;
+  r.flags = b.flags & (kBadFrame | kNoPeak);
   if ((r.flags & kBadFrame) || r.from == r.to) {
     r.seconds = seconds_since(t0);
     return r;
   }
   // A guess built on a failed or stand-in registration may be further off.
-  const bool shaky = ((a.flags | b.flags) & (kBadFrame | kPairFailed | kRefineFailed)) != 0;
+  const bool shaky = ((a.flags | b.flags) & (kBadFrame | kPairFailed | kRefineFailed | kNoPeak | kNoMatch)) != 0;
   const double uncertainty = shaky ? 2.0 : 1.0;
   const int levels = refine_.levels_for(uncertainty);
   std::shared_ptr<const Refinement::Prepared> pi, pk;
@@ -180,11 +183,14 @@ Registration RegistrationOperator::operator()(const Registration& a, const Regis
     pi = prepared(r.from, true, levels);
     pk = prepared(r.to, false, levels);
     RefineResult res = refine_.execute(*pi, *pk, r.transform, uncertainty);
-    r.transform = res.transform;
     r.iterations = res.iterations;
     r.cost = res.cost;
     r.quality = res.ncc;
     if (!res.converged) r.flags |= kNotConverged;
+    // A match no better than unrelated frames give is noise settling
+    // anywhere: the chained guess is the better start for what follows.
+    if (registration_significance(res.ncc, res.pixels) < registration_threshold()) r.flags |= kNoMatch;
+    else r.transform = res.transform;
   } catch (const Error& e) {
     // Bad frame data or no overlap: keep the chained guess, say so. Anything
     // else (cancellation, a file that cannot be read) is not ours to hide.
@@ -194,6 +200,18 @@ Registration RegistrationOperator::operator()(const Registration& a, const Regis
   }
   r.seconds = seconds_since(t0);
   return r;
+}
+
+double RegistrationOperator::registration_significance(double ncc, std::size_t pixels) const {
+  const double area = std::max(1.0, pair_.options().sample_area);
+  return ncc * std::sqrt(static_cast<double>(pixels) / area);
+}
+
+double RegistrationOperator::registration_threshold() const {
+  const Roi& roi = refine_.options().roi;
+  const double pixels =
+      roi.whole_frame() ? static_cast<double>(frames_.width()) * frames_.height() : static_cast<double>(roi.w) * roi.h;
+  return PairRegistrationPlan::significance_threshold(pixels / std::max(1.0, pair_.options().sample_area));
 }
 
 RefineInformation RegistrationOperator::information(const Registration& r) const {
@@ -232,6 +250,10 @@ Registration RegistrationOperator::element(std::size_t k) const {
     e.transform = s.transform();
     e.quality = s.psr;
     if (s.at_bound) e.flags |= kPairFailed;
+    if (!s.significant) {
+      e.flags |= kNoPeak;
+      e.transform = Transform::identity();  // the peak is noise: no better than no shift
+    }
     e.seconds = seconds_since(t0);
     return e;
   }

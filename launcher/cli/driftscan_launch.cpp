@@ -1,6 +1,6 @@
 // driftscan-launch: runs a job file through a launch profile (local mpirun,
 // ssh, or Slurm over ssh) and shows its progress. Exit codes are the
-// engine's: 0 done, 2 bad input or usage, 3 failure, 4 cancelled.
+// engine's: 0 done, 2 bad input or usage, 3 failure, 4 cancelled, 5 registration failed.
 #include <unistd.h>
 
 #include <csignal>

@@ -175,7 +175,7 @@ LaunchResult LaunchContext::finish(int code) {
                         return "driftscan-engine ended with code " + std::to_string(code) +
                                (t.empty() ? "" : ": " + t.substr(pos == std::string::npos ? 0 : pos + 1));
                       }();
-    if (code != 2) r.exit_code = 3;
+    if (code != 2 && code != 5) r.exit_code = 3;  // bad input and a failed registration keep their codes
   }
   return r;
 }

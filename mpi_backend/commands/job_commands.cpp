@@ -13,7 +13,9 @@ namespace {
 Runner job_command(CLI::App& app, const std::string& name) {
   auto values = std::make_shared<JobFlagValues>();
   add_job_flags(app, name, values);
-  app.footer("Exit codes: 0 done, 2 bad input or usage, 3 failure during the run, 4 cancelled.");
+  app.footer(
+      "Exit codes: 0 done, 2 bad input or usage, 3 failure during the run, 4 cancelled, 5 registration failed "
+      "(most frames share no structure with frame 0; no average written).");
   return [values](RunContext& ctx) {
     Job job = effective_job(*values);
     if (values->print_job) {

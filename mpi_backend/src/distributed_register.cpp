@@ -575,6 +575,29 @@ void take_checkpointed_scan(RegisterRun& run) {
   for (const auto& o : run.known.outputs) run.res.registrations.push_back(*o);
 }
 
+// When most frames failed (every rank knows every result, so all decide
+// alike): rank 0 stages drift.csv and report.json without an average, then
+// every rank throws Error(registration_failed); run_register commits the set.
+void stop_if_failed(RegisterRun& run, OutputSet* set) {
+  const RegistrationFailures failures = classify_failures(run.res.registrations);
+  if (!failures.most_failed()) return;
+  RegisterResult& res = run.res;
+  on_root_then_together(run, [&] {
+    stop_if_registration_failed(failures, run.job.input, &run.ctx.progress, res.warnings, [&] {
+      run.ctx.progress.phase("write", 2);
+      nlohmann::json extra;
+      extra["execution"] = {{"threads", run.threads}, {"ranks", run.ctx.size}};
+      if (!set) throw failure("register: rank 0 has no output set");
+      // Staged; the caller commits the set on registration_failed too.
+      res.files =
+          write_register_outputs(*set, *run.frames, run.job.registration, run.job.averaging, res.registrations,
+                                 res.applications, AverageResult{}, res.warnings, extra, {}, "", &res.uncertainty);
+      run.ctx.progress.advance(2);
+    });
+  });
+  throw Error(ErrorKind::registration_failed, failures.failure_message(run.job.input));
+}
+
 }  // namespace
 
 RegisterResult register_distributed(const Job& job, RunContext& ctx, OutputSet* set) {
@@ -587,6 +610,7 @@ RegisterResult register_distributed(const Job& job, RunContext& ctx, OutputSet* 
     scan(run);
   }
   uncertainty(run);
+  stop_if_failed(run, set);
   if (run.timing) correct_distortion(run);
   average(run);
   on_root_then_together(run, [&] {

@@ -189,6 +189,13 @@ int run_register(const Job& job, RunContext& ctx) {
       on_root(ctx, [&] { files.update(average_signals(job, apply_to, ctx.progress, ctx.cancel, *set)); });
     commit_outputs(ctx, set);
   } catch (const Error& e) {
+    if (e.kind() == ErrorKind::registration_failed) {
+      // drift.csv and report.json (status registration_failed, no average)
+      // are the run's answer: committed as a set like any other.
+      commit_outputs(ctx, set);
+      if (ctx.rank == 0) remove_checkpoints(job.output);  // a resume would fail the same way
+      throw;
+    }
     if (!set) throw;
     const Error explained = set->explain(e);
     if (e.kind() != ErrorKind::failure || job.execution.checkpoint_interval_s <= 0 ||

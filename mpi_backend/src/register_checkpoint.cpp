@@ -229,6 +229,13 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
   res.seconds.uncertainty = since(t0);
 
   cancel.throw_if_cancelled();
+  stop_if_registration_failed(classify_failures(res.registrations), job.input, &progress, res.warnings, [&] {
+    progress.phase("write", 2);
+    // Staged; run_register commits the set on registration_failed too.
+    res.files = write_register_outputs(set, frames, job.registration, job.averaging, res.registrations,
+                                       res.applications, AverageResult{}, res.warnings, {}, {}, "", &res.uncertainty);
+    progress.advance(2);
+  });
   t0 = Clock::now();
   {
     const int saved = omp_get_max_threads();

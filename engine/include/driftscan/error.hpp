@@ -12,6 +12,10 @@ enum class ErrorKind {
   bad_input = 2,  // missing/corrupt/unsupported input, bad usage or settings
   failure = 3,    // something failed during the run (a rank died, I/O error on output)
   cancelled = 4,  // SIGINT/SIGTERM or a cancel request
+  // register: most frames could not be registered (no common structure with
+  // frame 0: noise, unrelated images); drift.csv and report.json say which,
+  // and no average is written
+  registration_failed = 5,
 };
 
 class Error : public std::runtime_error {

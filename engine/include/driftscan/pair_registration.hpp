@@ -42,6 +42,11 @@ struct PairRegistrationOptions {
   // The shortest lattice vector when already known (px; 0: find it in each
   // reference frame, which costs one more inverse FFT per pair).
   double lattice_vector = 0.0;
+  // Area (px) of one independent sample of the series' frames as this plan
+  // sees them (smoothed, windowed): the central lobe of frame 0's
+  // autocorrelation, PairShift::lobe_area of execute(f0, f0). It sets the
+  // null of PairShift::significance; 0: the pair's own peak lobe.
+  double sample_area = 0.0;
   Roi roi;  // region of both frames used (whole frame when empty)
 
   static PairRegistrationOptions from(const RegistrationSettings& settings);
@@ -59,6 +64,20 @@ struct PairShift {
   double second_peak = 0.0;
   bool at_bound = false;        // the peak sits on the max-shift or lattice bound (likely wrong)
   double lattice_vector = 0.0;  // shortest lattice vector of the reference (px), 0: not periodic
+  // The peak as a correlation coefficient of the two prepared (windowed,
+  // smoothed) frames, and how far it stands above what frames sharing no
+  // content give: ncc / sigma0 with sigma0 = sqrt(sample_area / window
+  // samples), the standard deviation of the NCC of independent frames
+  // (Bartlett: the sum of the product of their autocorrelations, here the
+  // central lobe of frame 0's; a lattice's periodic lobes are the shared
+  // content under test, not noise). Compare with significance_threshold().
+  double ncc = 0.0;
+  double significance = 0.0;
+  bool significant = true;  // significance >= the threshold for the shifts searched
+  // The central lobe of this surface around its peak, sum of (c/c_peak)^2
+  // over the connected half-maximum region x 4/3 (the Gaussian lobe's
+  // total): for f_i = f_k, the area of one independent sample.
+  double lobe_area = 0.0;
 
   Transform transform() const { return Transform::translation(dx, dy); }
 };
@@ -75,6 +94,12 @@ class PairRegistrationPlan {
   int width() const { return width_; }
   int height() const { return height_; }
   const PairRegistrationOptions& options() const { return options_; }
+  // The significance below which a peak is indistinguishable from the
+  // highest of `samples` independent standard normals (what frames sharing
+  // no content give over that many independent shifts): their expected
+  // maximum sqrt(2 ln M) plus a margin for a false alarm rate ~1e-4 (Gumbel
+  // tail: 9.2 / sqrt(2 ln M)). A pair searches M = searched area / sample area.
+  static double significance_threshold(double samples);
 
   struct State;
 

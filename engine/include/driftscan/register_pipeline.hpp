@@ -23,6 +23,7 @@
 #include "driftscan/frame_source.hpp"
 #include "driftscan/output_set.hpp"
 #include "driftscan/progress.hpp"
+#include "driftscan/registration_failure.hpp"
 #include "driftscan/registration_operator.hpp"
 #include "driftscan/registration_settings.hpp"
 
@@ -90,9 +91,18 @@ std::vector<DriftUncertainty> uncertainty_phase(const RegistrationOperator& op,
                                                 std::vector<std::string>& warnings, Progress* progress,
                                                 const CancelToken* cancel);
 
-// Warnings for flagged frames, and the frames the average must leave out.
+// Warnings for flagged frames (one line per reason, registration_failure.hpp),
+// and the frames the average must leave out (every kFrameFailed frame).
 std::vector<std::string> registration_warnings(const std::vector<Registration>& registrations,
                                                std::vector<std::size_t>& excluded);
+
+// When most frames failed (RegistrationFailures::most_failed): logs and
+// keeps the failure warnings, runs `write` (drift.csv and report.json
+// without an average: write_register_outputs with an empty AverageResult;
+// empty on ranks that do not write) and throws
+// Error(registration_failed) naming `input`. Returns otherwise.
+void stop_if_registration_failed(const RegistrationFailures& failures, const std::string& input, Progress* progress,
+                                 std::vector<std::string>& warnings, const std::function<void()>& write);
 
 // Phase "average": average_series with the transforms of the scan; frames
 // flagged unusable are excluded (and said so in `warnings`); with
@@ -117,6 +127,10 @@ struct ReportArray {
 // last; visible once the caller commits the set. The paths returned are the
 // final ones. `report_extra` is merged into the report (timings, execution
 // details of the caller), then `streamed` arrays are written in at their paths.
+// An empty `average` (a failed registration) stages neither TIFF (so the
+// commit removes an earlier run's); report.json's "status" is then
+// "registration_failed" ("done" otherwise) and its "registration" block
+// counts the failed frames by reason.
 RegisterOutputs write_register_outputs(
     OutputSet& set, const FrameSource& frames, const RegistrationSettings& settings, const AveragingOptions& averaging,
     const std::vector<Registration>& registrations, const std::vector<OperatorApplication>& applications,

@@ -33,7 +33,19 @@ enum RegistrationFlag : std::uint32_t {
   kPairFailed = 1u << 1,    // the pair registration could not be trusted (peak on the bound)
   kRefineFailed = 1u << 2,  // refinement impossible (no overlap...): transform is the chained guess
   kNotConverged = 1u << 3,  // refinement stopped at max_iterations
+  // The pair's correlation peak is not significant (PairShift::significant):
+  // frames sharing no content would give as high a one. The element is the
+  // identity (a guess no worse than a random shift) and frame `to` is
+  // excluded: where a frame's neighbour match failed, a periodic sample
+  // leaves its refinement free to settle a lattice period away.
+  kNoPeak = 1u << 4,
+  // The refinement's NCC is indistinguishable from that of frames sharing no
+  // content (registration_significance below its threshold): the transform
+  // is the chained guess and frame `to` is excluded.
+  kNoMatch = 1u << 5,
 };
+// The flags that take a frame out of the average: it could not be registered.
+constexpr std::uint32_t kFrameFailed = kBadFrame | kRefineFailed | kNoPeak | kNoMatch;
 
 // A scan element: frame `from` -> frame `to` and T_{from,to}, plus the
 // diagnostics of the operation that produced it. Trivially copyable: the
@@ -74,13 +86,16 @@ class RegistrationOperator {
   // failure when a.to != b.from. A refinement that is impossible (frames
   // without overlap, blank or non-finite frame i) yields the chained guess
   // flagged kRefineFailed; an element whose frame `to` is flagged bad is
-  // chained without refinement.
+  // chained without refinement; a refinement whose NCC is not significant
+  // keeps the chained guess, flagged kNoMatch. kBadFrame and kNoPeak of `b`
+  // carry over to the result (they are frame `to`'s, whatever the tree).
   Registration operator()(const Registration& a, const Registration& b) const;
 
   // The element e_k = (k-1 -> k) by pair registration; e_0 = identity(0).
   // Frame k unusable -> (identity, kBadFrame). Frame k-1 unusable -> frame k
   // is registered with the closest usable frame before it, and the element
-  // still spans k-1 -> k (the bad frame stands in for that one).
+  // still spans k-1 -> k (the bad frame stands in for that one). No
+  // significant peak -> (identity, kNoPeak).
   Registration element(std::size_t k) const;
 
   // The precision of a result (from -> to) at its transform
@@ -93,6 +108,14 @@ class RegistrationOperator {
   const Refinement& refinement() const { return refine_; }
   // The Gaussian smoothing both registrations apply (chosen from frame 0).
   double smoothing_sigma() const { return sigma_; }
+  // A refinement's NCC against that of frames sharing no content: ncc /
+  // sqrt(sample area / overlap pixels), sample area from frame 0's
+  // autocorrelation (PairRegistrationOptions::sample_area); and the
+  // threshold below which it is flagged kNoMatch (PairRegistrationPlan::
+  // significance_threshold over the frame's independent samples: the chain's
+  // guesses come from a search over the whole frame).
+  double registration_significance(double ncc, std::size_t pixels) const;
+  double registration_threshold() const;
 
  private:
   std::shared_ptr<const Refinement::Prepared> prepared(std::size_t k, bool reference, int levels) const;

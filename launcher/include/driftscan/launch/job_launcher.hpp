@@ -43,7 +43,7 @@ const char* to_string(LaunchStatus status);
 
 struct LaunchResult {
   LaunchStatus status = LaunchStatus::failed;
-  int exit_code = 3;          // driftscan-engine's code (0 done, 2 bad input, 3 failure, 4 cancelled)
+  int exit_code = 3;          // the engine's: 0 done, 2 bad input, 3 failure, 4 cancelled, 5 registration failed
   std::string message;        // one line for the user; empty when done
   std::string result_folder;  // local folder holding the results (job.output)
   nlohmann::json files = nlohmann::json::object();  // from the engine's "result" event, local paths
