@@ -62,7 +62,7 @@ long status_kb(pid_t pid, const char* field) {
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
-  const auto i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  const auto i = static_cast<std::size_t>(std::lround(p * static_cast<double>(v.size() - 1)));
   return v[std::min(i, v.size() - 1)];
 }
 
@@ -139,6 +139,7 @@ int main(int argc, char** argv) {
       "--idle-timeout", "30",       "--out", out,        "--progress",     "none",
       "--threads",      threads};
   std::vector<char*> argp;
+  argp.reserve(args.size() + 1);
   for (auto& a : args) argp.push_back(a.data());
   argp.push_back(nullptr);
   pid_t child = 0;

@@ -410,8 +410,8 @@ const std::vector<JobField>& job_fields() {
 }
 
 const std::vector<std::string>& job_blocks() {
-  static const std::vector<std::string> blocks{"registration", "averaging", "spectrum", "synth", "scan", "follow",
-                                                "execution"};
+  static const std::vector<std::string> blocks{"registration", "averaging", "spectrum", "synth",
+                                               "scan",         "follow",    "execution"};
   return blocks;
 }
 

@@ -104,7 +104,7 @@ void TiffPageAppender::append(const Frame& frame, const AppendOrder& order) {
     write_at(pointer_at_, link.data(), link.size());
     end_ = ifd_at + ifd.size();
   }
-  pointer_at_ = ifd_at + 2 + entries * 12;
+  pointer_at_ = ifd_at + 2 + std::uint64_t(entries) * 12;
   ++pages_;
 }
 

@@ -58,7 +58,9 @@ bool fingerprint_fits(const nlohmann::json& stored, const nlohmann::json& expect
   nlohmann::json a = stored, b = expected;
   const auto frames_of = [](const nlohmann::json& j) {
     const auto it = j.find("frames");
-    return it != j.end() && it->is_number_unsigned() ? it->get<std::size_t>() : std::size_t(0);
+    if (it == j.end() || !it->is_number_integer()) return std::size_t(0);
+    if (it->is_number_unsigned()) return it->get<std::size_t>();
+    return static_cast<std::size_t>(std::max(0LL, it->get<long long>()));
   };
   const std::size_t done = frames_of(a), now = frames_of(b);
   a.erase("frames");

@@ -76,7 +76,9 @@ check "idle: exits 0 within seconds" "[ $rc -eq 0 ] && awk 'BEGIN{exit !($(elaps
 check "idle: says why it stopped" "grep -q 'no frame completed for 1 s' '$WORK/f4.log'"
 check "idle: 12 frames registered" "[ \$(tail -n +2 '$WORK/f4/drift.csv' | wc -l) -eq 12 ]"
 
-# 5. --resume of the grown series (now 24 frames) extends the result.
+cp -r "$WORK/f4" "$WORK/f4batch"
+
+# 5. --resume of the grown series (now 24 frames) extends the result, followed or batch.
 "$WRITER" "$WORK/s.tif" "$WORK/grow.tif" --frames 24 --rate 0 >/dev/null
 "$ENGINE" register "$WORK/grow.tif" --follow --resume --until-frames 24 --out "$WORK/f4" \
   --progress plain 2>"$WORK/f5.log"
@@ -86,6 +88,10 @@ check "resume: takes the 12 frames done from the checkpoint" "grep -q '12 frames
 check "resume: 12 new operator applications only" "grep -q '\"operator_applications\": 12' '$WORK/f4/report.json'"
 "$ENGINE" register "$WORK/grow.tif" --out "$WORK/b4" --progress none || die "batch register failed"
 same_as_batch "$WORK/f4" "$WORK/b4" "resume"
+"$ENGINE" register "$WORK/grow.tif" --resume --out "$WORK/f4batch" --progress plain 2>"$WORK/f5b.log"
+check "batch resume of the grown series: takes the 12 frames done" \
+  "grep -q '12 pair elements and 12 scan results done' '$WORK/f5b.log'"
+same_as_batch "$WORK/f4batch" "$WORK/b4" "batch resume"
 
 # 6. A cancel (SIGTERM) ends the follow; the results are finished over the frames taken.
 "$WRITER" "$WORK/s.tif" "$WORK/stop.tif" --frames 24 --rate 10 >/dev/null &
