@@ -123,6 +123,10 @@ ResultSet ResultSet::load(const QString& folder) {
   } else {
     r.warnings << folder + ": no report.json";
   }
+  if (r.report.is_object() && r.report.value("status", std::string()) == "registration_failed")
+    r.warnings << folder +
+                      ": registration failed (most frames share no structure with frame 0): no average; drift.csv "
+                      "flags each frame";
   // The files of the run: the report's list first, then the usual names.
   auto fromReport = [&](const char* key) -> QString {
     for (const char* block : {"files", "outputs"}) {
