@@ -127,6 +127,10 @@ ResultSet ResultSet::load(const QString& folder) {
                       ": no report.json: the run that wrote this folder did not complete; its files may be "
                       "partial or from different runs";
   }
+  if (r.report.is_object() && r.report.value("status", std::string()) == "registration_failed")
+    r.warnings << folder +
+                      ": registration failed (most frames share no structure with frame 0): no average; drift.csv "
+                      "flags each frame";
   // The files of the run: the report's list first, then the usual names.
   auto fromReport = [&](const char* key) -> QString {
     for (const char* block : {"files", "outputs"}) {

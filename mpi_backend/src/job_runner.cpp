@@ -28,6 +28,7 @@
 #include "driftscan/mpi/signal_averages.hpp"
 #include "driftscan/mpi/stack_spectrum.hpp"
 #include "driftscan/power_spectrum.hpp"
+#include "driftscan/registration_failure.hpp"
 #include "driftscan/series_opener.hpp"
 #include "driftscan/synthetic_series.hpp"
 #include "driftscan/tiff_series.hpp"
@@ -240,11 +241,11 @@ void average_and_write(const Job& job, RunContext& ctx, std::optional<OutputSet>
     throw bad_input(job.averaging.drift + ": " + std::to_string(drift.to_frame0.size()) + " frames, but " + job.input +
                     " has " + std::to_string(frames->frame_count()));
   AveragingOptions options = job.averaging;
-  for (std::size_t k : drift.flagged) {
-    options.exclude_frames.push_back(k);
-    ctx.progress.log(LogLevel::warning, "frame " + std::to_string(k) + " is flagged in " + job.averaging.drift +
-                                            ": left out of the average");
-  }
+  options.exclude_frames.insert(options.exclude_frames.end(), drift.flagged.begin(), drift.flagged.end());
+  if (!drift.flagged.empty())  // one line, however many frames
+    ctx.progress.log(LogLevel::warning, std::to_string(drift.flagged.size()) + " frame(s) flagged in " +
+                                            job.averaging.drift + ": left out of the average (frames " +
+                                            compact_frame_list(drift.flagged) + ")");
   if (options.max_sigma > 0 || options.weights == FrameWeighting::inverse_variance) {
     const DriftRecords records = read_drift_records(job.averaging.drift);
     if (!records.has_sigma || (options.weights == FrameWeighting::inverse_variance && !records.has_noise_var))
@@ -331,10 +332,10 @@ int run_spectrum(const Job& job, RunContext& ctx) {
                       job.input + " has " + std::to_string(count));
     // A flagged frame stays in the stack (the time axis needs every frame),
     // warped with whatever drift the table gives it.
-    if (ctx.rank == 0)
-      for (std::size_t f : drift.flagged)
-        ctx.progress.log(LogLevel::warning, "frame " + std::to_string(f) + " is flagged in " + job.averaging.drift +
-                                                ": its drift may be wrong");
+    if (ctx.rank == 0 && !drift.flagged.empty())
+      ctx.progress.log(LogLevel::warning, std::to_string(drift.flagged.size()) + " frame(s) flagged in " +
+                                              job.averaging.drift + ": their drift may be wrong (frames " +
+                                              compact_frame_list(drift.flagged) + ")");
     options.to_frame0 = std::move(drift.to_frame0);
   }
   options.interpolation = job.averaging.interpolation;

@@ -305,6 +305,9 @@ TEST(RegistrationFailure, NoiseFramesInsideAreExcluded) {
   const Point c = series.centre();
   EXPECT_NE(run.result.registrations[6].flags & kFrameFailed, 0u);
   EXPECT_FALSE(run.result.average.used[6]);
+  // Frame 7's pair is against the noise frame: no peak, so it goes too.
+  EXPECT_NE(run.result.registrations[7].flags & kNoPeak, 0u);
+  EXPECT_FALSE(run.result.average.used[7]);
   for (std::size_t k = 8; k < frames.frame_count(); ++k) {
     EXPECT_EQ(run.result.registrations[k].flags & kFrameFailed, 0u) << k;
     const Point d = run.result.registrations[k].transform.displacement(c), t = series.drift(k);
