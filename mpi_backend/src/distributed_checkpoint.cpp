@@ -53,6 +53,8 @@ CheckpointState load_checkpoints(const std::string& out_dir, const nlohmann::jso
         throw bad_input(path + ": checkpoint holds a scan output that does not fit the series");
       if (!state.outputs[o.to]) state.outputs[o.to] = o;
     }
+    for (const auto& [frame, u] : c.uncertainty)
+      if (!state.uncertainty[frame]) state.uncertainty[frame] = u;  // frame < frames: checked on reading
     ++state.files;
   }
   return state;

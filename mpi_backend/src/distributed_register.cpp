@@ -100,6 +100,15 @@ class RankCheckpoint {
     dirty_ = true;
     save_locked(false);
   }
+  // Frames lo.. of the uncertainty phase (replacing what an earlier run saved for them).
+  void add_uncertainty(std::size_t lo, const std::vector<DriftUncertainty>& u) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& v = ck_.uncertainty;
+    v.erase(std::remove_if(v.begin(), v.end(), [&](const auto& r) { return r.first >= lo && r.first < lo + u.size(); }),
+            v.end());
+    for (std::size_t i = 0; i < u.size(); ++i) v.emplace_back(lo + i, u[i]);
+    dirty_ = true;
+  }
   void add_output(const Registration& r) {
     std::lock_guard<std::mutex> lock(mu_);
     ck_.prefix.push_back(r);
@@ -221,6 +230,8 @@ void resume(RegisterRun& run) {
   run.gaps = missing_outputs(run.known.outputs);
   std::size_t left = 0;
   for (const auto& g : run.gaps) left += g.size();
+  const bool uncertainty_known = std::all_of(run.known.uncertainty.begin(), run.known.uncertainty.end(),
+                                             [](const auto& u) { return u.has_value(); });
   if (ctx.rank == 0 && job.execution.resume) {
     if (run.known.files == 0)
       ctx.progress.log(LogLevel::warning, "--resume: no checkpoint in " + job.output + "; starting from the beginning");
@@ -230,7 +241,8 @@ void resume(RegisterRun& run) {
           "resumed: " + std::to_string(run.loaded_pairs) + " pairs and " + std::to_string(run.loaded_outputs) +
               " scan outputs from " + std::to_string(run.known.files) + " checkpoint file(s); " +
               (run.gaps.empty()
-                   ? std::string("the scan is complete: pairs and scan skipped")
+                   ? std::string("the scan is complete: pairs and scan skipped") +
+                         (uncertainty_known ? ", and the uncertainty" : "")
                    : std::to_string(left) + " outputs left in " + std::to_string(run.gaps.size()) + " gap(s)"));
   }
   run.plan = plan_scan(run.gaps, ctx, run.threads);
@@ -390,19 +402,28 @@ void uncertainty(RegisterRun& run) {
   const std::size_t n = run.n, size = static_cast<std::size_t>(run.ctx.size),
                     rank = static_cast<std::size_t>(run.ctx.rank);
   const std::size_t lo = n * rank / size, hi = n * (rank + 1) / size;
-  run.ctx.progress.phase("uncertainty", hi - lo);
-  std::vector<DriftUncertainty> mine;
-  std::string error;
-  ErrorKind kind = ErrorKind::failure;
-  try {
-    mine = estimate_drift_uncertainty(run.op, run.res.registrations, lo, hi, run.threads, &run.ctx.progress,
-                                      &run.ctx.cancel);
-  } catch (const Error& e) {
-    error = e.what();
-    kind = e.kind();
+  const auto& known = run.known.uncertainty;
+  if (run.scan_skipped && std::all_of(known.begin(), known.end(), [](const auto& u) { return u.has_value(); })) {
+    // Kept with the scan by the interrupted run (the same on every rank).
+    for (const auto& u : known) run.res.uncertainty.push_back(*u);
+  } else {
+    run.ctx.progress.phase("uncertainty", hi - lo);
+    std::vector<DriftUncertainty> mine;
+    std::string error;
+    ErrorKind kind = ErrorKind::failure;
+    try {
+      mine = estimate_drift_uncertainty(run.op, run.res.registrations, lo, hi, run.threads, &run.ctx.progress,
+                                        &run.ctx.cancel);
+    } catch (const Error& e) {
+      error = e.what();
+      kind = e.kind();
+    }
+    agree_on_failure(run.ctx.comm, !error.empty(), kind, error);
+    run.checkpoint->add_uncertainty(lo, mine);
+    run.checkpoint->flush();
+    run.checkpoint->agree(run.ctx.comm);
+    run.res.uncertainty = allgather_records(run.ctx.comm, mine);
   }
-  agree_on_failure(run.ctx.comm, !error.empty(), kind, error);
-  run.res.uncertainty = allgather_records(run.ctx.comm, mine);
   if (run.ctx.rank == 0)
     if (std::string w = singular_warning(summarize_uncertainty(run.res.uncertainty)); !w.empty())
       run.res.warnings.push_back(std::move(w));

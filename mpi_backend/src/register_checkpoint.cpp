@@ -40,6 +40,46 @@ std::vector<Registration> read_records(std::istream& in, std::size_t n, const st
   }
   return v;
 }
+// A frame's uncertainty: the frame, 15 doubles, the singular flag.
+void write_uncertainty(std::ostream& out, const std::vector<std::pair<std::uint64_t, DriftUncertainty>>& v) {
+  for (const auto& [frame, u] : v) {
+    const double d[15] = {
+        u.sigma_dx,        u.sigma_dy,        u.cov_dxdy,        u.sigma_angle_deg, u.sigma_affine[0],
+        u.sigma_affine[1], u.sigma_affine[2], u.sigma_affine[3], u.sigma_affine[4], u.sigma_affine[5],
+        u.common_sigma_dx, u.common_sigma_dy, u.common_cov_dxdy, u.noise_variance,  u.reference_noise_variance};
+    const char singular = u.singular ? 1 : 0;
+    out.write(reinterpret_cast<const char*>(&frame), sizeof frame);
+    out.write(reinterpret_cast<const char*>(d), sizeof d);
+    out.write(&singular, 1);
+  }
+}
+std::vector<std::pair<std::uint64_t, DriftUncertainty>> read_uncertainty(std::istream& in, std::size_t n,
+                                                                         const std::string& path) {
+  std::vector<std::pair<std::uint64_t, DriftUncertainty>> v;
+  v.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t frame = 0;
+    double d[15];
+    char singular = 0;
+    if (!in.read(reinterpret_cast<char*>(&frame), sizeof frame) || !in.read(reinterpret_cast<char*>(d), sizeof d) ||
+        !in.read(&singular, 1))
+      throw bad_input(path + ": checkpoint is truncated");
+    DriftUncertainty u;
+    u.sigma_dx = d[0];
+    u.sigma_dy = d[1];
+    u.cov_dxdy = d[2];
+    u.sigma_angle_deg = d[3];
+    for (std::size_t j = 0; j < 6; ++j) u.sigma_affine[j] = d[4 + j];
+    u.common_sigma_dx = d[10];
+    u.common_sigma_dy = d[11];
+    u.common_cov_dxdy = d[12];
+    u.noise_variance = d[13];
+    u.reference_noise_variance = d[14];
+    u.singular = singular != 0;
+    v.emplace_back(frame, u);
+  }
+  return v;
+}
 }  // namespace
 
 std::string checkpoint_path(const std::string& out_dir) { return (fs::path(out_dir) / "checkpoint.dsck").string(); }
@@ -72,11 +112,15 @@ bool fingerprint_fits(const nlohmann::json& stored, const nlohmann::json& expect
 void save_checkpoint(const RegisterCheckpoint& c, const std::string& path) {
   AtomicFile file(path, "checkpoint");
   std::ostream& out = file.stream();
-  nlohmann::json head{
-      {"magic", kMagic}, {"fingerprint", c.fingerprint}, {"elements", c.elements.size()}, {"prefix", c.prefix.size()}};
+  nlohmann::json head{{"magic", kMagic},
+                      {"fingerprint", c.fingerprint},
+                      {"elements", c.elements.size()},
+                      {"prefix", c.prefix.size()},
+                      {"uncertainty", c.uncertainty.size()}};
   out << head.dump() << '\n';
   write_records(out, c.elements);
   write_records(out, c.prefix);
+  write_uncertainty(out, c.uncertainty);
   file.commit();
 }
 
@@ -98,17 +142,21 @@ RegisterCheckpoint read_checkpoint_file(const std::string& path, const nlohmann:
                     "(delete it or run without --resume)");
   RegisterCheckpoint c;
   c.fingerprint = head["fingerprint"];
-  std::size_t ne = 0, np = 0;
+  std::size_t ne = 0, np = 0, nu = 0;
   try {
     ne = head.value("elements", std::size_t(0));
     np = head.value("prefix", std::size_t(0));
+    nu = head.value("uncertainty", std::size_t(0));
   } catch (...) {
     throw bad_input(path + ": not a DriftScan checkpoint");
   }
   std::size_t n = c.fingerprint.value("frames", std::size_t(0));
-  if (ne > n || np > n) throw bad_input(path + ": checkpoint counts do not fit the series");
+  if (ne > n || np > n || nu > n) throw bad_input(path + ": checkpoint counts do not fit the series");
   c.elements = read_records(in, ne, path);
   c.prefix = read_records(in, np, path);
+  c.uncertainty = read_uncertainty(in, nu, path);
+  for (const auto& u : c.uncertainty)
+    if (u.first >= n) throw bad_input(path + ": checkpoint holds an uncertainty that does not fit the series");
   return c;
 }
 
@@ -117,6 +165,9 @@ RegisterCheckpoint load_checkpoint(const std::string& path, const nlohmann::json
   if (c.prefix.size() > c.elements.size()) throw bad_input(path + ": checkpoint counts do not fit the series");
   for (std::size_t k = 0; k < c.elements.size(); ++k)
     if (c.elements[k].to != k || (k < c.prefix.size() && (c.prefix[k].to != k || c.prefix[k].from != 0)))
+      throw bad_input(path + ": not a single-rank checkpoint (its frames are not in order)");
+  for (std::size_t k = 0; k < c.uncertainty.size(); ++k)
+    if (c.uncertainty[k].first != k || c.prefix.size() != c.elements.size())
       throw bad_input(path + ": not a single-rank checkpoint (its frames are not in order)");
   return c;
 }
@@ -138,10 +189,12 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
   if (job.execution.resume) {
     if (fs::exists(ck_path)) {
       ck = load_checkpoint(ck_path, ck.fingerprint);
-      progress.log(LogLevel::info,
-                   "resuming from " + ck_path + ": " + std::to_string(ck.elements.size()) + " pair elements and " +
-                       std::to_string(ck.prefix.size()) + " scan results done" +
-                       (ck.prefix.size() == n ? " (the scan is complete: pairs and scan skipped)" : ""));
+      progress.log(LogLevel::info, "resuming from " + ck_path + ": " + std::to_string(ck.elements.size()) +
+                                       " pair elements and " + std::to_string(ck.prefix.size()) + " scan results done" +
+                                       (ck.prefix.size() != n ? std::string()
+                                        : ck.uncertainty.size() == n
+                                            ? " (the scan is complete: pairs and scan skipped, and the uncertainty)"
+                                            : " (the scan is complete: pairs and scan skipped)"));
     } else {
       progress.log(LogLevel::warning, "--resume: no checkpoint in " + job.output + "; starting from the beginning");
     }
@@ -227,7 +280,17 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
 
   cancel.throw_if_cancelled();
   t0 = Clock::now();
-  res.uncertainty = uncertainty_phase(op, res.registrations, threads, res.warnings, &progress, &cancel);
+  if (scanned && ck.uncertainty.size() == n) {
+    // Kept with the scan: frame k's record is k's (saved in order below).
+    for (const auto& u : ck.uncertainty) res.uncertainty.push_back(u.second);
+    if (std::string w = singular_warning(summarize_uncertainty(res.uncertainty)); !w.empty())
+      res.warnings.push_back(std::move(w));
+  } else {
+    res.uncertainty = uncertainty_phase(op, res.registrations, threads, res.warnings, &progress, &cancel);
+    ck.uncertainty.clear();
+    for (std::size_t k = 0; k < n; ++k) ck.uncertainty.emplace_back(k, res.uncertainty[k]);
+    if (interval > 0) save(true);
+  }
   res.seconds.uncertainty = since(t0);
 
   cancel.throw_if_cancelled();

@@ -7,15 +7,15 @@
 #     no stale file is left; an `average` into a register's folder is refused;
 #  B. a run cancelled during the averaging (SIGTERM, 1 rank; SIGUSR1 to
 #     mpirun, 2 ranks) leaves no output, keeps its checkpoint, and --resume
-#     skips the pairs and the scan (no such phase, the log says so) with the
-#     drift of an uninterrupted run, bit for bit;
+#     skips the pairs, the scan and the uncertainty (no such phase, the log
+#     says so) with the drift.csv of an uninterrupted run, bit for bit;
 #  C. the disk filling up during a run (a small tmpfs filled by another
 #     process after the preflight check; needs root and mount, else skipped
 #     and said so): exit 3, the error names the file and says what was kept,
 #     the folder holds exactly what it held before (an earlier set of
 #     another size, 1 rank; nothing, 2 ranks) and its checkpoints, no
-#     temporary; after freeing space --resume finishes without the pairs
-#     and the scan, same drift.
+#     temporary; after freeing space --resume finishes without the pairs,
+#     the scan and the uncertainty, same drift.csv.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 cd "$WORK"
@@ -52,9 +52,12 @@ check_resumed() {  # label folder events rc reference
   local label=$1 out=$2 ev=$3 rc=$4 ref=$5
   echo "  $label resume: exit $rc, phases: $(phases "$ev"), $(grep -o '"message":"resum[^"]*"' "$ev" | head -1)"
   check "$label resume: exit 0" "[ $rc -eq 0 ]"
-  check "$label resume: neither pairs nor scan run again" "! grep -Eq '\"phase\":\"(pairs|scan)\"' $ev"
-  check "$label resume: says the scan came from the checkpoints" "grep -q 'pairs and scan skipped' $ev"
+  check "$label resume: neither pairs, scan nor uncertainty run again" \
+    "! grep -Eq '\"phase\":\"(pairs|scan|uncertainty)\"' $ev"
+  check "$label resume: says so" "grep -q 'pairs and scan skipped, and the uncertainty' $ev"
   check "$label resume: the drift of the uninterrupted run, bit for bit" "same_drift $ref/drift.csv $out/drift.csv"
+  check "$label resume: drift.csv (uncertainty, quality) identical to the uninterrupted run's" \
+    "cmp $ref/drift.csv $out/drift.csv"
   check "$label resume: report.json says so, no checkpoint left" \
     "grep -q '\"resumed_scan_complete\": true' $out/report.json && ! ls $out/checkpoint* >/dev/null 2>&1"
 }

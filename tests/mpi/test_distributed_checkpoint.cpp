@@ -1,7 +1,8 @@
 // mpi-ranks: 1 2 3
 // Multi-rank checkpoints: merging every checkpoint file of a folder (per-rank
 // and serial, sparse records, first file wins, temporaries ignored), refusing
-// files of another series, what is left to scan (gaps) and who does it; and
+// files of another series, the uncertainty kept with a finished scan, what
+// is left to scan (gaps) and who does it; and
 // the scan's on_output hook, which checkpoints learn outputs from: every
 // output reported exactly once, with the value the scan returns.
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <string>
@@ -111,6 +113,57 @@ TEST(DistributedCheckpoint, RefusesAnotherSeriesOrBadRecords) {
   save_checkpoint(RegisterCheckpoint{kPrint, {skip}, {}}, rank_checkpoint_path(dir.string(), 0));
   EXPECT_THROW(load_checkpoints(dir.string(), kPrint, 10), Error);
   std::ofstream(rank_checkpoint_path(dir.string(), 0), std::ios::trunc) << "garbage\n";
+  EXPECT_THROW(load_checkpoints(dir.string(), kPrint, 10), Error);
+  fs::remove_all(dir);
+}
+
+// Once the scan is done the checkpoints keep each frame's drift uncertainty
+// too (its phase follows the scan): a resume averages without recomputing it.
+TEST(DistributedCheckpoint, KeepsTheUncertaintyOfEveryFrameExactly) {
+  fs::path dir = scratch("uncertainty");
+  auto sigma = [](std::uint64_t k) {
+    DriftUncertainty u;
+    u.sigma_dx = 0.01 * static_cast<double>(k + 1) + 1e-17;
+    u.sigma_dy = 1.0 / 3.0 + static_cast<double>(k);
+    u.cov_dxdy = -1e-5;
+    u.sigma_affine[5] = 2.5;
+    u.noise_variance = 0.04;
+    u.reference_noise_variance = 0.05;
+    u.singular = k == 7;
+    if (u.singular) u.sigma_dx = u.sigma_dy = std::numeric_limits<double>::infinity();
+    return u;
+  };
+  RegisterCheckpoint a{kPrint, {}, {}}, b{kPrint, {}, {}};
+  for (std::uint64_t k = 0; k < 10; ++k) {
+    a.prefix.push_back(output(k, 1.0 * k));
+    (k < 5 ? a : b).uncertainty.emplace_back(k, sigma(k));
+  }
+  save_checkpoint(a, rank_checkpoint_path(dir.string(), 0));
+  save_checkpoint(b, rank_checkpoint_path(dir.string(), 1));
+  CheckpointState s = load_checkpoints(dir.string(), kPrint, 10);
+  for (std::uint64_t k = 0; k < 10; ++k) {
+    ASSERT_TRUE(s.uncertainty[k].has_value()) << k;
+    const DriftUncertainty& u = *s.uncertainty[k];
+    EXPECT_EQ(u.sigma_dx, sigma(k).sigma_dx);  // bit for bit
+    EXPECT_EQ(u.sigma_dy, sigma(k).sigma_dy);
+    EXPECT_EQ(u.cov_dxdy, -1e-5);
+    EXPECT_EQ(u.sigma_affine[5], 2.5);
+    EXPECT_EQ(u.reference_noise_variance, 0.05);
+    EXPECT_EQ(u.singular, k == 7);
+  }
+  // A file of an older version (no uncertainty count) reads as before.
+  remove_checkpoints(dir.string());
+  std::ofstream(rank_checkpoint_path(dir.string(), 0))
+      << nlohmann::json{{"magic", "driftscan-checkpoint-1"}, {"fingerprint", kPrint}, {"elements", 0}, {"prefix", 0}}
+             .dump()
+      << '\n';
+  s = load_checkpoints(dir.string(), kPrint, 10);
+  EXPECT_EQ(s.files, 1u);
+  EXPECT_FALSE(s.uncertainty[0].has_value());
+  // An uncertainty for frame 12 of a 10-frame series is refused.
+  RegisterCheckpoint bad{kPrint, {}, {}};
+  bad.uncertainty.emplace_back(12, sigma(0));
+  save_checkpoint(bad, rank_checkpoint_path(dir.string(), 0));
   EXPECT_THROW(load_checkpoints(dir.string(), kPrint, 10), Error);
   fs::remove_all(dir);
 }

@@ -18,17 +18,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "driftscan/drift_uncertainty.hpp"
 #include "driftscan/registration_operator.hpp"
 
 namespace driftscan::mpi {
 
 // What the checkpoints of a folder say, frame by frame.
 struct CheckpointState {
-  std::vector<std::optional<Registration>> elements;  // e_k, when known
-  std::vector<std::optional<Registration>> outputs;   // (0 -> k), when known
-  std::size_t files = 0;                              // checkpoint files read
+  std::vector<std::optional<Registration>> elements;         // e_k, when known
+  std::vector<std::optional<Registration>> outputs;          // (0 -> k), when known
+  std::vector<std::optional<DriftUncertainty>> uncertainty;  // frame k's, when known
+  std::size_t files = 0;                                     // checkpoint files read
 
-  explicit CheckpointState(std::size_t frames = 0) : elements(frames), outputs(frames) {}
+  explicit CheckpointState(std::size_t frames = 0) : elements(frames), outputs(frames), uncertainty(frames) {}
   std::size_t element_count() const;
   std::size_t output_count() const;
 };

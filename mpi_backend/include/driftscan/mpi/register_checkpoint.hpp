@@ -9,10 +9,12 @@
 // are committed.
 //
 // Format: one JSON line (magic, fingerprint of input and settings, counts),
-// then the elements and the scan prefix as Registration::to_bytes() records.
+// then the elements and the scan prefix as Registration::to_bytes() records,
+// then (count "uncertainty", absent in older files) per-frame uncertainties.
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -29,6 +31,9 @@ struct RegisterCheckpoint {
   nlohmann::json fingerprint;          // input, frames, size, registration settings
   std::vector<Registration> elements;  // e_0 .. e_{m-1} (a rank's file: any e_k, frame in `to`)
   std::vector<Registration> prefix;    // (0 -> k) for k < prefix.size() (a rank's file: any (0 -> k))
+  // The drift uncertainty of frames once the scan is complete (its phase
+  // follows the scan): (frame, uncertainty), any frames.
+  std::vector<std::pair<std::uint64_t, DriftUncertainty>> uncertainty;
 };
 
 std::string checkpoint_path(const std::string& out_dir);
