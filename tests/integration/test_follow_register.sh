@@ -14,6 +14,16 @@ COMPARE="$BIN/tiff_compare"
 "$ENGINE" synth --frames 24 --size 96x96 --period 9 --dose 6 --seed 3 --out "$WORK/s.tif" --progress none ||
   die "synth failed"
 
+# Waits (up to 60 s) until $1 holds at least $2 drift rows: the follow is under way.
+wait_rows() {
+  local i
+  for i in $(seq 600); do
+    [ -f "$1" ] && [ "$(tail -n +2 "$1" | wc -l)" -ge "$2" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 # Drift within 0.01 px and average within 1e-5 relative of the batch run in $2.
 same_as_batch() {
   local d a
@@ -57,8 +67,10 @@ same_as_batch "$WORK/f2" "$WORK/b2" "folder"
 # 3. The followed file deleted mid-run: a clear error, the results so far kept.
 "$WRITER" "$WORK/s.tif" "$WORK/doomed.tif" --frames 24 --rate 10 >/dev/null &
 writer=$!
-(sleep 1; rm -f "$WORK/doomed.tif") &
-"$ENGINE" register "$WORK/doomed.tif" --follow --idle-timeout 20 --out "$WORK/f3" --progress plain 2>"$WORK/f3.log"
+"$ENGINE" register "$WORK/doomed.tif" --follow --idle-timeout 20 --out "$WORK/f3" --progress plain 2>"$WORK/f3.log" &
+engine=$!
+wait_rows "$WORK/f3/drift.csv" 3 && rm -f "$WORK/doomed.tif"
+wait $engine
 rc=$?
 wait $writer
 check "deleted: exit code 3" "[ $rc -eq 3 ]"
@@ -98,7 +110,7 @@ same_as_batch "$WORK/f4batch" "$WORK/b4" "batch resume"
 writer=$!
 "$ENGINE" register "$WORK/stop.tif" --follow --idle-timeout 20 --out "$WORK/f6" --progress plain 2>"$WORK/f6.log" &
 engine=$!
-sleep 1.2
+wait_rows "$WORK/f6/drift.csv" 3
 kill -TERM $engine
 wait $engine
 rc=$?
