@@ -586,6 +586,7 @@ void on_root_then_together(RegisterRun& run, Body&& body) {
     }
   }
   run.res.seconds.total = since(run.t_start);
+  cancellable_barrier(run.ctx);  // a cancelled rank leaves within the deadline while rank 0 writes
   agree_on_outcome(run.ctx, root_error ? &*root_error : nullptr);
 }
 

@@ -75,8 +75,14 @@ void on_root(RunContext& ctx, F&& work) {
       error = Error(ErrorKind::failure, e.what());
     }
   }
-  if (ctx.size > 1) agree_on_outcome(ctx, error ? &*error : nullptr);
-  else if (error) throw *error;
+  if (ctx.size > 1) {
+    // Asleep and cancel-aware first: a cancelled rank leaves within the
+    // cancel deadline even while rank 0 is still busy.
+    cancellable_barrier(ctx);
+    agree_on_outcome(ctx, error ? &*error : nullptr);
+  } else if (error) {
+    throw *error;
+  }
 }
 
 // Peak resident memory of every rank, said once by rank 0 (what the scale
