@@ -35,6 +35,7 @@ void DriftPlot::setDrift(std::vector<DriftRow> rows) {
     ty1_ = std::max(ty1_, r.dy);
   }
   if (rows_.empty()) dmin_ = tx0_ = ty0_ = -1, dmax_ = tx1_ = ty1_ = 1;
+  resetView();  // a new run: the whole series
   pad(dmin_, dmax_);
   pad(tx0_, tx1_);
   pad(ty0_, ty1_);
@@ -79,8 +80,9 @@ DriftPlot::Layout DriftPlot::layout(const QSize& s) const {
 
 QPointF DriftPlot::pointPosition(int i) const {
   const Layout L = layout(size());
+  const auto vx = frameRange();
   const auto& r = rows_.at(std::size_t(i));
-  return {map(r.frame, xmin_, xmax_, L.series.left(), L.series.right()),
+  return {map(r.frame, vx.first, vx.second, L.series.left(), L.series.right()),
           map(r.dx, dmin_, dmax_, L.series.bottom(), L.series.top())};
 }
 
@@ -94,7 +96,8 @@ void DriftPlot::render(QPainter& p, const QSize& size) const {
     return;
   }
   const Layout L = layout(size);
-  frame_axes(p, L.series, xmin_, xmax_, dmin_, dmax_,
+  const auto vx = frameRange();
+  frame_axes(p, L.series, vx.first, vx.second, dmin_, dmax_,
              pixelSize_ > 0 ? QString("Drift against frame 0 (%1)").arg(calibrationText()) : "Drift against frame 0",
              "frame", "shift (px)");
   // +-2 sigma band of a series (frames with a finite sigma; inf leaves a gap).
@@ -120,7 +123,7 @@ void DriftPlot::render(QPainter& p, const QSize& size) const {
         flush();
         continue;
       }
-      const double x = map(row.frame, xmin_, xmax_, r.left(), r.right());
+      const double x = map(row.frame, vx.first, vx.second, r.left(), r.right());
       upper.emplace_back(x, map(value(row) + 2 * s, y0, y1, r.bottom(), r.top()));
       lower.emplace_back(x, map(value(row) - 2 * s, y0, y1, r.bottom(), r.top()));
     }
@@ -129,7 +132,7 @@ void DriftPlot::render(QPainter& p, const QSize& size) const {
   auto drawSeries = [&](auto value, const QColor& c, const QRectF& r, double y0, double y1) {
     QPainterPath path;
     for (std::size_t i = 0; i < rows_.size(); ++i) {
-      const QPointF q(map(rows_[i].frame, xmin_, xmax_, r.left(), r.right()),
+      const QPointF q(map(rows_[i].frame, vx.first, vx.second, r.left(), r.right()),
                       map(value(rows_[i]), y0, y1, r.bottom(), r.top()));
       if (i == 0) path.moveTo(q);
       else path.lineTo(q);
@@ -141,9 +144,9 @@ void DriftPlot::render(QPainter& p, const QSize& size) const {
       p.setBrush(c);
       p.setPen(Qt::NoPen);
       for (const auto& row : rows_)
-        p.drawEllipse(
-            QPointF(map(row.frame, xmin_, xmax_, r.left(), r.right()), map(value(row), y0, y1, r.bottom(), r.top())),
-            2.2, 2.2);
+        p.drawEllipse(QPointF(map(row.frame, vx.first, vx.second, r.left(), r.right()),
+                              map(value(row), y0, y1, r.bottom(), r.top())),
+                      2.2, 2.2);
     }
   };
   p.save();
@@ -169,14 +172,14 @@ void DriftPlot::render(QPainter& p, const QSize& size) const {
         q1 = std::max(q1, r.quality);
       }
     pad(q0, q1);
-    frame_axes(p, L.quality, xmin_, xmax_, q0, q1, "Quality (NCC with the average)", "frame", "NCC");
+    frame_axes(p, L.quality, vx.first, vx.second, q0, q1, "Quality (NCC with the average)", "frame", "NCC");
     p.save();
     p.setClipRect(L.quality.adjusted(-3, -3, 3, 3));
     drawSeries([](const DriftRow& r) { return r.quality; }, kQual, L.quality, q0, q1);
     p.setPen(QPen(Qt::red, 1));
     for (const auto& r : rows_)
       if (!r.used) {
-        const double x = map(r.frame, xmin_, xmax_, L.quality.left(), L.quality.right());
+        const double x = map(r.frame, vx.first, vx.second, L.quality.left(), L.quality.right());
         p.drawLine(QPointF(x, L.quality.top()), QPointF(x, L.quality.bottom()));
       }
     p.restore();
@@ -199,9 +202,10 @@ void DriftPlot::render(QPainter& p, const QSize& size) const {
   if (current_ >= 0) {
     auto it = std::find_if(rows_.begin(), rows_.end(), [&](const DriftRow& r) { return r.frame == current_; });
     if (it != rows_.end()) {
-      const double x = map(it->frame, xmin_, xmax_, L.series.left(), L.series.right());
+      const double x = map(it->frame, vx.first, vx.second, L.series.left(), L.series.right());
       p.setPen(QPen(QColor(255, 140, 0), 1.5, Qt::DashLine));
-      p.drawLine(QPointF(x, L.series.top()), QPointF(x, L.series.bottom()));
+      if (x >= L.series.left() && x <= L.series.right())
+        p.drawLine(QPointF(x, L.series.top()), QPointF(x, L.series.bottom()));
       p.setBrush(QColor(255, 140, 0));
       p.setPen(Qt::NoPen);
       p.drawEllipse(QPointF(map(it->dx, tx0_, tx1_, L.trajectory.left(), L.trajectory.right()),
@@ -223,26 +227,69 @@ void DriftPlot::render(QPainter& p, const QSize& size) const {
   }
 }
 
-void DriftPlot::mousePressEvent(QMouseEvent* e) {
-  if (rows_.empty()) return;
-  const Layout L = layout(size());
-  const QPointF pos = e->position();
+QRectF DriftPlot::zoomPanel(const QSize& size) const {
+  if (rows_.empty()) return {};
+  const Layout L = layout(size);
+  return L.series.united(hasQuality_ ? L.quality : L.series);
+}
+
+namespace {
+// The frame nearest to `pos`: in the trajectory by distance to its point,
+// elsewhere by the frame axis. -1 when none is near.
+template <class TrajectoryPoint, class FrameX>
+int nearest_frame(const std::vector<DriftRow>& rows, const QPointF& pos, bool inTrajectory,
+                  TrajectoryPoint trajectoryPoint, FrameX frameX) {
   int best = -1;
   double bestD = 1e300;
-  for (std::size_t i = 0; i < rows_.size(); ++i) {
-    QPointF q;
-    if (L.trajectory.contains(pos))
-      q = QPointF(map(rows_[i].dx, tx0_, tx1_, L.trajectory.left(), L.trajectory.right()),
-                  map(rows_[i].dy, ty0_, ty1_, L.trajectory.bottom(), L.trajectory.top()));
-    else  // dx/dy or quality panel: the frame axis decides
-      q = QPointF(map(rows_[i].frame, xmin_, xmax_, L.series.left(), L.series.right()), pos.y());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const QPointF q = inTrajectory ? trajectoryPoint(rows[i]) : QPointF(frameX(rows[i]), pos.y());
     const double d = std::hypot(q.x() - pos.x(), q.y() - pos.y());
     if (d < bestD) {
       bestD = d;
       best = int(i);
     }
   }
-  if (best >= 0 && bestD < 40) {
+  return bestD < 40 ? best : -1;
+}
+}  // namespace
+
+QString DriftPlot::readoutAt(QPointF pos) const {
+  if (rows_.empty()) return {};
+  const Layout L = layout(size());
+  const auto vx = frameRange();
+  const bool traj = L.trajectory.contains(pos);
+  const bool quality = hasQuality_ && L.quality.contains(pos);
+  if (!traj && !quality && !L.series.contains(pos)) return {};
+  const int i = nearest_frame(
+      rows_, pos, traj,
+      [&](const DriftRow& r) {
+        return QPointF(map(r.dx, tx0_, tx1_, L.trajectory.left(), L.trajectory.right()),
+                       map(r.dy, ty0_, ty1_, L.trajectory.bottom(), L.trajectory.top()));
+      },
+      [&](const DriftRow& r) { return map(r.frame, vx.first, vx.second, L.series.left(), L.series.right()); });
+  if (i < 0) return {};
+  const DriftRow& r = rows_[std::size_t(i)];
+  if (quality)
+    return QString("frame %1: NCC %2%3").arg(r.frame).arg(r.quality, 0, 'f', 4).arg(r.used ? "" : " (left out)");
+  QString text = QString("frame %1: dx %2, dy %3 px").arg(r.frame).arg(r.dx, 0, 'f', 3).arg(r.dy, 0, 'f', 3);
+  if (pixelSize_ > 0)
+    text += QString(" = %1, %2 %3").arg(r.dx * pixelSize_, 0, 'g', 4).arg(r.dy * pixelSize_, 0, 'g', 4).arg(unit_);
+  if (r.sigma_dx >= 0) text += QString::fromUtf8(", \u03c3 %1 px").arg(std::max(r.sigma_dx, r.sigma_dy), 0, 'g', 3);
+  return text;
+}
+
+void DriftPlot::clickedAt(QPointF pos) {
+  if (rows_.empty()) return;
+  const Layout L = layout(size());
+  const auto vx = frameRange();
+  const int best = nearest_frame(
+      rows_, pos, L.trajectory.contains(pos),
+      [&](const DriftRow& r) {
+        return QPointF(map(r.dx, tx0_, tx1_, L.trajectory.left(), L.trajectory.right()),
+                       map(r.dy, ty0_, ty1_, L.trajectory.bottom(), L.trajectory.top()));
+      },
+      [&](const DriftRow& r) { return map(r.frame, vx.first, vx.second, L.series.left(), L.series.right()); });
+  if (best >= 0) {
     current_ = rows_[std::size_t(best)].frame;
     update();
     emit frameSelected(current_);

@@ -20,6 +20,8 @@ class DriftPlot : public PlotWidget {
   void render(QPainter& p, const QSize& size) const override;
   // Position of frame k's point in the dx/dy panel (widget coordinates; for tests).
   QPointF pointPosition(int index) const;
+  // The frame axis as shown (zoomed and panned).
+  std::pair<double, double> frameRange() const { return shown(xmin_, xmax_); }
 
  public slots:
   void setCurrentFrame(int frame);
@@ -28,7 +30,9 @@ class DriftPlot : public PlotWidget {
   void frameSelected(int frame);
 
  protected:
-  void mousePressEvent(QMouseEvent* e) override;
+  QRectF zoomPanel(const QSize& size) const override;
+  QString readoutAt(QPointF pos) const override;
+  void clickedAt(QPointF pos) override;
 
  private:
   struct Layout {

@@ -17,8 +17,36 @@ QColor phase_colour(const QString& phase) {
 
 ImbalanceView::ImbalanceView(QWidget* parent) : PlotWidget(parent) { setMinimumSize(400, 200); }
 
+QRectF ImbalanceView::plotArea(const QSize& size) const {
+  const double left = 90, top = 56, bottom = 70;
+  const int rows = std::max<int>(1, int(trace_.workers.size()));
+  const double plotW = std::max(100.0, size.width() - left - kRight);
+  const double rowH = std::max(4.0, std::min(70.0, (size.height() - top - bottom) / rows));
+  return {left, top, plotW, rowH * rows};
+}
+
+QRectF ImbalanceView::zoomPanel(const QSize& size) const { return trace_.workers.empty() ? QRectF() : plotArea(size); }
+
+QString ImbalanceView::readoutAt(QPointF pos) const {
+  const QRectF area = plotArea(size());
+  if (trace_.workers.empty() || !area.contains(pos)) return {};
+  const auto [t0, t1] = shown(0.0, std::max(trace_.makespan_s, 1e-9));
+  const double t = plot::map(pos.x(), area.left(), area.right(), t0, t1);
+  const int row = std::clamp(int((pos.y() - area.top()) / (area.height() / double(trace_.workers.size()))), 0,
+                             int(trace_.workers.size()) - 1);
+  const WorkerRow& w = trace_.workers[std::size_t(row)];
+  QString text = QString("t %1 s, rank %2 thread %3").arg(t, 0, 'g', 5).arg(w.rank).arg(w.thread);
+  for (const auto& r : trace_.records)
+    if (r.rank == w.rank && r.thread == w.thread && r.start_s <= t && t <= r.end_s) {
+      text += QString(": %1, elements %2..%3%4").arg(r.phase).arg(r.first).arg(r.last).arg(r.stolen ? " (stolen)" : "");
+      return text;
+    }
+  return text + ": idle";
+}
+
 void ImbalanceView::setTrace(ScanTraceData trace) {
   trace_ = std::move(trace);
+  resetView();
   std::sort(trace_.workers.begin(), trace_.workers.end(), [](const WorkerRow& a, const WorkerRow& b) {
     return std::make_pair(a.rank, a.thread) < std::make_pair(b.rank, b.thread);
   });
@@ -35,13 +63,13 @@ void ImbalanceView::render(QPainter& p, const QSize& size) const {
     return;
   }
   const QFontMetrics fm = p.fontMetrics();
-  const double left = 90, right = 250, top = 56, bottom = 70;
+  const QRectF area = plotArea(size);
+  const double left = area.left(), right = kRight, top = area.top();
   const int rows = int(trace_.workers.size());
-  const double plotW = std::max(100.0, size.width() - left - right);
-  const double rowH = std::max(4.0, std::min(70.0, (size.height() - top - bottom) / rows));
-  const double plotH = rowH * rows;
-  const double t1 = std::max(trace_.makespan_s, 1e-9);
-  auto X = [&](double t) { return left + t / t1 * plotW; };
+  const double plotW = area.width(), plotH = area.height(), rowH = plotH / rows;
+  const auto range = shown(0.0, std::max(trace_.makespan_s, 1e-9));
+  const double t0 = range.first, t1 = range.second;  // C++17: lambdas cannot capture structured bindings
+  auto X = [&](double t) { return left + (t - t0) / (t1 - t0) * plotW; };
   std::map<std::pair<int, int>, int> rowOf;
   for (int i = 0; i < rows; ++i)
     rowOf[{trace_.workers[std::size_t(i)].rank, trace_.workers[std::size_t(i)].thread}] = i;
@@ -84,6 +112,8 @@ void ImbalanceView::render(QPainter& p, const QSize& size) const {
                    .arg(w.idle_s, 0, 'g', 3)
                    .arg(w.stolen ? QString(", %1 stolen").arg(w.stolen) : QString()));
   }
+  p.save();
+  p.setClipRect(area);  // zoomed: bars beyond the shown time are cut at the frame
   for (const auto& r : trace_.records) {
     auto it = rowOf.find({r.rank, r.thread});
     if (it == rowOf.end()) continue;
@@ -99,10 +129,11 @@ void ImbalanceView::render(QPainter& p, const QSize& size) const {
       p.drawRect(bar);
     }
   }
+  p.restore();
   // Time axis.
   p.setPen(Qt::black);
   p.drawRect(QRectF(left, top, plotW, plotH));
-  for (double t : nice_ticks(0, t1)) {
+  for (double t : nice_ticks(t0, t1)) {
     const double x = X(t);
     p.drawLine(QPointF(x, top + plotH), QPointF(x, top + plotH + 4));
     const QString s = QString::number(t, 'g', 4);

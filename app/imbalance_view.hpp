@@ -15,6 +15,13 @@ class ImbalanceView : public PlotWidget {
   int rowCount() const { return int(trace_.workers.size()); }
   void render(QPainter& p, const QSize& size) const override;
 
+ protected:
+  QRectF zoomPanel(const QSize& size) const override;
+  QString readoutAt(QPointF pos) const override;
+
  private:
+  static constexpr double kRight = 250;      // room for the per-worker totals
+  QRectF plotArea(const QSize& size) const;  // the chart, one row per worker
+
   ScanTraceData trace_;
 };

@@ -24,6 +24,7 @@ void LineDriftPlot::setSeries(LineDriftSeries lines, std::vector<DriftRow> rigid
   t1_ = 1;
   d0_ = j0_ = INFINITY;
   d1_ = j1_ = -INFINITY;
+  resetView();
   if (!lines_.empty()) {
     t0_ = lines_.frameFirst.front();
     t1_ = lines_.frameLast.back();
@@ -83,13 +84,15 @@ LineDriftPlot::Layout LineDriftPlot::layout(const QSize& s) const {
 
 double LineDriftPlot::xOfTime(double t) const {
   const Layout L = layout(size());
-  return plot::map(t, t0_, t1_, L.drift.left(), L.drift.right());
+  const auto vt = shown(t0_, t1_);
+  return plot::map(t, vt.first, vt.second, L.drift.left(), L.drift.right());
 }
 
 int LineDriftPlot::frameAtX(double x) const {
   if (lines_.empty()) return -1;
   const Layout L = layout(size());
-  const double t = plot::map(x, L.drift.left(), L.drift.right(), t0_, t1_);
+  const auto vt = shown(t0_, t1_);
+  const double t = plot::map(x, L.drift.left(), L.drift.right(), vt.first, vt.second);
   // The frame whose span (up to the middle of the fly-back) holds t.
   const auto it = std::upper_bound(lines_.frameFirst.begin(), lines_.frameFirst.end(), t);
   int k = static_cast<int>(it - lines_.frameFirst.begin()) - 1;
@@ -111,16 +114,17 @@ void LineDriftPlot::render(QPainter& p, const QSize& size) const {
     return;
   }
   const Layout L = layout(size);
+  const auto vt = shown(t0_, t1_);
   const QString every = lines_.stride > 1 ? QString(", every %1th line").arg(lines_.stride) : QString();
-  plot::frame_axes(p, L.drift, t0_, t1_, d0_, d1_,
+  plot::frame_axes(p, L.drift, vt.first, vt.second, d0_, d1_,
                    QString("Drift during the scan: %1 frames, %2 lines%3")
                        .arg(lines_.frameCount())
                        .arg(lines_.totalLines)
                        .arg(every),
                    "acquisition time (s)", "specimen drift (px)");
-  plot::frame_axes(p, L.jitter, t0_, t1_, j0_, j1_, "Line jitter (fast-axis offset of each line)",
+  plot::frame_axes(p, L.jitter, vt.first, vt.second, j0_, j1_, "Line jitter (fast-axis offset of each line)",
                    "acquisition time (s)", "jitter (px)");
-  auto x = [&](double t, const QRectF& r) { return plot::map(t, t0_, t1_, r.left(), r.right()); };
+  auto x = [&](double t, const QRectF& r) { return plot::map(t, vt.first, vt.second, r.left(), r.right()); };
 
   // The current frame's span, then the boundaries, under the curves.
   for (const QRectF& r : {L.drift, L.jitter}) {
@@ -201,9 +205,29 @@ void LineDriftPlot::render(QPainter& p, const QSize& size) const {
   }
 }
 
-void LineDriftPlot::mousePressEvent(QMouseEvent* e) {
+QRectF LineDriftPlot::zoomPanel(const QSize& size) const {
+  if (lines_.empty()) return {};
+  const Layout L = layout(size);
+  return L.drift.united(L.jitter);
+}
+
+QString LineDriftPlot::readoutAt(QPointF pos) const {
   const Layout L = layout(size());
-  const QPointF pos = e->position();
+  const bool drift = L.drift.contains(pos), jitter = L.jitter.contains(pos);
+  if (lines_.empty() || (!drift && !jitter)) return {};
+  const auto vt = shown(t0_, t1_);
+  const double t = plot::map(pos.x(), L.drift.left(), L.drift.right(), vt.first, vt.second);
+  const QRectF& r = drift ? L.drift : L.jitter;
+  const double v = plot::map(pos.y(), r.bottom(), r.top(), drift ? d0_ : j0_, drift ? d1_ : j1_);
+  return QString("t %1 s, frame %2: %3 %4 px")
+      .arg(t, 0, 'g', 5)
+      .arg(frameAtX(pos.x()))
+      .arg(drift ? "drift" : "jitter")
+      .arg(v, 0, 'f', 3);
+}
+
+void LineDriftPlot::clickedAt(QPointF pos) {
+  const Layout L = layout(size());
   if (lines_.empty() || pos.x() < L.drift.left() || pos.x() > L.drift.right()) return;
   const int k = frameAtX(pos.x());
   if (k < 0) return;

@@ -33,7 +33,9 @@ class LineDriftPlot : public PlotWidget {
   void frameSelected(int frame);
 
  protected:
-  void mousePressEvent(QMouseEvent* e) override;
+  QRectF zoomPanel(const QSize& size) const override;
+  QString readoutAt(QPointF pos) const override;
+  void clickedAt(QPointF pos) override;
 
  private:
   struct Layout {

@@ -1,13 +1,109 @@
 #include "plot_widget.hpp"
 
+#include <QMouseEvent>
 #include <QPainter>
 #include <QSvgGenerator>
+#include <QWheelEvent>
+#include <algorithm>
 #include <cmath>
 #include <vector>
+
+PlotWidget::PlotWidget(QWidget* parent) : QWidget(parent) { setMouseTracking(true); }
+
+QRectF PlotWidget::zoomPanel(const QSize&) const { return {}; }
+QString PlotWidget::readoutAt(QPointF) const { return {}; }
+void PlotWidget::clickedAt(QPointF) {}
+
+void PlotWidget::setXView(double start, double end) {
+  // At least 1/1000 of the axis stays shown; the view never leaves it.
+  const double width = std::clamp(end - start, 1e-3, 1.0);
+  f0_ = std::clamp(start, 0.0, 1.0 - width);
+  f1_ = f0_ + width;
+  if (f1_ > 1.0 - 1e-12) f1_ = 1.0;
+  update();
+}
+
+std::pair<double, double> PlotWidget::shown(double lo, double hi) const {
+  return {lo + f0_ * (hi - lo), lo + f1_ * (hi - lo)};
+}
 
 void PlotWidget::paintEvent(QPaintEvent*) {
   QPainter p(this);
   render(p, size());
+  if (readout_.isEmpty()) return;
+  // Beside the cursor, kept inside the widget.
+  const QFontMetrics fm = p.fontMetrics();
+  QRectF box(0, 0, fm.horizontalAdvance(readout_) + 12, fm.height() + 6);
+  box.moveTopLeft(readoutAt_ + QPointF(14, 14));
+  if (box.right() > width()) box.moveRight(readoutAt_.x() - 8);
+  if (box.bottom() > height()) box.moveBottom(readoutAt_.y() - 8);
+  p.setRenderHint(QPainter::Antialiasing, false);
+  p.setPen(QColor(120, 120, 120));
+  p.setBrush(QColor(255, 255, 225));
+  p.drawRect(box);
+  p.setPen(Qt::black);
+  p.drawText(box, Qt::AlignCenter, readout_);
+}
+
+void PlotWidget::wheelEvent(QWheelEvent* e) {
+  const QRectF panel = zoomPanel(size());
+  const double steps = e->angleDelta().y() / 120.0;
+  if (panel.isEmpty() || steps == 0 || !panel.contains(e->position())) {
+    e->ignore();
+    return;
+  }
+  // The axis point under the cursor stays under it.
+  const double u = std::clamp((e->position().x() - panel.left()) / panel.width(), 0.0, 1.0);
+  const double at = f0_ + u * (f1_ - f0_);
+  const double width = std::clamp((f1_ - f0_) * std::pow(0.8, steps), 1e-3, 1.0);
+  setXView(at - u * width, at - u * width + width);
+  readout_ = readoutAt(e->position());
+  readoutAt_ = e->position();
+  e->accept();
+}
+
+void PlotWidget::mousePressEvent(QMouseEvent* e) {
+  if (e->button() != Qt::LeftButton) return;
+  pressed_ = true;
+  dragging_ = false;
+  pressAt_ = e->position();
+  pressF0_ = f0_;
+}
+
+void PlotWidget::mouseMoveEvent(QMouseEvent* e) {
+  const QRectF panel = zoomPanel(size());
+  if (pressed_ && !panel.isEmpty() && panel.contains(pressAt_)) {
+    const double dx = e->position().x() - pressAt_.x();
+    if (dragging_ || std::abs(dx) > 4) {  // a few pixels of slack: a shaky click is still a click
+      if (!dragging_) cursorBeforeDrag_ = cursor();
+      dragging_ = true;
+      const double width = f1_ - f0_;
+      setXView(pressF0_ - dx / panel.width() * width, pressF0_ - dx / panel.width() * width + width);
+      setCursor(Qt::ClosedHandCursor);
+    }
+  }
+  readout_ = readoutAt(e->position());
+  readoutAt_ = e->position();
+  update();
+}
+
+void PlotWidget::mouseReleaseEvent(QMouseEvent* e) {
+  if (e->button() != Qt::LeftButton || !pressed_) return;
+  pressed_ = false;
+  if (dragging_) setCursor(cursorBeforeDrag_);
+  else clickedAt(e->position());
+  dragging_ = false;
+  readout_ = readoutAt(e->position());
+  update();
+}
+
+void PlotWidget::mouseDoubleClickEvent(QMouseEvent* e) {
+  if (e->button() == Qt::LeftButton && zoomPanel(size()).contains(e->position())) resetView();
+}
+
+void PlotWidget::leaveEvent(QEvent*) {
+  readout_.clear();
+  update();
 }
 
 QImage PlotWidget::toImage(QSize size) const {

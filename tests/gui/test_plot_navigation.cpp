@@ -1,0 +1,149 @@
+// The plots' navigation in a real window (Xvfb): the wheel zooms the frame
+// (or time) axis about the cursor, dragging pans it, a click without drag
+// still selects a frame, a double click shows everything again, and the
+// readout beside the cursor gives the frame and its values (in the series'
+// unit too). The readout is drawn on screen only, never into an export.
+#include <QApplication>
+#include <QMouseEvent>
+#include <QSignalSpy>
+#include <QWheelEvent>
+#include <QtTest/QtTest>
+#include <cmath>
+
+#include "drift_plot.hpp"
+#include "imbalance_view.hpp"
+
+namespace {
+void wheel(QWidget* w, QPointF at, int notches) {
+  QWheelEvent e(at, w->mapToGlobal(at), QPoint(), QPoint(0, 120 * notches), Qt::NoButton, Qt::NoModifier,
+                Qt::NoScrollPhase, false);
+  QApplication::sendEvent(w, &e);
+}
+void mouse(QWidget* w, QEvent::Type type, QPointF at, Qt::MouseButton button, Qt::MouseButtons buttons) {
+  QMouseEvent e(type, at, w->mapToGlobal(at), button, buttons, Qt::NoModifier);
+  QApplication::sendEvent(w, &e);
+}
+bool has_colour(const QImage& img, QRgb c) {
+  for (int y = 0; y < img.height(); ++y)
+    for (int x = 0; x < img.width(); ++x)
+      if (img.pixel(x, y) == c) return true;
+  return false;
+}
+}  // namespace
+
+class PlotNavigationTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void driftPlotZoomsPansSelectsAndReadsOut() {
+    DriftPlot plot;
+    std::vector<DriftRow> rows;
+    for (int k = 0; k <= 20; ++k) {
+      DriftRow r;
+      r.frame = k;
+      r.dx = 0.5 * k;
+      r.dy = -0.2 * k;
+      r.quality = 0.9;
+      r.sigma_dx = 0.01 * k;
+      r.sigma_dy = 0.005 * k;
+      rows.push_back(r);
+    }
+    plot.setDrift(rows);
+    plot.setPixelSize(0.1, "nm");
+    plot.resize(1000, 650);
+    plot.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&plot));
+    QCOMPARE(plot.frameRange(), std::make_pair(0.0, 20.0));
+    QSignalSpy selected(&plot, &DriftPlot::frameSelected);
+
+    // Zoom in 3 notches about frame 10: it stays under the cursor, the range narrows.
+    const QPointF at10 = plot.pointPosition(10);
+    wheel(&plot, at10, 3);
+    QVERIFY(plot.zoomed());
+    const auto zoomedRange = plot.frameRange();
+    QVERIFY2(zoomedRange.second - zoomedRange.first < 0.6 * 20,
+             qPrintable(QString("%1..%2").arg(zoomedRange.first).arg(zoomedRange.second)));
+    QVERIFY(std::abs(plot.pointPosition(10).x() - at10.x()) < 1.0);
+    QVERIFY(zoomedRange.first > 0 && zoomedRange.second < 20);
+
+    // Drag 120 px to the right: earlier frames come into view; no frame is selected by a drag.
+    const QPointF start = plot.pointPosition(10);
+    mouse(&plot, QEvent::MouseButtonPress, start, Qt::LeftButton, Qt::LeftButton);
+    mouse(&plot, QEvent::MouseMove, start + QPointF(60, 0), Qt::NoButton, Qt::LeftButton);
+    mouse(&plot, QEvent::MouseMove, start + QPointF(120, 0), Qt::NoButton, Qt::LeftButton);
+    mouse(&plot, QEvent::MouseButtonRelease, start + QPointF(120, 0), Qt::LeftButton, Qt::NoButton);
+    const auto panned = plot.frameRange();
+    QVERIFY(panned.first < zoomedRange.first);
+    QVERIFY(std::abs((panned.second - panned.first) - (zoomedRange.second - zoomedRange.first)) < 1e-9);
+    QVERIFY(std::abs(plot.pointPosition(10).x() - (start.x() + 120)) < 1.5);  // the frame followed the mouse
+    QCOMPARE(selected.count(), 0);
+
+    // A click that does not move selects the frame under it.
+    const int target = int(std::round(0.5 * (panned.first + panned.second)));
+    const QPointF atTarget = plot.pointPosition(target);
+    mouse(&plot, QEvent::MouseButtonPress, atTarget, Qt::LeftButton, Qt::LeftButton);
+    mouse(&plot, QEvent::MouseButtonRelease, atTarget, Qt::LeftButton, Qt::NoButton);
+    QCOMPARE(selected.count(), 1);
+    QCOMPARE(selected.at(0).at(0).toInt(), target);
+
+    // The readout: frame, shift in px and in the series' unit, sigma.
+    mouse(&plot, QEvent::MouseMove, atTarget, Qt::NoButton, Qt::NoButton);
+    const QString expected = QString("frame %1: dx %2, dy %3 px = %4, %5 nm")
+                                 .arg(target)
+                                 .arg(0.5 * target, 0, 'f', 3)
+                                 .arg(-0.2 * target, 0, 'f', 3)
+                                 .arg(0.05 * target, 0, 'g', 4)
+                                 .arg(-0.02 * target, 0, 'g', 4);
+    QVERIFY2(plot.readout().startsWith(expected), qPrintable(plot.readout() + " vs " + expected));
+    QVERIFY(plot.readout().contains(QString::number(0.01 * target, 'g', 3) + " px"));
+    // On screen, not in the export.
+    QApplication::processEvents();
+    const QRgb box = qRgb(255, 255, 225);
+    QVERIFY(has_colour(plot.grab().toImage(), box));
+    // The export shows the zoomed view (it differs from the whole one, below).
+    const QImage zoomedExport = plot.toImage();
+    QVERIFY(!has_colour(zoomedExport, box));
+
+    // Double click: the whole series again.
+    mouse(&plot, QEvent::MouseButtonDblClick, atTarget, Qt::LeftButton, Qt::LeftButton);
+    QVERIFY(!plot.zoomed());
+    QCOMPARE(plot.frameRange(), std::make_pair(0.0, 20.0));
+    QVERIFY(plot.toImage() != zoomedExport);
+    // Leaving the plot removes the readout.
+    QEvent leave(QEvent::Leave);
+    QApplication::sendEvent(&plot, &leave);
+    QVERIFY(plot.readout().isEmpty());
+  }
+
+  void loadBalanceZoomsAndNamesTheApplication() {
+    ImbalanceView view;
+    ScanTraceData t;
+    t.ranks = 1;
+    t.threads = 2;
+    t.makespan_s = 1.0;
+    t.workers = {WorkerRow{0, 0, 0.8, 0.2, 2, 0}, WorkerRow{0, 1, 0.5, 0.5, 1, 1}};
+    t.records = {TraceRecord{0, 0, 0, 3, "local-reduce", 0.0, 0.4, false},
+                 TraceRecord{0, 0, 0, 7, "final-scan", 0.5, 0.9, false},
+                 TraceRecord{0, 1, 4, 7, "local-reduce", 0.1, 0.6, true}};
+    view.setTrace(t);
+    view.resize(900, 400);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    // Row 1 (thread 1) at t = 0.3 s: its stolen application; row 0 at t = 0.45 s: idle.
+    const double left = 90, plotW = 900 - 90 - 250, top = 56;
+    const double rowH = (view.height() - 56 - 70) / 2.0 > 70 ? 70 : (view.height() - 56 - 70) / 2.0;
+    auto at = [&](double time, int row) { return QPointF(left + time * plotW, top + (row + 0.5) * rowH); };
+    mouse(&view, QEvent::MouseMove, at(0.3, 1), Qt::NoButton, Qt::NoButton);
+    QVERIFY2(view.readout().contains("thread 1: local-reduce, elements 4..7 (stolen)"), qPrintable(view.readout()));
+    mouse(&view, QEvent::MouseMove, at(0.45, 0), Qt::NoButton, Qt::NoButton);
+    QVERIFY2(view.readout().endsWith("thread 0: idle"), qPrintable(view.readout()));
+    // Zoom about t = 0.7 s: it stays under the cursor.
+    wheel(&view, at(0.7, 0), 2);
+    QVERIFY(view.zoomed());
+    const double u = (at(0.7, 0).x() - left) / plotW;
+    QVERIFY(std::abs(view.viewStart() + u * (view.viewEnd() - view.viewStart()) - 0.7) < 1e-3);
+  }
+};
+
+QTEST_MAIN(PlotNavigationTest)
+#include "test_plot_navigation.moc"
