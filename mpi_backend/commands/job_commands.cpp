@@ -1,5 +1,6 @@
 // The job subcommands: register, average, spectrum, synth and `run JOB.json`.
 // All share the flag table of job_flags.hpp and the job runner.
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -10,6 +11,13 @@
 namespace driftscan::mpi {
 namespace {
 
+// A printed job is run later, from anywhere: its paths are made absolute here
+// (the engine reads a job's relative paths against its own working folder).
+void make_paths_absolute(Job& job) {
+  for (std::string* p : {&job.input, &job.output, &job.registration.mask, &job.averaging.drift, &job.averaging.lines})
+    if (!p->empty()) *p = std::filesystem::absolute(*p).lexically_normal().string();
+}
+
 Runner job_command(CLI::App& app, const std::string& name) {
   auto values = std::make_shared<JobFlagValues>();
   add_job_flags(app, name, values);
@@ -19,6 +27,7 @@ Runner job_command(CLI::App& app, const std::string& name) {
   return [values](RunContext& ctx) {
     Job job = effective_job(*values);
     if (values->print_job) {
+      make_paths_absolute(job);
       if (ctx.rank == 0) std::cout << to_json(job).dump(2) << std::endl;
       return 0;
     }

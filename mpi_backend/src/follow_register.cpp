@@ -27,6 +27,7 @@
 #include "driftscan/mpi/distributed_checkpoint.hpp"
 #include "driftscan/mpi/job_runner.hpp"
 #include "driftscan/mpi/register_checkpoint.hpp"
+#include "driftscan/output_set.hpp"
 #include "driftscan/tiff_writer.hpp"
 
 namespace driftscan::mpi {
@@ -424,8 +425,12 @@ class FollowRun {
                        {"waits_on_incomplete", series_->incomplete_waits()},
                        {"follow_seconds", follow_seconds_}};
     extra["timings_s"] = {{"follow", follow_seconds_}, {"average", res.seconds.average}};
-    res.files = write_register_outputs(job_.output, *series_, job_.registration, job_.averaging, res.registrations,
+    // The final set replaces the running drift.csv and average.tif as one,
+    // report.json last (output_set.hpp), like a batch run's.
+    OutputSet set(job_.output, "register", {job_.input});
+    res.files = write_register_outputs(set, *series_, job_.registration, job_.averaging, res.registrations,
                                        res.applications, res.average, res.warnings, extra, {}, "", &res.uncertainty);
+    set.commit();
     progress_.advance(4);
     res.seconds.write = since(t1);
   }

@@ -22,7 +22,8 @@ awk -F, 'NR>1 && ($3 != 1 || $2 < 0.5) { bad++ } END { exit bad > 0 }' truth/qua
   || die "frames rejected when averaging with the true drift"
 
 # --print-job shows the field, and bad tables are refused with exit 2 naming the file
-"$ENGINE" average s.tif --drift reg/drift.csv --out x --print-job | grep -q '"drift": "reg/drift.csv"' || die "--print-job"
+# (with absolute paths: a printed job runs the same from any folder)
+"$ENGINE" average s.tif --drift reg/drift.csv --out x --print-job | grep -q "\"drift\": \"$WORK/reg/drift.csv\"" || die "--print-job"
 head -10 s_truth.csv > short.csv
 set +e
 "$ENGINE" average s.tif --drift short.csv --out bad1 --progress none 2> bad1.err; rc1=$?

@@ -18,9 +18,12 @@ cat > job.json <<JSON
 JSON
 "$ENGINE" run job.json --max-shift 7 --model rigid --print-job > eff.json; rc=$?
 check "run --print-job: exit 0" "[ $rc -eq 0 ]"
-check "run --print-job: flag overrides file" "python3 -c 'import json,sys; j=json.load(open(\"eff.json\")); sys.exit(0 if j[\"registration\"][\"max_shift\"]==7 and j[\"registration\"][\"model\"]==\"rigid\" and j[\"input\"]==\"in.tif\" else 1)'"
+check "run --print-job: flag overrides file" "python3 -c 'import json,sys; j=json.load(open(\"eff.json\")); sys.exit(0 if j[\"registration\"][\"max_shift\"]==7 and j[\"registration\"][\"model\"]==\"rigid\" and j[\"input\"]==\"$PWD/in.tif\" else 1)'"
 "$ENGINE" run eff.json --print-job > eff2.json
 check "printed job runs back unchanged" "cmp -s eff.json eff2.json"
+# Its paths are absolute: printed here, it means the same run from another folder.
+(cd / && "$ENGINE" run "$OLDPWD/eff.json" --print-job > "$OLDPWD/eff3.json")
+check "printed job means the same from another folder" "cmp -s eff.json eff3.json"
 sed 's/"max_shift":5/"max_shfit":5/' job.json > typo.json
 "$ENGINE" run typo.json 2> typo.err; rc=$?
 check "unknown field -> exit 2 naming field and file" "[ $rc -eq 2 ] && grep -q 'typo.json' typo.err && grep -q 'registration.max_shfit' typo.err"
