@@ -24,6 +24,7 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QVBoxLayout>
+#include <filesystem>
 
 #include <fstream>
 #include <iterator>
@@ -341,6 +342,9 @@ void MainWindow::runSpectrum() {
   }
   driftscan::Job job = editor_->job();
   job.command = "spectrum";
+  // Its own results folder: a folder holds one command's results as a set
+  // (the engine refuses to mix a spectrum into a register run's folder).
+  job.output = (std::filesystem::path(job.output) / "spectrum").string();
   // Registered with this series' drift when the results shown are of it.
   const bool same = !results_.driftPath.isEmpty() && results_.drift.size() == source_->frame_count();
   job.averaging.drift = same ? results_.driftPath.toStdString() : std::string();

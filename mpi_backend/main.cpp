@@ -21,6 +21,14 @@
 
 namespace {
 driftscan::CancelToken g_cancel;
+
+// One line to stderr in one write: several ranks' lines arrive through
+// mpirun's forwarding, and a line written in pieces interleaves with another's.
+void say_line(const std::string& line) {
+  const std::string l = line + "\n";
+  std::fwrite(l.data(), 1, l.size(), stderr);
+  std::fflush(stderr);
+}
 extern "C" void on_signal(int) { g_cancel.request(); }
 
 // The first argument that is neither an option nor --progress's value: the command.
@@ -128,8 +136,8 @@ static int run_engine(int argc, char** argv) {
     // Rank 0's error is the event; other ranks say who they are on stderr.
     // (Errors agreed over the ranks name their rank and host already.)
     const std::string who = "rank " + std::to_string(rank) + " on " + driftscan::mpi::host_name() + ": ";
-    if (rank != 0) std::cerr << "driftscan-engine: " << (message.rfind(who, 0) == 0 ? "" : who) << message << '\n';
-    else if (progress_mode == "json" || progress_mode == "none") std::cerr << "error: " << message << '\n';
+    if (rank != 0) say_line("driftscan-engine: " + (message.rfind(who, 0) == 0 ? "" : who) + message);
+    else if (progress_mode == "json" || progress_mode == "none") say_line("error: " + message);
     // Stop the other ranks too, so they do not wait for this one.
     g_cancel.request();
   }
@@ -140,8 +148,8 @@ static int run_engine(int argc, char** argv) {
   if (!clean) {
     // Some rank is stuck (in a collective, or dead): only an abort ends it.
     if (rank == 0 || code != 4)
-      std::cerr << "driftscan-engine: rank " << rank << " on " << driftscan::mpi::host_name()
-                << ": other ranks did not stop; aborting the job\n";
+      say_line("driftscan-engine: rank " + std::to_string(rank) + " on " + driftscan::mpi::host_name() +
+               ": other ranks did not stop; aborting the job");
     MPI_Abort(MPI_COMM_WORLD, code);
   }
   relay.reset();

@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <mutex>
 #include <ostream>
+#include <set>
 #include <sstream>
 
 namespace driftscan {
@@ -44,6 +45,10 @@ class ProgressBase : public Progress {
   }
   void log(LogLevel level, const std::string& message) override {
     std::lock_guard<std::mutex> lock(mu_);
+    // A warning is said once per run: the pipelines say each as it happens
+    // and also keep it for report.json, and the end-of-run summary repeats
+    // the kept ones (it used to print every warning twice).
+    if (level == LogLevel::warning && !warned_.insert(message).second) return;
     on_log(level, message);
   }
   void result(const nlohmann::json& files) override {
@@ -100,6 +105,7 @@ class ProgressBase : public Progress {
   }
 
   std::mutex mu_;
+  std::set<std::string> warned_;  // warnings said so far
   Clock::time_point phase_start_ = Clock::now();
   Clock::time_point last_emit_{};
   bool completed_ = false;  // this phase's done has reached its total

@@ -1,7 +1,5 @@
 #include "tiff_page_decoder.hpp"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -88,10 +86,11 @@ void check_chunk(TIFF* tif, std::uint32_t chunk, std::uint64_t file_size, std::u
                     std::to_string(count) + " bytes where " + std::to_string(raw_bytes) + " are needed");
 }
 
+// The size through libtiff's own I/O procedures: the same for a file opened
+// by path and for one read through a client (VirtualFile), which has no fd.
 std::uint64_t file_size_of(TIFF* tif) {
-  struct stat st {};
-  const int fd = TIFFFileno(tif);
-  return fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? static_cast<std::uint64_t>(st.st_size) : 0;
+  TIFFSizeProc size = TIFFGetSizeProc(tif);
+  return size ? static_cast<std::uint64_t>(size(TIFFClientdata(tif))) : 0;
 }
 
 // Copies one decoded chunk (strip or tile) of plane `plane` into the frame.
@@ -233,6 +232,19 @@ Frame decode_page(LibtiffFile& file, const TiffPageLayout& layout, const PageFor
          "frame of " + std::to_string(w) + "x" + std::to_string(h) + " pixels exceeds the memory limit for one frame");
   Frame frame(static_cast<int>(w), static_cast<int>(h), 0.0f);
 
+  {
+    // Uncompressed pixels cannot be fewer bytes than the image: a file
+    // smaller than that is truncated, whatever its strip table says (found by
+    // fuzzing: libtiff "estimates" a broken byte-count table, and every strip
+    // of a 200-byte file then pointed at its first bytes).
+    std::uint16_t compression = COMPRESSION_NONE;
+    TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+    const std::uint64_t image_bytes = (std::uint64_t(w) * spp * bits + 7) / 8 * h;
+    const std::uint64_t size = file_size_of(tif);
+    if (compression == COMPRESSION_NONE && size > 0 && image_bytes > size)
+      fail(where, "truncated file: " + std::to_string(image_bytes) + " bytes of uncompressed pixels in a file of " +
+                      std::to_string(size) + " bytes");
+  }
   if (format.colour == ColourHandling::rgba_luminance) {
     decode_rgba(file, layout, where, frame);
     return frame;

@@ -450,7 +450,7 @@ class AppGuiTest : public QObject {
     QTest::mouseClick(w.volumeView()->runSpectrumButton(), Qt::LeftButton);
     QVERIFY2(finished.count() == 1 || finished.wait(120000), "the spectrum did not finish in 120 s");
     QVERIFY2(finished.at(0).at(0).toString() == "done", qPrintable(finished.at(0).at(1).toString()));
-    QVERIFY(QFileInfo::exists(QDir(results).filePath("spectrum3d.tif")));
+    QVERIFY(QFileInfo::exists(QDir(results).filePath("spectrum/spectrum3d.tif")));
     QVERIFY(w.volumeView()->hasVolume());
     QVERIFY(!w.volumeView()->hintShown());
     QCOMPARE(w.volumeView()->axisTitle(2), QString("f (1/frame)"));  // one plane per frame

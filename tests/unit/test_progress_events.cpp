@@ -36,3 +36,29 @@ TEST(ProgressEvents, DoneNeverExceedsTotalAndTheRateLimitHolds) {
   EXPECT_GE(events, 2);
   EXPECT_LE(events, 6) << out.str().substr(0, 2000);
 }
+
+// A warning is said once per run (plain text and JSON alike): the pipelines
+// say a warning when it happens and the end-of-run summary repeats the ones
+// kept for report.json; it used to appear twice. Other warnings still appear.
+TEST(ProgressEvents, EachWarningIsSaidOnce) {
+  std::ostringstream text, json;
+  auto plain = make_plain_progress(text);
+  auto events = make_json_progress(json);
+  for (auto* p : {plain.get(), events.get()}) {
+    p->log(LogLevel::warning, "frame 3 excluded");
+    p->log(LogLevel::warning, "frame 3 excluded");
+    p->log(LogLevel::warning, "frame 4 excluded");
+    p->log(LogLevel::info, "same info");
+    p->log(LogLevel::info, "same info");
+  }
+  auto count = [](const std::string& s, const std::string& needle) {
+    int n = 0;
+    for (auto pos = s.find(needle); pos != std::string::npos; pos = s.find(needle, pos + 1)) ++n;
+    return n;
+  };
+  for (const std::string& s : {text.str(), json.str()}) {
+    EXPECT_EQ(count(s, "frame 3 excluded"), 1) << s;
+    EXPECT_EQ(count(s, "frame 4 excluded"), 1) << s;
+    EXPECT_EQ(count(s, "same info"), 2) << s;  // info lines are not merged
+  }
+}

@@ -159,7 +159,7 @@ TEST(TiffBadInput, FuzzFoundStripsPastTheEndOfTheFile) {
       0x00, 0x46, 0x00, 0x00, 0x00, 0x53, 0x01, 0x03, 0x00, 0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00,
       0x00, 0x00};
   std::ofstream(dir.file("fuzz.tif"), std::ios::binary).write(reinterpret_cast<const char*>(bytes), sizeof bytes);
-  expect_bad_input(dir.file("fuzz.tif"), {dir.file("fuzz.tif"), "frame 0", "strip"});
+  expect_bad_input(dir.file("fuzz.tif"), {dir.file("fuzz.tif"), "frame 0", "truncated"});
 }
 
 // Found by fuzz_tiff_reader too: a 200-byte bilevel file (BitsPerSample
@@ -180,7 +180,7 @@ TEST(TiffBadInput, FuzzFoundBilevelImagePastTheEndOfTheFile) {
       0x00, 0x17, 0x01, 0x04, 0x00, 0x11, 0x00, 0x00, 0x00, 0x41, 0x00, 0x00, 0x00, 0x43, 0x01, 0x03, 0x00, 0x01, 0x00,
       0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
   std::ofstream(dir.file("fuzz2.tif"), std::ios::binary).write(reinterpret_cast<const char*>(bytes), sizeof bytes);
-  expect_bad_input(dir.file("fuzz2.tif"), {dir.file("fuzz2.tif"), "frame 0"});
+  expect_bad_input(dir.file("fuzz2.tif"), {dir.file("fuzz2.tif"), "frame 0", "truncated"});
 }
 
 TEST(TiffBadInput, CorruptIfds) {
