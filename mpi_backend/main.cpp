@@ -133,17 +133,22 @@ static int run_engine(int argc, char** argv) {
     progress->cancelled();
   } else if (code != 0) {
     progress->error(message, code);
-    // Rank 0's error is the event; other ranks say who they are on stderr.
-    // (Errors agreed over the ranks name their rank and host already.)
-    const std::string who = "rank " + std::to_string(rank) + " on " + driftscan::mpi::host_name() + ": ";
-    if (rank != 0) say_line("driftscan-engine: " + (message.rfind(who, 0) == 0 ? "" : who) + message);
-    else if (progress_mode == "json" || progress_mode == "none") say_line("error: " + message);
+    if (rank == 0 && (progress_mode == "json" || progress_mode == "none")) say_line("error: " + message);
     // Stop the other ranks too, so they do not wait for this one.
     g_cancel.request();
   }
 
   bool clean = true;
-  if (code != 0 && size > 1) clean = relay->all_stopped(1.0);
+  if (code != 0 && size > 1) {
+    clean = relay->all_stopped(1.0);
+    // Rank 0's error is the event; another rank adds a line, saying who it
+    // is, only when its error is not the one rank 0 reported (an error the
+    // ranks agreed on, or the same bad file seen by all, is said once).
+    const bool repeated = clean && relay->root_text(message) == message;
+    const std::string who = "rank " + std::to_string(rank) + " on " + driftscan::mpi::host_name() + ": ";
+    if (rank != 0 && code != 4 && !repeated)
+      say_line("driftscan-engine: " + (message.rfind(who, 0) == 0 ? "" : who) + message);
+  }
   relay->stop();
   if (!clean) {
     // Some rank is stuck (in a collective, or dead): only an abort ends it.

@@ -1,5 +1,6 @@
 #include "driftscan/mpi/cancel_relay.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 namespace driftscan::mpi {
@@ -84,6 +85,16 @@ bool CancelRelay::all_stopped(double timeout_s) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+std::string CancelRelay::root_text(const std::string& text) {
+  if (size_ == 1) return text;
+  int len = rank_ == 0 ? static_cast<int>(std::min<std::size_t>(text.size(), 4096)) : 0;
+  MPI_Bcast(&len, 1, MPI_INT, 0, barrier_comm_);
+  std::string root =
+      rank_ == 0 ? text.substr(0, static_cast<std::size_t>(len)) : std::string(static_cast<std::size_t>(len), '\0');
+  MPI_Bcast(root.data(), len, MPI_CHAR, 0, barrier_comm_);
+  return root;
 }
 
 }  // namespace driftscan::mpi

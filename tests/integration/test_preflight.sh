@@ -41,6 +41,8 @@ rc=$?
 set -e
 check "2 ranks: exit 2 (got $rc)" "[ $rc -eq 2 ]"
 check "2 ranks: the error event names the setting" "grep -q '\"event\":\"error\".*execution.threads' events.txt"
+# Every rank refuses it; the line is said once (rank 0's), not once per rank.
+check "2 ranks: the error said once on stderr" "[ \$(grep -c 'execution.threads' err.txt) -eq 1 ]"
 
 # Within the bounds the run goes on.
 "$ENGINE" register s.tif --out ok --threads 2 --exclude 5 --progress none

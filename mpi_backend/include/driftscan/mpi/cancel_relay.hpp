@@ -9,6 +9,7 @@
 // without it the relay is inert and the ranks rely on mpirun/srun
 // forwarding the signal to all of them.
 #include <atomic>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -32,6 +33,10 @@ class CancelRelay {
   // this point. False means some rank is stuck (e.g. in a collective) and the
   // job must be aborted. Collective-free on the computation's communicator.
   bool all_stopped(double timeout_s);
+  // After all_stopped() was true: rank 0's `text` on every rank (so a rank
+  // can leave out an error line rank 0 already prints). Collective on the
+  // relay's own communicator.
+  std::string root_text(const std::string& text);
   void stop();
 
  private:
