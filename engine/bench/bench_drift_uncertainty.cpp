@@ -5,9 +5,12 @@
 // (target 92-98%), and sigma of a deliberately poor frame (blurred, or mostly
 // blank) over the series' median (target >= 3). Several seeds per case: frame
 // 0's noise is common to all frames of a series, so one series is one draw of
-// it. Frames off by more than 1 px (a lattice-period jump of the chain) are
-// counted apart (`jumps`, the case then misses) and left out of z. Usage: bench_drift_uncertainty [--quick] [--seeds N]
-// [--frames N]
+// it, and 30 seeds are needed for the z-RMS itself to be known to about
+// +-0.05 (each line prints its bootstrap interval). Frames off by more than
+// 1 px (a lattice-period jump of the chain) are counted apart (`jumps`, the
+// case then misses) and left out of z.
+// Usage: bench_drift_uncertainty [--quick] [--seeds N=30] [--frames N=16]
+//   --quick: at most 10 seeds, no 512/1024 cases (intervals about twice as wide)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -16,6 +19,8 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -63,9 +68,16 @@ struct Case {
   double poor_blur = 3.0;  // < 0: mostly blank
 };
 
+// Per seed: frame 0's noise is shared by a series' frames, so the seeds,
+// not the frames, are the independent draws the bootstrap resamples.
+struct SeedSums {
+  double zx2 = 0, zy2 = 0;
+  std::size_t inside = 0, count = 0;  // over both axes
+};
+
 struct Stats {
-  std::vector<double> zx, zy;
-  std::size_t inside = 0, count = 0, jumps = 0;
+  std::vector<SeedSums> seeds;
+  std::size_t jumps = 0;
   std::vector<double> ratios;
   double seconds = 0, uncertainty_seconds = 0, median_sigma = 0;
 };
@@ -91,6 +103,7 @@ void run_seed(const Case& c, std::uint32_t seed, Stats& st) {
   st.uncertainty_seconds += std::chrono::duration<double>(t2 - t1).count();
   const Point centre = series.centre();
   std::vector<double> sig;
+  SeedSums& sums = st.seeds.emplace_back();
   for (std::size_t k = 1; k < regs.size(); ++k) {
     if (k == poor) continue;
     const Point d = regs[k].transform.displacement(centre), t = series.drift(k);
@@ -100,11 +113,11 @@ void run_seed(const Case& c, std::uint32_t seed, Stats& st) {
       continue;
     }
     const double zx = ex / u[k].sigma_dx, zy = ey / u[k].sigma_dy;
-    st.zx.push_back(zx);
-    st.zy.push_back(zy);
+    sums.zx2 += zx * zx;
+    sums.zy2 += zy * zy;
     // The 95% region of the 2-D estimate per axis, as a user would read the columns.
-    st.inside += (std::abs(zx) <= 1.96 ? 1 : 0) + (std::abs(zy) <= 1.96 ? 1 : 0);
-    st.count += 2;
+    sums.inside += (std::abs(zx) <= 1.96 ? 1 : 0) + (std::abs(zy) <= 1.96 ? 1 : 0);
+    sums.count += 2;
     sig.push_back(u[k].sigma());
     if (std::getenv("BENCH_VERBOSE"))
       std::printf("  k=%zu err %.4f %.4f sigma %.4f %.4f flags %u it %d\n", k, ex, ey, u[k].sigma_dx, u[k].sigma_dy,
@@ -119,10 +132,42 @@ void run_seed(const Case& c, std::uint32_t seed, Stats& st) {
   st.ratios.push_back(u[poor].sigma() / median);
 }
 
-double rms(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x * x;
-  return v.empty() ? 0.0 : std::sqrt(s / static_cast<double>(v.size()));
+struct Figures {
+  double zx = 0, zy = 0, in95 = 0;
+};
+
+Figures figures(const std::vector<SeedSums>& seeds, const std::vector<std::size_t>& pick) {
+  SeedSums t;
+  for (std::size_t i : pick) {
+    t.zx2 += seeds[i].zx2;
+    t.zy2 += seeds[i].zy2;
+    t.inside += seeds[i].inside;
+    t.count += seeds[i].count;
+  }
+  const double n = std::max<double>(1.0, static_cast<double>(t.count) / 2.0);
+  return {std::sqrt(t.zx2 / n), std::sqrt(t.zy2 / n), 100.0 * static_cast<double>(t.inside) / (2.0 * n)};
+}
+
+// 90% bootstrap intervals over the seeds: how far the figures themselves
+// could move with another set of seeds (6 seeds of 16 frames leave
+// z-RMS uncertain by about +-0.1, enough to make a calibrated case "miss").
+std::pair<Figures, Figures> bootstrap(const std::vector<SeedSums>& seeds) {
+  std::mt19937 rng(12345);
+  std::uniform_int_distribution<std::size_t> draw(0, seeds.size() - 1);
+  std::vector<double> zx, zy, in;
+  std::vector<std::size_t> pick(seeds.size());
+  for (int b = 0; b < 2000; ++b) {
+    for (auto& i : pick) i = draw(rng);
+    const Figures f = figures(seeds, pick);
+    zx.push_back(f.zx);
+    zy.push_back(f.zy);
+    in.push_back(f.in95);
+  }
+  auto at = [](std::vector<double>& v, double q) {
+    std::sort(v.begin(), v.end());
+    return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
+  };
+  return {{at(zx, 0.05), at(zy, 0.05), at(in, 0.05)}, {at(zx, 0.95), at(zy, 0.95), at(in, 0.95)}};
 }
 
 std::shared_ptr<const Frame> real_content() {
@@ -137,14 +182,14 @@ std::shared_ptr<const Frame> real_content() {
 
 int main(int argc, char** argv) {
   bool quick = false;
-  int seeds = 6;
+  int seeds = 30;
   std::size_t frames = 16;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--seeds") && i + 1 < argc) seeds = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--frames") && i + 1 < argc) frames = static_cast<std::size_t>(std::atoi(argv[++i]));
   }
-  if (quick) seeds = std::min(seeds, 3);
+  if (quick) seeds = std::min(seeds, 10);
   const char* only = std::getenv("BENCH_CASE");
   std::vector<Case> cases;
   auto add = [&](const std::string& name, int size, double dose, Lattice lattice, MotionModel model, double blur,
@@ -178,21 +223,33 @@ int main(int argc, char** argv) {
     add("hex 1024 dose 6 translation", 1024, 6, Lattice::hex, MotionModel::translation, 3.0);
   }
   std::printf(
-      "# bench_drift_uncertainty: %d seeds x %zu frames per case (poor frame excluded from z; machine shared)\n", seeds,
-      frames);
-  std::printf("%-38s %7s %7s %6s %9s %9s %7s %7s %5s\n", "case", "zrms_x", "zrms_y", "in95%", "poor/med", "median_s",
-              "s_total", "s_sigma", "jumps");
+      "# bench_drift_uncertainty: %d seeds x %zu frames per case (poor frame excluded from z; machine shared);\n"
+      "# [lo-hi]: 90%% bootstrap interval over the seeds; the verdict is on the estimate itself\n",
+      seeds, frames);
+  std::printf("%-38s %19s %19s %17s %9s %9s %7s %7s %5s\n", "case", "zrms_x [90%]", "zrms_y [90%]", "in95% [90%]",
+              "poor/med", "median_s", "s_total", "s_sigma", "jumps");
   for (const Case& c : cases) {
     if (only && c.name.find(only) == std::string::npos) continue;
     Stats st;
     for (int s = 0; s < seeds; ++s) run_seed(c, static_cast<std::uint32_t>(101 + 17 * s), st);
     std::sort(st.ratios.begin(), st.ratios.end());
-    const double zx = rms(st.zx), zy = rms(st.zy), in95 = 100.0 * st.inside / std::max<std::size_t>(1, st.count);
-    const bool ok =
-        zx >= 0.8 && zx <= 1.25 && zy >= 0.8 && zy <= 1.25 && in95 >= 92 && in95 <= 98 && st.ratios.front() >= 3.0;
-    std::printf("%-38s %7.3f %7.3f %6.1f %9.2f %9.4f %7.1f %7.2f %5zu %s (poor: %s)\n", c.name.c_str(), zx, zy, in95,
-                st.ratios.front(), st.median_sigma / seeds, st.seconds, st.uncertainty_seconds, st.jumps,
-                ok && st.jumps == 0 ? "ok" : "MISS", c.poor_blur > 0 ? "blurred" : "mostly blank");
+    std::vector<std::size_t> all(st.seeds.size());
+    std::iota(all.begin(), all.end(), 0);
+    const Figures f = figures(st.seeds, all);
+    const auto [lo, hi] = bootstrap(st.seeds);
+    const bool ok = f.zx >= 0.8 && f.zx <= 1.25 && f.zy >= 0.8 && f.zy <= 1.25 && f.in95 >= 92 && f.in95 <= 98 &&
+                    st.ratios.front() >= 3.0 && st.jumps == 0;
+    // Outside a target, but inside it within the interval: more seeds decide.
+    auto reachable = [](double l, double h, double tl, double th) { return h >= tl && l <= th; };
+    const bool undecided = !ok && st.ratios.front() >= 3.0 && st.jumps == 0 && reachable(lo.zx, hi.zx, 0.8, 1.25) &&
+                           reachable(lo.zy, hi.zy, 0.8, 1.25) && reachable(lo.in95, hi.in95, 92, 98);
+    std::printf(
+        "%-38s %5.3f [%5.3f-%5.3f] %5.3f [%5.3f-%5.3f] %5.1f [%4.1f-%5.1f] %9.2f %9.4f %7.1f %7.2f %5zu %s (poor: "
+        "%s)\n",
+        c.name.c_str(), f.zx, lo.zx, hi.zx, f.zy, lo.zy, hi.zy, f.in95, lo.in95, hi.in95, st.ratios.front(),
+        st.median_sigma / seeds, st.seconds, st.uncertainty_seconds, st.jumps,
+        ok ? "ok" : (undecided ? "MISS? (inside its interval: more seeds)" : "MISS"),
+        c.poor_blur > 0 ? "blurred" : "mostly blank");
     std::fflush(stdout);
   }
   return 0;
