@@ -103,28 +103,6 @@ HeaderState read_header(int fd, std::uint64_t size, TiffHeader& h) {
   return HeaderState::complete;
 }
 
-std::size_t type_size(std::uint64_t type) {
-  switch (type) {
-    case 1:
-    case 2:
-    case 6:
-    case 7: return 1;
-    case 3:
-    case 8: return 2;
-    case 4:
-    case 9:
-    case 11:
-    case 13: return 4;
-    case 5:
-    case 10:
-    case 12:
-    case 16:
-    case 17:
-    case 18: return 8;
-    default: return 0;
-  }
-}
-
 // One IFD as far as completeness and layout go.
 struct PageProbe {
   enum State { complete, incomplete, corrupt } state = incomplete;
@@ -165,7 +143,7 @@ PageProbe probe_page(int fd, std::uint64_t size, const TiffHeader& h, std::uint6
   auto values = [&](const unsigned char* entry, std::vector<std::uint64_t>& out) -> bool {
     const std::uint64_t type = e.get(entry + 2, 2);
     const std::uint64_t count = h.bigtiff ? e.get(entry + 4, 8) : e.get(entry + 4, 4);
-    const std::size_t ts = type_size(type);
+    const std::size_t ts = tiff_type_size(type);
     if (ts == 0 || count == 0 || count > (std::uint64_t(1) << 24)) return false;
     std::vector<unsigned char> raw(static_cast<std::size_t>(count * ts));
     const unsigned char* value = entry + (h.bigtiff ? 12 : 8);
@@ -185,7 +163,7 @@ PageProbe probe_page(int fd, std::uint64_t size, const TiffHeader& h, std::uint6
     const unsigned char* entry = ifd.data() + i * entry_bytes;
     const std::uint64_t tag = e.get(entry, 2), type = e.get(entry + 2, 2);
     const std::uint64_t count = h.bigtiff ? e.get(entry + 4, 8) : e.get(entry + 4, 4);
-    const std::size_t ts = type_size(type);
+    const std::size_t ts = tiff_type_size(type);
     // Every out-of-line value (descriptions, colour maps...) must be there too.
     if (ts != 0 && count * ts > inline_bytes) {
       const std::uint64_t off = e.get(entry + (h.bigtiff ? 12 : 8), static_cast<int>(inline_bytes));
@@ -434,20 +412,7 @@ struct GrowingSeries::Impl {
     auto h = handle(file_fd, locate(f));
     LibtiffThreadMessages scope(h->messages());
     TIFF* tif = h->get();
-    const char* description = nullptr;
-    std::string text;
-    if (TIFFGetField(tif, TIFFTAG_IMAGEDESCRIPTION, &description) && description) text = description;
-    TiffResolutionTags resolution;
-    float xr = 0.0f, yr = 0.0f;
-    std::uint16_t res_unit = RESUNIT_INCH;
-    if (TIFFGetField(tif, TIFFTAG_XRESOLUTION, &xr) && xr > 0) {
-      resolution.present = true;
-      resolution.x = xr;
-      resolution.y = TIFFGetField(tif, TIFFTAG_YRESOLUTION, &yr) ? yr : xr;
-      TIFFGetFieldDefaulted(tif, TIFFTAG_RESOLUTIONUNIT, &res_unit);
-      resolution.unit = res_unit;
-    }
-    const PixelCalibration cal = read_pixel_calibration(text, resolution);
+    const PixelCalibration cal = read_page_calibration(tif);
     pixel_size = cal.size;
     unit = cal.size > 0 ? cal.unit : "";
   }

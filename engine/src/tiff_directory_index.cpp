@@ -170,35 +170,13 @@ class IfdWalker {
     return v;
   }
 
-  static std::size_t type_size(std::uint16_t type) {
-    switch (type) {
-      case 1:
-      case 2:
-      case 6:
-      case 7: return 1;
-      case 3:
-      case 8: return 2;
-      case 4:
-      case 9:
-      case 11:
-      case 13: return 4;
-      case 5:
-      case 10:
-      case 12:
-      case 16:
-      case 17:
-      case 18: return 8;
-      default: return 0;
-    }
-  }
-
   // The first value of an integer-valued entry (inline or at its offset).
   bool first_value(const unsigned char* entry, const std::string& where, std::uint64_t& out) {
     std::uint16_t type = u16(entry + 2);
     std::uint64_t count = bigtiff_ ? u64(entry + 4) : u32(entry + 4);
     const unsigned char* value = entry + (bigtiff_ ? 12 : 8);
     std::size_t inline_bytes = bigtiff_ ? 8 : 4;
-    std::size_t size = type_size(type);
+    std::size_t size = tiff_type_size(type);
     if (count == 0 || size == 0 || size > 8) return false;
     unsigned char buffer[8];
     const unsigned char* p = value;
@@ -296,6 +274,28 @@ std::string TiffPageLayout::describe() const {
   std::string s = std::to_string(width) + "x" + std::to_string(height) + " " + type + std::to_string(bits_per_sample);
   if (samples_per_pixel != 1) s += " x" + std::to_string(samples_per_pixel) + " samples";
   return s;
+}
+
+std::size_t tiff_type_size(std::uint64_t type) {
+  switch (type) {
+    case 1:
+    case 2:
+    case 6:
+    case 7: return 1;
+    case 3:
+    case 8: return 2;
+    case 4:
+    case 9:
+    case 11:
+    case 13: return 4;
+    case 5:
+    case 10:
+    case 12:
+    case 16:
+    case 17:
+    case 18: return 8;
+    default: return 0;
+  }
 }
 
 TiffDirectoryIndex index_tiff_directories(const std::string& path, std::size_t first_frame) {

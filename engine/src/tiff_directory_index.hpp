@@ -42,6 +42,10 @@ struct TiffDirectoryIndex {
   std::size_t skipped_reduced = 0;     // thumbnails / pyramid levels left out
 };
 
+// The size in bytes of one value of TIFF field type `type` (BYTE 1 … IFD8 8);
+// 0 for a type TIFF 6 / BigTIFF does not define.
+std::size_t tiff_type_size(std::uint64_t type);
+
 // Throws driftscan::Error (bad_input) naming `path` (and the page) when the
 // file is not a TIFF, is truncated, has a corrupt or looping IFD chain, has no
 // pages, has SubIFDs (a pyramid), or its pages differ in size or sample type.

@@ -7,6 +7,8 @@
 #include <sstream>
 #include <utility>
 
+#include <tiffio.h>
+
 namespace driftscan {
 namespace {
 
@@ -158,6 +160,25 @@ PixelCalibration read_pixel_calibration(const std::string& description, const Ti
     out.source = "resolution tags";
   }
   return out;
+}
+
+PixelCalibration read_page_calibration(TIFF* tif, std::string* description) {
+  const char* text = nullptr;
+  std::string desc;
+  if (TIFFGetField(tif, TIFFTAG_IMAGEDESCRIPTION, &text) && text) desc = text;
+  TiffResolutionTags resolution;
+  float xr = 0.0f, yr = 0.0f;
+  std::uint16_t unit = RESUNIT_INCH;
+  if (TIFFGetField(tif, TIFFTAG_XRESOLUTION, &xr) && xr > 0) {
+    resolution.present = true;
+    resolution.x = xr;
+    resolution.y = TIFFGetField(tif, TIFFTAG_YRESOLUTION, &yr) ? yr : xr;
+    TIFFGetFieldDefaulted(tif, TIFFTAG_RESOLUTIONUNIT, &unit);
+    resolution.unit = unit;
+  }
+  PixelCalibration cal = read_pixel_calibration(desc, resolution);
+  if (description) *description = std::move(desc);
+  return cal;
 }
 
 }  // namespace driftscan

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+typedef struct tiff TIFF;  // libtiff's handle (tiffio.h)
+
 namespace driftscan {
 
 struct TiffResolutionTags {
@@ -28,6 +30,10 @@ struct PixelCalibration {
 };
 
 PixelCalibration read_pixel_calibration(const std::string& image_description, const TiffResolutionTags& resolution);
+
+// The calibration of the page `tif` is on, from its ImageDescription and
+// resolution tags; `description` (if given) receives the description text.
+PixelCalibration read_page_calibration(TIFF* tif, std::string* description = nullptr);
 
 // "micron", "µm", "\\u00B5m", "um" -> "um"; "Å"/"angstrom" -> "A"; others as given.
 std::string normalise_length_unit(const std::string& unit);

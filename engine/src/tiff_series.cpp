@@ -190,21 +190,9 @@ struct TiffSeries::Impl {
     auto file = handle_at(single ? single->get() : own->get(), 0);
     LibtiffThreadMessages scope(file->messages());
     TIFF* tif = file->get();
-    const char* description = nullptr;
     std::string text;
-    if (TIFFGetField(tif, TIFFTAG_IMAGEDESCRIPTION, &description) && description) text = description;
-    TiffResolutionTags resolution;
-    float xr = 0.0f, yr = 0.0f;
-    std::uint16_t unit = RESUNIT_INCH;
-    if (TIFFGetField(tif, TIFFTAG_XRESOLUTION, &xr) && xr > 0) {
-      resolution.present = true;
-      resolution.x = xr;
-      resolution.y = TIFFGetField(tif, TIFFTAG_YRESOLUTION, &yr) ? yr : xr;
-      TIFFGetFieldDefaulted(tif, TIFFTAG_RESOLUTIONUNIT, &unit);
-      resolution.unit = unit;
-    }
+    PixelCalibration cal = read_page_calibration(tif, &text);
     detect_contiguous_stack(tif, text);
-    PixelCalibration cal = read_pixel_calibration(text, resolution);
     info.pixel_size = cal.size;
     info.unit = cal.size > 0 ? cal.unit : "";
     info.calibration_source = cal.source;

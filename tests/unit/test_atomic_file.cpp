@@ -18,6 +18,7 @@
 
 #include "driftscan/atomic_file.hpp"
 #include "driftscan/error.hpp"
+#include "scratch_folder.hpp"
 #include "tiff_test_files.hpp"
 
 using namespace driftscan;
@@ -25,17 +26,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<std::string> entries(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-std::string contents(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using driftscan::test::file_contents;
+using driftscan::test::folder_entries;
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -62,10 +54,10 @@ TEST(AtomicFile, TemporaryIsHiddenBesideTheTargetAndRenamedOnCommit) {
   EXPECT_TRUE(fs::exists(temp));
   file.commit();
   EXPECT_TRUE(file.committed());
-  EXPECT_EQ(contents(path), "frame,dx,dy\n0,0,0\n");
-  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"drift.csv"});
+  EXPECT_EQ(file_contents(path), "frame,dx,dy\n0,0,0\n");
+  EXPECT_EQ(folder_entries(dir.path()), std::vector<std::string>{"drift.csv"});
   file.commit();  // again: nothing happens
-  EXPECT_EQ(contents(path), "frame,dx,dy\n0,0,0\n");
+  EXPECT_EQ(file_contents(path), "frame,dx,dy\n0,0,0\n");
 }
 
 TEST(AtomicFile, LargeBinaryStreamAndDescriptorWritesArrive) {
@@ -77,14 +69,14 @@ TEST(AtomicFile, LargeBinaryStreamAndDescriptorWritesArrive) {
     file.stream().write(data.data(), static_cast<std::streamsize>(data.size()));  // several buffer loads
     file.commit();
   }
-  EXPECT_EQ(contents(dir.file("s.bin")), data);
+  EXPECT_EQ(file_contents(dir.file("s.bin")), data);
   {
     AtomicFile file(dir.file("d.bin"));
     ASSERT_EQ(::pwrite(file.fd(), data.data() + 10, 5, 3), 5);  // at an offset, as the TIFF writer does
     ASSERT_EQ(::pwrite(file.fd(), data.data(), 3, 0), 3);
     file.commit();
   }
-  EXPECT_EQ(contents(dir.file("d.bin")), data.substr(0, 3) + data.substr(10, 5));
+  EXPECT_EQ(file_contents(dir.file("d.bin")), data.substr(0, 3) + data.substr(10, 5));
 }
 
 TEST(AtomicFile, AWriterThatGivesUpLeavesTheOldFileAndNoTemporary) {
@@ -96,8 +88,8 @@ TEST(AtomicFile, AWriterThatGivesUpLeavesTheOldFileAndNoTemporary) {
     file.stream() << "new, but never committed";
     file.stream().flush();
   }
-  EXPECT_EQ(contents(path), "old");
-  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"job.json"});
+  EXPECT_EQ(file_contents(path), "old");
+  EXPECT_EQ(folder_entries(dir.path()), std::vector<std::string>{"job.json"});
 }
 
 TEST(AtomicFile, ConcurrentWritersOfOneTargetUseTheirOwnTemporaries) {
@@ -109,8 +101,8 @@ TEST(AtomicFile, ConcurrentWritersOfOneTargetUseTheirOwnTemporaries) {
   b.stream() << "b";
   a.commit();
   b.commit();  // the last commit wins, whole
-  EXPECT_EQ(contents(path), "b");
-  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"report.json"});
+  EXPECT_EQ(file_contents(path), "b");
+  EXPECT_EQ(folder_entries(dir.path()), std::vector<std::string>{"report.json"});
 }
 
 TEST(AtomicFile, ErrorsNameTheTargetAndTheReason) {
@@ -138,5 +130,5 @@ TEST(AtomicFile, ErrorsNameTheTargetAndTheReason) {
   std::signal(SIGXFSZ, previous);
   EXPECT_NE(m.find(path + ": cannot write checkpoint ("), std::string::npos) << m;
   EXPECT_NE(m.find("too large"), std::string::npos) << m;
-  EXPECT_TRUE(entries(dir.path()).empty());
+  EXPECT_TRUE(folder_entries(dir.path()).empty());
 }

@@ -13,6 +13,7 @@
 #include "driftscan/growing_series.hpp"
 #include "driftscan/tiff_page_appender.hpp"
 #include "driftscan/tiff_writer.hpp"
+#include "scratch_folder.hpp"
 
 using namespace driftscan;
 namespace fs = std::filesystem;
@@ -26,18 +27,8 @@ Frame ramp(int w, int h, float base) {
   return f;
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("growing_series_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+struct TempDir : driftscan::test::TestScratchFolder {
+  TempDir() : TestScratchFolder("growing_series_", true) {}
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "driftscan/error.hpp"
 #include "driftscan/output_set.hpp"
+#include "scratch_folder.hpp"
 #include "tiff_test_files.hpp"
 
 using namespace driftscan;
@@ -20,17 +21,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<std::string> entries(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-std::string contents(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using driftscan::test::file_contents;
+using driftscan::test::folder_entries;
 
 void put(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
@@ -62,16 +54,16 @@ TEST(OutputSet, NothingIsVisibleBeforeTheCommitThenTheWholeSetAndNoStaleFile) {
   const std::string staged = set.staged_path("average.tif");
   EXPECT_EQ(fs::path(staged).parent_path(), fs::path(dir.path()));
   EXPECT_EQ(fs::path(staged).filename().string().rfind(".average.tif.tmp-", 0), 0u) << staged;
-  EXPECT_EQ(contents(dir.file("average.tif")), "old average");
-  EXPECT_EQ(contents(dir.file("lines.csv")), "old lines");
+  EXPECT_EQ(file_contents(dir.file("average.tif")), "old average");
+  EXPECT_EQ(file_contents(dir.file("lines.csv")), "old lines");
   set.commit();
   EXPECT_TRUE(set.committed());
   // The new set, the earlier run's other outputs gone, a file that is no output kept.
-  EXPECT_EQ(entries(dir.path()),
+  EXPECT_EQ(folder_entries(dir.path()),
             (std::vector<std::string>{"average.tif", "coverage.tif", "drift.csv", "notes.txt", "report.json"}));
-  EXPECT_EQ(contents(dir.file("average.tif")), "new average");
-  EXPECT_EQ(contents(dir.file("report.json")), R"({"command": "register", "new": 1})");
-  EXPECT_EQ(contents(dir.file("notes.txt")), "mine");
+  EXPECT_EQ(file_contents(dir.file("average.tif")), "new average");
+  EXPECT_EQ(file_contents(dir.file("report.json")), R"({"command": "register", "new": 1})");
+  EXPECT_EQ(file_contents(dir.file("notes.txt")), "mine");
 }
 
 TEST(OutputSet, AFailedWriteKeepsTheEarlierRunWholeAndSaysSo) {
@@ -95,9 +87,9 @@ TEST(OutputSet, AFailedWriteKeepsTheEarlierRunWholeAndSaysSo) {
                          ": cannot write TIFF file (No space left on device); nothing new written; the results of "
                          "the earlier run in " +
                          dir.path() + " are unchanged");
-  EXPECT_EQ(entries(dir.path()), kEarlier);  // no temporary left either
-  EXPECT_EQ(contents(dir.file("drift.csv")), "old drift");
-  EXPECT_EQ(contents(dir.file("average.tif")), "old average");
+  EXPECT_EQ(folder_entries(dir.path()), kEarlier);  // no temporary left either
+  EXPECT_EQ(file_contents(dir.file("drift.csv")), "old drift");
+  EXPECT_EQ(file_contents(dir.file("average.tif")), "old average");
 }
 
 TEST(OutputSet, AnEmptyFolderStaysEmptyWhenTheRunFails) {
@@ -112,7 +104,7 @@ TEST(OutputSet, AnEmptyFolderStaysEmptyWhenTheRunFails) {
   } catch (const Error& e) {
     message = e.what();
   }
-  EXPECT_TRUE(entries(out).empty());
+  EXPECT_TRUE(folder_entries(out).empty());
   EXPECT_EQ(message, "quality.csv: disk full");  // explain() is the caller's: a bare error stays as it was
 }
 
@@ -127,7 +119,7 @@ TEST(OutputSet, ACommitWithAMissingFileOrNoRecordChangesNothing) {
     EXPECT_FALSE(set.committed());
     (void)p;
   }
-  EXPECT_EQ(entries(dir.path()), kEarlier);
+  EXPECT_EQ(folder_entries(dir.path()), kEarlier);
   {
     OutputSet set(dir.path(), "register");
     set.write("drift.csv", [](const std::string& path) { put(path, "new"); });
@@ -138,8 +130,8 @@ TEST(OutputSet, ACommitWithAMissingFileOrNoRecordChangesNothing) {
       EXPECT_NE(std::string(e.what()).find("no report.json staged"), std::string::npos) << e.what();
     }
   }
-  EXPECT_EQ(entries(dir.path()), kEarlier);
-  EXPECT_EQ(contents(dir.file("drift.csv")), "old drift");
+  EXPECT_EQ(folder_entries(dir.path()), kEarlier);
+  EXPECT_EQ(file_contents(dir.file("drift.csv")), "old drift");
 }
 
 TEST(OutputSet, RefusesAnotherCommandsResultsAndInputsAmongTheOutputs) {

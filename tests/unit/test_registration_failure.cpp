@@ -21,6 +21,7 @@
 #include "driftscan/registration_failure.hpp"
 #include "driftscan/synthetic_series.hpp"
 #include "driftscan/tiff_series.hpp"
+#include "scratch_folder.hpp"
 
 using namespace driftscan;
 namespace fs = std::filesystem;
@@ -29,14 +30,8 @@ namespace {
 
 using driftscan::test::read_csv;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("driftscan_failure_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
+struct TempDir : driftscan::test::TestScratchFolder {
+  TempDir() : TestScratchFolder("driftscan_failure_") {}
 };
 
 // The synth's low-dose default: hex lattice, 1 count at a column, 128^2.

@@ -19,6 +19,7 @@
 #include "driftscan/register_pipeline.hpp"
 #include "driftscan/synthetic_series.hpp"
 #include "driftscan/tiff_series.hpp"
+#include "scratch_folder.hpp"
 
 using namespace driftscan;
 namespace fs = std::filesystem;
@@ -27,14 +28,8 @@ namespace {
 
 using driftscan::test::read_csv;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("driftscan_pipeline_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
+struct TempDir : driftscan::test::TestScratchFolder {
+  TempDir() : TestScratchFolder("driftscan_pipeline_") {}
 };
 
 SynthOptions small_series(std::size_t frames) {
