@@ -323,6 +323,17 @@ DmContents read_contents(const BinaryFile& f) {
         im.info.unit = unit;
       }
     }
+    // DigiScan's clock of a STEM image: "Sample Time" (the dwell) and
+    // "Flyback" (the line fly-back), both in microseconds.
+    if (const DmTag* scan = img.path({"ImageTags", "DigiScan"}); scan && scan->group) {
+      const double dwell_us = number(f, scan->child("Sample Time"), c.order, 0);
+      const double flyback_us = number(f, scan->child("Flyback"), c.order, 0);
+      if (dwell_us > 0 && dwell_us < 1e7) {  // written so that NaN fails too
+        im.info.scan.dwell = dwell_us * 1e-6;
+        if (flyback_us > 0 && flyback_us < 1e9) im.info.scan.line_flyback = flyback_us * 1e-6;
+        im.info.scan.source = "DigiScan tags";
+      }
+    }
     c.images.push_back(std::move(im));
   }
   if (c.images.empty()) f.fail(refused.empty() ? "DM file holds no image" : refused);

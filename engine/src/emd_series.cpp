@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 
@@ -178,6 +179,26 @@ std::string json_string(const nlohmann::json& j, std::initializer_list<const cha
   return p->is_string() ? p->get<std::string>() : "";
 }
 
+// A positive finite number written as text (Velox writes numbers as strings); 0 otherwise.
+double json_seconds(const nlohmann::json& j, std::initializer_list<const char*> path) {
+  const std::string text = json_string(j, path);
+  char* end = nullptr;
+  const double v = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
+  return end && end != text.c_str() && v > 0 && v < 1e6 ? v : 0.0;  // written so that NaN gives 0
+}
+
+// Velox's clock of a STEM scan (seconds): Scan.DwellTime, LineTime, FrameTime.
+RecordedScan velox_scan(const nlohmann::json& meta, int samples_per_line) {
+  RecordedScan r;
+  r.dwell = json_seconds(meta, {"Scan", "DwellTime"});
+  if (r.dwell <= 0) return {};
+  const double line = json_seconds(meta, {"Scan", "LineTime"});
+  if (line > samples_per_line * r.dwell) r.line_flyback = line - samples_per_line * r.dwell;
+  r.frame_time = json_seconds(meta, {"Scan", "FrameTime"});
+  r.source = "Velox Scan metadata";
+  return r;
+}
+
 void add_unique(std::vector<EmdSignal>& out, EmdSignal s) {
   std::set<std::string> names;
   for (const auto& o : out) names.insert(o.info.name);
@@ -239,6 +260,7 @@ void list_velox(hid_t file, std::vector<EmdSignal>& out) {
     } catch (const std::exception&) {
       s.info.pixel_size = 0;  // unreadable calibration: uncalibrated, not an error
     }
+    s.info.scan = velox_scan(meta, s.info.width);
     add_unique(out, std::move(s));
   }
 }
@@ -338,6 +360,7 @@ class EmdSeries : public FrameSource {
   int height() const override { return signal_.info.height; }
   double pixel_size() const override { return signal_.info.pixel_size; }
   std::string pixel_unit() const override { return signal_.info.unit; }
+  RecordedScan recorded_scan() const override { return signal_.info.scan; }
   std::string describe() const override { return describe_signal(path_, signal_.info); }
 
   Frame frame(std::size_t k) const override {

@@ -261,6 +261,35 @@ ScanTimingSettings ScanSettings::timing() const {
   return t;
 }
 
+ScanTimingSettings ScanSettings::timing(const RecordedScan& recorded, int width, int height, std::string* note) const {
+  ScanTimingSettings t = timing();
+  std::string taken;
+  auto say = [&](const std::string& what) { taken += (taken.empty() ? "" : ", ") + what; };
+  if (dwell <= 0 && recorded.dwell > 0) {
+    t.dwell = recorded.dwell;
+    say("dwell " + message_number(recorded.dwell * 1e6) + " us");
+  }
+  if (line_flyback <= 0 && recorded.line_flyback > 0) {
+    t.line_flyback = recorded.line_flyback;
+    t.line_flyback_fraction = 0.0;
+    say("line fly-back " + message_number(recorded.line_flyback * 1e6) + " us");
+  }
+  if (frame_flyback <= 0 && recorded.frame_time > 0) {
+    ScanTimingSettings with = t;
+    with.frame_time = recorded.frame_time;
+    with.frame_flyback_fraction = 0.0;
+    try {
+      (void)ScanTiming(with, width, height);
+      t = with;
+      say("frame time " + message_number(recorded.frame_time) + " s");
+    } catch (const Error&) {
+      say("not its frame time of " + message_number(recorded.frame_time) + " s (shorter than the frame's lines)");
+    }
+  }
+  if (note) *note = taken.empty() ? "" : "scan timing from the file's " + recorded.source + ": " + taken;
+  return t;
+}
+
 ScanDistortionSettings ScanSettings::distortion() const {
   ScanDistortionSettings d;
   d.band_lines = band_lines;

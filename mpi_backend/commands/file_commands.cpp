@@ -28,15 +28,17 @@ int run_info(const InfoOptions& o, RunContext& ctx) {
   const auto signals = list_signals(o.path);
   if (o.json) {
     nlohmann::json out = {{"file", o.path}, {"signals", nlohmann::json::array()}};
-    for (const auto& s : signals)
-      out["signals"].push_back({{"name", s.name},
-                                {"format", s.format},
-                                {"frames", s.frames},
-                                {"width", s.width},
-                                {"height", s.height},
-                                {"pixel_type", s.pixel_type},
-                                {"pixel_size", s.pixel_size},
-                                {"unit", s.unit}});
+    for (const auto& s : signals) {
+      nlohmann::json j = {
+          {"name", s.name},     {"format", s.format},         {"frames", s.frames},         {"width", s.width},
+          {"height", s.height}, {"pixel_type", s.pixel_type}, {"pixel_size", s.pixel_size}, {"unit", s.unit}};
+      if (s.scan.known())
+        j["scan"] = {{"dwell_s", s.scan.dwell},
+                     {"line_flyback_s", s.scan.line_flyback},
+                     {"frame_time_s", s.scan.frame_time},
+                     {"source", s.scan.source}};
+      out["signals"].push_back(j);
+    }
     std::cout << out.dump(2) << std::endl;
     return 0;
   }
@@ -50,6 +52,12 @@ int run_info(const InfoOptions& o, RunContext& ctx) {
     std::cout << line;
     if (s.pixel_size > 0) std::cout << "  " << message_number(s.pixel_size) << ' ' << s.unit << "/pixel";
     else std::cout << "  uncalibrated";
+    if (s.scan.known()) {
+      std::cout << "  scan: dwell " << message_number(s.scan.dwell * 1e6) << " us";
+      if (s.scan.line_flyback > 0)
+        std::cout << ", line fly-back " << message_number(s.scan.line_flyback * 1e6) << " us";
+      if (s.scan.frame_time > 0) std::cout << ", frame time " << message_number(s.scan.frame_time) << " s";
+    }
     std::cout << '\n';
   }
   std::cout << std::flush;

@@ -23,7 +23,11 @@ int run_average_with_lines(const Job& job, RunContext& ctx) {
   if (ctx.rank == 0) {
     try {
       auto frames = open_job_input(job);
-      const ScanTiming timing(job.scan.timing(), frames->width(), frames->height());
+      // The timing the register run used: the job's, completed from the file.
+      std::string note;
+      const ScanTiming timing(job.scan.timing(frames->recorded_scan(), frames->width(), frames->height(), &note),
+                              frames->width(), frames->height());
+      if (!note.empty()) ctx.progress.log(LogLevel::info, note);
       const std::string& table = job.averaging.lines;
       std::vector<Point> drift;
       std::vector<double> jitter;

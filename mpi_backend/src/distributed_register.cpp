@@ -168,7 +168,8 @@ struct RegisterRun {
     if (job.scan.correct_distortion) {
       // Checked before any work: impossible timing or bands that do not fit
       // a frame are one-line errors naming the setting, and nothing is written.
-      timing.emplace(job.scan.timing(), frames->width(), frames->height());
+      timing.emplace(job.scan.timing(frames->recorded_scan(), frames->width(), frames->height(), &timing_note),
+                     frames->width(), frames->height());
       ScanDistortionSteps check(*timing, job.scan.distortion(), n);
     }
   }
@@ -207,6 +208,7 @@ struct RegisterRun {
 
   double open_seconds = 0.0;
   std::optional<ScanTiming> timing;  // with the scan-distortion correction
+  std::string timing_note;           // what of it came from the file's metadata
   std::optional<DistributedDistortion> distortion;
   double distortion_seconds = 0.0;
 
@@ -435,9 +437,12 @@ void uncertainty(RegisterRun& run) {
 void correct_distortion(RegisterRun& run) {
   const auto t0 = Clock::now();
   const Job& job = run.job;
-  if (run.ctx.rank == 0 && job.scan.dwell <= 0)
-    run.ctx.progress.log(LogLevel::warning, "scan timing: no dwell time given (scan.dwell, --scan-dwell): assuming " +
-                                                run.timing->describe());
+  if (run.ctx.rank == 0 && !run.timing_note.empty()) run.ctx.progress.log(LogLevel::info, run.timing_note);
+  if (run.ctx.rank == 0 && job.scan.dwell <= 0 && !run.frames->recorded_scan().known())
+    run.ctx.progress.log(LogLevel::warning,
+                         "scan timing: no dwell time given (scan.dwell, --scan-dwell) nor recorded in the file: "
+                         "assuming " +
+                             run.timing->describe());
   const Point centre{(run.frames->width() - 1) / 2.0, (run.frames->height() - 1) / 2.0};
   std::vector<Point> rigid;
   rigid.reserve(run.n);

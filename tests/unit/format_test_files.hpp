@@ -234,10 +234,11 @@ inline void h5_string_attr(hid_t obj, const char* name, const std::string& value
 }
 
 // A Velox image group: Data (h, w, n) int16 with value(k, x, y), chunked one
-// frame per chunk as Velox writes it, and Metadata (len, n) uint8 JSON.
+// frame per chunk as Velox writes it, and Metadata (len, n) uint8 JSON
+// (`more`: further top-level members, e.g. "\"Scan\":{...}").
 template <class F>
 void velox_image(hid_t file, const std::string& id, const std::string& detector, double pixel_m, int w, int h, int n,
-                 F value) {
+                 F value, const std::string& more = "") {
   hid_t g = H5Gcreate2(file, ("/Data/Image/" + id).c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   const hsize_t dims[3] = {static_cast<hsize_t>(h), static_cast<hsize_t>(w), static_cast<hsize_t>(n)};
   const hsize_t chunk[3] = {static_cast<hsize_t>(h), static_cast<hsize_t>(w), 1};
@@ -254,11 +255,12 @@ void velox_image(hid_t file, const std::string& id, const std::string& detector,
   H5Dclose(ds);
   H5Sclose(space);
   H5Pclose(dcpl);
-  char json[512];
-  std::snprintf(json, sizeof json,
-                "{\"BinaryResult\":{\"DetectorIndex\":\"1\",\"PixelSize\":{\"width\":\"%.17g\",\"height\":\"%.17g\"},"
-                "\"PixelUnitX\":\"m\",\"PixelUnitY\":\"m\"},\"Detectors\":{\"Detector-1\":{\"DetectorName\":\"%s\"}}}",
-                pixel_m, pixel_m, detector.c_str());
+  char json[1024];
+  std::snprintf(
+      json, sizeof json,
+      "{\"BinaryResult\":{\"DetectorIndex\":\"1\",\"PixelSize\":{\"width\":\"%.17g\",\"height\":\"%.17g\"},"
+      "\"PixelUnitX\":\"m\",\"PixelUnitY\":\"m\"},\"Detectors\":{\"Detector-1\":{\"DetectorName\":\"%s\"}}%s%s}",
+      pixel_m, pixel_m, detector.c_str(), more.empty() ? "" : ",", more.c_str());
   const std::size_t len = std::strlen(json) + 64;
   const hsize_t mdims[2] = {len, static_cast<hsize_t>(n)};
   std::vector<unsigned char> meta(len * static_cast<std::size_t>(n), 0);

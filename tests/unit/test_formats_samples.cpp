@@ -69,6 +69,12 @@ TEST(FormatSamples, Dm3StemImageCalibrated) {
   const Frame f = s->frame(0);
   EXPECT_EQ(f.pixels[0], 33121.0f);
   EXPECT_EQ(f.pixels.back(), 32683.0f);
+  // DigiScan's clock: "Sample Time" 3.5 us, "Flyback" 400 us.
+  const RecordedScan scan = s->recorded_scan();
+  EXPECT_DOUBLE_EQ(scan.dwell, 3.5e-6);
+  EXPECT_DOUBLE_EQ(scan.line_flyback, 400e-6);
+  EXPECT_EQ(scan.frame_time, 0.0);
+  EXPECT_EQ(scan.source, "DigiScan tags");
 }
 
 TEST(FormatSamples, SerFramesOrientationAndReciprocalCalibration) {

@@ -224,7 +224,10 @@ TEST(FormatWritten, EmiListsItsSerFilesAsSignals) {
 TEST(FormatWritten, VeloxSeveralDetectorsFramesAlongLastAxis) {
   const std::string path = temp("velox.emd");
   hid_t f = velox_file(path);
-  velox_image(f, "aaa", "HAADF", 2e-10, 6, 5, 4, pattern);
+  // HAADF with Velox's scan clock (numbers as strings, as Velox writes them):
+  // 6 samples x 2 us + 3 us of fly-back per line, 100 us per frame.
+  velox_image(f, "aaa", "HAADF", 2e-10, 6, 5, 4, pattern,
+              R"("Scan":{"DwellTime":"2e-06","LineTime":"1.5e-05","FrameTime":"0.0001","ScanRotation":"0"})");
   velox_image(f, "bbb", "DF4", 2e-10, 6, 5, 4, [](int k, int x, int y) { return -pattern(k, x, y); });
   H5Fclose(f);
   auto signals = list_signals(path);
@@ -232,6 +235,12 @@ TEST(FormatWritten, VeloxSeveralDetectorsFramesAlongLastAxis) {
   EXPECT_EQ(signals[0].name, "HAADF");
   EXPECT_EQ(signals[1].name, "DF4");
   EXPECT_EQ(signals[0].frames, 4u);
+  const RecordedScan scan = open_series(path, "HAADF")->recorded_scan();
+  EXPECT_DOUBLE_EQ(scan.dwell, 2e-6);
+  EXPECT_NEAR(scan.line_flyback, 3e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(scan.frame_time, 1e-4);
+  EXPECT_EQ(scan.source, "Velox Scan metadata");
+  EXPECT_FALSE(signals[1].scan.known());  // no Scan block: nothing made up
   auto s = open_series(path, "DF4");
   EXPECT_NEAR(s->pixel_size(), 0.2, 1e-12);
   expect_frames(*open_series(path, "HAADF"), RawType::uint16, 6, 5, 4);

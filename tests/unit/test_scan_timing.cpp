@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "driftscan/error.hpp"
+#include "driftscan/job.hpp"
 #include "driftscan/scan_timing.hpp"
 
 using namespace driftscan;
@@ -197,4 +198,37 @@ TEST(ScanTiming, ImpossibleSettingsAreOneLineErrorsNamingTheSetting) {
     expect_error(s, "frame time");
   }
   EXPECT_EQ(error_of(ScanTimingSettings{}), "");
+}
+
+// The job's timing completed from the file's metadata: what the file records
+// fills what the job leaves unset; a value the job sets wins; a recorded frame
+// time the frame's lines do not fit in is left out, and the note says so.
+TEST(ScanTiming, RecordedTimingFillsWhatTheJobLeavesUnset) {
+  RecordedScan file;
+  file.dwell = 2e-6;
+  file.line_flyback = 50e-6;
+  file.frame_time = 0.05;
+  file.source = "DigiScan tags";
+  ScanSettings job;  // dwell 0 and fly-backs 0: unset
+  std::string note;
+  ScanTimingSettings t = job.timing(file, 100, 100, &note);
+  ScanTiming timing(t, 100, 100);
+  EXPECT_DOUBLE_EQ(timing.dwell(), 2e-6);
+  EXPECT_NEAR(timing.line_time(), 100 * 2e-6 + 50e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(timing.frame_time(), 0.05);
+  EXPECT_EQ(note, "scan timing from the file's DigiScan tags: dwell 2 us, line fly-back 50 us, frame time 0.05 s");
+
+  job.dwell = 1e-6;  // set by the user: kept
+  job.line_flyback = 0.1;
+  t = job.timing(file, 100, 100, &note);
+  EXPECT_DOUBLE_EQ(t.dwell, 1e-6);
+  EXPECT_DOUBLE_EQ(ScanTiming(t, 100, 100).line_time(), 110e-6);
+  EXPECT_EQ(note, "scan timing from the file's DigiScan tags: frame time 0.05 s");
+
+  file.frame_time = 1e-3;  // shorter than 100 lines of 110 us
+  t = job.timing(file, 100, 100, &note);
+  EXPECT_NEAR(ScanTiming(t, 100, 100).frame_time(), 100 * 110e-6, 1e-15);
+  EXPECT_NE(note.find("not its frame time of 0.001 s"), std::string::npos) << note;
+
+  EXPECT_EQ((job.timing(RecordedScan{}, 100, 100, &note), note), "");  // nothing recorded: nothing said
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "driftscan/frame.hpp"
+#include "driftscan/scan_timing.hpp"
 
 namespace driftscan {
 
@@ -34,6 +35,8 @@ class FrameSource {
   // Physical pixel size (0 when unknown) and its unit, e.g. "nm".
   virtual double pixel_size() const { return 0.0; }
   virtual std::string pixel_unit() const { return ""; }
+  // The scan timing the file records (dwell, fly-back), if any.
+  virtual RecordedScan recorded_scan() const { return {}; }
   // A one-line human description ("series.tif: 200 x 512x512 uint16").
   virtual std::string describe() const { return ""; }
 };

@@ -52,6 +52,11 @@ struct ScanSettings {
   // The timing for the engine (dwell 0 -> 1 us: only ratios of times matter
   // to the correction, so a missing dwell changes nothing but the t column).
   ScanTimingSettings timing() const;
+  // The same, completed from what the file records where the job leaves a
+  // value unset (dwell 0, fly-backs 0): a set value wins; a recorded frame
+  // time shorter than the frames' lines is left out. `note` (if given)
+  // receives one line saying what was taken from the file, or "".
+  ScanTimingSettings timing(const RecordedScan& recorded, int width, int height, std::string* note) const;
   ScanDistortionSettings distortion() const;
 };
 

@@ -34,6 +34,7 @@ class RawFrameSeries : public FrameSource {
   Frame frame(std::size_t k) const override;
   double pixel_size() const override { return info_.pixel_size; }
   std::string pixel_unit() const override { return info_.unit; }
+  RecordedScan recorded_scan() const override { return info_.scan; }
   std::string describe() const override;
   const SignalInfo& info() const { return info_; }
   const FrameCache& cache() const { return cache_; }

@@ -50,6 +50,16 @@ struct ScanTimingSettings {
   ScanDirection direction = ScanDirection::normal;
 };
 
+// The scan's clock as a file's metadata records it (a STEM detector's
+// DigiScan tags, Velox's Scan block); zeros where the file does not say.
+struct RecordedScan {
+  double dwell = 0.0;         // s per pixel
+  double line_flyback = 0.0;  // s
+  double frame_time = 0.0;    // s, start of a frame to start of the next
+  std::string source;         // where it was read, e.g. "DigiScan tags"
+  bool known() const { return dwell > 0.0; }
+};
+
 class ScanTiming {
  public:
   // Validates the settings for frames of width x height; an impossible

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <string>
 
+#include "driftscan/scan_timing.hpp"
+
 namespace driftscan {
 
 struct SignalInfo {
@@ -16,6 +18,7 @@ struct SignalInfo {
   std::string pixel_type;   // "uint16", "float32", "rgb", ...
   double pixel_size = 0.0;  // physical size of a pixel, 0 when unknown
   std::string unit;         // unit of pixel_size ("nm", "1/nm", ...)
+  RecordedScan scan;        // the scan's timing, where the file records it
 };
 
 // Lengths in metres or Angstrom (and their reciprocals) restated in nm
