@@ -59,14 +59,20 @@ void FollowMonitor::pollDrift() {
   std::istringstream in(std::string(bytes.constData(), std::size_t(complete)));
   std::vector<DriftRow> rows;
   try {
-    if (bytes.count('\n') > 1) rows = drift_rows(driftscan::read_drift_records(in, path.toStdString()));
+    if (bytes.count('\n') > 1) {
+      const driftscan::DriftRecords table = driftscan::read_drift_records(in, path.toStdString());
+      rows = drift_rows(table);
+      // The running table's quality is 0 until the end (the final table, with
+      // the sigma columns, has the real one): not shown as if it were measured.
+      if (!table.has_sigma)
+        for (DriftRow& r : rows) r.quality = -2;
+    }
   } catch (const std::exception& e) {
     const QString message = QString::fromUtf8(e.what());
     if (message != lastProblem_) emit problem(message);
     lastProblem_ = message;
     return;
   }
-  if (rows.size() == rows_.size()) return;
   rows_ = std::move(rows);
   emit driftChanged();
 }

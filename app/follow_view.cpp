@@ -45,6 +45,9 @@ void FollowView::begin(const QString& input, std::size_t untilFrames) {
   frames_ = 0;
   averageUpdates_ = 0;
   lastFrame_ = -1;
+  driftRows_ = 0;
+  averageAt_.clear();
+  ended_ = false;
   title_->setText(QString("Following %1%2 — Stop (the Run panel) ends it; the results are then finished over the "
                           "frames taken, as a batch register of them.")
                       .arg(input, until_ ? QString(" until %1 frames").arg(until_) : QString()));
@@ -55,7 +58,18 @@ void FollowView::begin(const QString& input, std::size_t untilFrames) {
   updateCounter();
 }
 
-void FollowView::end(const QString& summary) { status_->setText(summary); }
+void FollowView::end(const QString& summary) {
+  ended_ = true;
+  status_->setText(summary);
+}
+
+void FollowView::updateStatus() {
+  if (ended_) return;
+  status_->setText(QString("drift.csv: %1 rows · average.tif: %2")
+                       .arg(driftRows_)
+                       .arg(averageUpdates_ ? QString("read %1 times, last at %2").arg(averageUpdates_).arg(averageAt_)
+                                            : QString("not written yet")));
+}
 
 void FollowView::setFramesRegistered(int n) {
   if (n <= frames_) return;  // events and the table may disagree for a moment: never count back
@@ -74,17 +88,18 @@ void FollowView::setLastDrift(int frame, double dx, double dy, int flags) {
 
 void FollowView::setDrift(const std::vector<DriftRow>& rows) {
   drift_->setDrift(rows);
-  drift_->setCurrentFrame(rows.empty() ? -1 : rows.back().frame);
   setFramesRegistered(int(rows.size()));
+  driftRows_ = int(rows.size());
+  updateStatus();
 }
 
 void FollowView::setAverage(const std::shared_ptr<const driftscan::Frame>& average) {
   if (!average) return;
   ++averageUpdates_;
+  averageAt_ = QDateTime::currentDateTime().toString("HH:mm:ss");
   average_->setImage(render_frame(*average, auto_levels(*average)), average);
-  average_->setCaption(QString("running average (as of %1, %2 frames registered)")
-                           .arg(QDateTime::currentDateTime().toString("HH:mm:ss"))
-                           .arg(frames_));
+  average_->setCaption(QString("running average, read at %1").arg(averageAt_));
+  updateStatus();
 }
 
 QString FollowView::counterText() const { return counter_->text(); }

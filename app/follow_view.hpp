@@ -41,6 +41,7 @@ class FollowView : public QWidget {
 
  private:
   void updateCounter();
+  void updateStatus();
 
   QLabel* title_;
   QLabel* counter_;
@@ -54,4 +55,7 @@ class FollowView : public QWidget {
   int lastFrame_ = -1;
   double lastDx_ = 0, lastDy_ = 0;
   int lastFlags_ = 0;
+  int driftRows_ = 0;
+  QString averageAt_;
+  bool ended_ = false;
 };

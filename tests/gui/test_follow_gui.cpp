@@ -39,9 +39,12 @@ struct LiveSamples {
   qint64 longestPlotStallMs = 0;  // between the first and the last change of the plot's point count
 };
 
-// Waits for the run to finish, sampling the Live tab.
-LiveSamples watch(MainWindow& w, QSignalSpy& finished, int timeoutMs) {
+// Waits for the run to finish, sampling the Live tab. With DRIFTSCAN_GUI_SHOTS
+// set (a folder), the window is saved there halfway (docs/app-tour.md's picture).
+LiveSamples watch(MainWindow& w, QSignalSpy& finished, int timeoutMs, int halfway) {
   LiveSamples s;
+  const QString shots = qEnvironmentVariable("DRIFTSCAN_GUI_SHOTS");
+  bool shot = shots.isEmpty();
   QElapsedTimer clock;
   clock.start();
   int lastPoints = -1;
@@ -53,6 +56,8 @@ LiveSamples watch(MainWindow& w, QSignalSpy& finished, int timeoutMs) {
     s.counters.insert(w.followView()->framesRegistered());
     s.points.insert(points);
     s.averagesBeforeEnd = w.followView()->averageUpdates();
+    if (!shot && points >= halfway && s.averagesBeforeEnd > 0)
+      shot = w.grab().save(QDir(shots).filePath("screenshot-live-follow.png"));
     if (points != lastPoints && points > 0) {  // from the first row on (before it: the engine starting)
       if (lastChange >= 0) s.longestPlotStallMs = std::max(s.longestPlotStallMs, clock.elapsed() - lastChange);
       lastChange = clock.elapsed();
@@ -140,7 +145,7 @@ class FollowGuiTest : public QObject {
     writer.start(kBin + "/follow_writer", {source_, live, "--frames", QString::number(frames), "--rate", "10"});
     QVERIFY(writer.waitForStarted());
 
-    const LiveSamples s = watch(w, finished, 120000);
+    const LiveSamples s = watch(w, finished, 120000, frames / 2);
     QVERIFY2(finished.count() == 1, "the follow did not end in 120 s");
     QVERIFY(writer.state() == QProcess::NotRunning || writer.waitForFinished(20000));
     QCOMPARE(finished.at(0).at(0).toString(), QString("done"));
