@@ -1,5 +1,6 @@
 #include "follow_monitor.hpp"
 
+#include <sys/stat.h>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -20,8 +21,7 @@ void FollowMonitor::start(const QString& folder, int intervalMs) {
   started_ = QDateTime::currentDateTime().addMSecs(-100);
   rows_.clear();
   driftBytes_ = -1;
-  averageStamp_ = QDateTime();
-  averageBytes_ = -1;
+  averageStamp_ = FileStamp{};
   lastLoad_ = QDateTime();
   average_.reset();
   averageLoads_ = 0;
@@ -81,7 +81,12 @@ void FollowMonitor::pollAverage() {
   const QString path = QDir(folder_).filePath("average.tif");
   const QFileInfo fi(path);
   if (!fi.exists() || !current(fi.lastModified())) return;
-  if (fi.lastModified() == averageStamp_ && fi.size() == averageBytes_) return;
+  // Replaced by rename: a new inode each time, even within one tick of the file clock.
+  struct stat st {};
+  if (::stat(QFile::encodeName(path).constData(), &st) != 0) return;
+  const FileStamp stamp{st.st_ino, static_cast<long long>(st.st_mtim.tv_sec),
+                        static_cast<long long>(st.st_mtim.tv_nsec), static_cast<long long>(st.st_size)};
+  if (stamp == averageStamp_) return;
   const QDateTime now = QDateTime::currentDateTime();
   if (lastLoad_.isValid() && lastLoad_.msecsTo(now) < minReloadMs()) return;
   try {
@@ -93,8 +98,7 @@ void FollowMonitor::pollAverage() {
     lastProblem_ = message;
     return;
   }
-  averageStamp_ = fi.lastModified();
-  averageBytes_ = fi.size();
+  averageStamp_ = stamp;
   lastLoad_ = now;
   ++averageLoads_;
   emit averageChanged();

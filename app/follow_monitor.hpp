@@ -49,8 +49,14 @@ class FollowMonitor : public QObject {
   QDateTime started_;
   std::vector<DriftRow> rows_;
   qint64 driftBytes_ = -1;  // the complete lines read last time
-  QDateTime averageStamp_;
-  qint64 averageBytes_ = -1;
+  struct FileStamp {
+    unsigned long long inode = 0;
+    long long seconds = 0, nanoseconds = 0, bytes = -1;
+    bool operator==(const FileStamp& o) const {
+      return inode == o.inode && seconds == o.seconds && nanoseconds == o.nanoseconds && bytes == o.bytes;
+    }
+  };
+  FileStamp averageStamp_;
   QDateTime lastLoad_;
   std::shared_ptr<const driftscan::Frame> average_;
   int averageLoads_ = 0;

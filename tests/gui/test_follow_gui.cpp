@@ -6,6 +6,7 @@
 // drift it leaves equals a batch `register` of the same frames.
 #include <QDir>
 #include <QElapsedTimer>
+#include <QFile>
 #include <QFileInfo>
 #include <QProcess>
 #include <QPushButton>
@@ -14,6 +15,7 @@
 #include <QtTest/QtTest>
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -23,6 +25,8 @@
 #include "driftscan/drift_table.hpp"
 #include "driftscan/job.hpp"
 #include "driftscan/synthetic_series.hpp"
+#include "driftscan/tiff_writer.hpp"
+#include "follow_monitor.hpp"
 #include "follow_view.hpp"
 #include "image_view.hpp"
 #include "job_editor.hpp"
@@ -123,6 +127,54 @@ class FollowGuiTest : public QObject {
     o.seed = 11;
     source_ = tmp_.filePath("source.tif");
     driftscan::write_synthetic_series(o, source_.toStdString());
+  }
+
+  // The monitor alone, on files written as the engine writes them: an
+  // earlier run's files are ignored, a half-written row waits for its end,
+  // the average is reloaded when replaced, at most every minReloadMs, and the
+  // last look takes the newest.
+  void monitorReadsWhatTheEngineWrites() {
+    const QString folder = tmp_.filePath("monitor");
+    QVERIFY(QDir().mkpath(folder));
+    const auto put = [&](const QString& name, const QByteArray& text, bool append = false) {
+      QFile f(QDir(folder).filePath(name));
+      QVERIFY(f.open(append ? QIODevice::Append : QIODevice::WriteOnly | QIODevice::Truncate));
+      f.write(text);
+    };
+    const auto average = [&](float v) {  // replaced by rename, as AtomicFile does
+      const std::string part = QDir(folder).filePath(".average.part").toStdString();
+      driftscan::write_tiff(part, driftscan::Frame(16, 16, v));
+      std::filesystem::rename(part, QDir(folder).filePath("average.tif").toStdString());
+    };
+    put("drift.csv", "frame,dx,dy\n0,0,0\n1,5,5\n2,5,5\n3,5,5\n");  // an earlier run's
+    average(9.0f);
+    QTest::qWait(300);
+    FollowMonitor m;
+    QSignalSpy driftChanged(&m, &FollowMonitor::driftChanged);
+    m.start(folder, 50);
+    QTest::qWait(300);
+    QCOMPARE(driftChanged.count(), 0);
+    QCOMPARE(m.averageLoads(), 0);
+
+    put("drift.csv", "frame,dx,dy\n0,0,0\n1,0.5,-0.25\n2,0.7");  // the new run's; row 2 half-written
+    QTRY_COMPARE_WITH_TIMEOUT(int(m.drift().size()), 2, 5000);
+    QCOMPARE(m.drift()[1].dx, 0.5);
+    QCOMPARE(m.drift()[1].quality, -2.0);  // a running table's quality is not a measurement
+    put("drift.csv", "5,-0.5\n", true);
+    QTRY_COMPARE_WITH_TIMEOUT(int(m.drift().size()), 3, 5000);
+    QCOMPARE(m.drift()[2].dx, 0.75);
+    QCOMPARE(m.drift()[2].dy, -0.5);
+
+    average(1.0f);
+    QTRY_COMPARE_WITH_TIMEOUT(m.averageLoads(), 1, 5000);
+    QCOMPARE(m.average()->at(0, 0), 1.0f);
+    average(2.0f);  // three replacements in quick succession: at most one more load within minReloadMs
+    average(3.0f);
+    QTest::qWait(m.minReloadMs() / 2);
+    QVERIFY(m.averageLoads() <= 2);
+    m.stop();  // the last look: the newest
+    QCOMPARE(m.average()->at(0, 0), 3.0f);
+    QVERIFY(!m.active());
   }
 
   // A growing multi-page TIFF, 30 frames at 10 per second, followed until 30 frames.
