@@ -87,7 +87,8 @@ void FollowView::setLastDrift(int frame, double dx, double dy, int flags) {
 }
 
 void FollowView::setDrift(const std::vector<DriftRow>& rows) {
-  drift_->setDrift(rows);
+  // Grown rows keep a zoom the user chose; the first rows of a follow show all.
+  drift_->setDrift(rows, driftRows_ > 0 && int(rows.size()) >= driftRows_);
   setFramesRegistered(int(rows.size()));
   driftRows_ = int(rows.size());
   updateStatus();
