@@ -412,7 +412,17 @@ void MainWindow::endFollow(const QString& status, const QString& message, const 
   const QString input = QString::fromStdString(followJob_.input);
   QString summary;
   if (status == "done") {
-    if (QFileInfo::exists(input)) openSeries(input);  // the frames written so far
+    // The frames written so far, for the frame views. A followed folder may
+    // hold files the follow skipped (another size, corrupt): then it does not
+    // open as one series, which is no error of the run.
+    if (QFileInfo::exists(input)) {
+      try {
+        driftscan::open_series(input.toStdString());
+        openSeries(input);
+      } catch (const std::exception& e) {
+        log("warning", QString("the followed series is not shown (%1); its results are").arg(e.what()));
+      }
+    }
     openResults(folder);
     // The job as it ran, so that Save project records the follow.
     driftscan::Job job = followJob_;

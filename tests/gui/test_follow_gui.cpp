@@ -272,6 +272,27 @@ class FollowGuiTest : public QObject {
     QCOMPARE(saved.command, std::string("register"));
   }
 
+  // A file that has stopped growing: the idle timeout ends the follow, and the Live tab says so.
+  void followEndsOnIdleTimeout() {
+    const QString grown = tmp_.filePath("grown.tif"), out = tmp_.filePath("grown_results");
+    QCOMPARE(QProcess::execute(kBin + "/follow_writer", {source_, grown, "--frames", "6", "--rate", "0"}), 0);
+    MainWindow w;
+    w.setInteractive(false);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    prepare(w, 0);
+    driftscan::Job job = w.jobEditor()->job();
+    job.follow.idle_timeout_s = 1;
+    w.jobEditor()->setJob(job);
+    QSignalSpy finished(&w, &MainWindow::runFinished);
+    QVERIFY2(w.followAcquisition(grown, out), qPrintable(w.lastError()));
+    QVERIFY2(finished.wait(60000), "the idle timeout did not end the follow");
+    QCOMPARE(finished.at(0).at(0).toString(), QString("done"));
+    QVERIFY2(w.followView()->statusText().contains("(no frame completed for 1 s) after 6 frames"),
+             qPrintable(w.followView()->statusText()));
+    QCOMPARE(w.driftPlot()->pointCount(), 6);
+  }
+
   // A folder where frame files appear (8 per second, up to 40), ended by the Stop button.
   void followFolderUntilStop() {
     const QString folder = tmp_.filePath("frames"), out = tmp_.filePath("frames_results");
