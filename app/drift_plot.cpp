@@ -18,7 +18,7 @@ DriftPlot::DriftPlot(QWidget* parent) : PlotWidget(parent) {
   setCursor(Qt::PointingHandCursor);
 }
 
-void DriftPlot::setDrift(std::vector<DriftRow> rows) {
+void DriftPlot::setDrift(std::vector<DriftRow> rows, bool keepView) {
   rows_ = std::move(rows);
   hasQuality_ = std::any_of(rows_.begin(), rows_.end(), [](const DriftRow& r) { return r.quality >= -1; });
   xmin_ = 0;
@@ -35,7 +35,7 @@ void DriftPlot::setDrift(std::vector<DriftRow> rows) {
     ty1_ = std::max(ty1_, r.dy);
   }
   if (rows_.empty()) dmin_ = tx0_ = ty0_ = -1, dmax_ = tx1_ = ty1_ = 1;
-  resetView();  // a new run: the whole series
+  if (!keepView) resetView();  // a new run: the whole series
   pad(dmin_, dmax_);
   pad(tx0_, tx1_);
   pad(ty0_, ty1_);

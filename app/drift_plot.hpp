@@ -10,7 +10,8 @@ class DriftPlot : public PlotWidget {
   Q_OBJECT
  public:
   explicit DriftPlot(QWidget* parent = nullptr);
-  void setDrift(std::vector<DriftRow> rows);
+  // keepView: the same series grown (a follow): the zoom stays, as fractions of the frame axis.
+  void setDrift(std::vector<DriftRow> rows, bool keepView = false);
   // The series' calibration (size <= 0 or no unit: none): the axes stay in
   // pixels, the scale and the current frame's shift are also given in the unit.
   void setPixelSize(double size, const QString& unit);

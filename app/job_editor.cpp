@@ -2,6 +2,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDir>
 #include <QDoubleSpinBox>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -31,6 +32,7 @@ JobEditor::JobEditor(QWidget* parent) : QWidget(parent) {
                                                      {"registration", "Registration"},
                                                      {"averaging", "Averaging"},
                                                      {"scan", "Scan timing and distortion"},
+                                                     {"follow", "Follow an acquisition (File > Follow acquisition...)"},
                                                      {"execution", "Where to run"}};
   std::vector<std::string> blocks{""};
   for (const auto& b : driftscan::job_blocks()) blocks.push_back(b);
@@ -212,7 +214,10 @@ void JobEditor::updateEnabled() {
     const auto& hints = fw.field->editor;
     if (!hints.enabled_by) continue;
     const FieldWidget* by = fieldWidget(hints.enabled_by);
-    fw.widget->setEnabled(!by || valueOf(*by) == hints.enabled_value);
+    if (!by) continue;
+    // A choice compares as its name, a switch as "true" / "false".
+    const nlohmann::json v = valueOf(*by);
+    fw.widget->setEnabled((v.is_string() ? v.get<std::string>() : v.dump()) == hints.enabled_value);
   }
 }
 
@@ -292,7 +297,9 @@ void JobEditor::revalidate() {
   QStringList in, reg, roi, avg, exe;
   const Job j = job();
   if (j.input.empty()) in << "Open a series (the input is empty).";
-  else if (j.input.find('*') == std::string::npos && !QFileInfo::exists(QString::fromStdString(j.input)))
+  else if (j.input.find('*') == std::string::npos && !QFileInfo::exists(QString::fromStdString(j.input)) &&
+           // A followed TIFF not yet created is waited for; its folder must exist.
+           !(j.follow.enabled && QFileInfo(QString::fromStdString(j.input)).absoluteDir().exists()))
     in << QString("Input %1 does not exist.").arg(QString::fromStdString(j.input));
   if (j.output.empty()) in << "Choose a results folder.";
   // The ranges of the job-field table, for the fields shown and in use.

@@ -40,6 +40,8 @@
 #include "driftscan/series_opener.hpp"
 #include "driftscan/tiff_series.hpp"
 #include "driftscan/tiff_writer.hpp"
+#include "follow_monitor.hpp"
+#include "follow_view.hpp"
 #include "frame_table.hpp"
 #include "image_view.hpp"
 #include "imbalance_view.hpp"
@@ -70,6 +72,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   imbalance_ = new ImbalanceView;
   spectra_ = new SpectrumView;
   volume_ = new VolumeView;
+  follow_ = new FollowView;
   tabs_->addTab(series_, "Series");
   tabs_->addTab(compare_, "Average vs frame");
   tabs_->addTab(drift_, "Drift");
@@ -79,6 +82,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs_->addTab(imbalance_, "Load balance");
   tabs_->addTab(spectra_, "Spectra");
   tabs_->addTab(volume_, "3-D spectrum");
+  tabs_->addTab(follow_, "Live");
   setCentralWidget(tabs_);
 
   editor_ = new JobEditor;
@@ -95,6 +99,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   addDockWidget(Qt::RightDockWidgetArea, settingsDock);
 
   run_ = new RunController(this);
+  monitor_ = new FollowMonitor(this);
   auto* runDock = new QDockWidget("Run");
   runDock->setObjectName("run");
   runDock->setWidget(buildRunPanel());
@@ -167,15 +172,27 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                                    : QString("elapsed %1 s, ETA unknown").arg(elapsed, 0, 'f', 1));
           });
   connect(run_, &RunController::logLine, this, &MainWindow::log);
+  // A follow's live views: the counter from the engine's events, the drift
+  // and the running average from the files it keeps rewriting.
+  connect(run_, &RunController::progress, this, [this](const QString& phase, double done, double, double, double) {
+    if (following_ && phase == "follow") follow_->setFramesRegistered(int(done));
+  });
+  connect(run_, &RunController::frameRegistered, follow_, &FollowView::setLastDrift);
+  connect(monitor_, &FollowMonitor::driftChanged, this, [this] { follow_->setDrift(monitor_->drift()); });
+  connect(monitor_, &FollowMonitor::averageChanged, this, [this] { follow_->setAverage(monitor_->average()); });
+  connect(monitor_, &FollowMonitor::problem, this, [this](const QString& m) { log("warning", "live view: " + m); });
   connect(run_, &RunController::finished, this,
           [this](const QString& status, const QString& message, const QString& folder) {
             progress_->setRange(0, 1000);
             progress_->setValue(status == "done" ? 1000 : 0);
             progress_->setFormat(status);
             phase_->setText(status);
+            const bool followed = std::exchange(following_, false);
             updateRunState();
             const bool spectrum = std::exchange(spectrumRun_, false);
-            if (status == "done") {
+            if (followed) {
+              endFollow(status, message, folder);
+            } else if (status == "done") {
               if (openResults(folder) && spectrum) tabs_->setCurrentWidget(volume_);
             } else {
               showError(status == "cancelled"
@@ -244,6 +261,7 @@ void MainWindow::buildMenus() {
     const QString p = QFileDialog::getExistingDirectory(this, "Open results folder");
     if (!p.isEmpty()) openResults(p);
   });
+  file->addAction("&Follow acquisition...", this, &MainWindow::chooseFollowInput);
   file->addAction("Open 3-D &spectrum (TIFF volume)...", this, [this] {
     const QString p = QFileDialog::getOpenFileName(this, "Open 3-D spectrum", QString(), "TIFF (*.tif *.tiff)");
     if (p.isEmpty()) return;
@@ -296,7 +314,7 @@ void MainWindow::buildMenus() {
 
   QMenu* run = menuBar()->addMenu("&Run");
   run->addAction("&Run", QKeySequence(Qt::CTRL | Qt::Key_R), this, &MainWindow::runJob);
-  run->addAction("&Cancel", run_, &RunController::cancel);
+  run->addAction("&Cancel (a follow: Stop)", run_, &RunController::cancel);
 }
 
 void MainWindow::log(const QString& level, const QString& text) {
@@ -320,6 +338,10 @@ void MainWindow::updateRunState() {
   runButton_->setEnabled(!running && editor_->isValid());
   runButton_->setToolTip(editor_->isValid() ? "Run the job" : editor_->validationErrors().join("\n"));
   cancelButton_->setEnabled(running);
+  // A follow's cancel is its Stop: the engine ends the follow and finishes the results.
+  cancelButton_->setText(running && following_ ? "Stop" : "Cancel");
+  cancelButton_->setToolTip(running && following_ ? "End the follow: the results are finished over the frames taken"
+                                                  : "Cancel the run");
   editor_->setEnabled(!running);
 }
 
@@ -331,7 +353,103 @@ void MainWindow::runJob() {
   }
   log_->clear();
   spectrumRun_ = false;
-  run_->start(editor_->job());
+  const driftscan::Job job = editor_->job();
+  following_ = job.command == "register" && job.follow.enabled;
+  if (following_) {
+    followJob_ = job;
+    follow_->begin(QString::fromStdString(job.input), job.follow.until_frames);
+    monitor_->start(QString::fromStdString(job.output));
+    tabs_->setCurrentWidget(follow_);
+  }
+  run_->start(job);
+}
+
+bool MainWindow::followAcquisition(const QString& path, const QString& output) {
+  if (run_->running()) {
+    showError("A run is in progress: stop it before following an acquisition.");
+    return false;
+  }
+  const QFileInfo fi(QDir::cleanPath(path));
+  driftscan::Job job = editor_->job();
+  job.command = "register";
+  job.input = fi.absoluteFilePath().toStdString();
+  job.signal.clear();
+  job.apply_to.clear();  // both need the whole series: refused with a follow
+  job.scan.correct_distortion = false;
+  job.follow.enabled = true;
+  job.execution.ranks = 1;  // the follow runs on one rank; others would only wait
+  const QString base = fi.isDir() ? fi.fileName() : fi.completeBaseName();
+  job.output =
+      (output.isEmpty() ? QDir(fi.absolutePath()).filePath(base + "_results") : QFileInfo(output).absoluteFilePath())
+          .toStdString();
+  editor_->setJob(job);
+  seriesPath_ = fi.absoluteFilePath();
+  runJob();
+  return following_;
+}
+
+void MainWindow::chooseFollowInput() {
+  QMessageBox ask(QMessageBox::Question, "Follow acquisition",
+                  "Register an acquisition while it is written. What does the microscope write?", QMessageBox::Cancel,
+                  this);
+  QPushButton* file = ask.addButton("A growing TIFF file...", QMessageBox::AcceptRole);
+  QPushButton* folder = ask.addButton("A folder of frame files...", QMessageBox::AcceptRole);
+  ask.exec();
+  QString p;
+  if (ask.clickedButton() == file) {
+    QFileDialog d(this, "Follow a TIFF being written (it may not exist yet)", QString(), "TIFF (*.tif *.tiff)");
+    d.setFileMode(QFileDialog::AnyFile);
+    d.setAcceptMode(QFileDialog::AcceptOpen);
+    if (d.exec() && !d.selectedFiles().isEmpty()) p = d.selectedFiles().front();
+  } else if (ask.clickedButton() == folder) {
+    p = QFileDialog::getExistingDirectory(this, "Follow a folder where frame files appear");
+  }
+  if (!p.isEmpty()) followAcquisition(p);
+}
+
+void MainWindow::endFollow(const QString& status, const QString& message, const QString& folder) {
+  monitor_->stop();  // a last look: the final drift.csv and average.tif
+  const QString input = QString::fromStdString(followJob_.input);
+  QString summary;
+  if (status == "done") {
+    // The frames written so far, for the frame views. A followed folder may
+    // hold files the follow skipped (another size, corrupt): then it does not
+    // open as one series, which is no error of the run.
+    if (QFileInfo::exists(input)) {
+      try {
+        driftscan::open_series(input.toStdString());
+        openSeries(input);
+      } catch (const std::exception& e) {
+        log("warning", QString("the followed series is not shown (%1); its results are").arg(e.what()));
+      }
+    }
+    openResults(folder);
+    // The job as it ran, so that Save project records the follow.
+    driftscan::Job job = followJob_;
+    job.output = QFileInfo(folder).absoluteFilePath().toStdString();
+    editor_->setJob(job);
+    const nlohmann::json f = results_.report.value("follow", nlohmann::json::object());
+    const std::string by = f.value("stopped_by", std::string());
+    const QString how = by == "cancel"         ? QString("stopped")
+                        : by == "until_frames" ? QString("the frame bound reached")
+                        : by == "idle_timeout"
+                            ? QString("no frame completed for %1 s").arg(followJob_.follow.idle_timeout_s)
+                            : QString::fromStdString(by);
+    summary = QString(
+                  "Follow ended (%1) after %2 frames. drift.csv, average.tif and report.json in %3 are those of a "
+                  "batch register over these frames (the Drift, Frames and Average vs frame tabs show them).")
+                  .arg(how)
+                  .arg(f.value("frames", 0))
+                  .arg(folder);
+    log("info", summary);
+    statusBar()->showMessage(summary);
+  } else {
+    summary = QString("Follow %1: %2. The live views show the last state read; what the engine kept is in %3.")
+                  .arg(status, message, folder);
+    showError(QString("Follow %1: %2").arg(status, message));
+  }
+  follow_->end(summary);
+  tabs_->setCurrentWidget(follow_);
 }
 
 void MainWindow::runSpectrum() {
@@ -397,6 +515,7 @@ bool MainWindow::openSeries(const QString& path, const QString& signal) {
   // Absolute, so the saved project re-runs from anywhere.
   job.input = QFileInfo(path).absoluteFilePath().toStdString();
   job.signal = several ? chosen : std::string();
+  job.follow.enabled = false;  // an opened series is registered whole (File > Follow acquisition follows)
   if (job.output.empty() || results_.folder.isEmpty()) {
     const QFileInfo fi(path);
     job.output = QDir(fi.absolutePath()).filePath(fi.completeBaseName() + "_results").toStdString();
@@ -553,7 +672,7 @@ void MainWindow::closeEvent(QCloseEvent* e) {
 }
 
 QStringList MainWindow::viewNames() {
-  return {"series", "compare", "drift", "frames", "lines", "distortion", "imbalance", "spectra", "volume"};
+  return {"series", "compare", "drift", "frames", "lines", "distortion", "imbalance", "spectra", "volume", "live"};
 }
 
 void MainWindow::showScanDistortion(const std::shared_ptr<const driftscan::Frame>& average) {

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "driftscan/frame_source.hpp"
+#include "driftscan/job.hpp"
 #include "result_set.hpp"
 
 class SeriesViewer;
@@ -19,6 +20,8 @@ class SpectrumView;
 class VolumeView;
 class JobEditor;
 class RunController;
+class FollowView;
+class FollowMonitor;
 class QTabWidget;
 class QProgressBar;
 class QLabel;
@@ -45,8 +48,13 @@ class MainWindow : public QMainWindow {
   bool saveProject(const QString& path);
   // A series, a results folder or a job file, whichever `path` is.
   bool openAny(const QString& path);
+  // What File > Follow acquisition... does once a growing TIFF or a folder
+  // (or glob) of frame files is chosen: the job of the settings panel with
+  // follow.enabled, this input and (unless `output` is given) the folder
+  // PATH_results beside it, run through Run's path; the Live tab shows it.
+  bool followAcquisition(const QString& path, const QString& output = QString());
 
-  // View names for --screenshot: series, compare, drift, frames, lines, distortion, imbalance, spectra, volume.
+  // View names for --screenshot: series, compare, drift, frames, lines, distortion, imbalance, spectra, volume, live.
   static QStringList viewNames();
   bool showView(const QString& name);
   // The named view as an image at its current size ("main": the whole window).
@@ -61,6 +69,9 @@ class MainWindow : public QMainWindow {
   ImbalanceView* imbalanceView() const { return imbalance_; }
   SpectrumView* spectrumView() const { return spectra_; }
   VolumeView* volumeView() const { return volume_; }
+  FollowView* followView() const { return follow_; }
+  FollowMonitor* followMonitor() const { return monitor_; }
+  bool following() const { return following_; }
   JobEditor* jobEditor() const { return editor_; }
   RunController* runController() const { return run_; }
   QPushButton* runButton() const { return runButton_; }
@@ -97,6 +108,9 @@ class MainWindow : public QMainWindow {
   void exportDrift();
   void exportJob();
   void updateRunState();
+  void chooseFollowInput();
+  // The follow has ended (status as RunController::finished): say how, show its results.
+  void endFollow(const QString& status, const QString& message, const QString& folder);
   // The line-resolution drift and the rigid-vs-corrected view of a scan-distortion run.
   void showScanDistortion(const std::shared_ptr<const driftscan::Frame>& average);
 
@@ -109,6 +123,8 @@ class MainWindow : public QMainWindow {
   ImbalanceView* imbalance_;
   SpectrumView* spectra_;
   VolumeView* volume_;
+  FollowView* follow_;
+  FollowMonitor* monitor_;
   JobEditor* editor_;
   RunController* run_;
   QTabWidget* tabs_;
@@ -128,4 +144,6 @@ class MainWindow : public QMainWindow {
   ResultSet results_;
   bool interactive_ = true;
   bool spectrumRun_ = false;  // the running job is runSpectrum()'s
+  bool following_ = false;    // the running job is a register --follow
+  driftscan::Job followJob_;  // ... this one
 };

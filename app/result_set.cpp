@@ -8,9 +8,6 @@
 
 #include "driftscan/drift_table.hpp"
 
-namespace {
-
-// The views' rows from the engine's reading of drift.csv.
 std::vector<DriftRow> drift_rows(const driftscan::DriftRecords& table) {
   std::vector<DriftRow> rows;
   rows.reserve(table.frames.size());
@@ -31,8 +28,6 @@ std::vector<DriftRow> drift_rows(const driftscan::DriftRecords& table) {
   }
   return rows;
 }
-
-}  // namespace
 
 ScanTraceData read_scan_trace(const nlohmann::json& report) {
   ScanTraceData t;

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "driftscan/drift_table.hpp"
 #include "line_drift_series.hpp"
 
 struct DriftRow {
@@ -72,3 +73,5 @@ struct ResultSet {
 };
 
 ScanTraceData read_scan_trace(const nlohmann::json& report);
+// The views' rows from the engine's reading of drift.csv.
+std::vector<DriftRow> drift_rows(const driftscan::DriftRecords& table);

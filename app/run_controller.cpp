@@ -62,6 +62,8 @@ void RunController::handleEvent(const nlohmann::json& e) {
   };
   if (ev == "progress") {
     emit progress(str("phase"), num("done", 0), num("total", 0), num("elapsed_s", 0), num("eta_s", -1));
+  } else if (ev == "frame") {
+    emit frameRegistered(int(num("frame", -1)), num("dx", 0), num("dy", 0), int(num("flags", 0)));
   } else if (ev == "log") {
     emit logLine(str("level").isEmpty() ? "info" : str("level"), str("message"));
   } else if (ev == "start") {
@@ -101,7 +103,9 @@ bool RunController::start(const driftscan::Job& job) {
     profile.ranks = job.execution.ranks;
     profile.threads = job.execution.threads;
     launch_ = std::make_unique<Launch>();
-    launch_->launcher = std::make_unique<JobLauncher>(profile, job);
+    LaunchOptions options;
+    if (job.follow.enabled) options.cancel_grace_s = followFinishGraceS;
+    launch_->launcher = std::make_unique<JobLauncher>(profile, job, options);
     launch_->launcher->on_event([this](const nlohmann::json& e) {
       // Launcher thread: hand over to the GUI thread.
       QMetaObject::invokeMethod(

@@ -26,6 +26,9 @@ class RunController : public QObject {
   bool start(const driftscan::Job& job);
   // The names of the launcher profiles (just "local" without the launcher).
   static QStringList profileNames();
+  // How long a cancelled follow may take to finish its results before it is
+  // killed: a cancel ends the follow, then the engine averages the frames taken.
+  static constexpr double followFinishGraceS = 600.0;
 
  public slots:
   void cancel();
@@ -35,6 +38,8 @@ class RunController : public QObject {
   // eta_s < 0 while unknown.
   void progress(const QString& phase, double done, double total, double elapsed_s, double eta_s);
   void logLine(const QString& level, const QString& text);
+  // register --follow: frame `frame` registered (its row in drift.csv; flags: RegistrationFlag bits).
+  void frameRegistered(int frame, double dx, double dy, int flags);
   // status: "done", "failed" or "cancelled"; message is empty when done.
   void finished(const QString& status, const QString& message, const QString& resultFolder);
 

@@ -21,6 +21,10 @@ std::vector<std::string> split_csv_fields(const std::string& line) {
 DriftRecords read_drift_records(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw bad_input(path + ": cannot open the drift table");
+  return read_drift_records(in, path);
+}
+
+DriftRecords read_drift_records(std::istream& in, const std::string& path) {
   std::string line;
   if (!std::getline(in, line)) throw bad_input(path + ": empty drift table");
   std::map<std::string, std::size_t> col;

@@ -350,11 +350,11 @@ std::vector<JobField> make_table() {
 
       // follow: register a series while it is being written
       Row("follow", "enabled", T::boolean, "Register the series while it is written: frames as they complete (a growing TIFF, a folder or glob)")
-          .flag("--follow", reg).is_switch().member<F, &Fol::enabled>(),
+          .flag("--follow", reg).is_switch().editor("Follow while written").member<F, &Fol::enabled>(),
       Row("follow", "until_frames", T::count, "Follow: stop after this many frames (0: no bound)")
-          .flag("--until-frames", reg).member<F, &Fol::until_frames>(),
+          .flag("--until-frames", reg).editor("Stop after", "frames; 0: no bound").spin(0, 1e9).member<F, &Fol::until_frames>(),
       Row("follow", "idle_timeout_s", T::number, "Follow: stop when no frame has completed for this long (s)")
-          .flag("--idle-timeout", reg).above(0).member<F, &Fol::idle_timeout_s>(),
+          .flag("--idle-timeout", reg).above(0).editor("Idle timeout", "s").spin(0.1, 1e6, 1, 5).member<F, &Fol::idle_timeout_s>(),
       Row("follow", "poll_interval_s", T::number, "Follow: seconds between looks at the file or folder")
           .flag("--poll-interval", reg).above(0).at_most(10).member<F, &Fol::poll_interval_s>(),
       Row("follow", "settle_s", T::number, "Follow: a folder's file unchanged this long (s) counts as complete (closed or renamed files at once)")
@@ -362,9 +362,9 @@ std::vector<JobField> make_table() {
       Row("follow", "incomplete_timeout_s", T::number, "Follow: a folder's file still incomplete after this long (s) is skipped")
           .flag("--incomplete-timeout", reg).above(0).member<F, &Fol::incomplete_timeout_s>(),
       Row("follow", "average_every_frames", T::count, "Follow: rewrite average.tif after this many new frames")
-          .flag("--average-every-frames", reg).at_least(1).member<F, &Fol::average_every_frames>(),
+          .flag("--average-every-frames", reg).at_least(1).editor("Average every", "frames").spin(1, 1e6).member<F, &Fol::average_every_frames>(),
       Row("follow", "average_every_s", T::number, "Follow: or after this many seconds with new frames")
-          .flag("--average-every-s", reg).above(0).member<F, &Fol::average_every_s>(),
+          .flag("--average-every-s", reg).above(0).editor("or every", "s").spin(0.1, 3600, 1, 0.5).member<F, &Fol::average_every_s>(),
 
       // execution
       Row("execution", "profile", T::text, "Launch profile recorded in the job (driftscan-launch)")

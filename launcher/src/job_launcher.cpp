@@ -126,7 +126,9 @@ void JobLauncher::start() {
   if (!job.input.empty() && (p.kind == ProfileKind::local || !p.shared_input))
     job.input = fs::absolute(job.input, ec).string();
   validate(job);
-  if (!job.input.empty() && (p.kind == ProfileKind::local || !p.shared_input) && !fs::exists(job.input))
+  // A followed file the acquisition has not created yet is waited for by the engine; its folder must exist.
+  const bool awaited = job.follow.enabled && fs::is_directory(fs::path(job.input).parent_path());
+  if (!job.input.empty() && (p.kind == ProfileKind::local || !p.shared_input) && !fs::exists(job.input) && !awaited)
     throw bad_input(job.input + ": input not found");
   impl_->started = true;
   impl_->thread = std::thread([this] { impl_->run(); });

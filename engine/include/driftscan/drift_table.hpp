@@ -5,6 +5,7 @@
 // (rigid, about the frame centre) are used when present; a non-empty `flags`
 // column marks frames the registration could not use.
 #include <cstddef>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ struct DriftRecords {
 // The table behind read_drift_table, column by column; the same checks and
 // errors, and the optional columns present must be numbers too.
 DriftRecords read_drift_records(const std::string& path);
+// The same from a stream; `path` names it in errors (a table still being
+// written is read from the text up to its last complete line).
+DriftRecords read_drift_records(std::istream& in, const std::string& path);
 
 // The comma-separated fields of one CSV row (a trailing comma: an empty last field).
 std::vector<std::string> split_csv_fields(const std::string& line);
