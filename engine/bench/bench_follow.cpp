@@ -66,45 +66,64 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(i, v.size() - 1)];
 }
 
-}  // namespace
+// Frames drawn a few ahead of the writer by a generator thread. The writer
+// must not take the engine's cores: frames are windows of one synthetic
+// field (drawn once, noise included) at a sub-pixel drift, bilinear, plus
+// fresh uniform noise — a few ms a frame even at 1024x1024.
+class LiveFrames {
+ public:
+  LiveFrames(int size, std::size_t frames) : size_(size), field_(make_field(size)) {
+    generator_ = std::thread([this, frames] {
+      for (std::size_t k = 0; k < frames && !stop_; ++k) {
+        Frame f = draw(k);
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return ready_.size() < 4 || stop_; });
+        ready_.push_back(std::move(f));
+        cv_.notify_all();
+      }
+    });
+  }
+  ~LiveFrames() {
+    stop_ = true;
+    cv_.notify_all();
+    generator_.join();
+  }
+  LiveFrames(const LiveFrames&) = delete;
+  LiveFrames& operator=(const LiveFrames&) = delete;
 
-int main(int argc, char** argv) {
-  const int size = argc > 1 ? std::atoi(argv[1]) : 256;
-  const double rate = argc > 2 ? std::atof(argv[2]) : 20.0;
-  const std::size_t frames = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 2000;
-  const std::string engine =
-      argc > 4 ? argv[4] : (std::filesystem::path(argv[0]).parent_path() / "driftscan-engine").string();
-  const char* tmp = std::getenv("TMPDIR");
-  const std::string folder = argc > 5 ? argv[5] : (tmp ? tmp : "/tmp");
-  const std::string threads = argc > 6 ? argv[6] : "1";
-  const std::string work = folder + "/bench_follow_" + std::to_string(::getpid());
-  std::filesystem::create_directories(work);
-  const std::string series = work + "/live.tif", out = work + "/out", drift = out + "/drift.csv";
+  Frame next() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !ready_.empty(); });
+    Frame f = std::move(ready_.front());
+    ready_.pop_front();
+    cv_.notify_all();
+    return f;
+  }
 
-  // The writer must not take the engine's cores: frames are windows of one
-  // synthetic field (drawn once, noise included) at a sub-pixel drift, bilinear,
-  // plus fresh uniform noise — a few ms a frame even at 1024x1024.
-  constexpr int margin = 48;
-  SynthOptions o;
-  o.frames = 1;
-  o.width = o.height = size + 2 * margin;
-  o.period = 9.0;
-  o.dose = 6.0;
-  const Frame field = SyntheticSeries(o).frame(0);
-  auto draw = [&](std::size_t k) {
+ private:
+  static constexpr int kMargin = 48;
+  static Frame make_field(int size) {
+    SynthOptions o;
+    o.frames = 1;
+    o.width = o.height = size + 2 * kMargin;
+    o.period = 9.0;
+    o.dose = 6.0;
+    return SyntheticSeries(o).frame(0);
+  }
+  Frame draw(std::size_t k) const {
     const double t = static_cast<double>(k);
     const double dx = 40.0 * std::sin(t / 300.0) + 0.37 * std::sin(t / 7.0);
     const double dy = 40.0 * std::sin(t / 410.0 + 1.0) + 0.29 * std::cos(t / 5.0);
-    const double x0 = margin + dx, y0 = margin + dy;
+    const double x0 = kMargin + dx, y0 = kMargin + dy;
     const int ix = static_cast<int>(std::floor(x0)), iy = static_cast<int>(std::floor(y0));
     const float fx = static_cast<float>(x0 - ix), fy = static_cast<float>(y0 - iy);
-    Frame f(size, size);
+    Frame f(size_, size_);
     std::uint32_t rng = 2463534242u + static_cast<std::uint32_t>(k) * 2654435761u;
-    for (int y = 0; y < size; ++y) {
-      const float* a = field.row(iy + y) + ix;
-      const float* b = field.row(iy + y + 1) + ix;
+    for (int y = 0; y < size_; ++y) {
+      const float* a = field_.row(iy + y) + ix;
+      const float* b = field_.row(iy + y + 1) + ix;
       float* out = f.row(y);
-      for (int x = 0; x < size; ++x) {
+      for (int x = 0; x < size_; ++x) {
         rng ^= rng << 13;
         rng ^= rng >> 17;
         rng ^= rng << 5;
@@ -113,57 +132,50 @@ int main(int argc, char** argv) {
       }
     }
     return f;
-  };
-
-  // The generator keeps a few frames ready; the writer writes them on time.
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<Frame> ready;
-  std::atomic<bool> stop{false};
-  std::thread generator([&] {
-    for (std::size_t k = 0; k < frames && !stop; ++k) {
-      Frame f = draw(k);
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return ready.size() < 4 || stop; });
-      ready.push_back(std::move(f));
-      cv.notify_all();
-    }
-  });
-  std::vector<Clock::time_point> complete(frames), row(frames);
-  std::vector<char> have_row(frames, 0);
-  TiffPageAppender appender(series, SampleFormat::float32);
-
-  // The engine, following the (still empty) file.
-  std::vector<std::string> args{
-      engine,           "register", series,  "--follow", "--until-frames", std::to_string(frames),
-      "--idle-timeout", "30",       "--out", out,        "--progress",     "none",
-      "--threads",      threads};
-  std::vector<char*> argp;
-  argp.reserve(args.size() + 1);
-  for (auto& a : args) argp.push_back(a.data());
-  argp.push_back(nullptr);
-  pid_t child = 0;
-  if (posix_spawn(&child, engine.c_str(), nullptr, nullptr, argp.data(), environ) != 0) {
-    std::fprintf(stderr, "bench_follow: cannot start %s\n", engine.c_str());
-    stop = true;
-    cv.notify_all();
-    generator.join();
-    return 1;
   }
 
-  // The watcher: drift.csv rows as they appear (the header first).
-  std::vector<std::pair<std::size_t, long>> rss;  // (rows seen, VmRSS kB)
-  std::atomic<std::size_t> rows_seen{0};
-  std::thread watcher([&] {
+  int size_;
+  Frame field_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Frame> ready_;
+  std::atomic<bool> stop_{false};
+  std::thread generator_;
+};
+
+// drift.csv's rows as they appear (the header first), each timestamped, and
+// the engine's resident memory every 0.5 s, by a watcher thread.
+class DriftRowWatcher {
+ public:
+  DriftRowWatcher(std::string drift, std::size_t frames, pid_t engine)
+      : drift_(std::move(drift)), row_(frames), have_row_(frames, 0), engine_(engine) {
+    thread_ = std::thread([this] { watch(); });
+  }
+  ~DriftRowWatcher() { stop(); }
+  DriftRowWatcher(const DriftRowWatcher&) = delete;
+  DriftRowWatcher& operator=(const DriftRowWatcher&) = delete;
+
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  std::size_t rows_seen() const { return rows_seen_.load(); }
+  // After stop():
+  bool has_row(std::size_t k) const { return have_row_[k] != 0; }
+  Clock::time_point row_time(std::size_t k) const { return row_[k]; }
+  const std::vector<std::pair<std::size_t, long>>& rss() const { return rss_; }  // (rows seen, VmRSS kB)
+
+ private:
+  void watch() {
     std::uint64_t offset = 0;
     std::string partial;
     bool header = false;
     auto last_rss = Clock::now();
     std::ifstream in;
-    while (!stop) {
+    while (!stop_) {
       struct stat st {};
-      if (::stat(drift.c_str(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) > offset) {
-        if (!in.is_open()) in.open(drift, std::ios::binary);
+      if (::stat(drift_.c_str(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) > offset) {
+        if (!in.is_open()) in.open(drift_, std::ios::binary);
         in.clear();
         in.seekg(static_cast<std::streamoff>(offset));
         std::string chunk(static_cast<std::size_t>(st.st_size) - offset, '\0');
@@ -181,82 +193,121 @@ int main(int argc, char** argv) {
             continue;
           }
           const std::size_t k = std::strtoul(line.c_str(), nullptr, 10);
-          if (k < frames && !have_row[k]) {
-            row[k] = now;
-            have_row[k] = 1;
-            ++rows_seen;
+          if (k < row_.size() && !have_row_[k]) {
+            row_[k] = now;
+            have_row_[k] = 1;
+            ++rows_seen_;
           }
         }
       }
       if (ms_between(last_rss, Clock::now()) >= 500) {
-        rss.emplace_back(rows_seen.load(), status_kb(child, "VmRSS:"));
+        rss_.emplace_back(rows_seen_.load(), status_kb(engine_, "VmRSS:"));
         last_rss = Clock::now();
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-  });
+  }
 
-  // Frame 0 first; the schedule starts once its row is there (the engine has
-  // started and set up frame 0's plans): the start-up is reported apart.
+  std::string drift_;
+  std::vector<Clock::time_point> row_;
+  std::vector<char> have_row_;
+  pid_t engine_;
+  std::vector<std::pair<std::size_t, long>> rss_;
+  std::atomic<std::size_t> rows_seen_{0};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// `engine register SERIES --follow --until-frames N` in a child process (0 if it cannot start).
+pid_t start_engine(const std::string& engine, const std::string& series, const std::string& out, std::size_t frames,
+                   const std::string& threads) {
+  std::vector<std::string> args{
+      engine,           "register", series,  "--follow", "--until-frames", std::to_string(frames),
+      "--idle-timeout", "30",       "--out", out,        "--progress",     "none",
+      "--threads",      threads};
+  std::vector<char*> argp;
+  argp.reserve(args.size() + 1);
+  for (auto& a : args) argp.push_back(a.data());
+  argp.push_back(nullptr);
+  pid_t child = 0;
+  return posix_spawn(&child, engine.c_str(), nullptr, nullptr, argp.data(), environ) == 0 ? child : 0;
+}
+
+struct WriteTimes {
+  std::vector<Clock::time_point> complete;  // when each frame was complete in the file
+  double worst_behind_ms = 0.0;             // the writer's worst lag behind the schedule
+};
+
+// Frame 0 first; the schedule starts once its row is there (the engine has
+// started and set up frame 0's plans): the start-up is reported apart.
+WriteTimes write_on_schedule(LiveFrames& frames, TiffPageAppender& appender, const DriftRowWatcher& watcher,
+                             std::size_t count, double rate) {
+  WriteTimes w;
+  w.complete.resize(count);
   auto start = Clock::now();
-  double worst_behind_ms = 0.0;
-  for (std::size_t k = 0; k < frames; ++k) {
+  for (std::size_t k = 0; k < count; ++k) {
     if (k == 1) {
-      while (!rows_seen.load() && ms_between(start, Clock::now()) < 60000)
+      while (!watcher.rows_seen() && ms_between(start, Clock::now()) < 60000)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       start = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1 / rate));
     }
     const auto due = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(k / rate));
     std::this_thread::sleep_until(due);
-    Frame f;
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return !ready.empty(); });
-      f = std::move(ready.front());
-      ready.pop_front();
-      cv.notify_all();
-    }
-    worst_behind_ms = std::max(worst_behind_ms, ms_between(due, Clock::now()));
+    Frame f = frames.next();
+    w.worst_behind_ms = std::max(w.worst_behind_ms, ms_between(due, Clock::now()));
     appender.append(f);
-    complete[k] = Clock::now();
+    w.complete[k] = Clock::now();
   }
-  const double written_s = std::chrono::duration<double>(complete.back() - complete.front()).count();
-  long follow_hwm = 0;
-  // Until the last row is there, the engine is still following (VmHWM then: the follow's peak).
-  while (rows_seen.load() < frames) {
+  return w;
+}
+
+struct EngineEnd {
+  long follow_hwm_kb = 0;  // VmHWM while following (until the last row)
+  long peak_kb = 0;        // ru_maxrss, the final average included
+  int exit_code = -1;
+};
+
+// Until the last row is there the engine is still following (VmHWM then is
+// the follow's peak); then it finishes the outputs and exits.
+EngineEnd wait_for_engine(pid_t child, const DriftRowWatcher& watcher, std::size_t frames) {
+  EngineEnd e;
+  while (watcher.rows_seen() < frames) {
     int status = 0;
     if (::waitpid(child, &status, WNOHANG) == child) {
-      child = 0;
-      break;
+      e.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      return e;
     }
-    follow_hwm = std::max(follow_hwm, status_kb(child, "VmHWM:"));
+    e.follow_hwm_kb = std::max(e.follow_hwm_kb, status_kb(child, "VmHWM:"));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (child) follow_hwm = std::max(follow_hwm, status_kb(child, "VmHWM:"));
+  e.follow_hwm_kb = std::max(e.follow_hwm_kb, status_kb(child, "VmHWM:"));
   int status = 0;
   struct rusage ru {};
-  if (child) ::wait4(child, &status, 0, &ru);
-  stop = true;
-  cv.notify_all();
-  watcher.join();
-  generator.join();
+  ::wait4(child, &status, 0, &ru);
+  e.peak_kb = ru.ru_maxrss;
+  e.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return e;
+}
 
+void print_report(int size, double rate, const std::string& threads, std::size_t frames, const WriteTimes& w,
+                  const DriftRowWatcher& watcher, const EngineEnd& end) {
   std::vector<double> latency;
   std::size_t late = 0, first_late = 0, last_late = 0;
   for (std::size_t k = 1; k < frames; ++k)
-    if (have_row[k]) {
-      latency.push_back(ms_between(complete[k], row[k]));
+    if (watcher.has_row(k)) {
+      latency.push_back(ms_between(w.complete[k], watcher.row_time(k)));
       if (latency.back() > 200.0) {
         if (!late++) first_late = k;
         last_late = k;
       }
     }
+  const double written_s = std::chrono::duration<double>(w.complete.back() - w.complete.front()).count();
   std::printf(
       "follow %dx%d at %.1f frames/s, engine --threads %s (written in %.1f s, writer at most %.1f ms behind schedule): "
       "%zu frames, %zu rows seen\n",
-      size, size, rate, threads.c_str(), written_s, worst_behind_ms, frames, rows_seen.load());
+      size, size, rate, threads.c_str(), written_s, w.worst_behind_ms, frames, watcher.rows_seen());
   std::printf("start-up: frame 0's row %.1f ms after frame 0 was complete (engine start, frame 0's plans)\n",
-              have_row[0] ? ms_between(complete[0], row[0]) : -1.0);
+              watcher.has_row(0) ? ms_between(w.complete[0], watcher.row_time(0)) : -1.0);
   std::printf(
       "latency frame complete -> drift row, frames 1..%zu: median %.1f ms, p95 %.1f ms, max %.1f ms; rows over "
       "200 ms: %zu",
@@ -265,22 +316,52 @@ int main(int argc, char** argv) {
   std::printf("\n");
   std::string missing;
   for (std::size_t k = 0; k < frames; ++k)
-    if (!have_row[k]) missing += " " + std::to_string(k);
+    if (!watcher.has_row(k)) missing += " " + std::to_string(k);
   if (!missing.empty()) std::printf("rows never seen while following:%s\n", missing.c_str());
+  const auto& rss = watcher.rss();
   std::string along;
-  for (std::size_t i = 0; i < rss.size(); i += std::max<std::size_t>(1, rss.size() / 8)) {
+  auto add = [&](const std::pair<std::size_t, long>& r) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, " %zu:%.1f", rss[i].first, rss[i].second / 1024.0);
+    std::snprintf(buf, sizeof buf, " %zu:%.1f", r.first, r.second / 1024.0);
     along += buf;
-  }
-  if (!rss.empty()) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, " %zu:%.1f", rss.back().first, rss.back().second / 1024.0);
-    along += buf;
-  }
+  };
+  for (std::size_t i = 0; i < rss.size(); i += std::max<std::size_t>(1, rss.size() / 8)) add(rss[i]);
+  if (!rss.empty()) add(rss.back());
   std::printf("engine resident memory (rows done:MB):%s\n", along.c_str());
   std::printf("engine peak resident memory: %.1f MB while following, %.1f MB including the final average (exit %d)\n",
-              follow_hwm / 1024.0, ru.ru_maxrss / 1024.0, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+              end.follow_hwm_kb / 1024.0, end.peak_kb / 1024.0, end.exit_code);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int size = argc > 1 ? std::atoi(argv[1]) : 256;
+  const double rate = argc > 2 ? std::atof(argv[2]) : 20.0;
+  const std::size_t frames = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 2000;
+  const std::string engine =
+      argc > 4 ? argv[4] : (std::filesystem::path(argv[0]).parent_path() / "driftscan-engine").string();
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string folder = argc > 5 ? argv[5] : (tmp ? tmp : "/tmp");
+  const std::string threads = argc > 6 ? argv[6] : "1";
+  const std::string work = folder + "/bench_follow_" + std::to_string(::getpid());
+  std::filesystem::create_directories(work);
+  const std::string series = work + "/live.tif", out = work + "/out";
+
+  EngineEnd end;
+  {
+    LiveFrames live(size, frames);
+    TiffPageAppender appender(series, SampleFormat::float32);
+    const pid_t child = start_engine(engine, series, out, frames, threads);  // following the (still empty) file
+    if (!child) {
+      std::fprintf(stderr, "bench_follow: cannot start %s\n", engine.c_str());
+      return 1;
+    }
+    DriftRowWatcher watcher(out + "/drift.csv", frames, child);
+    const WriteTimes written = write_on_schedule(live, appender, watcher, frames, rate);
+    end = wait_for_engine(child, watcher, frames);
+    watcher.stop();
+    print_report(size, rate, threads, frames, written, watcher, end);
+  }
   std::error_code ec;
   std::filesystem::remove_all(work, ec);
   return 0;
