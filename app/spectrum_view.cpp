@@ -31,6 +31,20 @@ void SpectrumView::setAverage(std::shared_ptr<const driftscan::Frame> average) {
   refresh();
 }
 
+void SpectrumView::setPixelSize(double size, const QString& unit) {
+  const bool physical = cal_.physical;
+  cal_ = PixelCalibration::of(size, unit);
+  cal_.physical = physical;
+  frameDirty_ = averageDirty_ = true;
+  refresh();
+}
+
+void SpectrumView::setPhysicalUnits(bool on) {
+  cal_.physical = on;
+  frameDirty_ = averageDirty_ = true;
+  refresh();
+}
+
 void SpectrumView::setFrame(int k) {
   if (k == k_ && !frameDirty_) return;
   k_ = k;
@@ -43,16 +57,27 @@ void SpectrumView::showEvent(QShowEvent*) { refresh(); }
 void SpectrumView::refresh() {
   if (!isVisible()) return;
   // The engine's spectrum (windowed periodogram) and its lattice figure of merit.
-  auto show = [](ImageView* v, const driftscan::Frame& f, const QString& caption) {
+  const PixelCalibration cal = cal_;
+  auto show = [cal](ImageView* v, const driftscan::Frame& f, const QString& caption) {
     const driftscan::PowerSpectrum spectrum(f.width, f.height);
     auto s = std::make_shared<const driftscan::Frame>(spectrum.log_power(f));
     const driftscan::SpectrumPeak peak = spectrum.strongest_peak(f);
     DisplayMapping m = auto_levels(*s, 0.001);
     m.map = ColourMap::fire;
     v->setImage(render_frame(*s, m), s);
-    v->setCaption(QString("%1: peak at %2 px, sharpness %3")
+    // One spectrum pixel along x is 1/width cycles per pixel.
+    if (cal.shown()) v->setPixelSize(1.0 / (f.width * cal.size), cal.frequencyUnit());
+    else v->setPixelSize(0, QString());
+    const QString physical = cal.shown() && peak.period > 0 ? QString(" = %1 %2 (%3 %4)")
+                                                                  .arg(peak.period * cal.size, 0, 'g', 4)
+                                                                  .arg(cal.unit)
+                                                                  .arg(1.0 / (peak.period * cal.size), 0, 'g', 4)
+                                                                  .arg(cal.frequencyUnit())
+                                                            : QString();
+    v->setCaption(QString("%1: peak at %2 px%3, sharpness %4")
                       .arg(caption)
                       .arg(peak.period, 0, 'f', 2)
+                      .arg(physical)
                       .arg(peak.sharpness, 0, 'f', 1));
   };
   try {

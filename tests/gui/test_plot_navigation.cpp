@@ -2,7 +2,7 @@
 // (or time) axis about the cursor, dragging pans it, a click without drag
 // still selects a frame, a double click shows everything again, and the
 // readout beside the cursor gives the frame and its values (in the series'
-// unit too). The readout is drawn on screen only, never into an export.
+// unit when it has one). The readout is drawn on screen only, never into an export.
 #include <QApplication>
 #include <QMouseEvent>
 #include <QSignalSpy>
@@ -86,16 +86,25 @@ class PlotNavigationTest : public QObject {
     QCOMPARE(selected.count(), 1);
     QCOMPARE(selected.at(0).at(0).toInt(), target);
 
-    // The readout: frame, shift in px and in the series' unit, sigma.
+    // The readout: frame, shift in the series' unit (dx * pixel size), sigma too, the pixels after.
     mouse(&plot, QEvent::MouseMove, atTarget, Qt::NoButton, Qt::NoButton);
-    const QString expected = QString("frame %1: dx %2, dy %3 px = %4, %5 nm")
-                                 .arg(target)
-                                 .arg(0.5 * target, 0, 'f', 3)
-                                 .arg(-0.2 * target, 0, 'f', 3)
-                                 .arg(0.05 * target, 0, 'g', 4)
-                                 .arg(-0.02 * target, 0, 'g', 4);
+    const QString expected =
+        QString("frame %1: dx %2, dy %3 nm").arg(target).arg(0.05 * target, 0, 'g', 4).arg(-0.02 * target, 0, 'g', 4);
     QVERIFY2(plot.readout().startsWith(expected), qPrintable(plot.readout() + " vs " + expected));
-    QVERIFY(plot.readout().contains(QString::number(0.01 * target, 'g', 3) + " px"));
+    QVERIFY2(plot.readout().contains(QString::number(0.001 * target, 'g', 3) + " nm"), qPrintable(plot.readout()));
+    QVERIFY2(plot.readout().endsWith(QString("(%1, %2 px)").arg(0.5 * target, 0, 'f', 3).arg(-0.2 * target, 0, 'f', 3)),
+             qPrintable(plot.readout()));
+    // View > Physical units off: the same point reads out in pixels.
+    plot.setPhysicalUnits(false);
+    mouse(&plot, QEvent::MouseMove, atTarget + QPointF(0, 1), Qt::NoButton, Qt::NoButton);
+    QVERIFY2(plot.readout().startsWith(QString("frame %1: dx %2, dy %3 px")
+                                           .arg(target)
+                                           .arg(0.5 * target, 0, 'f', 3)
+                                           .arg(-0.2 * target, 0, 'f', 3)),
+             qPrintable(plot.readout()));
+    QCOMPARE(plot.shiftAxisLabel(), QString("shift (px)"));
+    plot.setPhysicalUnits(true);
+    mouse(&plot, QEvent::MouseMove, atTarget, Qt::NoButton, Qt::NoButton);
     // On screen, not in the export.
     QApplication::processEvents();
     const QRgb box = qRgb(255, 255, 225);
