@@ -68,26 +68,23 @@ void SpectrumView::refresh() {
     // One spectrum pixel along x is 1/width cycles per pixel.
     if (cal.shown()) v->setPixelSize(1.0 / (f.width * cal.size), cal.frequencyUnit());
     else v->setPixelSize(0, QString());
-    const QString physical = cal.shown() && peak.period > 0 ? QString(" = %1 %2 (%3 %4)")
-                                                                  .arg(peak.period * cal.size, 0, 'g', 4)
-                                                                  .arg(cal.unit)
-                                                                  .arg(1.0 / (peak.period * cal.size), 0, 'g', 4)
-                                                                  .arg(cal.frequencyUnit())
-                                                            : QString();
-    v->setCaption(QString("%1: peak at %2 px%3, sharpness %4")
-                      .arg(caption)
-                      .arg(peak.period, 0, 'f', 2)
-                      .arg(physical)
-                      .arg(peak.sharpness, 0, 'f', 1));
+    // The peak's period (in the unit: its spatial frequency too), or in px.
+    const QString period = cal.shown() && peak.period > 0 ? QString("%1 %2 (%3 %4)")
+                                                                .arg(peak.period * cal.size, 0, 'g', 4)
+                                                                .arg(cal.unit)
+                                                                .arg(1.0 / (peak.period * cal.size), 0, 'g', 3)
+                                                                .arg(cal.frequencyUnit())
+                                                          : QString("%1 px").arg(peak.period, 0, 'f', 2);
+    v->setCaption(QString("%1: peak %2, sharpness %3").arg(caption, period).arg(peak.sharpness, 0, 'f', 1));
   };
   try {
     if (frameDirty_ && series_ && series_->frame_count() > 0) {
       const int k = std::min<int>(k_, int(series_->frame_count()) - 1);
-      show(frame_, series_->frame(std::size_t(k)), QString("spectrum of frame %1").arg(k));
+      show(frame_, series_->frame(std::size_t(k)), QString("frame %1").arg(k));
       frameDirty_ = false;
     }
     if (averageDirty_ && averageData_) {
-      show(average_, *averageData_, "spectrum of the average");
+      show(average_, *averageData_, "average");
       averageDirty_ = false;
     }
   } catch (const std::exception& e) {
