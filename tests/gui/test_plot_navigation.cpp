@@ -12,6 +12,7 @@
 
 #include "drift_plot.hpp"
 #include "imbalance_view.hpp"
+#include "line_drift_plot.hpp"
 
 namespace {
 void wheel(QWidget* w, QPointF at, int notches) {
@@ -122,6 +123,43 @@ class PlotNavigationTest : public QObject {
     QEvent leave(QEvent::Leave);
     QApplication::sendEvent(&plot, &leave);
     QVERIFY(plot.readout().isEmpty());
+  }
+
+  void lineDriftPlotReadsOutInTheSeriesUnit() {
+    // Two frames of 50 lines, drifting 0.1 px per line in x, jitter +-0.2 px.
+    LineDriftSeries lines;
+    for (int k = 0; k < 2; ++k) {
+      lines.frameFirst.push_back(k * 1.2);
+      lines.frameLast.push_back(k * 1.2 + 0.98);
+      for (int i = 0; i < 50; ++i) {
+        lines.t.push_back(k * 1.2 + i * 0.02);
+        lines.dx.push_back(0.1 * (50 * k + i));
+        lines.dy.push_back(-0.05 * (50 * k + i));
+        lines.jitter.push_back(i % 2 ? 0.2 : -0.2);
+        lines.frame.push_back(k);
+      }
+    }
+    lines.totalLines = 100;
+    LineDriftPlot plot;
+    plot.setSeries(lines, {});
+    plot.resize(900, 600);
+    plot.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&plot));
+    const QPointF at(plot.xOfTime(1.5), 120);  // in the drift panel
+    const QRegularExpression value(R"(: drift (-?[0-9.eE+-]+) (\S+)$)");
+    mouse(&plot, QEvent::MouseMove, at, Qt::NoButton, Qt::NoButton);
+    const auto px = value.match(plot.readout());
+    QVERIFY2(px.hasMatch() && px.captured(2) == "px", qPrintable(plot.readout()));  // no calibration: px
+    plot.setPixelSize(20, "pm");                                                    // restated in nm: 0.02 nm
+    QCOMPARE(plot.calibration().size, 0.02);
+    mouse(&plot, QEvent::MouseMove, at + QPointF(0, 1), Qt::NoButton, Qt::NoButton);
+    mouse(&plot, QEvent::MouseMove, at, Qt::NoButton, Qt::NoButton);
+    const auto nm = value.match(plot.readout());
+    QVERIFY2(nm.hasMatch() && nm.captured(2) == "nm", qPrintable(plot.readout()));
+    const double v = px.captured(1).toDouble();
+    QVERIFY(std::abs(v) > 0.5);
+    QVERIFY2(std::abs(nm.captured(1).toDouble() - v * 0.02) <= 1e-3 * std::abs(v * 0.02) + 1e-6,
+             qPrintable(plot.readout() + " vs " + px.captured(0)));
   }
 
   void loadBalanceZoomsAndNamesTheApplication() {
