@@ -550,6 +550,8 @@ bool MainWindow::openResults(const QString& folder) {
   for (const QString& w : results_.warnings) log("warning", w);
   // The series the results belong to, when it is not open yet.
   if (!source_ && !results_.input.isEmpty() && QFileInfo::exists(results_.input)) openSeries(results_.input);
+  if (!source_)  // the series is not at hand: its calibration from report.json (or average.tif, below)
+    applyCalibration(results_.pixelSize, results_.pixelUnit, int(results_.drift.size()));
   if (source_) {  // a re-run from here writes to the folder being looked at
     driftscan::Job job = editor_->job();
     job.output = QFileInfo(folder).absoluteFilePath().toStdString();
@@ -585,8 +587,9 @@ bool MainWindow::openResults(const QString& folder) {
     try {
       auto avg = driftscan::TiffSeries::open(results_.averagePath.toStdString());
       average = std::make_shared<const driftscan::Frame>(avg->frame(0));
-      // The average is written with the series' calibration: it stands in for a series not at hand.
-      if (!source_)
+      // The average is written with the series' calibration: it stands in for a series not at hand
+      // (after report.json, which records the series' own).
+      if (!source_ && !(results_.pixelSize > 0))
         applyCalibration(avg->pixel_size(), QString::fromStdString(avg->pixel_unit()), int(results_.drift.size()));
     } catch (const std::exception& e) {
       showError(QString("Cannot read the average: %1").arg(e.what()));

@@ -2,8 +2,8 @@
 // carries a pixel size is registered by driftscan-engine; its results shown
 // in the main window have the drift axes in nm with every value scaled by
 // the pixel size (the readout of a known frame is dx * pixel size), the
-// spectra in nm⁻¹; the same holds when only the calibrated average.tif is
-// at hand (the series moved away); View > Physical units switches back to
+// spectra in nm⁻¹; the same holds when the series is not at hand (its
+// pixel size from report.json, or from the calibrated average.tif); View > Physical units switches back to
 // px. An uncalibrated series' results stay in px.
 #include <QAction>
 #include <QApplication>
@@ -14,6 +14,7 @@
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "drift_plot.hpp"
 #include "driftscan/synthetic_series.hpp"
@@ -21,6 +22,7 @@
 #include "driftscan/tiff_writer.hpp"
 #include "image_view.hpp"
 #include "main_window.hpp"
+#include "series_viewer.hpp"
 #include "spectrum_view.hpp"
 #include "volume_view.hpp"
 
@@ -103,14 +105,30 @@ class PhysicalUnitsTest : public QObject {
     QCOMPARE(avg->pixel_size(), kPixelNm);
     QCOMPARE(QString::fromStdString(avg->pixel_unit()), QString("nm"));
 
-    for (const bool seriesAtHand : {true, false}) {
-      if (!seriesAtHand) QVERIFY(QFile::rename(series, tmp_.filePath("moved.tif")));  // only average.tif tells
+    // From the series; with the series moved away, from report.json; from average.tif
+    // when the report does not record it either (as older results).
+    for (const QString source : {"series", "report", "average"}) {
+      if (source == "report") QVERIFY(QFile::rename(series, tmp_.filePath("moved.tif")));
+      if (source == "average") {
+        const QString path = QDir(results).filePath("report.json");
+        QFile in(path);
+        QVERIFY(in.open(QIODevice::ReadOnly));
+        nlohmann::json report = nlohmann::json::parse(in.readAll().toStdString());
+        in.close();
+        QVERIFY(report["input"].contains("pixel_size"));
+        report["input"].erase("pixel_size");
+        report["input"].erase("unit");
+        QFile out(path);
+        QVERIFY(out.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        out.write(QByteArray::fromStdString(report.dump(2)));
+      }
       MainWindow w;
       w.setInteractive(false);
       w.resize(1400, 900);
       w.show();
       QVERIFY(QTest::qWaitForWindowExposed(&w));
       QVERIFY(w.openResults(results));
+      QCOMPARE(w.seriesViewer()->series() != nullptr, source == "series");
       DriftPlot* plot = w.driftPlot();
       QCOMPARE(plot->pointCount(), 8);
       QVERIFY(plot->calibration().known());
