@@ -50,15 +50,29 @@ void DriftPlot::setDrift(std::vector<DriftRow> rows, bool keepView) {
 }
 
 void DriftPlot::setPixelSize(double size, const QString& unit) {
-  const bool calibrated = size > 0 && std::isfinite(size) && !unit.isEmpty() && unit != "px" && unit != "pixel";
-  pixelSize_ = calibrated ? size : 0;
-  unit_ = calibrated ? unit : QString();
+  const bool physical = cal_.physical;
+  cal_ = PixelCalibration::of(size, unit);
+  cal_.physical = physical;
+  update();
+}
+
+void DriftPlot::setPhysicalUnits(bool on) {
+  cal_.physical = on;
   update();
 }
 
 QString DriftPlot::calibrationText() const {
-  return pixelSize_ > 0 ? QString("1 px = %1 %2").arg(pixelSize_, 0, 'g', 4).arg(unit_) : QString();
+  return cal_.known() ? QString("1 px = %1 %2").arg(cal_.size, 0, 'g', 4).arg(cal_.unit) : QString();
 }
+
+QString DriftPlot::shiftAxisLabel() const { return QString("shift (%1)").arg(cal_.lengthUnit()); }
+
+namespace {
+// A shift in pixels as shown: 3 decimals in px, 4 significant digits in a unit.
+QString shift_text(double px, const PixelCalibration& c) {
+  return c.shown() ? QString::number(px * c.scale(), 'g', 4) : QString::number(px, 'f', 3);
+}
+}  // namespace
 
 void DriftPlot::setCurrentFrame(int frame) {
   current_ = frame;
@@ -97,9 +111,11 @@ void DriftPlot::render(QPainter& p, const QSize& size) const {
   }
   const Layout L = layout(size);
   const auto vx = frameRange();
-  frame_axes(p, L.series, vx.first, vx.second, dmin_, dmax_,
-             pixelSize_ > 0 ? QString("Drift against frame 0 (%1)").arg(calibrationText()) : "Drift against frame 0",
-             "frame", "shift (px)");
+  // Drawn in pixels; only the labelled ranges are scaled (the scale is positive).
+  const double k = cal_.scale();
+  frame_axes(p, L.series, vx.first, vx.second, dmin_ * k, dmax_ * k,
+             cal_.known() ? QString("Drift against frame 0 (%1)").arg(calibrationText()) : "Drift against frame 0",
+             "frame", shiftAxisLabel());
   // +-2 sigma band of a series (frames with a finite sigma; inf leaves a gap).
   auto drawBand = [&](auto value, auto sigma, const QColor& c, const QRectF& r, double y0, double y1) {
     QColor fill = c;
@@ -185,7 +201,8 @@ void DriftPlot::render(QPainter& p, const QSize& size) const {
     p.restore();
   }
 
-  frame_axes(p, L.trajectory, tx0_, tx1_, ty0_, ty1_, "Trajectory", "dx (px)", "dy (px)");
+  frame_axes(p, L.trajectory, tx0_ * k, tx1_ * k, ty0_ * k, ty1_ * k, "Trajectory",
+             QString("dx (%1)").arg(cal_.lengthUnit()), QString("dy (%1)").arg(cal_.lengthUnit()));
   QPainterPath traj;
   for (std::size_t i = 0; i < rows_.size(); ++i) {
     const QPointF q(map(rows_[i].dx, tx0_, tx1_, L.trajectory.left(), L.trajectory.right()),
@@ -212,15 +229,9 @@ void DriftPlot::render(QPainter& p, const QSize& size) const {
                             map(it->dy, ty0_, ty1_, L.trajectory.bottom(), L.trajectory.top())),
                     5, 5);
       p.setPen(Qt::black);
-      const QString readout = QString("frame %1: dx %2, dy %3 px%4")
+      const QString readout = QString("frame %1: dx %2, dy %3 %4")
                                   .arg(it->frame)
-                                  .arg(it->dx, 0, 'f', 3)
-                                  .arg(it->dy, 0, 'f', 3)
-                                  .arg(pixelSize_ > 0 ? QString(" (%1, %2 %3)")
-                                                            .arg(it->dx * pixelSize_, 0, 'g', 4)
-                                                            .arg(it->dy * pixelSize_, 0, 'g', 4)
-                                                            .arg(unit_)
-                                                      : QString());
+                                  .arg(shift_text(it->dx, cal_), shift_text(it->dy, cal_), cal_.lengthUnit());
       p.drawText(QPointF(L.series.right() - p.fontMetrics().horizontalAdvance(readout) - 8, L.series.top() + 16),
                  readout);
     }
@@ -271,10 +282,14 @@ QString DriftPlot::readoutAt(QPointF pos) const {
   const DriftRow& r = rows_[std::size_t(i)];
   if (quality)
     return QString("frame %1: NCC %2%3").arg(r.frame).arg(r.quality, 0, 'f', 4).arg(r.used ? "" : " (left out)");
-  QString text = QString("frame %1: dx %2, dy %3 px").arg(r.frame).arg(r.dx, 0, 'f', 3).arg(r.dy, 0, 'f', 3);
-  if (pixelSize_ > 0)
-    text += QString(" = %1, %2 %3").arg(r.dx * pixelSize_, 0, 'g', 4).arg(r.dy * pixelSize_, 0, 'g', 4).arg(unit_);
-  if (r.sigma_dx >= 0) text += QString::fromUtf8(", \u03c3 %1 px").arg(std::max(r.sigma_dx, r.sigma_dy), 0, 'g', 3);
+  QString text = QString("frame %1: dx %2, dy %3 %4")
+                     .arg(r.frame)
+                     .arg(shift_text(r.dx, cal_), shift_text(r.dy, cal_), cal_.lengthUnit());
+  if (r.sigma_dx >= 0)
+    text += QString::fromUtf8(", \u03c3 %1 %2")
+                .arg(std::max(r.sigma_dx, r.sigma_dy) * cal_.scale(), 0, 'g', 3)
+                .arg(cal_.lengthUnit());
+  if (cal_.shown()) text += QString(" (%1, %2 px)").arg(r.dx, 0, 'f', 3).arg(r.dy, 0, 'f', 3);
   return text;
 }
 

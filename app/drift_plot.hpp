@@ -3,6 +3,7 @@
 // and the per-frame quality. Clicking a point selects that frame.
 #include <vector>
 
+#include "pixel_calibration.hpp"
 #include "plot_widget.hpp"
 #include "result_set.hpp"
 
@@ -12,10 +13,16 @@ class DriftPlot : public PlotWidget {
   explicit DriftPlot(QWidget* parent = nullptr);
   // keepView: the same series grown (a follow): the zoom stays, as fractions of the frame axis.
   void setDrift(std::vector<DriftRow> rows, bool keepView = false);
-  // The series' calibration (size <= 0 or no unit: none): the axes stay in
-  // pixels, the scale and the current frame's shift are also given in the unit.
+  // The series' calibration (size <= 0 or no unit: none, the axes stay in
+  // pixels). When known, shifts are drawn and read out in the unit unless
+  // setPhysicalUnits(false) asked for pixels.
   void setPixelSize(double size, const QString& unit);
+  void setPhysicalUnits(bool on);
+  const PixelCalibration& calibration() const { return cal_; }
   QString calibrationText() const;
+  // Shift axis range [lo, hi] as labelled (in the shown unit; for tests).
+  std::pair<double, double> shiftAxisRange() const { return {dmin_ * cal_.scale(), dmax_ * cal_.scale()}; }
+  QString shiftAxisLabel() const;
   const std::vector<DriftRow>& drift() const { return rows_; }
   int pointCount() const { return int(rows_.size()); }
   void render(QPainter& p, const QSize& size) const override;
@@ -42,8 +49,7 @@ class DriftPlot : public PlotWidget {
   Layout layout(const QSize& size) const;
 
   std::vector<DriftRow> rows_;
-  double pixelSize_ = 0;
-  QString unit_;
+  PixelCalibration cal_;
   int current_ = -1;
   double xmin_ = 0, xmax_ = 1, dmin_ = -1, dmax_ = 1;  // series axes
   double tx0_ = -1, tx1_ = 1, ty0_ = -1, ty1_ = 1;     // trajectory axes

@@ -91,7 +91,10 @@ void FollowMonitor::pollAverage() {
   if (lastLoad_.isValid() && lastLoad_.msecsTo(now) < minReloadMs()) return;
   try {
     // Replaced by rename, never rewritten in place: what is opened is whole.
-    average_ = std::make_shared<const driftscan::Frame>(driftscan::TiffSeries::open(path.toStdString())->frame(0));
+    const auto tiff = driftscan::TiffSeries::open(path.toStdString());
+    average_ = std::make_shared<const driftscan::Frame>(tiff->frame(0));
+    pixelSize_ = tiff->pixel_size();
+    pixelUnit_ = QString::fromStdString(tiff->pixel_unit());
   } catch (const std::exception& e) {
     const QString message = QString::fromUtf8(e.what());
     if (message != lastProblem_) emit problem(message);

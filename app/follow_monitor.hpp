@@ -29,6 +29,9 @@ class FollowMonitor : public QObject {
 
   const std::vector<DriftRow>& drift() const { return rows_; }
   std::shared_ptr<const driftscan::Frame> average() const { return average_; }
+  // The calibration average.tif carries (the series'; 0 and empty: none).
+  double pixelSize() const { return pixelSize_; }
+  QString pixelUnit() const { return pixelUnit_; }
   int averageLoads() const { return averageLoads_; }
   int minReloadMs() const { return 250; }
 
@@ -59,6 +62,8 @@ class FollowMonitor : public QObject {
   FileStamp averageStamp_;
   QDateTime lastLoad_;
   std::shared_ptr<const driftscan::Frame> average_;
+  double pixelSize_ = 0;
+  QString pixelUnit_;
   int averageLoads_ = 0;
   QString lastProblem_;
 };

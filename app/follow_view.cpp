@@ -110,7 +110,13 @@ void FollowView::updateCounter() {
   QString text = until_ ? QString("%1 / %2 frames registered").arg(frames_).arg(until_)
                         : QString("%1 frames registered").arg(frames_);
   if (lastFrame_ >= 0) {
-    text += QString("   ·   frame %1: dx %2, dy %3 px").arg(lastFrame_).arg(lastDx_, 0, 'f', 2).arg(lastDy_, 0, 'f', 2);
+    // In the live plot's unit (nm once the running average has told the pixel size).
+    const PixelCalibration& c = drift_->calibration();
+    auto shift = [&](double px) {
+      return c.shown() ? QString::number(px * c.scale(), 'g', 3) : QString::number(px, 'f', 2);
+    };
+    text +=
+        QString("   ·   frame %1: dx %2, dy %3 %4").arg(lastFrame_).arg(shift(lastDx_), shift(lastDy_), c.lengthUnit());
     if (lastFlags_) text += QString(" (flags %1)").arg(lastFlags_);
   }
   counter_->setText(text);

@@ -21,7 +21,10 @@ class ImageView : public QWidget {
   void setImage(const QImage& image, std::shared_ptr<const driftscan::Frame> data = nullptr);
   const QImage& image() const { return image_; }
   void setPixelSize(double size, const QString& unit);
+  double pixelSize() const { return pixelSize_; }
+  QString pixelUnit() const { return unit_; }
   void setCaption(const QString& caption);
+  QString caption() const { return caption_; }
   void setRoiToolActive(bool on);
   bool roiToolActive() const { return roiTool_; }
   void setRoi(const QRect& roi);  // empty: none

@@ -103,6 +103,18 @@ int LineDriftPlot::frameAtX(double x) const {
   return k;
 }
 
+void LineDriftPlot::setPixelSize(double size, const QString& unit) {
+  const bool physical = cal_.physical;
+  cal_ = PixelCalibration::of(size, unit);
+  cal_.physical = physical;
+  update();
+}
+
+void LineDriftPlot::setPhysicalUnits(bool on) {
+  cal_.physical = on;
+  update();
+}
+
 void LineDriftPlot::render(QPainter& p, const QSize& size) const {
   p.fillRect(QRect(QPoint(0, 0), size), Qt::white);
   p.setRenderHint(QPainter::Antialiasing);
@@ -116,14 +128,17 @@ void LineDriftPlot::render(QPainter& p, const QSize& size) const {
   const Layout L = layout(size);
   const auto vt = shown(t0_, t1_);
   const QString every = lines_.stride > 1 ? QString(", every %1th line").arg(lines_.stride) : QString();
-  plot::frame_axes(p, L.drift, vt.first, vt.second, d0_, d1_,
+  // Drawn in pixels; only the labelled ranges are scaled (the scale is positive).
+  const double k = cal_.scale();
+  const QString unit = cal_.lengthUnit();
+  plot::frame_axes(p, L.drift, vt.first, vt.second, d0_ * k, d1_ * k,
                    QString("Drift during the scan: %1 frames, %2 lines%3")
                        .arg(lines_.frameCount())
                        .arg(lines_.totalLines)
                        .arg(every),
-                   "acquisition time (s)", "specimen drift (px)");
-  plot::frame_axes(p, L.jitter, vt.first, vt.second, j0_, j1_, "Line jitter (fast-axis offset of each line)",
-                   "acquisition time (s)", "jitter (px)");
+                   "acquisition time (s)", QString("specimen drift (%1)").arg(unit));
+  plot::frame_axes(p, L.jitter, vt.first, vt.second, j0_ * k, j1_ * k, "Line jitter (fast-axis offset of each line)",
+                   "acquisition time (s)", QString("jitter (%1)").arg(unit));
   auto x = [&](double t, const QRectF& r) { return plot::map(t, vt.first, vt.second, r.left(), r.right()); };
 
   // The current frame's span, then the boundaries, under the curves.
@@ -219,11 +234,12 @@ QString LineDriftPlot::readoutAt(QPointF pos) const {
   const double t = plot::map(pos.x(), L.drift.left(), L.drift.right(), vt.first, vt.second);
   const QRectF& r = drift ? L.drift : L.jitter;
   const double v = plot::map(pos.y(), r.bottom(), r.top(), drift ? d0_ : j0_, drift ? d1_ : j1_);
-  return QString("t %1 s, frame %2: %3 %4 px")
+  return QString("t %1 s, frame %2: %3 %4 %5")
       .arg(t, 0, 'g', 5)
       .arg(frameAtX(pos.x()))
       .arg(drift ? "drift" : "jitter")
-      .arg(v, 0, 'f', 3);
+      .arg(cal_.shown() ? QString::number(v * cal_.scale(), 'g', 4) : QString::number(v, 'f', 3))
+      .arg(cal_.lengthUnit());
 }
 
 void LineDriftPlot::clickedAt(QPointF pos) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "line_drift_series.hpp"
+#include "pixel_calibration.hpp"
 #include "plot_widget.hpp"
 #include "result_set.hpp"
 
@@ -20,6 +21,10 @@ class LineDriftPlot : public PlotWidget {
   int pointCount() const { return static_cast<int>(lines_.t.size()); }
   // Frame boundaries drawn (none when there are too many frames to see them).
   int boundaryCount() const;
+  // The series' calibration (as DriftPlot's): drift and jitter in the unit when known.
+  void setPixelSize(double size, const QString& unit);
+  void setPhysicalUnits(bool on);
+  const PixelCalibration& calibration() const { return cal_; }
   void render(QPainter& p, const QSize& size) const override;
   // The frame whose acquisition spans the time under widget x (-1: none).
   int frameAtX(double x) const;
@@ -47,6 +52,7 @@ class LineDriftPlot : public PlotWidget {
   LineDriftSeries lines_;
   std::vector<DriftRow> rigid_;
   double rigidOffsetX_ = 0, rigidOffsetY_ = 0;
+  PixelCalibration cal_;
   int current_ = -1;
   double t0_ = 0, t1_ = 1, d0_ = -1, d1_ = 1, j0_ = -1, j1_ = 1;
 };

@@ -179,7 +179,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   connect(run_, &RunController::frameRegistered, follow_, &FollowView::setLastDrift);
   connect(monitor_, &FollowMonitor::driftChanged, this, [this] { follow_->setDrift(monitor_->drift()); });
-  connect(monitor_, &FollowMonitor::averageChanged, this, [this] { follow_->setAverage(monitor_->average()); });
+  connect(monitor_, &FollowMonitor::averageChanged, this, [this] {
+    follow_->driftPlot()->setPixelSize(monitor_->pixelSize(), monitor_->pixelUnit());
+    follow_->setAverage(monitor_->average());
+  });
   connect(monitor_, &FollowMonitor::problem, this, [this](const QString& m) { log("warning", "live view: " + m); });
   connect(run_, &RunController::finished, this,
           [this](const QString& status, const QString& message, const QString& folder) {
@@ -311,6 +314,16 @@ void MainWindow::buildMenus() {
     editor_->setRoi(0, 0, 0, 0);
   });
   view->addAction("&Auto levels", QKeySequence(Qt::Key_A), series_, &SeriesViewer::autoLevels);
+  physicalUnitsAction_ = view->addAction("&Physical units (nm) where the pixel size is known");
+  physicalUnitsAction_->setCheckable(true);
+  physicalUnitsAction_->setChecked(true);
+  connect(physicalUnitsAction_, &QAction::toggled, this, [this](bool on) {
+    drift_->setPhysicalUnits(on);
+    follow_->driftPlot()->setPhysicalUnits(on);
+    lines_->setPhysicalUnits(on);
+    spectra_->setPhysicalUnits(on);
+    volume_->setPhysicalUnits(on);
+  });
 
   QMenu* run = menuBar()->addMenu("&Run");
   run->addAction("&Run", QKeySequence(Qt::CTRL | Qt::Key_R), this, &MainWindow::runJob);
@@ -506,9 +519,7 @@ bool MainWindow::openSeries(const QString& path, const QString& signal) {
   series_->setSeries(source_, QFileInfo(path).fileName());
   compare_->setSeries(source_);
   spectra_->setSeries(source_);
-  drift_->setPixelSize(source_->pixel_size(), QString::fromStdString(source_->pixel_unit()));
-  volume_->setCalibration(source_->pixel_size(), QString::fromStdString(source_->pixel_unit()),
-                          int(source_->frame_count()));
+  applyCalibration(source_->pixel_size(), QString::fromStdString(source_->pixel_unit()), int(source_->frame_count()));
   volume_->setCanRunSpectrum(true);
   editor_->setFrameSize(source_->width(), source_->height());
   driftscan::Job job = editor_->job();
@@ -539,6 +550,8 @@ bool MainWindow::openResults(const QString& folder) {
   for (const QString& w : results_.warnings) log("warning", w);
   // The series the results belong to, when it is not open yet.
   if (!source_ && !results_.input.isEmpty() && QFileInfo::exists(results_.input)) openSeries(results_.input);
+  if (!source_)  // the series is not at hand: its calibration from report.json (or average.tif, below)
+    applyCalibration(results_.pixelSize, results_.pixelUnit, int(results_.drift.size()));
   if (source_) {  // a re-run from here writes to the folder being looked at
     driftscan::Job job = editor_->job();
     job.output = QFileInfo(folder).absoluteFilePath().toStdString();
@@ -574,6 +587,10 @@ bool MainWindow::openResults(const QString& folder) {
     try {
       auto avg = driftscan::TiffSeries::open(results_.averagePath.toStdString());
       average = std::make_shared<const driftscan::Frame>(avg->frame(0));
+      // The average is written with the series' calibration: it stands in for a series not at hand
+      // (after report.json, which records the series' own).
+      if (!source_ && !(results_.pixelSize > 0))
+        applyCalibration(avg->pixel_size(), QString::fromStdString(avg->pixel_unit()), int(results_.drift.size()));
     } catch (const std::exception& e) {
       showError(QString("Cannot read the average: %1").arg(e.what()));
     }
@@ -688,6 +705,14 @@ void MainWindow::showScanDistortion(const std::shared_ptr<const driftscan::Frame
   }
   distortion_->setAverages(rigid, results_.specimenCoordinates ? average : nullptr, results_.specimenOrigin);
   if (source_) distortion_->setPixelSize(source_->pixel_size(), QString::fromStdString(source_->pixel_unit()));
+}
+
+void MainWindow::applyCalibration(double size, const QString& unit, int frames) {
+  drift_->setPixelSize(size, unit);
+  follow_->driftPlot()->setPixelSize(size, unit);
+  lines_->setPixelSize(size, unit);
+  spectra_->setPixelSize(size, unit);
+  volume_->setCalibration(size, unit, frames);
 }
 
 bool MainWindow::showView(const QString& name) {

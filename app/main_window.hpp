@@ -78,6 +78,8 @@ class MainWindow : public QMainWindow {
   QPushButton* cancelButton() const { return cancelButton_; }
   QProgressBar* progressBar() const { return progress_; }
   QString lastError() const;
+  // View > Physical units (checked: nm / nm⁻¹ where the pixel size is known).
+  QAction* physicalUnitsAction() const { return physicalUnitsAction_; }
   const ResultSet& results() const { return results_; }
 
  public slots:
@@ -113,6 +115,9 @@ class MainWindow : public QMainWindow {
   void endFollow(const QString& status, const QString& message, const QString& folder);
   // The line-resolution drift and the rigid-vs-corrected view of a scan-distortion run.
   void showScanDistortion(const std::shared_ptr<const driftscan::Frame>& average);
+  // The pixel size every plot and spectrum uses (from the series, or from the
+  // calibrated average.tif when the series is not at hand).
+  void applyCalibration(double size, const QString& unit, int frames);
 
   SeriesViewer* series_;
   ComparisonView* compare_;
@@ -137,6 +142,7 @@ class MainWindow : public QMainWindow {
   QPushButton* cancelButton_;
   QMenu* recentMenu_ = nullptr;
   QAction* roiAction_ = nullptr;
+  QAction* physicalUnitsAction_ = nullptr;
   std::shared_ptr<const driftscan::FrameSource> source_;
   QString seriesPath_;
   QString projectPath_;

@@ -165,6 +165,15 @@ ResultSet ResultSet::load(const QString& folder) {
         }
     }
   }
+  // The series' calibration as the engine read it (report.json's input block).
+  if (auto it = r.report.find("input"); it != r.report.end() && it->is_object()) {
+    const auto size = it->find("pixel_size");
+    const auto unit = it->find("unit");
+    if (size != it->end() && size->is_number() && unit != it->end() && unit->is_string()) {
+      r.pixelSize = size->get<double>();
+      r.pixelUnit = QString::fromStdString(unit->get<std::string>());
+    }
+  }
   if (auto it = r.report.find("job"); r.input.isEmpty() && it != r.report.end() && it->is_object())
     r.input = QString::fromStdString(it->value("input", std::string()));
   if (!r.driftPath.isEmpty()) r.drift = drift_rows(driftscan::read_drift_records(r.driftPath.toStdString()));

@@ -58,6 +58,9 @@ struct ResultSet {
   ScanTraceData trace;
   nlohmann::json report;
   QStringList warnings;  // files missing or unreadable, one line each
+  // The series' pixel size and unit from report.json (0 and empty: not recorded or none).
+  double pixelSize = 0;
+  QString pixelUnit;
   // A scan-distortion run: average.tif is in specimen coordinates (its pixel
   // (0, 0) shows specimen point specimenOrigin), the rigid average beside it,
   // and the per-line drift.

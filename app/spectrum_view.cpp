@@ -31,6 +31,20 @@ void SpectrumView::setAverage(std::shared_ptr<const driftscan::Frame> average) {
   refresh();
 }
 
+void SpectrumView::setPixelSize(double size, const QString& unit) {
+  const bool physical = cal_.physical;
+  cal_ = PixelCalibration::of(size, unit);
+  cal_.physical = physical;
+  frameDirty_ = averageDirty_ = true;
+  refresh();
+}
+
+void SpectrumView::setPhysicalUnits(bool on) {
+  cal_.physical = on;
+  frameDirty_ = averageDirty_ = true;
+  refresh();
+}
+
 void SpectrumView::setFrame(int k) {
   if (k == k_ && !frameDirty_) return;
   k_ = k;
@@ -43,26 +57,34 @@ void SpectrumView::showEvent(QShowEvent*) { refresh(); }
 void SpectrumView::refresh() {
   if (!isVisible()) return;
   // The engine's spectrum (windowed periodogram) and its lattice figure of merit.
-  auto show = [](ImageView* v, const driftscan::Frame& f, const QString& caption) {
+  const PixelCalibration cal = cal_;
+  auto show = [cal](ImageView* v, const driftscan::Frame& f, const QString& caption) {
     const driftscan::PowerSpectrum spectrum(f.width, f.height);
     auto s = std::make_shared<const driftscan::Frame>(spectrum.log_power(f));
     const driftscan::SpectrumPeak peak = spectrum.strongest_peak(f);
     DisplayMapping m = auto_levels(*s, 0.001);
     m.map = ColourMap::fire;
     v->setImage(render_frame(*s, m), s);
-    v->setCaption(QString("%1: peak at %2 px, sharpness %3")
-                      .arg(caption)
-                      .arg(peak.period, 0, 'f', 2)
-                      .arg(peak.sharpness, 0, 'f', 1));
+    // One spectrum pixel along x is 1/width cycles per pixel.
+    if (cal.shown()) v->setPixelSize(1.0 / (f.width * cal.size), cal.frequencyUnit());
+    else v->setPixelSize(0, QString());
+    // The peak's period (in the unit: its spatial frequency too), or in px.
+    const QString period = cal.shown() && peak.period > 0 ? QString("%1 %2 (%3 %4)")
+                                                                .arg(peak.period * cal.size, 0, 'g', 4)
+                                                                .arg(cal.unit)
+                                                                .arg(1.0 / (peak.period * cal.size), 0, 'g', 3)
+                                                                .arg(cal.frequencyUnit())
+                                                          : QString("%1 px").arg(peak.period, 0, 'f', 2);
+    v->setCaption(QString("%1: peak %2, sharpness %3").arg(caption, period).arg(peak.sharpness, 0, 'f', 1));
   };
   try {
     if (frameDirty_ && series_ && series_->frame_count() > 0) {
       const int k = std::min<int>(k_, int(series_->frame_count()) - 1);
-      show(frame_, series_->frame(std::size_t(k)), QString("spectrum of frame %1").arg(k));
+      show(frame_, series_->frame(std::size_t(k)), QString("frame %1").arg(k));
       frameDirty_ = false;
     }
     if (averageDirty_ && averageData_) {
-      show(average_, *averageData_, "spectrum of the average");
+      show(average_, *averageData_, "average");
       averageDirty_ = false;
     }
   } catch (const std::exception& e) {

@@ -2,11 +2,14 @@
 // 2-D log power spectra of the current frame and of the average side by
 // side (sharp lattice peaks in the average's spectrum mean a good average).
 // Spectra are computed (by the engine's PowerSpectrum) only while the view
-// is visible; captions give the strongest peak's period and sharpness.
+// is visible; captions give the strongest peak's period and sharpness. With
+// a calibrated series the scale bar is in spatial frequency (nm⁻¹: cycles
+// per pixel / pixel size) and the period also in nm.
 #include <QWidget>
 #include <memory>
 
 #include "driftscan/frame_source.hpp"
+#include "pixel_calibration.hpp"
 
 class ImageView;
 
@@ -16,6 +19,10 @@ class SpectrumView : public QWidget {
   explicit SpectrumView(QWidget* parent = nullptr);
   void setSeries(std::shared_ptr<const driftscan::FrameSource> series);
   void setAverage(std::shared_ptr<const driftscan::Frame> average);
+  // The series' pixel size (<= 0 or no unit: spectra in 1/px).
+  void setPixelSize(double size, const QString& unit);
+  void setPhysicalUnits(bool on);
+  const PixelCalibration& calibration() const { return cal_; }
   ImageView* frameSpectrum() const { return frame_; }
   ImageView* averageSpectrum() const { return average_; }
 
@@ -32,6 +39,7 @@ class SpectrumView : public QWidget {
   ImageView* average_;
   std::shared_ptr<const driftscan::FrameSource> series_;
   std::shared_ptr<const driftscan::Frame> averageData_;
+  PixelCalibration cal_;
   int k_ = 0;
   bool frameDirty_ = true, averageDirty_ = true;
 };

@@ -267,23 +267,28 @@ void VolumeView::updateSlices() {
 }
 
 void VolumeView::setCalibration(double pixelSize, const QString& unit, int frames) {
-  const bool calibrated =
-      pixelSize > 0 && std::isfinite(pixelSize) && !unit.isEmpty() && unit != "px" && unit != "pixel";
-  pixelSize_ = calibrated ? pixelSize : 0;
-  unit_ = calibrated ? unit : QString();
+  const bool physical = cal_.physical;
+  cal_ = PixelCalibration::of(pixelSize, unit);
+  cal_.physical = physical;
   frames_ = frames;
+  updateAxes();
+}
+
+void VolumeView::setPhysicalUnits(bool on) {
+  cal_.physical = on;
   updateAxes();
 }
 
 std::pair<double, double> VolumeView::axisRange(int axis) const {
   const int n[3] = {nx_, ny_, nz_};
   if (n[axis] <= 0) return {0, 0};
-  return centred_range(n[axis], axis < 2 && pixelSize_ > 0 ? pixelSize_ : 1.0);
+  return centred_range(n[axis], axis < 2 ? cal_.scale() : 1.0);
 }
 
 QString VolumeView::axisTitle(int axis) const {
   if (axis == 2) return QString("f (1/%1)").arg(frames_ > 0 && frames_ == nz_ ? "frame" : "plane");
-  return QString("%1 (1/%2)").arg(axis == 0 ? "kx" : "ky", pixelSize_ > 0 ? unit_ : QString("px"));
+  // "1/nm" rather than nm⁻¹: the axes' vector text is ASCII only.
+  return QString("%1 (1/%2)").arg(axis == 0 ? "kx" : "ky", cal_.lengthUnit());
 }
 
 void VolumeView::updateAxes() {

@@ -11,6 +11,8 @@
 
 #include <vtkSmartPointer.h>
 
+#include "pixel_calibration.hpp"
+
 class QSlider;
 class QCheckBox;
 class QLabel;
@@ -37,6 +39,8 @@ class VolumeView : public QWidget {
   // and frame count (the time axis is in 1/frame when every frame is a plane,
   // in 1/plane when the engine binned frames).
   void setCalibration(double pixelSize, const QString& unit, int frames);
+  // Axes in 1/px even when the pixel size is known (the px/physical choice).
+  void setPhysicalUnits(bool on);
   // Frequency range of axis 0 (x), 1 (y), 2 (time) as labelled, and its label.
   std::pair<double, double> axisRange(int axis) const;
   QString axisTitle(int axis) const;
@@ -72,8 +76,7 @@ class VolumeView : public QWidget {
   QLabel* hint_;
   QPushButton* runSpectrum_;
   int nx_ = 0, ny_ = 0, nz_ = 0;
-  double pixelSize_ = 0;
-  QString unit_;
+  PixelCalibration cal_;
   int frames_ = 0;
   vtkSmartPointer<vtkImageData> image_;
   vtkSmartPointer<vtkImageActor> slice_[3];

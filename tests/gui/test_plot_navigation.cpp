@@ -2,7 +2,7 @@
 // (or time) axis about the cursor, dragging pans it, a click without drag
 // still selects a frame, a double click shows everything again, and the
 // readout beside the cursor gives the frame and its values (in the series'
-// unit too). The readout is drawn on screen only, never into an export.
+// unit when it has one). The readout is drawn on screen only, never into an export.
 #include <QApplication>
 #include <QMouseEvent>
 #include <QSignalSpy>
@@ -12,6 +12,7 @@
 
 #include "drift_plot.hpp"
 #include "imbalance_view.hpp"
+#include "line_drift_plot.hpp"
 
 namespace {
 void wheel(QWidget* w, QPointF at, int notches) {
@@ -86,16 +87,25 @@ class PlotNavigationTest : public QObject {
     QCOMPARE(selected.count(), 1);
     QCOMPARE(selected.at(0).at(0).toInt(), target);
 
-    // The readout: frame, shift in px and in the series' unit, sigma.
+    // The readout: frame, shift in the series' unit (dx * pixel size), sigma too, the pixels after.
     mouse(&plot, QEvent::MouseMove, atTarget, Qt::NoButton, Qt::NoButton);
-    const QString expected = QString("frame %1: dx %2, dy %3 px = %4, %5 nm")
-                                 .arg(target)
-                                 .arg(0.5 * target, 0, 'f', 3)
-                                 .arg(-0.2 * target, 0, 'f', 3)
-                                 .arg(0.05 * target, 0, 'g', 4)
-                                 .arg(-0.02 * target, 0, 'g', 4);
+    const QString expected =
+        QString("frame %1: dx %2, dy %3 nm").arg(target).arg(0.05 * target, 0, 'g', 4).arg(-0.02 * target, 0, 'g', 4);
     QVERIFY2(plot.readout().startsWith(expected), qPrintable(plot.readout() + " vs " + expected));
-    QVERIFY(plot.readout().contains(QString::number(0.01 * target, 'g', 3) + " px"));
+    QVERIFY2(plot.readout().contains(QString::number(0.001 * target, 'g', 3) + " nm"), qPrintable(plot.readout()));
+    QVERIFY2(plot.readout().endsWith(QString("(%1, %2 px)").arg(0.5 * target, 0, 'f', 3).arg(-0.2 * target, 0, 'f', 3)),
+             qPrintable(plot.readout()));
+    // View > Physical units off: the same point reads out in pixels.
+    plot.setPhysicalUnits(false);
+    mouse(&plot, QEvent::MouseMove, atTarget + QPointF(0, 1), Qt::NoButton, Qt::NoButton);
+    QVERIFY2(plot.readout().startsWith(QString("frame %1: dx %2, dy %3 px")
+                                           .arg(target)
+                                           .arg(0.5 * target, 0, 'f', 3)
+                                           .arg(-0.2 * target, 0, 'f', 3)),
+             qPrintable(plot.readout()));
+    QCOMPARE(plot.shiftAxisLabel(), QString("shift (px)"));
+    plot.setPhysicalUnits(true);
+    mouse(&plot, QEvent::MouseMove, atTarget, Qt::NoButton, Qt::NoButton);
     // On screen, not in the export.
     QApplication::processEvents();
     const QRgb box = qRgb(255, 255, 225);
@@ -113,6 +123,43 @@ class PlotNavigationTest : public QObject {
     QEvent leave(QEvent::Leave);
     QApplication::sendEvent(&plot, &leave);
     QVERIFY(plot.readout().isEmpty());
+  }
+
+  void lineDriftPlotReadsOutInTheSeriesUnit() {
+    // Two frames of 50 lines, drifting 0.1 px per line in x, jitter +-0.2 px.
+    LineDriftSeries lines;
+    for (int k = 0; k < 2; ++k) {
+      lines.frameFirst.push_back(k * 1.2);
+      lines.frameLast.push_back(k * 1.2 + 0.98);
+      for (int i = 0; i < 50; ++i) {
+        lines.t.push_back(k * 1.2 + i * 0.02);
+        lines.dx.push_back(0.1 * (50 * k + i));
+        lines.dy.push_back(-0.05 * (50 * k + i));
+        lines.jitter.push_back(i % 2 ? 0.2 : -0.2);
+        lines.frame.push_back(k);
+      }
+    }
+    lines.totalLines = 100;
+    LineDriftPlot plot;
+    plot.setSeries(lines, {});
+    plot.resize(900, 600);
+    plot.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&plot));
+    const QPointF at(plot.xOfTime(1.5), 120);  // in the drift panel
+    const QRegularExpression value(R"(: drift (-?[0-9.eE+-]+) (\S+)$)");
+    mouse(&plot, QEvent::MouseMove, at, Qt::NoButton, Qt::NoButton);
+    const auto px = value.match(plot.readout());
+    QVERIFY2(px.hasMatch() && px.captured(2) == "px", qPrintable(plot.readout()));  // no calibration: px
+    plot.setPixelSize(20, "pm");                                                    // restated in nm: 0.02 nm
+    QCOMPARE(plot.calibration().size, 0.02);
+    mouse(&plot, QEvent::MouseMove, at + QPointF(0, 1), Qt::NoButton, Qt::NoButton);
+    mouse(&plot, QEvent::MouseMove, at, Qt::NoButton, Qt::NoButton);
+    const auto nm = value.match(plot.readout());
+    QVERIFY2(nm.hasMatch() && nm.captured(2) == "nm", qPrintable(plot.readout()));
+    const double v = px.captured(1).toDouble();
+    QVERIFY(std::abs(v) > 0.5);
+    QVERIFY2(std::abs(nm.captured(1).toDouble() - v * 0.02) <= 1e-3 * std::abs(v * 0.02) + 1e-6,
+             qPrintable(plot.readout() + " vs " + px.captured(0)));
   }
 
   void loadBalanceZoomsAndNamesTheApplication() {
