@@ -162,13 +162,14 @@ void sum_and_grade_frames(FrameStream& stream, std::vector<FrameState>& state, d
                           MeanAccumulator& sums) {
   const std::size_t npix = sums.count.size();
   const int h = stream.height();
+  // This member's frames only (all of them without a team).
+  std::size_t first = 0, last = state.size();
+  if (stream.team()) stream.team()->own_frames(state.size(), first, last);
   std::vector<std::size_t> candidates, all;
-  for (std::size_t k = 0; k < state.size(); ++k) {
+  for (std::size_t k = first; k < last; ++k) {
     all.push_back(k);
     if (!state[k].listed_excluded) candidates.push_back(k);
   }
-  candidates = stream.own(candidates);
-  all = stream.own(all);
   auto count_finite = [npix](const float* v) {
     long m = 0;
     for (std::size_t i = 0; i < npix; ++i) m += std::isfinite(v[i]) ? 1 : 0;

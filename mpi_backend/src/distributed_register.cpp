@@ -440,7 +440,7 @@ std::vector<Registration> finish_chains(RegisterRun& run) {
 // everyone's new ones.
 void scan(RegisterRun& run) {
   const auto t0 = Clock::now();
-  const std::vector<Registration> computed = run.plan.scan_mode ? scan_gap(run) : finish_chains(run);
+  std::vector<Registration> computed = run.plan.scan_mode ? scan_gap(run) : finish_chains(run);
   // Every rank's share of the finished scan is saved now, so an interruption
   // in a later phase resumes with this drift instead of scanning again.
   run.checkpoint->flush();
@@ -450,17 +450,28 @@ void scan(RegisterRun& run) {
   run.trace.gather(run.ctx.comm);
   const std::size_t n = run.n;
   RegisterResult& res = run.res;
-  res.registrations.resize(n);
+  std::vector<Registration> gathered = allgather_records(run.ctx.comm, computed);
+  computed = {};
   std::vector<bool> have(n, false);
-  auto take = [&](const Registration& r) {
-    if (r.to >= n) return;
-    res.registrations[r.to] = r;
-    have[r.to] = true;
-  };
-  for (const auto& o : run.known.outputs)
-    if (o) take(*o);
+  const bool in_order = gathered.size() == n &&
+                        std::all_of(gathered.begin(), gathered.end(),
+                                    [k = std::uint64_t(0)](const Registration& r) mutable { return r.to == k++; });
+  if (in_order) {
+    // A fresh run: the ranks' blocks in frame order, taken as they are (no second table).
+    res.registrations = std::move(gathered);
+    std::fill(have.begin(), have.end(), true);
+  } else {
+    res.registrations.resize(n);
+    auto take = [&](const Registration& r) {
+      if (r.to >= n) return;
+      res.registrations[r.to] = r;
+      have[r.to] = true;
+    };
+    for (const auto& o : run.known.outputs)
+      if (o) take(*o);
+    for (const Registration& r : gathered) take(r);
+  }
   run.known.outputs = {};
-  for (const Registration& r : allgather_records(run.ctx.comm, computed)) take(r);
   run.applications = sum_over_ranks(run.ctx.comm, run.applications);
   res.seconds.scan = since(t0);
   if (const auto missing = std::count(have.begin(), have.end(), false))
@@ -495,9 +506,10 @@ void uncertainty(RegisterRun& run) {
     run.checkpoint->add_uncertainty(lo, mine);
     run.checkpoint->flush();
     run.checkpoint->agree(run.ctx.comm);
+    run.checkpoint->release();  // the run's last save is done: its copies go before the gather
     run.res.uncertainty = allgather_records(run.ctx.comm, mine);
   }
-  run.checkpoint->release();  // the run's last save is done
+  run.checkpoint->release();
   run.known.uncertainty = {};
   if (run.ctx.rank == 0)
     if (std::string w = singular_warning(summarize_uncertainty(run.res.uncertainty)); !w.empty())
