@@ -72,13 +72,13 @@ class Warper {
   std::unique_ptr<RealFft2d<float>> fft_;
 };
 
-struct FrameState {
+struct FrameState {     // one per frame of the series: the flags packed after the numbers
+  long bad_pixels = 0;  // NaN/Inf
+  long overlap = 0;     // finite warped pixels
+  double quality = 0.0;
   bool listed_excluded = false;  // in exclude_frames
   bool blank = false;            // no finite pixel, or constant
-  long bad_pixels = 0;           // NaN/Inf
-  long overlap = 0;              // finite warped pixels
   bool inspected = false;
-  double quality = 0.0;
   bool rejected_quality = false;
   bool used = false;
 };

@@ -130,19 +130,25 @@ void combine_states(const FrameStream& stream, std::vector<FrameState>& state) {
   std::size_t first = 0, last = 0;
   team->own_frames(state.size(), first, last);
   constexpr std::size_t kFields = 5;
-  std::vector<double> packed(kFields * state.size(), 0.0);
-  for (std::size_t k = first; k < last; ++k) {
-    const FrameState& st = state[k];
-    double* p = packed.data() + kFields * k;
-    p[0] = st.blank ? 1 : 0, p[1] = static_cast<double>(st.bad_pixels), p[2] = static_cast<double>(st.overlap);
-    p[3] = st.quality, p[4] = st.rejected_quality ? 1 : 0;
-  }
-  team->sum(packed);
-  for (std::size_t k = 0; k < state.size(); ++k) {
-    FrameState& st = state[k];
-    const double* p = packed.data() + kFields * k;
-    st.blank = p[0] > 0.5, st.bad_pixels = std::lround(p[1]), st.overlap = std::lround(p[2]);
-    st.quality = p[3], st.rejected_quality = p[4] > 0.5, st.inspected = true;
+  // In chunks of frames: the buffer stays small however long the series.
+  constexpr std::size_t kChunk = 4096;
+  std::vector<double> packed;
+  for (std::size_t c0 = 0; c0 < state.size(); c0 += kChunk) {
+    const std::size_t c1 = std::min(state.size(), c0 + kChunk);
+    packed.assign(kFields * (c1 - c0), 0.0);
+    for (std::size_t k = std::max(first, c0); k < std::min(last, c1); ++k) {
+      const FrameState& st = state[k];
+      double* p = packed.data() + kFields * (k - c0);
+      p[0] = st.blank ? 1 : 0, p[1] = static_cast<double>(st.bad_pixels), p[2] = static_cast<double>(st.overlap);
+      p[3] = st.quality, p[4] = st.rejected_quality ? 1 : 0;
+    }
+    team->sum(packed);
+    for (std::size_t k = c0; k < c1; ++k) {
+      FrameState& st = state[k];
+      const double* p = packed.data() + kFields * (k - c0);
+      st.blank = p[0] > 0.5, st.bad_pixels = std::lround(p[1]), st.overlap = std::lround(p[2]);
+      st.quality = p[3], st.rejected_quality = p[4] > 0.5, st.inspected = true;
+    }
   }
 }
 
@@ -156,13 +162,14 @@ void sum_and_grade_frames(FrameStream& stream, std::vector<FrameState>& state, d
                           MeanAccumulator& sums) {
   const std::size_t npix = sums.count.size();
   const int h = stream.height();
+  // This member's frames only (all of them without a team).
+  std::size_t first = 0, last = state.size();
+  if (stream.team()) stream.team()->own_frames(state.size(), first, last);
   std::vector<std::size_t> candidates, all;
-  for (std::size_t k = 0; k < state.size(); ++k) {
+  for (std::size_t k = first; k < last; ++k) {
     all.push_back(k);
     if (!state[k].listed_excluded) candidates.push_back(k);
   }
-  candidates = stream.own(candidates);
-  all = stream.own(all);
   auto count_finite = [npix](const float* v) {
     long m = 0;
     for (std::size_t i = 0; i < npix; ++i) m += std::isfinite(v[i]) ? 1 : 0;

@@ -41,9 +41,6 @@ void write_atomically(const std::string& path, Write&& write) {
   write(file.stream());
   file.commit();
 }
-void write_text_atomically(const std::string& path, const std::string& text) {
-  write_atomically(path, [&](std::ostream& out) { out << text; });
-}
 
 // `report` dumped with two-space indentation, each ReportArray streamed in
 // at its path, one compact record per line: only one record is ever a JSON
@@ -101,6 +98,47 @@ std::string flag_names(std::uint32_t flags) {
 }
 
 }  // namespace
+
+void ApplicationSummary::add(int iterations) {
+  const auto i = static_cast<std::size_t>(std::max(0, iterations));
+  if (iterations_histogram.size() <= i) iterations_histogram.resize(i + 1, 0);
+  ++iterations_histogram[i];
+  ++count;
+  iterations_total += i;
+}
+
+void ApplicationSummary::add(const ApplicationSummary& other) {
+  if (iterations_histogram.size() < other.iterations_histogram.size())
+    iterations_histogram.resize(other.iterations_histogram.size(), 0);
+  for (std::size_t i = 0; i < other.iterations_histogram.size(); ++i)
+    iterations_histogram[i] += other.iterations_histogram[i];
+  count += other.count;
+  iterations_total += other.iterations_total;
+}
+
+std::uint64_t ApplicationSummary::iterations_max() const {
+  for (std::size_t i = iterations_histogram.size(); i-- > 0;)
+    if (iterations_histogram[i] > 0) return i;
+  return 0;
+}
+
+ApplicationSummary ApplicationSummary::of(const std::vector<OperatorApplication>& applications) {
+  ApplicationSummary s;
+  for (const OperatorApplication& a : applications) s.add(a.iterations);
+  return s;
+}
+
+ReportArray operator_applications_array(const std::vector<OperatorApplication>& applications) {
+  return {{"operator_applications"}, applications.size(), [&applications](std::size_t i) {
+            const OperatorApplication& a = applications[i];
+            return nlohmann::json{{"from", a.from},
+                                  {"to", a.to},
+                                  {"iterations", a.iterations},
+                                  {"seconds", a.seconds},
+                                  {"cost", std::isfinite(a.cost) ? a.cost : 1.0},
+                                  {"flags", flag_names(a.flags)}};
+          }};
+}
 
 RegistrationScan sequential_registration_scan() {
   return [](const std::vector<Registration>& x, const RegistrationCombine& op) {
@@ -284,26 +322,27 @@ std::string drift_csv_row(std::size_t k, const Registration& r, MotionModel mode
 void write_drift_csv(const std::string& path, const std::vector<Registration>& registrations, MotionModel model,
                      Point centre, const AverageResult* average, const std::vector<DriftUncertainty>* uncertainty) {
   const bool sigmas = uncertainty && uncertainty->size() == registrations.size();
-  std::string s = drift_csv_header(model, sigmas);
   const std::vector<double> noise = sigmas ? frame_noise_variances(*uncertainty) : std::vector<double>();
-  for (std::size_t k = 0; k < registrations.size(); ++k) {
-    const Registration& r = registrations[k];
-    const double quality = average && k < average->quality.size() ? average->quality[k] : 0.0;
-    const bool used =
-        average && k < average->used.size() ? static_cast<bool>(average->used[k]) : !(r.flags & kFrameFailed);
-    s += drift_csv_row(k, r, model, centre, quality, used, sigmas ? &(*uncertainty)[k] : nullptr,
-                       sigmas ? noise[k] : 0.0);
-  }
-  write_text_atomically(path, s);
+  // Row by row into the file: a long series' table is never one string.
+  write_atomically(path, [&](std::ostream& out) {
+    out << drift_csv_header(model, sigmas);
+    for (std::size_t k = 0; k < registrations.size(); ++k) {
+      const Registration& r = registrations[k];
+      const double quality = average && k < average->quality.size() ? average->quality[k] : 0.0;
+      const bool used =
+          average && k < average->used.size() ? static_cast<bool>(average->used[k]) : !(r.flags & kFrameFailed);
+      out << drift_csv_row(k, r, model, centre, quality, used, sigmas ? &(*uncertainty)[k] : nullptr,
+                           sigmas ? noise[k] : 0.0);
+    }
+  });
 }
 
 RegisterOutputs write_register_outputs(OutputSet& set, const FrameSource& frames, const RegistrationSettings& settings,
                                        const AveragingOptions& averaging,
                                        const std::vector<Registration>& registrations,
-                                       const std::vector<OperatorApplication>& applications,
-                                       const AverageResult& average, const std::vector<std::string>& warnings,
-                                       const nlohmann::json& report_extra, const std::vector<ReportArray>& streamed,
-                                       const std::string& average_suffix,
+                                       const ApplicationSummary& applications, const AverageResult& average,
+                                       const std::vector<std::string>& warnings, const nlohmann::json& report_extra,
+                                       const std::vector<ReportArray>& streamed, const std::string& average_suffix,
                                        const std::vector<DriftUncertainty>* uncertainty) {
   // Staged in the set: nothing is visible under these names before its commit.
   RegisterOutputs files;
@@ -350,34 +389,22 @@ RegisterOutputs write_register_outputs(OutputSet& set, const FrameSource& frames
   report["drift_convention"] =
       "frame k at pixel (x, y) shows what frame 0 shows at T_{0,k}(x, y); dx,dy = T_{0,k}(c) - c at the frame "
       "centre c = ((width-1)/2, (height-1)/2)";
-  long total_it = 0, max_it = 0;
-  for (const OperatorApplication& a : applications) {
-    total_it += a.iterations;
-    max_it = std::max<long>(max_it, a.iterations);
-  }
-  // One record per application: streamed, a long series has tens of thousands.
-  std::vector<ReportArray> arrays = streamed;
-  arrays.push_back({{"operator_applications"}, applications.size(), [&](std::size_t i) {
-                      const OperatorApplication& a = applications[i];
-                      return nlohmann::json{{"from", a.from},
-                                            {"to", a.to},
-                                            {"iterations", a.iterations},
-                                            {"seconds", a.seconds},
-                                            {"cost", std::isfinite(a.cost) ? a.cost : 1.0},
-                                            {"flags", flag_names(a.flags)}};
-                    }});
   std::size_t used = 0;
   nlohmann::json excluded = nlohmann::json::array();
   for (std::size_t k = 0; k < registrations.size(); ++k) {
     if (k < average.used.size() && average.used[k]) ++used;
     else excluded.push_back(k);
   }
-  report["summary"] = {{"operator_applications", applications.size()},
-                       {"iterations_total", total_it},
-                       {"iterations_mean", applications.empty() ? 0.0 : double(total_it) / applications.size()},
-                       {"iterations_max", max_it},
-                       {"frames_used", used},
-                       {"frames_excluded", excluded}};
+  report["summary"] = {
+      {"operator_applications", applications.count},
+      {"iterations_total", applications.iterations_total},
+      {"iterations_mean", applications.count == 0 ? 0.0
+                                                  : static_cast<double>(applications.iterations_total) /
+                                                        static_cast<double>(applications.count)},
+      {"iterations_max", applications.iterations_max()},
+      {"iterations_histogram", applications.iterations_histogram},
+      {"frames_used", used},
+      {"frames_excluded", excluded}};
   if (uncertainty && !uncertainty->empty()) report["uncertainty"] = to_json(summarize_uncertainty(*uncertainty));
   const RegistrationFailures failures = classify_failures(registrations);
   report["registration"] = failures.to_json();
@@ -392,7 +419,7 @@ RegisterOutputs write_register_outputs(OutputSet& set, const FrameSource& frames
   for (auto it = report_extra.begin(); it != report_extra.end(); ++it)
     if (it.key() == "files" && it.value().is_object()) report["files"].update(it.value());
     else report[it.key()] = it.value();
-  set.write(kOutputRecord, [&](const std::string& path) { write_report(path, std::move(report), arrays); });
+  set.write(kOutputRecord, [&](const std::string& path) { write_report(path, std::move(report), streamed); });
   return files;
 }
 
@@ -437,8 +464,9 @@ RegisterResult register_series(const FrameSource& frames, const RegistrationSett
   cancel.throw_if_cancelled();
   stop_if_registration_failed(classify_failures(res.registrations), name, &progress, res.warnings, [&] {
     progress.phase("write", 2);
-    res.files = write_register_outputs(set, frames, settings, averaging, res.registrations, res.applications,
-                                       AverageResult{}, res.warnings, {}, {}, "", &res.uncertainty);
+    res.files = write_register_outputs(set, frames, settings, averaging, res.registrations,
+                                       ApplicationSummary::of(res.applications), AverageResult{}, res.warnings, {},
+                                       {operator_applications_array(res.applications)}, "", &res.uncertainty);
     set.commit();
     progress.advance(2);
   });
@@ -474,8 +502,9 @@ RegisterResult register_series(const FrameSource& frames, const RegistrationSett
                         {"average", res.seconds.average},
                         {"before_write_total", res.seconds.total}};
   extra["cpu_s"] = {{"pairs", res.cpu.pairs}, {"scan", res.cpu.scan}, {"average", res.cpu.average}};
-  res.files = write_register_outputs(set, frames, settings, averaging, res.registrations, res.applications, res.average,
-                                     res.warnings, extra, {}, "", &res.uncertainty);
+  res.files = write_register_outputs(set, frames, settings, averaging, res.registrations,
+                                     ApplicationSummary::of(res.applications), res.average, res.warnings, extra,
+                                     {operator_applications_array(res.applications)}, "", &res.uncertainty);
   set.commit();
   progress.advance(4);
   res.seconds.write = since(t0);

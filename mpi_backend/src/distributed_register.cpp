@@ -43,6 +43,22 @@ std::unique_ptr<FrameSource> open_series(const Job& job) {
   return frames;
 }
 
+// Every rank's operator applications counted together (on every rank).
+ApplicationSummary sum_over_ranks(MPI_Comm comm, const ApplicationSummary& mine) {
+  unsigned long long size = mine.iterations_histogram.size(), longest = 0;
+  MPI_Allreduce(&size, &longest, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
+  std::vector<unsigned long long> local(longest + 2, 0), all(longest + 2, 0);
+  for (std::size_t i = 0; i < mine.iterations_histogram.size(); ++i) local[i] = mine.iterations_histogram[i];
+  local[longest] = mine.count;
+  local[longest + 1] = mine.iterations_total;
+  MPI_Allreduce(local.data(), all.data(), static_cast<int>(all.size()), MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm);
+  ApplicationSummary sum;
+  sum.iterations_histogram.assign(all.begin(), all.begin() + static_cast<long>(longest));
+  sum.count = all[longest];
+  sum.iterations_total = all[longest + 1];
+  return sum;
+}
+
 // This rank's share of what the checkpoints leave to do. One gap (always so
 // in a fresh run: all of 0..n-1) is scanned by the work-stealing scan, from
 // the known output before it: sequence position p is frame start + p,
@@ -80,6 +96,34 @@ ScanPlan plan_scan(const std::vector<OutputGap>& gaps, const RunContext& ctx, in
   return plan;
 }
 
+// The elements e_k this rank's share of the scan uses (the frame ranges of
+// ScanPlan::needed), from the checkpoints or computed here: never all n.
+class NeededElements {
+ public:
+  NeededElements() = default;
+  NeededElements(const std::vector<std::pair<std::size_t, std::size_t>>& needed, const CheckpointState& known) {
+    for (auto [a, b] : needed) {
+      ranges_.push_back({a, std::vector<std::optional<Registration>>(b - a)});
+      for (std::size_t k = a; k < b; ++k)
+        if (k < known.elements.size()) ranges_.back().second[k - a] = known.elements[k];
+    }
+  }
+  std::optional<Registration>& operator[](std::size_t k) {
+    for (auto& [first, v] : ranges_)
+      if (k >= first && k - first < v.size()) return v[k - first];
+    throw failure("register: element " + std::to_string(k) + " is outside this rank's share of the scan");
+  }
+  std::size_t missing() const {
+    std::size_t m = 0;
+    for (const auto& r : ranges_)
+      for (const auto& e : r.second) m += e ? 0 : 1;
+    return m;
+  }
+
+ private:
+  std::vector<std::pair<std::size_t, std::vector<std::optional<Registration>>>> ranges_;
+};
+
 // This rank's checkpoint: what its file held already (an earlier run's
 // rank r, whatever its share was: rewriting the file must not lose it;
 // files of ranks this run does not have stay as they are), plus what it
@@ -89,12 +133,13 @@ class RankCheckpoint {
  public:
   RankCheckpoint(const Job& job, int rank, const nlohmann::json& fingerprint)
       : interval_(job.execution.checkpoint_interval_s), path_(rank_checkpoint_path(job.output, rank)) {
-    if (job.execution.resume && fs::exists(path_)) ck_ = read_checkpoint_file(path_, fingerprint);
+    if (interval_ > 0 && job.execution.resume && fs::exists(path_)) ck_ = read_checkpoint_file(path_, fingerprint);
     ck_.fingerprint = fingerprint;
     last_save_ = Clock::now();
   }
 
   void add_elements(const std::vector<Registration>& elements) {
+    if (interval_ <= 0) return;  // never saved: nothing to keep
     std::lock_guard<std::mutex> lock(mu_);
     ck_.elements.insert(ck_.elements.end(), elements.begin(), elements.end());
     dirty_ = true;
@@ -102,6 +147,7 @@ class RankCheckpoint {
   }
   // Frames lo.. of the uncertainty phase (replacing what an earlier run saved for them).
   void add_uncertainty(std::size_t lo, const std::vector<DriftUncertainty>& u) {
+    if (interval_ <= 0) return;
     std::lock_guard<std::mutex> lock(mu_);
     auto& v = ck_.uncertainty;
     v.erase(std::remove_if(v.begin(), v.end(), [&](const auto& r) { return r.first >= lo && r.first < lo + u.size(); }),
@@ -110,6 +156,7 @@ class RankCheckpoint {
     dirty_ = true;
   }
   void add_output(const Registration& r) {
+    if (interval_ <= 0) return;
     std::lock_guard<std::mutex> lock(mu_);
     ck_.prefix.push_back(r);
     dirty_ = true;
@@ -119,6 +166,24 @@ class RankCheckpoint {
   void flush() {
     std::lock_guard<std::mutex> lock(mu_);
     save_locked(true);
+  }
+  // Once every rank has saved its share of the finished scan, the files
+  // together hold every output, so a resume skips pairs and scan: the
+  // elements are dead weight in memory and in the next save.
+  void scan_saved() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ck_.elements.empty()) return;
+    ck_.elements = {};
+    dirty_ = true;
+  }
+  // After the last save of the run (the uncertainty's): the records are on
+  // disk and no longer needed here.
+  void release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    ck_.elements = {};
+    ck_.prefix = {};
+    ck_.uncertainty = {};
   }
   // Runs `body`; a cancel keeps what is done: the next --resume starts from there.
   template <class Body>
@@ -135,7 +200,7 @@ class RankCheckpoint {
 
  private:
   void save_locked(bool force) {
-    if (interval_ <= 0 || !dirty_ || (!force && since(last_save_) < interval_)) return;
+    if (interval_ <= 0 || released_ || !dirty_ || (!force && since(last_save_) < interval_)) return;
     try {
       save_checkpoint(ck_, path_);
     } catch (const Error& e) {
@@ -151,6 +216,7 @@ class RankCheckpoint {
   std::mutex mu_;
   Clock::time_point last_save_;
   bool dirty_ = false;
+  bool released_ = false;
   std::string error_;  // the first failed write
 };
 
@@ -162,8 +228,7 @@ struct RegisterRun {
         threads(std::max(1, job.execution.threads)),
         frames(open_series(job)),
         n(frames->frame_count()),
-        op(*frames, job.registration, 1, prepared_cache_bytes(job)),
-        known(n) {
+        op(*frames, job.registration, 1, prepared_cache_bytes(job)) {
     open_seconds = since(t_start);  // indexing the file (and the operator's set-up)
     if (job.scan.correct_distortion) {
       // Checked before any work: impossible timing or bands that do not fit
@@ -179,7 +244,7 @@ struct RegisterRun {
     ctx.cancel.throw_if_cancelled();
     Registration r = op(a, b);
     std::lock_guard<std::mutex> lock(applications_mu);
-    applications.push_back({r.from, r.to, r.iterations, r.seconds, r.cost, r.flags});
+    applications.add(r.iterations);
     ctx.progress.advance(++applied);
     return r;
   }
@@ -193,7 +258,8 @@ struct RegisterRun {
   RegistrationOperator op;
 
   // From the resume phase on.
-  CheckpointState known;  // what the checkpoints held, then the elements computed
+  CheckpointState known;    // what the checkpoints held (sized only when resuming from some)
+  NeededElements elements;  // this rank's share of e_k
   std::size_t loaded_pairs = 0, loaded_outputs = 0;
   std::vector<OutputGap> gaps;
   ScanPlan plan;
@@ -203,7 +269,7 @@ struct RegisterRun {
   // The scan phase's.
   ScanTrace trace;
   std::mutex applications_mu;
-  std::vector<OperatorApplication> applications;  // this rank's
+  ApplicationSummary applications;  // this rank's, then (after the scan) every rank's
   std::size_t applied = 0;
 
   double open_seconds = 0.0;
@@ -229,7 +295,10 @@ void resume(RegisterRun& run) {
   cancellable_barrier(ctx);
   run.loaded_pairs = run.known.element_count();
   run.loaded_outputs = run.known.output_count();
-  run.gaps = missing_outputs(run.known.outputs);
+  const std::size_t files = run.known.files;
+  if (files == 0) run.known = CheckpointState();  // nothing known: no per-frame table at all
+  run.known.files = files;
+  run.gaps = run.known.outputs.empty() ? std::vector<OutputGap>{{0, run.n - 1}} : missing_outputs(run.known.outputs);
   std::size_t left = 0;
   for (const auto& g : run.gaps) left += g.size();
   const bool uncertainty_known = std::all_of(run.known.uncertainty.begin(), run.known.uncertainty.end(),
@@ -248,6 +317,8 @@ void resume(RegisterRun& run) {
                    : std::to_string(left) + " outputs left in " + std::to_string(run.gaps.size()) + " gap(s)"));
   }
   run.plan = plan_scan(run.gaps, ctx, run.threads);
+  run.elements = NeededElements(run.plan.needed, run.known);
+  run.known.elements = {};  // what this rank needs of them is in run.elements
   run.checkpoint.emplace(job, ctx.rank, fingerprint);
 }
 
@@ -255,10 +326,8 @@ void resume(RegisterRun& run) {
 // checkpoint holds, in chunks between which the checkpoint is saved.
 void compute_pairs(RegisterRun& run) {
   const auto t0 = Clock::now();
-  auto& known = run.known;
-  std::size_t to_compute = 0;
-  for (auto [a, b] : run.plan.needed)
-    for (std::size_t k = a; k < b; ++k) to_compute += known.elements[k] ? 0 : 1;
+  auto& known = run.elements;
+  const std::size_t to_compute = known.missing();
   run.ctx.progress.phase("pairs", to_compute);
   run.checkpoint->keep_on_cancel([&] {
     const std::size_t chunk = run.job.execution.checkpoint_interval_s > 0
@@ -267,15 +336,15 @@ void compute_pairs(RegisterRun& run) {
     std::size_t done = 0;
     for (auto [a, b] : run.plan.needed)
       for (std::size_t k = a; k < b;) {
-        if (known.elements[k]) {
+        if (known[k]) {
           ++k;
           continue;
         }
         std::size_t end = k;
-        while (end < b && end - k < chunk && !known.elements[end]) ++end;
+        while (end < b && end - k < chunk && !known[end]) ++end;
         auto part = compute_pair_elements(run.op, k, end, run.threads, &run.ctx.progress, &run.ctx.cancel, done);
         done += part.size();
-        for (const auto& e : part) known.elements[e.to] = e;
+        for (const auto& e : part) known[e.to] = e;
         run.checkpoint->add_elements(part);
         k = end;
       }
@@ -301,7 +370,8 @@ std::vector<Registration> scan_gap(RegisterRun& run) {
   std::vector<Registration> block;
   block.reserve(plan.seq_hi - plan.seq_lo);
   for (std::size_t p = plan.seq_lo; p < plan.seq_hi; ++p)
-    block.push_back(p == 0 && skip_first ? *run.known.outputs[plan.start] : *run.known.elements[plan.start + p]);
+    block.push_back(p == 0 && skip_first ? *run.known.outputs[plan.start] : *run.elements[plan.start + p]);
+  run.elements = {};  // in `block` now
   run.ctx.progress.phase("scan", block.size());
   std::vector<Registration> computed;
   run.checkpoint->keep_on_cancel([&] {
@@ -321,6 +391,7 @@ std::vector<Registration> finish_chains(RegisterRun& run) {
   RunContext& ctx = run.ctx;
   const std::vector<OutputGap>& my_gaps = run.plan.my_gaps;
   const auto& known = run.known;
+  auto& elements = run.elements;
   std::size_t mine = 0;
   for (const auto& g : my_gaps) mine += g.size();
   ctx.progress.phase("scan", mine);
@@ -337,14 +408,14 @@ std::vector<Registration> finish_chains(RegisterRun& run) {
     const int thread = omp_get_thread_num();
     auto& chain = chains[static_cast<std::size_t>(i)];
     try {
-      Registration acc = g.first == 0 ? *known.elements[0] : *known.outputs[g.first - 1];
+      Registration acc = g.first == 0 ? *elements[0] : *known.outputs[g.first - 1];
       if (g.first == 0) {
         chain.push_back(acc);
         run.checkpoint->add_output(acc);
       }
       for (std::size_t k = std::max<std::size_t>(g.first, 1); k <= g.last; ++k) {
         const double t_begin = run.trace.clock().now();
-        acc = run.combine(acc, *known.elements[k]);
+        acc = run.combine(acc, *elements[k]);
         run.trace.record(thread, ScanRecord{ctx.rank, thread, 0, static_cast<std::int64_t>(k), ScanPhase::final_scan, 0,
                                             t_begin, run.trace.clock().now()});
         chain.push_back(acc);
@@ -371,26 +442,39 @@ std::vector<Registration> finish_chains(RegisterRun& run) {
 // everyone's new ones.
 void scan(RegisterRun& run) {
   const auto t0 = Clock::now();
-  const std::vector<Registration> computed = run.plan.scan_mode ? scan_gap(run) : finish_chains(run);
+  std::vector<Registration> computed = run.plan.scan_mode ? scan_gap(run) : finish_chains(run);
   // Every rank's share of the finished scan is saved now, so an interruption
   // in a later phase resumes with this drift instead of scanning again.
   run.checkpoint->flush();
   run.checkpoint->agree(run.ctx.comm);
+  run.checkpoint->scan_saved();
   run.trace.end();
   run.trace.gather(run.ctx.comm);
   const std::size_t n = run.n;
   RegisterResult& res = run.res;
-  res.registrations.resize(n);
+  std::vector<Registration> gathered = allgather_records(run.ctx.comm, computed);
+  computed = {};
   std::vector<bool> have(n, false);
-  auto take = [&](const Registration& r) {
-    if (r.to >= n) return;
-    res.registrations[r.to] = r;
-    have[r.to] = true;
-  };
-  for (const auto& o : run.known.outputs)
-    if (o) take(*o);
-  for (const Registration& r : allgather_records(run.ctx.comm, computed)) take(r);
-  res.applications = allgather_records(run.ctx.comm, run.applications);
+  const bool in_order = gathered.size() == n &&
+                        std::all_of(gathered.begin(), gathered.end(),
+                                    [k = std::uint64_t(0)](const Registration& r) mutable { return r.to == k++; });
+  if (in_order) {
+    // A fresh run: the ranks' blocks in frame order, taken as they are (no second table).
+    res.registrations = std::move(gathered);
+    std::fill(have.begin(), have.end(), true);
+  } else {
+    res.registrations.resize(n);
+    auto take = [&](const Registration& r) {
+      if (r.to >= n) return;
+      res.registrations[r.to] = r;
+      have[r.to] = true;
+    };
+    for (const auto& o : run.known.outputs)
+      if (o) take(*o);
+    for (const Registration& r : gathered) take(r);
+  }
+  run.known.outputs = {};
+  run.applications = sum_over_ranks(run.ctx.comm, run.applications);
   res.seconds.scan = since(t0);
   if (const auto missing = std::count(have.begin(), have.end(), false))
     throw failure("register: the scan left " + std::to_string(missing) + " of " + std::to_string(n) +
@@ -424,8 +508,11 @@ void uncertainty(RegisterRun& run) {
     run.checkpoint->add_uncertainty(lo, mine);
     run.checkpoint->flush();
     run.checkpoint->agree(run.ctx.comm);
+    run.checkpoint->release();  // the run's last save is done: its copies go before the gather
     run.res.uncertainty = allgather_records(run.ctx.comm, mine);
   }
+  run.checkpoint->release();
+  run.known.uncertainty = {};
   if (run.ctx.rank == 0)
     if (std::string w = singular_warning(summarize_uncertainty(run.res.uncertainty)); !w.empty())
       run.res.warnings.push_back(std::move(w));
@@ -562,7 +649,7 @@ void write_outputs(RegisterRun& run, OutputSet& set) {
   }
   const RegisterOutputs corrected = res.files;
   res.files = write_register_outputs(
-      set, *run.frames, job.registration, job.averaging, res.registrations, res.applications, res.average, res.warnings,
+      set, *run.frames, job.registration, job.averaging, res.registrations, run.applications, res.average, res.warnings,
       extra,
       {{{"scan_trace", "records"}, records.size(), [&](std::size_t i) { return ScanTrace::record_json(records[i]); }}},
       run.distortion ? "_rigid" : "", &res.uncertainty);
@@ -618,7 +705,7 @@ void stop_if_failed(RegisterRun& run, OutputSet* set) {
       // Staged; the caller commits the set on registration_failed too.
       res.files =
           write_register_outputs(*set, *run.frames, run.job.registration, run.job.averaging, res.registrations,
-                                 res.applications, AverageResult{}, res.warnings, extra, {}, "", &res.uncertainty);
+                                 run.applications, AverageResult{}, res.warnings, extra, {}, "", &res.uncertainty);
       run.ctx.progress.advance(2);
     });
   });

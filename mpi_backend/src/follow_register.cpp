@@ -429,7 +429,8 @@ class FollowRun {
     // report.json last (output_set.hpp), like a batch run's.
     OutputSet set(job_.output, "register", {job_.input});
     res.files = write_register_outputs(set, *series_, job_.registration, job_.averaging, res.registrations,
-                                       res.applications, res.average, res.warnings, extra, {}, "", &res.uncertainty);
+                                       ApplicationSummary::of(res.applications), res.average, res.warnings, extra,
+                                       {operator_applications_array(res.applications)}, "", &res.uncertainty);
     set.commit();
     progress_.advance(4);
     res.seconds.write = since(t1);

@@ -298,7 +298,8 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
     progress.phase("write", 2);
     // Staged; run_register commits the set on registration_failed too.
     res.files = write_register_outputs(set, frames, job.registration, job.averaging, res.registrations,
-                                       res.applications, AverageResult{}, res.warnings, {}, {}, "", &res.uncertainty);
+                                       ApplicationSummary::of(res.applications), AverageResult{}, res.warnings, {},
+                                       {operator_applications_array(res.applications)}, "", &res.uncertainty);
     progress.advance(2);
   });
   t0 = Clock::now();
@@ -334,9 +335,10 @@ RegisterResult register_with_checkpoints(const Job& job, const FrameSource& fram
   extra["scan_trace"] = trace.to_json(false);  // its records are streamed (below)
   const auto& records = trace.records();
   res.files = write_register_outputs(
-      set, frames, job.registration, job.averaging, res.registrations, res.applications, res.average, res.warnings,
-      extra,
-      {{{"scan_trace", "records"}, records.size(), [&](std::size_t i) { return ScanTrace::record_json(records[i]); }}},
+      set, frames, job.registration, job.averaging, res.registrations, ApplicationSummary::of(res.applications),
+      res.average, res.warnings, extra,
+      {{{"scan_trace", "records"}, records.size(), [&](std::size_t i) { return ScanTrace::record_json(records[i]); }},
+       operator_applications_array(res.applications)},
       "", &res.uncertainty);
   progress.advance(4);
   res.seconds.write = since(t0);

@@ -39,11 +39,55 @@ void ScanTrace::begin(MPI_Comm comm, int threads) {
   clock_ = ScanClock::synchronised(comm);
 }
 
+namespace {
+bool mergeable(const ScanRecord& a, const ScanRecord& b) {
+  return a.rank == b.rank && a.thread == b.thread && a.phase == b.phase;
+}
+void merge_into(ScanRecord& a, const ScanRecord& b) {
+  a.first = std::min(a.first, b.first);
+  a.last = std::max(a.last, b.last);
+  a.start_s = std::min(a.start_s, b.start_s);
+  a.end_s = std::max(a.end_s, b.end_s);
+  a.stolen = (a.stolen || b.stolen) ? 1 : 0;
+  a.applications += b.applications;
+  a.stolen_applications += b.stolen_applications;
+  a.busy_s += b.busy_s;
+}
+}  // namespace
+
+void ScanTrace::record(int thread, ScanRecord r) {
+  r.applications = 1;
+  r.stolen_applications = r.stolen ? 1 : 0;
+  r.busy_s = r.end_s - r.start_s;
+  Worker& w = per_thread_[static_cast<std::size_t>(thread)];
+  if (w.merge > 1 && !w.records.empty() && w.records.back().applications < w.merge && mergeable(w.records.back(), r)) {
+    merge_into(w.records.back(), r);
+    return;
+  }
+  w.records.push_back(r);
+  if (w.records.size() < kMaxRecordsPerWorker) return;
+  // Full: neighbours of one phase pairwise into one record, and twice as
+  // many applications per record from now on (the same resolution throughout).
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < w.records.size(); ++out) {
+    w.records[out] = w.records[i];
+    if (i + 1 < w.records.size() && mergeable(w.records[i], w.records[i + 1])) {
+      merge_into(w.records[out], w.records[i + 1]);
+      i += 2;
+    } else {
+      i += 1;
+    }
+  }
+  w.records.resize(out);
+  w.merge *= 2;
+}
+
 void ScanTrace::gather(MPI_Comm comm) {
   std::vector<ScanRecord> local;
-  for (auto& buffer : per_thread_) {
-    local.insert(local.end(), buffer.begin(), buffer.end());
-    buffer.clear();
+  for (auto& w : per_thread_) {
+    local.insert(local.end(), w.records.begin(), w.records.end());
+    w.records.clear();
+    w.records.shrink_to_fit();
   }
   int bytes = static_cast<int>(local.size() * sizeof(ScanRecord));
   std::vector<int> counts(static_cast<std::size_t>(ranks_)), displs(static_cast<std::size_t>(ranks_));
@@ -86,13 +130,13 @@ ScanSummary ScanTrace::summary() const {
   };
   std::map<std::pair<int, std::pair<int, int>>, PhaseSpan> spans;  // (phase, worker) → span
   for (const auto& r : records_) {
-    double d = r.end_s - r.start_s;
+    const double d = r.busy_s;
     auto& w = loads[{r.rank, r.thread}];
     w.rank = r.rank;
     w.thread = r.thread;
     w.busy_s += d;
-    w.applications += 1;
-    w.stolen += r.stolen ? 1 : 0;
+    w.applications += r.applications;
+    w.stolen += r.stolen_applications;
     auto& sp = spans[{static_cast<int>(r.phase), {r.rank, r.thread}}];
     sp.start = std::min(sp.start, r.start_s);
     sp.end = std::max(sp.end, r.end_s);
@@ -124,9 +168,10 @@ ScanSummary ScanTrace::summary() const {
 }
 
 nlohmann::json ScanTrace::record_json(const ScanRecord& r) {
-  return {{"rank", r.rank},   {"thread", r.thread},          {"first", r.first},
-          {"last", r.last},   {"phase", to_string(r.phase)}, {"start_s", r.start_s},
-          {"end_s", r.end_s}, {"stolen", r.stolen != 0}};
+  return {{"rank", r.rank},    {"thread", r.thread},          {"first", r.first},
+          {"last", r.last},    {"phase", to_string(r.phase)}, {"start_s", r.start_s},
+          {"end_s", r.end_s},  {"stolen", r.stolen != 0},     {"applications", r.applications},
+          {"busy_s", r.busy_s}};
 }
 
 nlohmann::json ScanTrace::to_json(bool with_records) const {

@@ -21,6 +21,19 @@ check_run() {  # ranks threads [extra flags]
   grep -q "\"ranks\": $r" "$out/report.json" || die "report.json does not say $r ranks"
   [ "$(wc -l < "$out/drift.csv")" -eq 41 ] || die "drift.csv rows"
   [ -s "$out/average.tif" ] && [ -s "$out/coverage.tif" ] || die "missing average/coverage"
+  # The applications summed over ranks agree with the trace's own count, and
+  # no rank gathered a record per application.
+  python3 - "$out/report.json" <<'PY' || die "operator-application summary"
+import json, sys
+j = json.load(open(sys.argv[1]))
+s = j["summary"]
+apps = s["operator_applications"]
+traced = sum(w["applications"] for w in j["scan_trace"]["workers"])
+hist = s["iterations_histogram"]
+assert apps >= 39 and apps == traced == sum(hist), (apps, traced, sum(hist))
+assert s["iterations_total"] == sum(i * c for i, c in enumerate(hist)) and s["iterations_max"] == len(hist) - 1
+assert "operator_applications" not in j, "per-application list on several ranks"
+PY
 }
 check_run 2 1
 check_run 2 2

@@ -178,3 +178,58 @@ TEST(ScanNames, RoundTripAndRejectUnknown) {
   EXPECT_THROW(global_scan_algorithm_from_string("bogus"), Error);
   EXPECT_THROW(local_strategy_from_string("bogus"), Error);
 }
+
+// A long scan's trace stays bounded: past kMaxRecordsPerWorker records a
+// worker's consecutive applications of one phase share records, and what
+// the summary says (applications, busy time, stolen, per worker) stays exact.
+TEST(ScanTraceBound, ManyApplicationsStayFewRecordsWithAnExactSummary) {
+  const int rank = world_rank(), threads = 2;
+  const std::size_t per_thread = 5 * ScanTrace::kMaxRecordsPerWorker + 123;
+  ScanTrace trace;
+  trace.begin(MPI_COMM_WORLD, threads);
+  double busy[2] = {0.0, 0.0};
+  std::size_t stolen[2] = {0, 0};
+  for (int t = 0; t < threads; ++t)
+    for (std::size_t i = 0; i < per_thread; ++i) {
+      // Three phases in turn, as a scan runs them; applications of 1 to 1.1 ms, 1.5 ms apart.
+      const ScanPhase phase = i < per_thread / 3       ? ScanPhase::local_reduce
+                              : i < per_thread / 3 + 2 ? ScanPhase::global
+                                                       : ScanPhase::final_scan;
+      const double start = 0.0015 * static_cast<double>(i), d = 0.001 + 1e-6 * static_cast<double>(i % 100);
+      const std::uint8_t steal = i % 7 == 0 ? 1 : 0;
+      trace.record(t, ScanRecord{rank, t, static_cast<std::int64_t>(i), static_cast<std::int64_t>(i), phase, steal,
+                                 start, start + d});
+      busy[t] += d;
+      stolen[t] += steal;
+    }
+  trace.end();
+  trace.gather(MPI_COMM_WORLD);
+  const std::size_t ranks_held = rank == 0 ? static_cast<std::size_t>(world_size()) : 1;
+  EXPECT_LE(trace.records().size(), ranks_held * threads * ScanTrace::kMaxRecordsPerWorker);
+  EXPECT_GT(trace.records().size(), ranks_held * threads * ScanTrace::kMaxRecordsPerWorker / 4);
+  std::size_t covered = 0;
+  for (const auto& r : trace.records()) {
+    if (r.rank != rank || r.thread != 0) continue;
+    EXPECT_LE(r.first, r.last);
+    EXPECT_LE(r.start_s, r.end_s);
+    EXPECT_LE(r.busy_s, r.end_s - r.start_s + 1e-12);
+    covered += static_cast<std::size_t>(r.last - r.first + 1);
+  }
+  EXPECT_EQ(covered, per_thread);  // every application in exactly one record
+  const ScanSummary s = trace.summary();
+  ASSERT_EQ(s.workers.size(), ranks_held * threads);
+  for (const auto& w : s.workers) {
+    if (w.rank != rank) continue;
+    EXPECT_EQ(w.applications, per_thread);
+    EXPECT_EQ(w.stolen, stolen[w.thread]);
+    EXPECT_NEAR(w.busy_s, busy[w.thread], 1e-9);
+  }
+  // The phases stay apart: the two global applications of each worker are one record's.
+  std::size_t global = 0;
+  for (const auto& r : trace.records())
+    if (r.rank == rank && r.phase == ScanPhase::global) global += r.applications;
+  EXPECT_EQ(global, 2u * threads);
+  const nlohmann::json j = trace.to_json();
+  EXPECT_EQ(j["records"].size(), trace.records().size());
+  EXPECT_TRUE(j["records"][0].contains("applications"));
+}

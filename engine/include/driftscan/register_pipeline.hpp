@@ -46,6 +46,21 @@ struct OperatorApplication {
   std::uint32_t flags = 0;
 };
 
+// What report.json's "summary" says of the operator applications: their
+// count and iterations, and how many took i iterations (i = 0..max). The
+// distributed register keeps only this (a sum over ranks), not a record per
+// application.
+struct ApplicationSummary {
+  std::uint64_t count = 0;
+  std::uint64_t iterations_total = 0;
+  std::vector<std::uint64_t> iterations_histogram;  // [i]: applications with i iterations
+
+  void add(int iterations);
+  void add(const ApplicationSummary& other);
+  std::uint64_t iterations_max() const;
+  static ApplicationSummary of(const std::vector<OperatorApplication>& applications);
+};
+
 struct PhaseSeconds {
   double pairs = 0, scan = 0, average = 0, write = 0, total = 0;
   double uncertainty = 0;
@@ -122,6 +137,10 @@ struct ReportArray {
   std::function<nlohmann::json(std::size_t)> record;  // record i
 };
 
+// report.json's "operator_applications": one record per application, for
+// the pipelines that keep them (one process); streamed (ReportArray).
+ReportArray operator_applications_array(const std::vector<OperatorApplication>& applications);
+
 // Phase "write": the four files staged in `set` (output_set.hpp; average and
 // coverage named average<suffix>.tif, coverage<suffix>.tif), report.json
 // last; visible once the caller commits the set. The paths returned are the
@@ -131,12 +150,14 @@ struct ReportArray {
 // commit removes an earlier run's); report.json's "status" is then
 // "registration_failed" ("done" otherwise) and its "registration" block
 // counts the failed frames by reason.
-RegisterOutputs write_register_outputs(
-    OutputSet& set, const FrameSource& frames, const RegistrationSettings& settings, const AveragingOptions& averaging,
-    const std::vector<Registration>& registrations, const std::vector<OperatorApplication>& applications,
-    const AverageResult& average, const std::vector<std::string>& warnings, const nlohmann::json& report_extra,
-    const std::vector<ReportArray>& streamed = {}, const std::string& average_suffix = "",
-    const std::vector<DriftUncertainty>* uncertainty = nullptr);
+RegisterOutputs write_register_outputs(OutputSet& set, const FrameSource& frames, const RegistrationSettings& settings,
+                                       const AveragingOptions& averaging,
+                                       const std::vector<Registration>& registrations,
+                                       const ApplicationSummary& applications, const AverageResult& average,
+                                       const std::vector<std::string>& warnings, const nlohmann::json& report_extra,
+                                       const std::vector<ReportArray>& streamed = {},
+                                       const std::string& average_suffix = "",
+                                       const std::vector<DriftUncertainty>* uncertainty = nullptr);
 
 // drift.csv alone (atomically): frame,dx,dy [,angle_deg] [,a,b,c,d,tx,ty],
 // [sigma_dx,sigma_dy,cov_dxdy [,sigma_angle_deg] [,sigma_a,...,sigma_ty],noise_var,sigma_flag]

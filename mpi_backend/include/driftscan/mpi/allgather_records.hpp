@@ -26,10 +26,9 @@ std::vector<T> allgather_records(MPI_Comm comm, const std::vector<T>& mine) {
     total += counts[static_cast<std::size_t>(r)];
   }
   if (total > (long long)(1u << 31) - 1) throw failure("gathered results exceed 2 GB");
-  std::vector<unsigned char> buffer(static_cast<std::size_t>(total));
-  MPI_Allgatherv(mine.data(), bytes, MPI_BYTE, buffer.data(), counts.data(), displs.data(), MPI_BYTE, comm);
-  std::vector<T> out(buffer.size() / sizeof(T));
-  if (!out.empty()) std::memcpy(out.data(), buffer.data(), out.size() * sizeof(T));
+  // Straight into the result (no second copy of a long series' records).
+  std::vector<T> out(static_cast<std::size_t>(total) / sizeof(T));
+  MPI_Allgatherv(mine.data(), bytes, MPI_BYTE, out.data(), counts.data(), displs.data(), MPI_BYTE, comm);
   return out;
 }
 

@@ -5,6 +5,11 @@
 // per-worker busy/idle time, the imbalance factor (max/mean busy) and the
 // critical path. to_json() is what goes into a run's report.json under
 // "scan_trace"; the desktop app's imbalance view draws exactly this.
+// A worker keeps at most kMaxRecordsPerWorker records: past that, runs of
+// consecutive applications of one phase share a record (their element range,
+// first start to last end, summed busy time and counts), so a long series'
+// trace stays bounded in memory and in report.json while the summary stays
+// exact.
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -36,6 +41,11 @@ struct ScanRecord {
   std::uint8_t stolen = 0;
   double start_s = 0.0;
   double end_s = 0.0;
+  // Set by ScanTrace::record: the applications the record stands for (1
+  // until records are merged), their time inside the operator, how many were stolen.
+  std::uint32_t applications = 1;
+  std::uint32_t stolen_applications = 0;
+  double busy_s = 0.0;
 };
 
 // Seconds since a zero shared by all ranks: every rank reads its own steady
@@ -82,6 +92,8 @@ struct ScanSummary {
 
 class ScanTrace {
  public:
+  static constexpr std::size_t kMaxRecordsPerWorker = 2048;
+
   // Starts a new trace (collective: synchronises the clock). `threads` is the
   // number of workers per rank.
   void begin(MPI_Comm comm, int threads);
@@ -89,7 +101,7 @@ class ScanTrace {
   int rank() const { return rank_; }
   int threads() const { return threads_; }
   // Thread-safe for distinct `thread` values (each thread has its own buffer).
-  void record(int thread, const ScanRecord& r) { per_thread_[static_cast<std::size_t>(thread)].push_back(r); }
+  void record(int thread, ScanRecord r);
   // Marks the end of the scan on this rank.
   void end() { end_s_ = clock_.now(); }
 
@@ -115,7 +127,11 @@ class ScanTrace {
   int threads_ = 1;
   double end_s_ = 0.0;
   std::vector<double> rank_end_s_;
-  std::vector<std::vector<ScanRecord>> per_thread_;
+  struct Worker {
+    std::vector<ScanRecord> records;
+    std::uint32_t merge = 1;  // applications per record, at most
+  };
+  std::vector<Worker> per_thread_;
   std::vector<ScanRecord> records_;
   nlohmann::json details_ = nlohmann::json::object();
 };
