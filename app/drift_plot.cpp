@@ -50,9 +50,7 @@ void DriftPlot::setDrift(std::vector<DriftRow> rows, bool keepView) {
 }
 
 void DriftPlot::setPixelSize(double size, const QString& unit) {
-  const bool physical = cal_.physical;
-  cal_ = PixelCalibration::of(size, unit);
-  cal_.physical = physical;
+  cal_.recalibrate(size, unit);
   update();
 }
 

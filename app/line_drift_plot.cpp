@@ -104,9 +104,7 @@ int LineDriftPlot::frameAtX(double x) const {
 }
 
 void LineDriftPlot::setPixelSize(double size, const QString& unit) {
-  const bool physical = cal_.physical;
-  cal_ = PixelCalibration::of(size, unit);
-  cal_.physical = physical;
+  cal_.recalibrate(size, unit);
   update();
 }
 

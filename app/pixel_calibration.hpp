@@ -29,6 +29,12 @@ struct PixelCalibration {
     c.unit = unit;
     return c;
   }
+  // A new size and unit; the user's px/physical choice stays.
+  void recalibrate(double new_size, const QString& new_unit) {
+    const bool chosen = physical;
+    *this = of(new_size, new_unit);
+    physical = chosen;
+  }
   bool known() const { return size > 0; }
   // Whether lengths are shown in the unit (known and chosen).
   bool shown() const { return known() && physical; }

@@ -32,9 +32,7 @@ void SpectrumView::setAverage(std::shared_ptr<const driftscan::Frame> average) {
 }
 
 void SpectrumView::setPixelSize(double size, const QString& unit) {
-  const bool physical = cal_.physical;
-  cal_ = PixelCalibration::of(size, unit);
-  cal_.physical = physical;
+  cal_.recalibrate(size, unit);
   frameDirty_ = averageDirty_ = true;
   refresh();
 }

@@ -267,9 +267,7 @@ void VolumeView::updateSlices() {
 }
 
 void VolumeView::setCalibration(double pixelSize, const QString& unit, int frames) {
-  const bool physical = cal_.physical;
-  cal_ = PixelCalibration::of(pixelSize, unit);
-  cal_.physical = physical;
+  cal_.recalibrate(pixelSize, unit);
   frames_ = frames;
   updateAxes();
 }
