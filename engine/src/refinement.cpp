@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "driftscan/cubic_bspline.hpp"
 #include "driftscan/error.hpp"
@@ -86,6 +88,31 @@ bool positive_definite(int n, const std::array<double, 36>& a) {
       }
     }
   return true;
+}
+
+// out[i] = sum of in[i + d], lo <= d <= hi, over the n samples `step`
+// apart (zero outside): a running sum, O(n) whatever the window.
+void window_sum(const float* in, float* out, int n, std::ptrdiff_t step, int lo, int hi) {
+  double acc = 0;
+  for (int k = lo; k <= hi; ++k)
+    if (k >= 0 && k < n) acc += in[k * step];
+  for (int i = 0; i < n; ++i) {
+    out[i * step] = static_cast<float>(acc);
+    if (i + hi + 1 < n && i + hi + 1 >= 0) acc += in[(i + hi + 1) * step];
+    if (i + lo >= 0 && i + lo < n) acc -= in[(i + lo) * step];
+  }
+}
+
+// u summed over the offsets lo <= dx, dy <= hi around every pixel (zero
+// outside the frame), two running-sum passes: with lo = -R, hi = R,
+// sum_q u_i(q) out_j(q) is the lag sum sum_q sum_|d|<=R u_i(q) u_j(q+d) in
+// O(pixels) instead of O(pixels x lags).
+void box_sum(const std::vector<float>& u, int w, int h, int lo, int hi, std::vector<float>& out) {
+  std::vector<float> rows(u.size());
+  const auto W = static_cast<std::ptrdiff_t>(w);
+  for (int y = 0; y < h; ++y) window_sum(u.data() + y * W, rows.data() + y * W, w, 1, lo, hi);
+  out.resize(u.size());
+  for (int x = 0; x < w; ++x) window_sum(rows.data() + x, out.data() + x, h, W, lo, hi);
 }
 
 int param_count(MotionModel m) { return m == MotionModel::translation ? 2 : m == MotionModel::rigid ? 3 : 6; }
@@ -464,39 +491,43 @@ class LevelSolver {
                 pass.alpha * sf[static_cast<std::size_t>(i)] * sg[static_cast<std::size_t>(j)];
         }
       }
-    M.fill(0);
-    std::array<double, 36> bartlett{};  // the same lags with triangular weights: always positive semi-definite
     const double area = static_cast<double>(stride) * stride;
-    for (int dy = 0; dy <= R; ++dy)
-      for (int dx = -R; dx <= R; ++dx) {
-        if (dy == 0 && dx < 0) continue;  // the other half is the transpose
-        std::array<double, 36> m{};
-        for (int y = qy0_; y + dy <= qy1_; y += stride) {
-          const int x0 = std::max(qx0_, qx0_ - dx), x1 = std::min(qx1_, qx1_ - dx);
-          const std::size_t ra = static_cast<std::size_t>(y) * w, rb = static_cast<std::size_t>(y + dy) * w + dx;
-          for (int i = 0; i < np_; ++i) {
-            const float* ui = u[static_cast<std::size_t>(i)].data() + ra;
-            for (int j = 0; j < np_; ++j) {
-              const float* uj = u[static_cast<std::size_t>(j)].data() + rb;
-              double acc = 0;
-              for (int x = x0; x <= x1; x += stride) acc += static_cast<double>(ui[x]) * uj[x];
-              m[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] += acc;
-            }
+    std::vector<std::vector<float>> win(static_cast<std::size_t>(np_));
+    auto entry = [](int i, int j) { return static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j); };
+    M.fill(0);
+    for (int j = 0; j < np_; ++j) {
+      box_sum(u[static_cast<std::size_t>(j)], w, ref_.height, -R, R, win[static_cast<std::size_t>(j)]);
+      for (int i = 0; i < np_; ++i) {
+        const std::vector<float>& ui = u[static_cast<std::size_t>(i)];
+        const std::vector<float>& wj = win[static_cast<std::size_t>(j)];
+        double acc = 0;
+        for (int y = qy0_; y <= qy1_; y += stride)
+          for (int x = qx0_; x <= qx1_; x += stride) {
+            const std::size_t at = static_cast<std::size_t>(y) * w + x;
+            acc += static_cast<double>(ui[at]) * wj[at];
           }
-        }
-        const bool self = dx == 0 && dy == 0;
-        for (int i = 0; i < np_; ++i)
-          for (int j = 0; j < np_; ++j) {
-            const auto ij = static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j);
-            const auto ji = static_cast<std::size_t>(j) * 6 + static_cast<std::size_t>(i);
-            const double v = area * (self ? m[ij] : m[ij] + m[ji]);
-            M[ij] += v;
-            bartlett[ij] += v * (1.0 - std::abs(dx) / (R + 1.0)) * (1.0 - dy / (R + 1.0));
-          }
+        M[entry(i, j)] += 0.5 * area * acc;  // symmetrised: the subgrid breaks the exact symmetry
+        M[entry(j, i)] += 0.5 * area * acc;
       }
+    }
     // A structured misfit (a blurred frame's lost lattice) can make the
-    // plain lag sum indefinite; the triangular weights cannot.
-    if (!positive_definite(np_, M)) M = bartlett;
+    // plain lag sum indefinite. The triangular weights (1 - |dx|/(R+1))
+    // (1 - |dy|/(R+1)) cannot: that lag sum is the Gram matrix
+    // sum_p b_i(p) b_j(p) / (R+1)^2 of u boxed over the offsets [0, R]^2
+    // (pairs within R of the frame's top or left edge count a little less).
+    if (!positive_definite(np_, M)) {
+      for (int j = 0; j < np_; ++j)
+        box_sum(u[static_cast<std::size_t>(j)], w, ref_.height, 0, R, win[static_cast<std::size_t>(j)]);
+      const double norm = 1.0 / ((R + 1.0) * (R + 1.0));
+      for (int i = 0; i < np_; ++i)
+        for (int j = 0; j <= i; ++j) {
+          double acc = 0;
+          const std::vector<float>& bi = win[static_cast<std::size_t>(i)];
+          const std::vector<float>& bj = win[static_cast<std::size_t>(j)];
+          for (std::size_t at = 0; at < npx; ++at) acc += static_cast<double>(bi[at]) * bj[at];
+          M[entry(i, j)] = M[entry(j, i)] = norm * acc;
+        }
+    }
   }
 
   // The warp increment W(delta) as an affine map of level coordinates.
