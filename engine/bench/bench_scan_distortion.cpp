@@ -17,6 +17,7 @@
 // of the estimate against the rigid run.
 //
 //   bench_scan_distortion [--threads N] [--cases 1,2,..] [--frames N] [--size N] [--rounds N] [--band-lines N]
+//                         [--smoothing S]
 #include <omp.h>
 #include <unistd.h>
 
@@ -246,13 +247,14 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--size") && i + 1 < argc) size = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) settings.max_rounds = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--band-lines") && i + 1 < argc) settings.band_lines = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--smoothing") && i + 1 < argc) settings.smoothing = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--cases") && i + 1 < argc) {
       for (char* tok = std::strtok(argv[++i], ","); tok; tok = std::strtok(nullptr, ","))
         only.push_back(std::atoi(tok));
     } else {
       std::fprintf(stderr,
                    "usage: bench_scan_distortion [--threads N] [--cases 1,2] [--frames N] [--size N] [--rounds N] "
-                   "[--band-lines N]\n");
+                   "[--band-lines N] [--smoothing S (0: chosen from the data)]\n");
       return 2;
     }
   }

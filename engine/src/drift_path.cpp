@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <tuple>
 
@@ -113,19 +114,58 @@ DriftPath DriftPath::fit(std::vector<DriftSample> samples, double t_begin, doubl
     }
     total_weight += s.weight;
   }
-  const double lambda = settings.smoothing * total_weight / static_cast<double>(n);
   const double v[3] = {1.0, -2.0, 1.0};
-  for (std::size_t j = 0; j + 2 < n; ++j)
-    for (std::size_t i = 0; i < 3; ++i)
-      for (std::size_t k = i; k < 3; ++k) a[j + i][k - i] += lambda * v[i] * v[k];
-
-  require(band_cholesky(a), "the fit is singular (knot spacing " + message_number(path.h_) + " s, smoothing " +
-                                message_number(settings.smoothing) + ")");
-  band_solve(a, bx);
-  band_solve(a, by);
+  auto solve_axis = [&](std::vector<std::array<double, kBand>> m, double smoothing, std::vector<double>& b) {
+    const double lambda = smoothing * total_weight / static_cast<double>(n);
+    for (std::size_t j = 0; j + 2 < n; ++j)
+      for (std::size_t i = 0; i < 3; ++i)
+        for (std::size_t k = i; k < 3; ++k) m[j + i][k - i] += lambda * v[i] * v[k];
+    require(band_cholesky(m), "the fit is singular (knot spacing " + message_number(path.h_) + " s, smoothing " +
+                                  message_number(smoothing) + ")");
+    band_solve(m, b);
+  };
+  solve_axis(a, settings.smoothing, bx);
+  solve_axis(std::move(a), settings.smoothing_y > 0.0 ? settings.smoothing_y : settings.smoothing, by);
   path.cx_ = std::move(bx);
   path.cy_ = std::move(by);
   return path;
+}
+
+DriftPathSettings cross_validated_smoothing(const std::vector<DriftSample>& samples, double t_begin, double t_end,
+                                            double knot_spacing, const std::vector<double>& candidates) {
+  if (candidates.empty()) throw bad_input("drift path: no smoothing to choose from");
+  std::vector<DriftSample> sorted;
+  for (const DriftSample& s : samples)
+    if (s.weight > 0.0 && std::isfinite(s.weight) && std::isfinite(s.t) && std::isfinite(s.dx) && std::isfinite(s.dy) &&
+        s.t >= t_begin && s.t <= t_end)
+      sorted.push_back(s);
+  std::sort(sorted.begin(), sorted.end(), [](const DriftSample& a, const DriftSample& b) {
+    return std::tie(a.t, a.dx, a.dy, a.weight) < std::tie(b.t, b.dx, b.dy, b.weight);
+  });
+  DriftPathSettings best;
+  best.knot_spacing = knot_spacing;
+  best.smoothing = candidates.front();
+  if (sorted.size() < 8) return best;  // too few to leave half out: the first candidate
+  double best_x = std::numeric_limits<double>::infinity(), best_y = best_x;
+  for (double smoothing : candidates) {
+    DriftPathSettings ps;
+    ps.knot_spacing = knot_spacing;
+    ps.smoothing = smoothing;
+    double ex = 0.0, ey = 0.0;
+    for (std::size_t fold = 0; fold < 2; ++fold) {
+      std::vector<DriftSample> kept = sorted;
+      for (std::size_t i = fold; i < kept.size(); i += 2) kept[i].weight = 0.0;
+      const DriftPath path = DriftPath::fit(std::move(kept), t_begin, t_end, ps);
+      for (std::size_t i = fold; i < sorted.size(); i += 2) {
+        const Point p = path.at(sorted[i].t);
+        ex += sorted[i].weight * (p.x - sorted[i].dx) * (p.x - sorted[i].dx);
+        ey += sorted[i].weight * (p.y - sorted[i].dy) * (p.y - sorted[i].dy);
+      }
+    }
+    if (ex < best_x) best_x = ex, best.smoothing = smoothing;
+    if (ey < best_y) best_y = ey, best.smoothing_y = smoothing;
+  }
+  return best;
 }
 
 DriftPath DriftPath::shifted(Point offset) const {

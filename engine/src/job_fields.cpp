@@ -341,7 +341,7 @@ std::vector<JobField> make_table() {
           .enabled_when("scan.correct_distortion", "true").member<C, &Scan::band_lines>(),
       Row("scan", "rounds", T::integer, "Rounds of band registration and re-averaging")
           .flag("--distortion-rounds", reg).at_least(1).at_most(20).member<C, &Scan::rounds>(),
-      Row("scan", "smoothing", T::number, "Curvature penalty of the drift path d(t)")
+      Row("scan", "smoothing", T::number, "Curvature penalty of the drift path d(t); 0: chosen per axis from the data")
           .flag("--path-smoothing", reg).at_least(0).member<C, &Scan::smoothing>(),
       Row("scan", "line_jitter", T::boolean, "Estimate each scan line's offset along the fast axis")
           .flag("--line-jitter", reg).member<C, &Scan::line_jitter>(),

@@ -423,9 +423,15 @@ ScanModel ScanDistortionSteps::initial_model(const std::vector<Point>& rigid_dri
 DriftPath ScanDistortionSteps::fit_path(std::vector<DriftSample> samples) const {
   if (samples.size() < 2)
     throw bad_input("scan distortion: no band of any frame could be registered against the average");
+  const double knots = choose_knot_spacing(timing_.frame_time(), static_cast<double>(bands_.size()));
   DriftPathSettings ps;
-  ps.knot_spacing = choose_knot_spacing(timing_.frame_time(), static_cast<double>(bands_.size()));
+  ps.knot_spacing = knots;
   ps.smoothing = settings_.smoothing;
+  // Unset (0): each axis's stiffness from the band samples themselves. The
+  // fast axis's samples also carry each band's mean jitter, the slow axis's
+  // do not, so the two need not agree.
+  if (!(settings_.smoothing > 0.0))
+    ps = cross_validated_smoothing(samples, 0.0, t_end(), knots, {0.0125, 0.05, 0.2, 0.8, 3.2, 12.8, 51.2});
   return to_gauge(DriftPath::fit(std::move(samples), 0.0, t_end(), ps));
 }
 

@@ -187,3 +187,52 @@ TEST(DriftPath, UnfittableInputIsAOneLineError) {
   EXPECT_NE(message({{0.2, 1, 1, 1}, {0.5, 2, 1, 1}}, s, 0.0).find("empty"), std::string::npos);
   EXPECT_EQ(message({{0.2, 1, 1, 1}, {0.5, 2, 1, 1}}, s), "");
 }
+
+// Cross-validation picks each axis's stiffness from the samples: an axis
+// whose samples are noisy (the fast axis, carrying each band's mean jitter)
+// gets a stiffer path than a clean one, and each choice is close to the best
+// candidate judged against the truth.
+TEST(DriftPath, CrossValidationChoosesEachAxisStiffness) {
+  std::mt19937 g(7);
+  std::normal_distribution<double> noisy(0.0, 0.15), clean(0.0, 0.01);
+  std::vector<DriftSample> samples;
+  for (int k = 0; k < kFrames; ++k)
+    for (int b = 0; b < kBands; ++b) {
+      const double t = k * kFrame + (b + 0.5) * kActive / kBands;
+      const Point d = true_path(t);
+      samples.push_back({t, d.x + noisy(g), d.y + clean(g), 1.0});
+    }
+  const double knots = choose_knot_spacing(kFrame, kBands), t1 = kFrames * kFrame;
+  const std::vector<double> candidates{0.0125, 0.05, 0.2, 0.8, 3.2, 12.8, 51.2};
+  const DriftPathSettings chosen = cross_validated_smoothing(samples, 0.0, t1, knots, candidates);
+  EXPECT_GT(chosen.smoothing, chosen.smoothing_y);
+
+  auto axis_error = [&](const DriftPath& p, bool x) {
+    double sum = 0;
+    int n = 0;
+    for (double t = 0; t <= t1; t += 1e-3, ++n) {
+      const double e = x ? p.at(t).x - true_path(t).x : p.at(t).y - true_path(t).y;
+      sum += e * e;
+    }
+    return std::sqrt(sum / n);
+  };
+  double best_x = 1e9, best_y = 1e9;
+  for (double s : candidates) {
+    DriftPathSettings ps;
+    ps.knot_spacing = knots;
+    ps.smoothing = s;
+    const DriftPath p = DriftPath::fit(samples, 0.0, t1, ps);
+    best_x = std::min(best_x, axis_error(p, true));
+    best_y = std::min(best_y, axis_error(p, false));
+  }
+  const DriftPath fitted = DriftPath::fit(samples, 0.0, t1, chosen);
+  EXPECT_LT(axis_error(fitted, true), 1.25 * best_x);
+  EXPECT_LT(axis_error(fitted, false), 1.25 * best_y);
+
+  // The folds follow the sorted samples: the caller's order changes nothing.
+  std::vector<DriftSample> shuffled = samples;
+  std::shuffle(shuffled.begin(), shuffled.end(), g);
+  const DriftPathSettings again = cross_validated_smoothing(shuffled, 0.0, t1, knots, candidates);
+  EXPECT_EQ(again.smoothing, chosen.smoothing);
+  EXPECT_EQ(again.smoothing_y, chosen.smoothing_y);
+}

@@ -41,7 +41,20 @@ struct DriftPathSettings {
   // (1.5 px over 3 frames) by 0.1 px RMS, where 0.1 bends it by 0.015 px and
   // 0.01 by 0.004 px; scan-distortion estimation uses 0.05.
   double smoothing = 1.0;
+  // y's own penalty when > 0 (else `smoothing`): the two axes of a scan see
+  // different noise — the fast axis's samples carry the lines' jitter.
+  double smoothing_y = 0.0;
 };
+
+// Each axis's smoothing chosen from the samples: of the candidates, the one
+// whose fit through every other sample (in time order) best predicts the
+// samples left out, and the reverse (two-fold cross-validation, the
+// prediction error weighted). Noise that is independent from sample to sample
+// (band registration noise, the lines' jitter averaged over a band) is then
+// smoothed away as far as the path's own wiggles allow. Deterministic: the
+// folds follow the sorted samples, not the caller's order.
+DriftPathSettings cross_validated_smoothing(const std::vector<DriftSample>& samples, double t_begin, double t_end,
+                                            double knot_spacing, const std::vector<double>& candidates);
 
 // A knot spacing for a given number of drift samples per frame: about two
 // samples per knot interval (fewer leave the spline to the penalty, more

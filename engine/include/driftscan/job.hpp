@@ -45,7 +45,7 @@ struct ScanSettings {
   bool correct_distortion = false;  // register: per-line drift and jitter, average in specimen coordinates
   int band_lines = 16;
   int rounds = 2;
-  double smoothing = 0.05;
+  double smoothing = 0.0;  // 0: chosen per axis from the data (cross-validation)
   bool line_jitter = true;
   double max_band_offset = 2.0;  // px
 

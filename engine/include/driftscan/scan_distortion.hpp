@@ -44,7 +44,7 @@ struct ScanDistortionSettings {
   // template absorb the jitter estimates' errors: the average gets worse).
   int max_rounds = 2;
   double tolerance = 0.02;  // px: converged when d moves less than this between rounds
-  double smoothing = 0.05;  // DriftPathSettings::smoothing (a wobble over a few frames needs < 0.1)
+  double smoothing = 0.0;  // DriftPathSettings::smoothing; 0: each axis's by cross-validation over the bands
   bool estimate_jitter = true;
   double jitter_prior = 0.5;  // px: upper bound of the jitter's std dev (the prior itself is estimated from the data)
   double max_jitter = 2.0;    // px: bound on a line's jitter
