@@ -12,7 +12,8 @@
 // All three are averaged the same way (specimen coordinates, cubic
 // B-splines), so interpolation smoothing favours none. Each average is scored by fitting it to the clean specimen with
 // an affine map plus gain and offset (so the choice of reference frame costs nothing) and taking the residual RMS over
-// the specimen region every frame covers (in counts). Also printed: per-line drift and jitter error, rounds, wall time
+// the specimen region every frame covers (in counts). Also printed: per-line drift and jitter error (and the line
+// fits' own predicted precision, a floor for the jitter error), rounds, wall time
 // and process CPU time (the honest figure on a shared machine with --threads 1)
 // of the estimate against the rigid run.
 //
@@ -337,11 +338,12 @@ int main(int argc, char** argv) {
     std::printf("%-52s  residual oracle %.4f  corrected %.4f (%+.1f%%)  rigid %.4f (%+.1f%%)\n", c.name.c_str(),
                 r_oracle, r_corr, 100.0 * (r_corr / r_oracle - 1.0), r_rigid, 100.0 * (r_rigid / r_oracle - 1.0));
     std::printf(
-        "%-52s  per-line drift error %.4f px (rigid %.4f)  jitter error %.4f px (%.4f if 0)  rounds %zu converged %d"
+        "%-52s  per-line drift error %.4f px (rigid %.4f)  jitter error %.4f px (%.4f if 0, line fit precision %.4f)"
+        "  rounds %zu converged %d"
         "  wall rigid %.2f s + correction %.2f s = %.2fx rigid  (cpu %.2f s + %.2f s = %.2fx)  region %zu px\n",
-        "", e.line_drift, e.rigid_line_drift, e.jitter, e.jitter_zero, est.rounds.size(), est.converged ? 1 : 0,
-        rigid_wall, corrected_wall, (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu, corrected_cpu,
-        (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
+        "", e.line_drift, e.rigid_line_drift, e.jitter, e.jitter_zero, est.jitter_precision_px, est.rounds.size(),
+        est.converged ? 1 : 0, rigid_wall, corrected_wall, (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu,
+        corrected_cpu, (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
     std::fflush(stdout);
   }
   return 0;

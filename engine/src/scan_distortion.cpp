@@ -464,7 +464,7 @@ std::vector<DriftSample> ScanDistortionSteps::fit_bands(const Frame& frame, std:
 }
 
 std::vector<double> ScanDistortionSteps::fit_jitter(const Frame& frame, std::size_t k, const ScanModel& model,
-                                                    double noise) const {
+                                                    double noise, double precision[2]) const {
   if (!template_) throw failure("scan distortion: fit_jitter before set_template");
   ScanModel without = model;  // the map without frame k's jitter; the jitter is the unknown
   std::vector<double> jitter(static_cast<std::size_t>(timing_.lines()), 0.0);
@@ -492,6 +492,7 @@ std::vector<double> ScanDistortionSteps::fit_jitter(const Frame& frame, std::siz
   double spread = 0.0, noise_part = 0.0, count = 0.0;
   for (std::size_t l = 0; l < raw.size(); ++l)
     if (std::isfinite(variance[l])) spread += fast_raw[l] * fast_raw[l], noise_part += variance[l], count += 1;
+  if (precision) precision[0] += noise_part, precision[1] += count;
   const double tau2 =
       count > 0 ? std::clamp((spread - noise_part) / count, 0.0, settings_.jitter_prior * settings_.jitter_prior) : 0.0;
   for (std::size_t l = 0; l < raw.size(); ++l)
@@ -534,7 +535,10 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
     model.path = steps.fit_path(samples);
     if (settings.estimate_jitter) {
       const double noise = noise_count > 0 ? noise_sum / noise_count : 1.0;
-      for (std::size_t k = 0; k < n; ++k) model.jitter[k] = steps.fit_jitter(frames.frame(k), k, model, noise);
+      double precision[2] = {0.0, 0.0};
+      for (std::size_t k = 0; k < n; ++k)
+        model.jitter[k] = steps.fit_jitter(frames.frame(k), k, model, noise, precision);
+      result.jitter_precision_px = precision[1] > 0 ? std::sqrt(precision[0] / precision[1]) : 0.0;
     }
     ScanDistortionRound r;
     r.path_change = steps.path_change(model.path, previous);

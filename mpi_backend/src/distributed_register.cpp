@@ -585,6 +585,7 @@ nlohmann::json write_distortion_outputs(RegisterRun& run, OutputSet& set) {
           {"converged", d.converged},
           {"band_samples", d.band_samples.size()},
           {"jitter_rms_px", lines > 0 ? std::sqrt(jitter2 / lines) : 0.0},
+          {"jitter_precision_px", d.jitter_precision_px},
           {"seconds", run.distortion_seconds},
           {"files",
            {{"average", files.average},

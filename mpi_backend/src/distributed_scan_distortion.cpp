@@ -121,14 +121,18 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
     samples = allgather_records(ctx.comm, samples);
     const DriftPath previous = out.model.path;
     together(ctx, [&] { out.model.path = steps->fit_path(samples); });
+    double precision[2] = {0.0, 0.0};
     together(ctx, [&] {
       const double variance = noise[1] > 0 ? noise[0] / noise[1] : 1.0;
       for (std::size_t k = lo; k < hi; ++k) {
         ctx.cancel.throw_if_cancelled();
-        if (settings.estimate_jitter) out.model.jitter[k] = steps->fit_jitter(frames.frame(k), k, out.model, variance);
+        if (settings.estimate_jitter)
+          out.model.jitter[k] = steps->fit_jitter(frames.frame(k), k, out.model, variance, precision);
         ctx.progress.advance(++done);
       }
     });
+    MPI_Allreduce(MPI_IN_PLACE, precision, 2, MPI_DOUBLE, MPI_SUM, ctx.comm);
+    out.jitter_precision_px = precision[1] > 0 ? std::sqrt(precision[0] / precision[1]) : 0.0;
     ScanDistortionRound r;
     r.path_change = steps->path_change(out.model.path, previous);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -44,7 +44,7 @@ struct ScanDistortionSettings {
   // template absorb the jitter estimates' errors: the average gets worse).
   int max_rounds = 2;
   double tolerance = 0.02;  // px: converged when d moves less than this between rounds
-  double smoothing = 0.0;  // DriftPathSettings::smoothing; 0: each axis's by cross-validation over the bands
+  double smoothing = 0.0;   // DriftPathSettings::smoothing; 0: each axis's by cross-validation over the bands
   bool estimate_jitter = true;
   double jitter_prior = 0.5;  // px: upper bound of the jitter's std dev (the prior itself is estimated from the data)
   double max_jitter = 2.0;    // px: bound on a line's jitter
@@ -124,6 +124,10 @@ struct ScanDistortionResult {
   std::vector<DriftSample> band_samples;  // of the last round (t, d at the band, confidence)
   std::vector<ScanDistortionRound> rounds;
   bool converged = false;
+  // The RMS over the lines of the last round of a line's jitter-fit standard
+  // deviation (its noise over its information): what no jitter estimate of
+  // these frames can beat, whatever the path. 0 without jitter estimation.
+  double jitter_precision_px = 0.0;
 };
 
 // The specimen region a set of frames covers: origin and size of the grid
@@ -185,7 +189,10 @@ class ScanDistortionSteps {
   // Step 4: frame k's line jitter against the template under `model` (whose
   // jitter of frame k is the start), with the residual variance `noise`;
   // only its fast part (high-passed over a band) is returned.
-  std::vector<double> fit_jitter(const Frame& frame, std::size_t k, const ScanModel& model, double noise) const;
+  // `precision`, when given, gets the sum of the lines' fit variances and
+  // their count added (ScanDistortionResult::jitter_precision_px).
+  std::vector<double> fit_jitter(const Frame& frame, std::size_t k, const ScanModel& model, double noise,
+                                 double precision[2] = nullptr) const;
 
   // The largest change of d at any line's mid time between two paths.
   double path_change(const DriftPath& a, const DriftPath& b) const;

@@ -19,6 +19,7 @@ struct DistributedDistortion {
   std::vector<DriftSample> band_samples;  // the last round's, every rank
   std::vector<ScanDistortionRound> rounds;
   bool converged = false;
+  double jitter_precision_px = 0.0;  // ScanDistortionResult's, over every rank's lines
 };
 
 // Collective. `rigid_drift` (drift.csv convention, one per frame) must be the
