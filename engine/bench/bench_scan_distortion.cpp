@@ -18,7 +18,7 @@
 // of the estimate against the rigid run.
 //
 //   bench_scan_distortion [--threads N] [--cases 1,2,..] [--frames N] [--size N] [--rounds N] [--band-lines N]
-//                         [--smoothing S]
+//                         [--smoothing S] [--no-jitter]
 #include <omp.h>
 #include <unistd.h>
 
@@ -248,6 +248,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--size") && i + 1 < argc) size = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) settings.max_rounds = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--band-lines") && i + 1 < argc) settings.band_lines = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--no-jitter")) settings.estimate_jitter = false;
     else if (!std::strcmp(argv[i], "--smoothing") && i + 1 < argc) settings.smoothing = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--cases") && i + 1 < argc) {
       for (char* tok = std::strtok(argv[++i], ","); tok; tok = std::strtok(nullptr, ","))
@@ -255,7 +256,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: bench_scan_distortion [--threads N] [--cases 1,2] [--frames N] [--size N] [--rounds N] "
-                   "[--band-lines N] [--smoothing S (0: chosen from the data)]\n");
+                   "[--band-lines N] [--smoothing S (0: chosen from the data)] [--no-jitter]\n");
       return 2;
     }
   }
