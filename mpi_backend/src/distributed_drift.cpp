@@ -36,22 +36,27 @@ std::vector<std::size_t> gather_frames(MPI_Comm comm, const std::vector<std::siz
 }
 
 // Every rank's rows of frames [c0, c1), formatted by their owner, to rank 0.
-void gather_rows(MPI_Comm comm, std::ostream* out, std::size_t c0, std::size_t c1,
-                 const std::vector<Registration>& block, const std::vector<DriftUncertainty>& uncertainty,
-                 const FrameBlock& mine, MotionModel model, Point centre, const AverageResult* average,
-                 double frame0_noise) {
+void gather_rows(MPI_Comm comm, std::ostream* out, std::size_t c0, std::size_t c1, const DriftRows& rows,
+                 const std::vector<Transform>& transforms, const FrameBlock& mine, MotionModel model, Point centre,
+                 const AverageResult* average, double frame0_noise) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   std::string text;
   const std::size_t a = std::max(c0, mine.first), b = std::min(c1, mine.last);
   if (a < b) {
-    std::ostringstream rows;
-    const bool sigmas = uncertainty.size() == block.size();
-    write_drift_csv_rows(rows, block.data() + (a - mine.first),
-                         sigmas ? uncertainty.data() + (a - mine.first) : nullptr, b - a, a, model, centre, average,
+    // The chunk's records as the serial writer has them.
+    std::vector<Registration> regs;
+    std::vector<DriftUncertainty> u;
+    regs.reserve(b - a);
+    for (std::size_t k = a; k < b; ++k) {
+      regs.push_back(rows.registration(k - mine.first, k, transforms[k]));
+      if (rows.sigmas()) u.push_back(rows.uncertainty(k - mine.first));
+    }
+    std::ostringstream lines;
+    write_drift_csv_rows(lines, regs.data(), rows.sigmas() ? u.data() : nullptr, b - a, a, model, centre, average,
                          frame0_noise);
-    text = rows.str();
+    text = lines.str();
   }
   int bytes = static_cast<int>(text.size());
   std::vector<int> counts(rank == 0 ? static_cast<std::size_t>(size) : 0), displs(counts.size(), 0);
@@ -173,16 +178,64 @@ std::vector<double> uncertainty_weights_over_ranks(MPI_Comm comm, const std::vec
   return inverse_variance_weights(sigma, noise);
 }
 
-std::exception_ptr stage_drift_csv(MPI_Comm comm, OutputSet* set, const std::vector<Registration>& block,
-                                   const std::vector<DriftUncertainty>& uncertainty, const FrameBlock& mine,
-                                   MotionModel model, Point centre, const AverageResult* average, double frame0_noise) {
+DriftRows::DriftRows(const std::vector<Registration>& block, const std::vector<DriftUncertainty>& uncertainty,
+                     MotionModel model)
+    : stride_(model == MotionModel::affine  ? 7
+              : model == MotionModel::rigid ? 1
+                                            : 0),
+      sigmas_(uncertainty.size() == block.size()) {
+  facts_.reserve(block.size());
+  if (sigmas_) {
+    singular_.reserve(block.size());
+    model_sigmas_.reserve(block.size() * stride_);
+  }
+  for (std::size_t i = 0; i < block.size(); ++i) {
+    const Registration& r = block[i];
+    Facts f{r.cost, r.quality, 0.0, 0.0, 0.0, 0.0, r.iterations, r.flags};
+    if (sigmas_) {
+      const DriftUncertainty& u = uncertainty[i];
+      f.sigma_dx = u.sigma_dx, f.sigma_dy = u.sigma_dy, f.cov_dxdy = u.cov_dxdy, f.noise_variance = u.noise_variance;
+      singular_.push_back(u.singular);
+      if (stride_ > 0) model_sigmas_.push_back(u.sigma_angle_deg);
+      if (stride_ > 1) model_sigmas_.insert(model_sigmas_.end(), u.sigma_affine.begin(), u.sigma_affine.end());
+    }
+    facts_.push_back(f);
+  }
+}
+
+Registration DriftRows::registration(std::size_t i, std::uint64_t frame, const Transform& transform) const {
+  const Facts& f = facts_[i];
+  Registration r;
+  r.from = 0;
+  r.to = frame;
+  r.transform = transform;
+  r.iterations = f.iterations;
+  r.flags = f.flags;
+  r.cost = f.cost;
+  r.quality = f.quality;
+  return r;
+}
+
+DriftUncertainty DriftRows::uncertainty(std::size_t i) const {
+  const Facts& f = facts_[i];
+  DriftUncertainty u;
+  u.sigma_dx = f.sigma_dx, u.sigma_dy = f.sigma_dy, u.cov_dxdy = f.cov_dxdy, u.noise_variance = f.noise_variance;
+  u.singular = singular_[i];
+  if (stride_ > 0) u.sigma_angle_deg = model_sigmas_[i * stride_];
+  for (std::size_t j = 1; j < stride_; ++j) u.sigma_affine[j - 1] = model_sigmas_[i * stride_ + j];
+  return u;
+}
+
+std::exception_ptr stage_drift_csv(MPI_Comm comm, OutputSet* set, const DriftRows& rows,
+                                   const std::vector<Transform>& transforms, const FrameBlock& mine, MotionModel model,
+                                   Point centre, const AverageResult* average, double frame0_noise) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   // Rows of this many frames at a time (~0.5 MB of text on rank 0).
   constexpr std::size_t kChunk = 4096;
   auto all_rows = [&](std::ostream* out) {
     for (std::size_t c0 = 0; c0 < mine.frames; c0 += kChunk)
-      gather_rows(comm, out, c0, std::min(mine.frames, c0 + kChunk), block, uncertainty, mine, model, centre, average,
+      gather_rows(comm, out, c0, std::min(mine.frames, c0 + kChunk), rows, transforms, mine, model, centre, average,
                   frame0_noise);
   };
   if (rank != 0) {
@@ -190,7 +243,7 @@ std::exception_ptr stage_drift_csv(MPI_Comm comm, OutputSet* set, const std::vec
     return nullptr;
   }
   // Every rank has the uncertainty or none has (its phase runs on all).
-  const bool sigmas = uncertainty.size() == block.size();
+  const bool sigmas = rows.sigmas();
   bool gathered = false;
   std::exception_ptr error;
   try {

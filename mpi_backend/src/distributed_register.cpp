@@ -139,6 +139,13 @@ class RankCheckpoint {
     last_save_ = Clock::now();
   }
 
+  // Room for what this rank will add (no growth slack in a long series' tables).
+  void reserve(std::size_t elements, std::size_t outputs) {
+    if (interval_ <= 0) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    ck_.elements.reserve(ck_.elements.size() + elements);
+    ck_.prefix.reserve(ck_.prefix.size() + outputs);
+  }
   void add_elements(const std::vector<Registration>& elements) {
     if (interval_ <= 0) return;  // never saved: nothing to keep
     std::lock_guard<std::mutex> lock(mu_);
@@ -146,14 +153,16 @@ class RankCheckpoint {
     dirty_ = true;
     save_locked(false);
   }
-  // Frames lo.. of the uncertainty phase (replacing what an earlier run saved for them).
+  // Frames lo.. of the uncertainty phase (replacing what an earlier run
+  // saved for them), saved from `u` itself: the caller keeps it until release().
   void add_uncertainty(std::size_t lo, const std::vector<DriftUncertainty>& u) {
     if (interval_ <= 0) return;
     std::lock_guard<std::mutex> lock(mu_);
     auto& v = ck_.uncertainty;
     v.erase(std::remove_if(v.begin(), v.end(), [&](const auto& r) { return r.first >= lo && r.first < lo + u.size(); }),
             v.end());
-    for (std::size_t i = 0; i < u.size(); ++i) v.emplace_back(lo + i, u[i]);
+    uncertainty_first_ = lo;
+    uncertainty_ = &u;
     dirty_ = true;
   }
   void add_output(const Registration& r) {
@@ -185,6 +194,7 @@ class RankCheckpoint {
     ck_.elements = {};
     ck_.prefix = {};
     ck_.uncertainty = {};
+    uncertainty_ = nullptr;
   }
   // Runs `body`; a cancel keeps what is done: the next --resume starts from there.
   template <class Body>
@@ -203,7 +213,7 @@ class RankCheckpoint {
   void save_locked(bool force) {
     if (interval_ <= 0 || released_ || !dirty_ || (!force && since(last_save_) < interval_)) return;
     try {
-      save_checkpoint(ck_, path_);
+      save_checkpoint(ck_, path_, uncertainty_first_, uncertainty_);
     } catch (const Error& e) {
       if (error_.empty()) error_ = e.what();
     }
@@ -218,7 +228,9 @@ class RankCheckpoint {
   Clock::time_point last_save_;
   bool dirty_ = false;
   bool released_ = false;
-  std::string error_;  // the first failed write
+  std::size_t uncertainty_first_ = 0;
+  const std::vector<DriftUncertainty>* uncertainty_ = nullptr;  // the block's, from add_uncertainty
+  std::string error_;                                           // the first failed write
 };
 
 // What the phases of one run share, on every rank.
@@ -287,8 +299,13 @@ struct RegisterRun {
   RegistrationFailures failures;
   UncertaintySummary uncertainty_summary;
   double frame0_noise = 0.0;
+  std::vector<std::size_t> above_sigma;  // frames over averaging.max_sigma
+  std::vector<double> weights;           // inverse-variance weights, when the averaging takes them
+  // This rank's block of drift.csv, once the failures are classified (the
+  // block's records in res are dropped then).
+  DriftRows rows;
 
-  RegisterResult res;  // registrations and uncertainty: this rank's block only
+  RegisterResult res;  // registrations and uncertainty: this rank's block, until `rows` holds them
 };
 
 // What is done already, and this rank's share of what is not. Every rank
@@ -338,6 +355,10 @@ void compute_pairs(RegisterRun& run) {
   const auto t0 = Clock::now();
   auto& known = run.elements;
   const std::size_t to_compute = known.missing();
+  std::size_t outputs = 0;
+  if (run.plan.scan_mode) outputs = run.plan.seq_hi - run.plan.seq_lo;
+  for (const auto& g : run.plan.my_gaps) outputs += g.size();
+  run.checkpoint->reserve(to_compute, outputs);
   run.ctx.progress.phase("pairs", to_compute);
   run.checkpoint->keep_on_cancel([&] {
     const std::size_t chunk = run.job.execution.checkpoint_interval_s > 0
@@ -527,6 +548,11 @@ void uncertainty(RegisterRun& run) {
   run.known.uncertainty = {};
   run.uncertainty_summary = summarize_uncertainty_over_ranks(run.ctx.comm, run.res.uncertainty, mine);
   run.frame0_noise = frame0_noise_over_ranks(run.ctx.comm, run.res.uncertainty, mine);
+  const AveragingOptions& averaging = run.job.averaging;
+  if (averaging.max_sigma > 0)
+    run.above_sigma = frames_above_sigma_over_ranks(run.ctx.comm, run.res.uncertainty, mine, averaging.max_sigma);
+  if (averaging.weights == FrameWeighting::inverse_variance)
+    run.weights = uncertainty_weights_over_ranks(run.ctx.comm, run.res.uncertainty, run.frame0_noise);
   if (run.ctx.rank == 0)
     if (std::string w = singular_warning(run.uncertainty_summary); !w.empty()) run.res.warnings.push_back(std::move(w));
   run.res.seconds.uncertainty = since(t0);
@@ -614,16 +640,8 @@ void average(RegisterRun& run) {
   omp_set_num_threads(run.threads);
   try {
     const MpiAveragingTeam team(run.ctx.comm);
-    const AveragingOptions& options = run.job.averaging;
-    const std::vector<std::size_t> above =
-        options.max_sigma > 0
-            ? frames_above_sigma_over_ranks(run.ctx.comm, res.uncertainty, run.block, options.max_sigma)
-            : std::vector<std::size_t>();
-    std::vector<double> weights;
-    if (options.weights == FrameWeighting::inverse_variance)
-      weights = uncertainty_weights_over_ranks(run.ctx.comm, res.uncertainty, run.frame0_noise);
-    res.average = average_selected(*run.frames, run.transforms, options, run.failures, above, std::move(weights),
-                                   res.warnings, &run.ctx.progress, &run.ctx.cancel, &team);
+    res.average = average_selected(*run.frames, run.transforms, run.job.averaging, run.failures, run.above_sigma,
+                                   std::move(run.weights), res.warnings, &run.ctx.progress, &run.ctx.cancel, &team);
   } catch (...) {
     omp_set_num_threads(saved);
     throw;
@@ -716,8 +734,8 @@ void take_checkpointed_scan(RegisterRun& run) {
 // write it is kept for on_root_then_together.
 std::exception_ptr stage_drift(RegisterRun& run, OutputSet* set, const AverageResult* average) {
   const Point centre{(run.frames->width() - 1) / 2.0, (run.frames->height() - 1) / 2.0};
-  return stage_drift_csv(run.ctx.comm, set, run.res.registrations, run.res.uncertainty, run.block,
-                         run.job.registration.model, centre, average, run.frame0_noise);
+  return stage_drift_csv(run.ctx.comm, set, run.rows, run.transforms, run.block, run.job.registration.model, centre,
+                         average, run.frame0_noise);
 }
 
 // When most frames failed (the classification is every frame's, on every
@@ -726,6 +744,9 @@ std::exception_ptr stage_drift(RegisterRun& run, OutputSet* set, const AverageRe
 // Error(registration_failed); run_register commits the set.
 void stop_if_failed(RegisterRun& run, OutputSet* set) {
   run.failures = classify_failures_over_ranks(run.ctx.comm, run.res.registrations, run.block);
+  run.rows = DriftRows(run.res.registrations, run.res.uncertainty, run.job.registration.model);
+  run.res.registrations = {};
+  run.res.uncertainty = {};
   const RegistrationFailures& failures = run.failures;
   if (!failures.most_failed()) return;
   RegisterResult& res = run.res;

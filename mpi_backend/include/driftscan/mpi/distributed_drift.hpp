@@ -13,6 +13,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <optional>
 #include <string>
@@ -64,14 +65,43 @@ std::vector<std::size_t> frames_above_sigma_over_ranks(MPI_Comm comm, const std:
 std::vector<double> uncertainty_weights_over_ranks(MPI_Comm comm, const std::vector<DriftUncertainty>& block,
                                                    double frame0_noise);
 
+// What drift.csv takes of a rank's own frames besides their transforms
+// (every frame's are held whole) and the average's verdict on them: kept
+// from the uncertainty phase to the write in about a quarter of the bytes
+// of their Registration and DriftUncertainty records.
+class DriftRows {
+ public:
+  DriftRows() = default;
+  // `uncertainty`: the block's (sigma columns), or empty for none.
+  DriftRows(const std::vector<Registration>& block, const std::vector<DriftUncertainty>& uncertainty,
+            MotionModel model);
+  std::size_t size() const { return facts_.size(); }
+  bool sigmas() const { return sigmas_; }
+  // Block frame i (frame `frame` of the series) as drift.csv writes it.
+  Registration registration(std::size_t i, std::uint64_t frame, const Transform& transform) const;
+  DriftUncertainty uncertainty(std::size_t i) const;
+
+ private:
+  struct Facts {
+    double cost, quality, sigma_dx, sigma_dy, cov_dxdy, noise_variance;
+    std::int32_t iterations;
+    std::uint32_t flags;
+  };
+  std::vector<Facts> facts_;
+  std::vector<bool> singular_;
+  std::vector<double> model_sigmas_;  // per frame: sigma_angle_deg (rigid, affine), then sigma_affine (affine)
+  std::size_t stride_ = 0;
+  bool sigmas_ = false;
+};
+
 // Collective: drift.csv staged in `set` by rank 0 (`set` is ignored on
 // the others) as write_drift_csv writes it — the header, then each rank's
 // rows (write_drift_csv_rows) gathered in chunks of frames and written in
 // order. Rank 0's failure (staging, writing) is returned rather than
 // thrown, once every rank has passed every chunk: the caller makes it
 // every rank's outcome.
-std::exception_ptr stage_drift_csv(MPI_Comm comm, OutputSet* set, const std::vector<Registration>& block,
-                                   const std::vector<DriftUncertainty>& uncertainty, const FrameBlock& mine,
-                                   MotionModel model, Point centre, const AverageResult* average, double frame0_noise);
+std::exception_ptr stage_drift_csv(MPI_Comm comm, OutputSet* set, const DriftRows& rows,
+                                   const std::vector<Transform>& transforms, const FrameBlock& mine, MotionModel model,
+                                   Point centre, const AverageResult* average, double frame0_noise);
 
 }  // namespace driftscan::mpi

@@ -26,8 +26,9 @@ namespace driftscan::mpi {
 // What register_distributed returns on each rank: from the scan on, a rank
 // holds only its own block of frames' records (distributed_drift.hpp).
 struct DistributedRegisterResult {
-  // registrations, uncertainty: frames first_frame.. (this rank's block);
-  // files, average, warnings: filled on rank 0.
+  // files, average, warnings: filled on rank 0; registrations and
+  // uncertainty are empty (drift.csv has them: a rank keeps only a compact
+  // copy of its own frames' until it is written).
   RegisterResult result;
   std::size_t frames = 0, first_frame = 0;  // of the series; of the block
   UncertaintySummary uncertainty;           // of every frame, on every rank
