@@ -790,7 +790,6 @@ DistributedRegisterResult register_distributed(const Job& job, RunContext& ctx, 
   });
   DistributedRegisterResult out;
   out.frames = run.n;
-  out.first_frame = run.block.first;
   out.uncertainty = run.uncertainty_summary;
   out.result = std::move(run.res);
   return out;

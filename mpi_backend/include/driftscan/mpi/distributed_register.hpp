@@ -30,8 +30,8 @@ struct DistributedRegisterResult {
   // uncertainty are empty (drift.csv has them: a rank keeps only a compact
   // copy of its own frames' until it is written).
   RegisterResult result;
-  std::size_t frames = 0, first_frame = 0;  // of the series; of the block
-  UncertaintySummary uncertainty;           // of every frame, on every rank
+  std::size_t frames = 0;          // of the series
+  UncertaintySummary uncertainty;  // of every frame, on every rank
 };
 
 // Collective over ctx.comm. Rank 0 stages the outputs in `set` (null on
