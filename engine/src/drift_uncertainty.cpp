@@ -98,34 +98,43 @@ std::vector<DriftUncertainty> estimate_drift_uncertainty(const RegistrationOpera
   return out;
 }
 
-UncertaintySummary summarize_uncertainty(const std::vector<DriftUncertainty>& frames) {
-  UncertaintySummary s;
-  std::vector<double> sig, cx, cy, cxy;
-  for (std::size_t k = 1; k < frames.size(); ++k) {
-    const DriftUncertainty& u = frames[k];
+UncertaintySample sample_uncertainty(const std::vector<DriftUncertainty>& block, std::size_t first_frame) {
+  UncertaintySample s;
+  for (std::size_t i = first_frame == 0 ? 1 : 0; i < block.size(); ++i) {  // frame 0 is exact
+    const std::size_t k = first_frame + i;
+    const DriftUncertainty& u = block[i];
     if (u.singular || !std::isfinite(u.sigma())) {
       s.singular_frames.push_back(k);
       continue;
     }
-    sig.push_back(u.sigma());
-    cx.push_back(u.common_sigma_dx);
-    cy.push_back(u.common_sigma_dy);
-    cxy.push_back(u.common_cov_dxdy);
+    s.sigma.push_back(u.sigma());
+    s.common_sigma_dx.push_back(u.common_sigma_dx);
+    s.common_sigma_dy.push_back(u.common_sigma_dy);
+    s.common_cov_dxdy.push_back(u.common_cov_dxdy);
     if (u.sigma() > s.worst_sigma) {
       s.worst_sigma = u.sigma();
       s.worst_frame = k;
     }
   }
-  auto median = [](std::vector<double> v) {
+  return s;
+}
+
+UncertaintySummary summarize_uncertainty(const std::vector<DriftUncertainty>& frames) {
+  UncertaintySample v = sample_uncertainty(frames, 0);
+  UncertaintySummary s;
+  auto median = [](std::vector<double>& v) {
     if (v.empty()) return 0.0;
     auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
     std::nth_element(v.begin(), mid, v.end());
     return *mid;
   };
-  s.median_sigma = median(sig);
-  s.common_sigma_dx = median(cx);
-  s.common_sigma_dy = median(cy);
-  s.common_cov_dxdy = median(cxy);
+  s.median_sigma = median(v.sigma);
+  s.common_sigma_dx = median(v.common_sigma_dx);
+  s.common_sigma_dy = median(v.common_sigma_dy);
+  s.common_cov_dxdy = median(v.common_cov_dxdy);
+  s.worst_sigma = v.worst_sigma;
+  s.worst_frame = v.worst_frame;
+  s.singular_frames = std::move(v.singular_frames);
   return s;
 }
 
@@ -141,11 +150,12 @@ nlohmann::json to_json(const UncertaintySummary& s) {
       {"singular_frames", s.singular_frames}};
 }
 
-std::vector<std::size_t> frames_above_sigma(const std::vector<double>& sigma, double max_sigma) {
+std::vector<std::size_t> frames_above_sigma(const std::vector<double>& sigma, double max_sigma,
+                                            std::size_t first_frame) {
   std::vector<std::size_t> out;
   if (!(max_sigma > 0)) return out;
-  for (std::size_t k = 1; k < sigma.size(); ++k)
-    if (!(sigma[k] <= max_sigma)) out.push_back(k);
+  for (std::size_t i = first_frame == 0 ? 1 : 0; i < sigma.size(); ++i)
+    if (!(sigma[i] <= max_sigma)) out.push_back(first_frame + i);
   return out;
 }
 
@@ -158,12 +168,17 @@ std::string above_sigma_warning(const std::vector<std::size_t>& frames, double m
          " px excluded from the average (frames " + list + ")";
 }
 
-std::vector<double> frame_noise_variances(const std::vector<DriftUncertainty>& frames) {
-  std::vector<double> noise, ref;
-  for (const DriftUncertainty& u : frames) {
-    noise.push_back(u.noise_variance);
+std::vector<double> reference_noise_views(const std::vector<DriftUncertainty>& frames) {
+  std::vector<double> ref;
+  for (const DriftUncertainty& u : frames)
     if (!u.singular && u.reference_noise_variance > 0) ref.push_back(u.reference_noise_variance);
-  }
+  return ref;
+}
+
+std::vector<double> frame_noise_variances(const std::vector<DriftUncertainty>& frames) {
+  std::vector<double> noise, ref = reference_noise_views(frames);
+  noise.reserve(frames.size());
+  for (const DriftUncertainty& u : frames) noise.push_back(u.noise_variance);
   if (!noise.empty() && !ref.empty()) {
     std::nth_element(ref.begin(), ref.begin() + static_cast<std::ptrdiff_t>(ref.size() / 2), ref.end());
     noise[0] = ref[ref.size() / 2];

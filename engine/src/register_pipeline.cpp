@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 
 #include "driftscan/atomic_file.hpp"
 #include "driftscan/error.hpp"
@@ -236,31 +237,44 @@ AverageResult average_registered(const FrameSource& frames, const std::vector<Re
                                  const AveragingOptions& options, std::vector<std::string>& warnings,
                                  Progress* progress, const CancelToken* cancel,
                                  const std::vector<DriftUncertainty>* uncertainty, const AveragingTeam* team) {
-  AveragingOptions opts = options;
-  std::vector<std::size_t> excluded;
-  for (std::string& w : registration_warnings(registrations, excluded)) {
-    if (progress) progress->log(LogLevel::warning, w);
-    warnings.push_back(std::move(w));
-  }
-  opts.exclude_frames.insert(opts.exclude_frames.end(), excluded.begin(), excluded.end());
-  if (uncertainty && opts.max_sigma > 0) {
+  std::vector<std::size_t> above;
+  if (uncertainty && options.max_sigma > 0) {
     std::vector<double> sigma;
     for (const DriftUncertainty& u : *uncertainty) sigma.push_back(u.sigma());
-    const std::vector<std::size_t> above = frames_above_sigma(sigma, opts.max_sigma);
-    opts.exclude_frames.insert(opts.exclude_frames.end(), above.begin(), above.end());
-    if (std::string w = above_sigma_warning(above, opts.max_sigma); !w.empty()) {
-      if (progress) progress->log(LogLevel::warning, w);
-      warnings.push_back(std::move(w));
-    }
+    above = frames_above_sigma(sigma, options.max_sigma);
   }
-  if (opts.weights == FrameWeighting::inverse_variance) {
-    if (!uncertainty || uncertainty->size() != registrations.size())
-      throw bad_input("averaging.weights inverse-variance needs the drift uncertainty of every frame");
-    opts.frame_weights = uncertainty_weights(*uncertainty);
-  }
+  std::vector<double> weights;
+  if (options.weights == FrameWeighting::inverse_variance && uncertainty && uncertainty->size() == registrations.size())
+    weights = uncertainty_weights(*uncertainty);
   std::vector<Transform> transforms;
   transforms.reserve(registrations.size());
   for (const Registration& r : registrations) transforms.push_back(r.transform);
+  return average_selected(frames, transforms, options, classify_failures(registrations), above, std::move(weights),
+                          warnings, progress, cancel, team);
+}
+
+AverageResult average_selected(const FrameSource& frames, const std::vector<Transform>& transforms,
+                               const AveragingOptions& options, const RegistrationFailures& failures,
+                               const std::vector<std::size_t>& above_sigma, std::vector<double> weights,
+                               std::vector<std::string>& warnings, Progress* progress, const CancelToken* cancel,
+                               const AveragingTeam* team) {
+  AveragingOptions opts = options;
+  for (std::string& w : failures.warnings()) {
+    if (progress) progress->log(LogLevel::warning, w);
+    warnings.push_back(std::move(w));
+  }
+  const std::vector<std::size_t> failed = failures.failed();
+  opts.exclude_frames.insert(opts.exclude_frames.end(), failed.begin(), failed.end());
+  opts.exclude_frames.insert(opts.exclude_frames.end(), above_sigma.begin(), above_sigma.end());
+  if (std::string w = above_sigma_warning(above_sigma, opts.max_sigma); !w.empty()) {
+    if (progress) progress->log(LogLevel::warning, w);
+    warnings.push_back(std::move(w));
+  }
+  if (opts.weights == FrameWeighting::inverse_variance) {
+    if (weights.size() != transforms.size())
+      throw bad_input("averaging.weights inverse-variance needs the drift uncertainty of every frame");
+    opts.frame_weights = std::move(weights);
+  }
   AverageResult avg = team ? average_series(frames, transforms, opts, *team, progress, cancel)
                            : average_series(frames, transforms, opts, progress, cancel);
   warnings.insert(warnings.end(), avg.warnings.begin(), avg.warnings.end());
@@ -319,21 +333,29 @@ std::string drift_csv_row(std::size_t k, const Registration& r, MotionModel mode
   return s + buf;
 }
 
+void write_drift_csv_rows(std::ostream& out, const Registration* block, const DriftUncertainty* uncertainty,
+                          std::size_t count, std::size_t first_frame, MotionModel model, Point centre,
+                          const AverageResult* average, double frame0_noise) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t k = first_frame + i;
+    const Registration& r = block[i];
+    const double quality = average && k < average->quality.size() ? average->quality[k] : 0.0;
+    const bool used =
+        average && k < average->used.size() ? static_cast<bool>(average->used[k]) : !(r.flags & kFrameFailed);
+    const DriftUncertainty* u = uncertainty ? uncertainty + i : nullptr;
+    out << drift_csv_row(k, r, model, centre, quality, used, u, u ? (k == 0 ? frame0_noise : u->noise_variance) : 0.0);
+  }
+}
+
 void write_drift_csv(const std::string& path, const std::vector<Registration>& registrations, MotionModel model,
                      Point centre, const AverageResult* average, const std::vector<DriftUncertainty>* uncertainty) {
   const bool sigmas = uncertainty && uncertainty->size() == registrations.size();
-  const std::vector<double> noise = sigmas ? frame_noise_variances(*uncertainty) : std::vector<double>();
+  const double frame0_noise = sigmas && !uncertainty->empty() ? frame_noise_variances(*uncertainty)[0] : 0.0;
   // Row by row into the file: a long series' table is never one string.
   write_atomically(path, [&](std::ostream& out) {
     out << drift_csv_header(model, sigmas);
-    for (std::size_t k = 0; k < registrations.size(); ++k) {
-      const Registration& r = registrations[k];
-      const double quality = average && k < average->quality.size() ? average->quality[k] : 0.0;
-      const bool used =
-          average && k < average->used.size() ? static_cast<bool>(average->used[k]) : !(r.flags & kFrameFailed);
-      out << drift_csv_row(k, r, model, centre, quality, used, sigmas ? &(*uncertainty)[k] : nullptr,
-                           sigmas ? noise[k] : 0.0);
-    }
+    write_drift_csv_rows(out, registrations.data(), sigmas ? uncertainty->data() : nullptr, registrations.size(), 0,
+                         model, centre, average, frame0_noise);
   });
 }
 
@@ -345,14 +367,6 @@ RegisterOutputs write_register_outputs(OutputSet& set, const FrameSource& frames
                                        const std::vector<ReportArray>& streamed, const std::string& average_suffix,
                                        const std::vector<DriftUncertainty>* uncertainty) {
   // Staged in the set: nothing is visible under these names before its commit.
-  RegisterOutputs files;
-  const std::string average_name = "average" + average_suffix + ".tif",
-                    coverage_name = "coverage" + average_suffix + ".tif";
-  files.drift = set.final_path("drift.csv");
-  files.average = set.final_path(average_name);
-  files.coverage = set.final_path(coverage_name);
-  files.report = set.final_path(kOutputRecord);
-
   const Point centre{(frames.width() - 1) / 2.0, (frames.height() - 1) / 2.0};
   // No average (most frames failed): none is staged, so the commit leaves
   // none of an earlier run to pass for this one's.
@@ -360,6 +374,27 @@ RegisterOutputs write_register_outputs(OutputSet& set, const FrameSource& frames
   set.write("drift.csv", [&](const std::string& path) {
     write_drift_csv(path, registrations, settings.model, centre, averaged ? &average : nullptr, uncertainty);
   });
+  std::optional<UncertaintySummary> summary;
+  if (uncertainty && !uncertainty->empty()) summary = summarize_uncertainty(*uncertainty);
+  return write_register_report(set, frames, settings, averaging, registrations.size(), classify_failures(registrations),
+                               summary ? &*summary : nullptr, applications, average, warnings, report_extra, streamed,
+                               average_suffix);
+}
+
+RegisterOutputs write_register_report(OutputSet& set, const FrameSource& frames, const RegistrationSettings& settings,
+                                      const AveragingOptions& averaging, std::size_t registered,
+                                      const RegistrationFailures& failures, const UncertaintySummary* uncertainty,
+                                      const ApplicationSummary& applications, const AverageResult& average,
+                                      const std::vector<std::string>& warnings, const nlohmann::json& report_extra,
+                                      const std::vector<ReportArray>& streamed, const std::string& average_suffix) {
+  RegisterOutputs files;
+  const std::string average_name = "average" + average_suffix + ".tif",
+                    coverage_name = "coverage" + average_suffix + ".tif";
+  files.drift = set.final_path("drift.csv");
+  files.average = set.final_path(average_name);
+  files.coverage = set.final_path(coverage_name);
+  files.report = set.final_path(kOutputRecord);
+  const bool averaged = !average.average.empty();
   if (averaged) {
     TiffWriteOptions tw;
     tw.format = SampleFormat::float32;
@@ -391,7 +426,7 @@ RegisterOutputs write_register_outputs(OutputSet& set, const FrameSource& frames
       "centre c = ((width-1)/2, (height-1)/2)";
   std::size_t used = 0;
   nlohmann::json excluded = nlohmann::json::array();
-  for (std::size_t k = 0; k < registrations.size(); ++k) {
+  for (std::size_t k = 0; k < registered; ++k) {
     if (k < average.used.size() && average.used[k]) ++used;
     else excluded.push_back(k);
   }
@@ -405,8 +440,7 @@ RegisterOutputs write_register_outputs(OutputSet& set, const FrameSource& frames
       {"iterations_histogram", applications.iterations_histogram},
       {"frames_used", used},
       {"frames_excluded", excluded}};
-  if (uncertainty && !uncertainty->empty()) report["uncertainty"] = to_json(summarize_uncertainty(*uncertainty));
-  const RegistrationFailures failures = classify_failures(registrations);
+  if (uncertainty) report["uncertainty"] = to_json(*uncertainty);
   report["registration"] = failures.to_json();
   report["status"] = averaged ? "done" : "registration_failed";
   report["warnings"] = warnings;

@@ -8,10 +8,16 @@
 namespace driftscan {
 
 RegistrationFailures classify_failures(const std::vector<Registration>& registrations) {
+  return classify_failures(registrations, 0, registrations.size());
+}
+
+RegistrationFailures classify_failures(const std::vector<Registration>& block, std::size_t first_frame,
+                                       std::size_t frames) {
   RegistrationFailures f;
-  f.frames = registrations.size();
-  for (std::size_t k = 1; k < registrations.size(); ++k) {
-    const std::uint32_t flags = registrations[k].flags;
+  f.frames = frames;
+  for (std::size_t i = first_frame == 0 ? 1 : 0; i < block.size(); ++i) {  // frame 0 is the reference
+    const std::size_t k = first_frame + i;
+    const std::uint32_t flags = block[i].flags;
     if (flags & kBadFrame) f.unusable.push_back(k);
     else if (flags & kRefineFailed) f.no_overlap.push_back(k);
     else if (flags & kNoPeak) f.no_peak.push_back(k);

@@ -21,6 +21,7 @@
 #include "driftscan/mpi/allgather_records.hpp"
 #include "driftscan/mpi/distributed_average.hpp"
 #include "driftscan/mpi/distributed_checkpoint.hpp"
+#include "driftscan/mpi/distributed_drift.hpp"
 #include "driftscan/mpi/distributed_scan_distortion.hpp"
 #include "driftscan/mpi/job_runner.hpp"
 #include "driftscan/mpi/register_checkpoint.hpp"
@@ -138,6 +139,13 @@ class RankCheckpoint {
     last_save_ = Clock::now();
   }
 
+  // Room for what this rank will add (no growth slack in a long series' tables).
+  void reserve(std::size_t elements, std::size_t outputs) {
+    if (interval_ <= 0) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    ck_.elements.reserve(ck_.elements.size() + elements);
+    ck_.prefix.reserve(ck_.prefix.size() + outputs);
+  }
   void add_elements(const std::vector<Registration>& elements) {
     if (interval_ <= 0) return;  // never saved: nothing to keep
     std::lock_guard<std::mutex> lock(mu_);
@@ -145,14 +153,16 @@ class RankCheckpoint {
     dirty_ = true;
     save_locked(false);
   }
-  // Frames lo.. of the uncertainty phase (replacing what an earlier run saved for them).
+  // Frames lo.. of the uncertainty phase (replacing what an earlier run
+  // saved for them), saved from `u` itself: the caller keeps it until release().
   void add_uncertainty(std::size_t lo, const std::vector<DriftUncertainty>& u) {
     if (interval_ <= 0) return;
     std::lock_guard<std::mutex> lock(mu_);
     auto& v = ck_.uncertainty;
     v.erase(std::remove_if(v.begin(), v.end(), [&](const auto& r) { return r.first >= lo && r.first < lo + u.size(); }),
             v.end());
-    for (std::size_t i = 0; i < u.size(); ++i) v.emplace_back(lo + i, u[i]);
+    uncertainty_first_ = lo;
+    uncertainty_ = &u;
     dirty_ = true;
   }
   void add_output(const Registration& r) {
@@ -184,6 +194,7 @@ class RankCheckpoint {
     ck_.elements = {};
     ck_.prefix = {};
     ck_.uncertainty = {};
+    uncertainty_ = nullptr;
   }
   // Runs `body`; a cancel keeps what is done: the next --resume starts from there.
   template <class Body>
@@ -202,7 +213,7 @@ class RankCheckpoint {
   void save_locked(bool force) {
     if (interval_ <= 0 || released_ || !dirty_ || (!force && since(last_save_) < interval_)) return;
     try {
-      save_checkpoint(ck_, path_);
+      save_checkpoint(ck_, path_, uncertainty_first_, uncertainty_);
     } catch (const Error& e) {
       if (error_.empty()) error_ = e.what();
     }
@@ -217,7 +228,9 @@ class RankCheckpoint {
   Clock::time_point last_save_;
   bool dirty_ = false;
   bool released_ = false;
-  std::string error_;  // the first failed write
+  std::size_t uncertainty_first_ = 0;
+  const std::vector<DriftUncertainty>* uncertainty_ = nullptr;  // the block's, from add_uncertainty
+  std::string error_;                                           // the first failed write
 };
 
 // What the phases of one run share, on every rank.
@@ -228,6 +241,7 @@ struct RegisterRun {
         threads(std::max(1, job.execution.threads)),
         frames(open_series(job)),
         n(frames->frame_count()),
+        block(own_block(ctx.comm, n)),
         op(*frames, job.registration, 1, prepared_cache_bytes(job)) {
     open_seconds = since(t_start);  // indexing the file (and the operator's set-up)
     if (job.scan.correct_distortion) {
@@ -255,6 +269,7 @@ struct RegisterRun {
   const int threads;
   const std::unique_ptr<FrameSource> frames;
   const std::size_t n;
+  const FrameBlock block;  // this rank's frames from the scan on (res.registrations, res.uncertainty)
   RegistrationOperator op;
 
   // From the resume phase on.
@@ -278,7 +293,19 @@ struct RegisterRun {
   std::optional<DistributedDistortion> distortion;
   double distortion_seconds = 0.0;
 
-  RegisterResult res;
+  // After the scan, of every frame: the transforms (the averaging and the
+  // distortion correction take every frame's), what is combined over ranks.
+  std::vector<Transform> transforms;
+  RegistrationFailures failures;
+  UncertaintySummary uncertainty_summary;
+  double frame0_noise = 0.0;
+  std::vector<std::size_t> above_sigma;  // frames over averaging.max_sigma
+  std::vector<double> weights;           // inverse-variance weights, when the averaging takes them
+  // This rank's block of drift.csv, once the failures are classified (the
+  // block's records in res are dropped then).
+  DriftRows rows;
+
+  RegisterResult res;  // registrations and uncertainty: this rank's block, until `rows` holds them
 };
 
 // What is done already, and this rank's share of what is not. Every rank
@@ -328,6 +355,10 @@ void compute_pairs(RegisterRun& run) {
   const auto t0 = Clock::now();
   auto& known = run.elements;
   const std::size_t to_compute = known.missing();
+  std::size_t outputs = 0;
+  if (run.plan.scan_mode) outputs = run.plan.seq_hi - run.plan.seq_lo;
+  for (const auto& g : run.plan.my_gaps) outputs += g.size();
+  run.checkpoint->reserve(to_compute, outputs);
   run.ctx.progress.phase("pairs", to_compute);
   run.checkpoint->keep_on_cancel([&] {
     const std::size_t chunk = run.job.execution.checkpoint_interval_s > 0
@@ -451,71 +482,79 @@ void scan(RegisterRun& run) {
   run.trace.end();
   run.trace.gather(run.ctx.comm);
   const std::size_t n = run.n;
+  const FrameBlock& mine = run.block;
   RegisterResult& res = run.res;
-  std::vector<Registration> gathered = allgather_records(run.ctx.comm, computed);
-  computed = {};
-  std::vector<bool> have(n, false);
-  const bool in_order = gathered.size() == n &&
-                        std::all_of(gathered.begin(), gathered.end(),
-                                    [k = std::uint64_t(0)](const Registration& r) mutable { return r.to == k++; });
-  if (in_order) {
-    // A fresh run: the ranks' blocks in frame order, taken as they are (no second table).
-    res.registrations = std::move(gathered);
-    std::fill(have.begin(), have.end(), true);
+  // A fresh run: each rank computed exactly its own block (the scan's
+  // blocks are the later phases'), kept as it is.
+  int exact = computed.size() == mine.size() ? 1 : 0;
+  for (std::size_t i = 0; exact && i < computed.size(); ++i) exact = computed[i].to == mine.first + i ? 1 : 0;
+  int all_exact = 0;
+  MPI_Allreduce(&exact, &all_exact, 1, MPI_INT, MPI_LAND, run.ctx.comm);
+  if (all_exact) {
+    res.registrations = std::move(computed);
   } else {
-    res.registrations.resize(n);
+    // Resumed: outputs from the checkpoints and from whichever rank
+    // finished their gap, put together whole, then cut to this rank's block.
+    std::vector<Registration> gathered = allgather_records(run.ctx.comm, computed);
+    computed = {};
+    std::vector<Registration> all(n);
+    std::vector<bool> have(n, false);
     auto take = [&](const Registration& r) {
       if (r.to >= n) return;
-      res.registrations[r.to] = r;
+      all[r.to] = r;
       have[r.to] = true;
     };
     for (const auto& o : run.known.outputs)
       if (o) take(*o);
     for (const Registration& r : gathered) take(r);
+    if (const auto missing = std::count(have.begin(), have.end(), false))
+      throw failure("register: the scan left " + std::to_string(missing) + " of " + std::to_string(n) +
+                    " frames without a result");
+    res.registrations.assign(all.begin() + static_cast<long>(mine.first), all.begin() + static_cast<long>(mine.last));
   }
   run.known.outputs = {};
+  run.transforms = gather_transforms(run.ctx.comm, res.registrations);
   run.applications = sum_over_ranks(run.ctx.comm, run.applications);
   res.seconds.scan = since(t0);
-  if (const auto missing = std::count(have.begin(), have.end(), false))
-    throw failure("register: the scan left " + std::to_string(missing) + " of " + std::to_string(n) +
-                  " frames without a result");
 }
 
-// Phase "uncertainty": each rank its block of frames (it holds frame 0 and
-// reads its own), gathered to all.
+// Phase "uncertainty": each rank its own block of frames (it holds frame 0
+// and reads its own); the summary and frame 0's noise combined over ranks.
 void uncertainty(RegisterRun& run) {
   const auto t0 = Clock::now();
-  const std::size_t n = run.n, size = static_cast<std::size_t>(run.ctx.size),
-                    rank = static_cast<std::size_t>(run.ctx.rank);
-  const std::size_t lo = n * rank / size, hi = n * (rank + 1) / size;
+  const FrameBlock& mine = run.block;
   const auto& known = run.known.uncertainty;
   if (run.scan_skipped && std::all_of(known.begin(), known.end(), [](const auto& u) { return u.has_value(); })) {
     // Kept with the scan by the interrupted run (the same on every rank).
-    for (const auto& u : known) run.res.uncertainty.push_back(*u);
+    run.res.uncertainty.reserve(mine.size());
+    for (std::size_t k = mine.first; k < mine.last; ++k) run.res.uncertainty.push_back(*known[k]);
   } else {
-    run.ctx.progress.phase("uncertainty", hi - lo);
-    std::vector<DriftUncertainty> mine;
+    run.ctx.progress.phase("uncertainty", mine.size());
     std::string error;
     ErrorKind kind = ErrorKind::failure;
     try {
-      mine = estimate_drift_uncertainty(run.op, run.res.registrations, lo, hi, run.threads, &run.ctx.progress,
-                                        &run.ctx.cancel);
+      run.res.uncertainty = estimate_drift_uncertainty(run.op, run.res.registrations, 0, mine.size(), run.threads,
+                                                       &run.ctx.progress, &run.ctx.cancel);
     } catch (const Error& e) {
       error = e.what();
       kind = e.kind();
     }
     agree_on_failure(run.ctx.comm, !error.empty(), kind, error);
-    run.checkpoint->add_uncertainty(lo, mine);
+    run.checkpoint->add_uncertainty(mine.first, run.res.uncertainty);
     run.checkpoint->flush();
     run.checkpoint->agree(run.ctx.comm);
-    run.checkpoint->release();  // the run's last save is done: its copies go before the gather
-    run.res.uncertainty = allgather_records(run.ctx.comm, mine);
   }
-  run.checkpoint->release();
+  run.checkpoint->release();  // the run's last save is done
   run.known.uncertainty = {};
+  run.uncertainty_summary = summarize_uncertainty_over_ranks(run.ctx.comm, run.res.uncertainty, mine);
+  run.frame0_noise = frame0_noise_over_ranks(run.ctx.comm, run.res.uncertainty, mine);
+  const AveragingOptions& averaging = run.job.averaging;
+  if (averaging.max_sigma > 0)
+    run.above_sigma = frames_above_sigma_over_ranks(run.ctx.comm, run.res.uncertainty, mine, averaging.max_sigma);
+  if (averaging.weights == FrameWeighting::inverse_variance)
+    run.weights = uncertainty_weights_over_ranks(run.ctx.comm, run.res.uncertainty, run.frame0_noise);
   if (run.ctx.rank == 0)
-    if (std::string w = singular_warning(summarize_uncertainty(run.res.uncertainty)); !w.empty())
-      run.res.warnings.push_back(std::move(w));
+    if (std::string w = singular_warning(run.uncertainty_summary); !w.empty()) run.res.warnings.push_back(std::move(w));
   run.res.seconds.uncertainty = since(t0);
 }
 
@@ -533,10 +572,7 @@ void correct_distortion(RegisterRun& run) {
   const Point centre{(run.frames->width() - 1) / 2.0, (run.frames->height() - 1) / 2.0};
   std::vector<Point> rigid;
   rigid.reserve(run.n);
-  for (const Registration& r : run.res.registrations) {
-    const Point d = r.transform.displacement(centre);
-    rigid.push_back(d);
-  }
+  for (const Transform& t : run.transforms) rigid.push_back(t.displacement(centre));
   run.distortion =
       correct_scan_distortion(*run.frames, *run.timing, rigid, job.scan.distortion(), run.ctx, run.threads);
   if (run.ctx.rank == 0 && !run.distortion->converged && run.distortion->rounds.size() > 1)
@@ -605,8 +641,8 @@ void average(RegisterRun& run) {
   omp_set_num_threads(run.threads);
   try {
     const MpiAveragingTeam team(run.ctx.comm);
-    res.average = average_registered(*run.frames, res.registrations, run.job.averaging, res.warnings, &run.ctx.progress,
-                                     &run.ctx.cancel, &res.uncertainty, &team);
+    res.average = average_selected(*run.frames, run.transforms, run.job.averaging, run.failures, run.above_sigma,
+                                   std::move(run.weights), res.warnings, &run.ctx.progress, &run.ctx.cancel, &team);
   } catch (...) {
     omp_set_num_threads(saved);
     throw;
@@ -615,9 +651,10 @@ void average(RegisterRun& run) {
   res.seconds.average = since(t0);
 }
 
-// Phase "write" (rank 0): drift.csv, average.tif, coverage.tif and
-// report.json with the scan trace, staged in the set (the caller commits
-// it once every rank has succeeded, then removes the checkpoints).
+// Phase "write" (rank 0): average.tif, coverage.tif and report.json with
+// the scan trace, staged in the set after drift.csv (stage_drift) (the
+// caller commits it once every rank has succeeded, then removes the
+// checkpoints).
 void write_outputs(RegisterRun& run, OutputSet& set) {
   const auto t0 = Clock::now();
   const Job& job = run.job;
@@ -649,11 +686,11 @@ void write_outputs(RegisterRun& run, OutputSet& set) {
         {"average", run.res.files.average}, {"coverage", run.res.files.coverage}, {"lines", run.res.files.lines}};
   }
   const RegisterOutputs corrected = res.files;
-  res.files = write_register_outputs(
-      set, *run.frames, job.registration, job.averaging, res.registrations, run.applications, res.average, res.warnings,
-      extra,
+  res.files = write_register_report(
+      set, *run.frames, job.registration, job.averaging, run.n, run.failures, &run.uncertainty_summary,
+      run.applications, res.average, res.warnings, extra,
       {{{"scan_trace", "records"}, records.size(), [&](std::size_t i) { return ScanTrace::record_json(records[i]); }}},
-      run.distortion ? "_rigid" : "", &res.uncertainty);
+      run.distortion ? "_rigid" : "");
   if (run.distortion) {
     res.files.average_rigid = res.files.average;
     res.files.average = corrected.average;
@@ -686,27 +723,45 @@ void on_root_then_together(RegisterRun& run, Body&& body) {
 // After a resume whose checkpoints hold the whole scan: the drift as saved.
 void take_checkpointed_scan(RegisterRun& run) {
   run.scan_skipped = true;
-  run.res.registrations.reserve(run.n);
-  for (const auto& o : run.known.outputs) run.res.registrations.push_back(*o);
+  run.transforms.reserve(run.n);
+  for (const auto& o : run.known.outputs) run.transforms.push_back(o->transform);
+  run.res.registrations.reserve(run.block.size());
+  for (std::size_t k = run.block.first; k < run.block.last; ++k) run.res.registrations.push_back(*run.known.outputs[k]);
+  run.known.outputs = {};
 }
 
-// When most frames failed (every rank knows every result, so all decide
-// alike): rank 0 stages drift.csv and report.json without an average, then
-// every rank throws Error(registration_failed); run_register commits the set.
+// drift.csv from every rank's rows (collective), with the average's
+// quality and use of each frame when there is one; rank 0's failure to
+// write it is kept for on_root_then_together.
+std::exception_ptr stage_drift(RegisterRun& run, OutputSet* set, const AverageResult* average) {
+  const Point centre{(run.frames->width() - 1) / 2.0, (run.frames->height() - 1) / 2.0};
+  return stage_drift_csv(run.ctx.comm, set, run.rows, run.transforms, run.block, run.job.registration.model, centre,
+                         average, run.frame0_noise);
+}
+
+// When most frames failed (the classification is every frame's, on every
+// rank, so all decide alike): drift.csv from every rank's rows, rank 0
+// stages report.json without an average, then every rank throws
+// Error(registration_failed); run_register commits the set.
 void stop_if_failed(RegisterRun& run, OutputSet* set) {
-  const RegistrationFailures failures = classify_failures(run.res.registrations);
+  run.failures = classify_failures_over_ranks(run.ctx.comm, run.res.registrations, run.block);
+  run.rows = DriftRows(run.res.registrations, run.res.uncertainty, run.job.registration.model);
+  run.res.registrations = {};
+  run.res.uncertainty = {};
+  const RegistrationFailures& failures = run.failures;
   if (!failures.most_failed()) return;
   RegisterResult& res = run.res;
+  const std::exception_ptr drift_error = stage_drift(run, set, nullptr);
   on_root_then_together(run, [&] {
     stop_if_registration_failed(failures, run.job.input, &run.ctx.progress, res.warnings, [&] {
       run.ctx.progress.phase("write", 2);
+      if (drift_error) std::rethrow_exception(drift_error);
       nlohmann::json extra;
       extra["execution"] = {{"threads", run.threads}, {"ranks", run.ctx.size}};
-      if (!set) throw failure("register: rank 0 has no output set");
       // Staged; the caller commits the set on registration_failed too.
-      res.files =
-          write_register_outputs(*set, *run.frames, run.job.registration, run.job.averaging, res.registrations,
-                                 run.applications, AverageResult{}, res.warnings, extra, {}, "", &res.uncertainty);
+      res.files = write_register_report(*set, *run.frames, run.job.registration, run.job.averaging, run.n, failures,
+                                        &run.uncertainty_summary, run.applications, AverageResult{}, res.warnings,
+                                        extra, {}, "");
       run.ctx.progress.advance(2);
     });
   });
@@ -715,7 +770,7 @@ void stop_if_failed(RegisterRun& run, OutputSet* set) {
 
 }  // namespace
 
-RegisterResult register_distributed(const Job& job, RunContext& ctx, OutputSet* set) {
+DistributedRegisterResult register_distributed(const Job& job, RunContext& ctx, OutputSet* set) {
   RegisterRun run(job, ctx);
   resume(run);
   if (run.gaps.empty()) {
@@ -728,11 +783,17 @@ RegisterResult register_distributed(const Job& job, RunContext& ctx, OutputSet* 
   stop_if_failed(run, set);
   if (run.timing) correct_distortion(run);
   average(run);
+  const std::exception_ptr drift_error = stage_drift(run, set, &run.res.average);
   on_root_then_together(run, [&] {
+    if (drift_error) std::rethrow_exception(drift_error);
     if (!set) throw failure("register: rank 0 has no output set");
     write_outputs(run, *set);
   });
-  return std::move(run.res);
+  DistributedRegisterResult out;
+  out.frames = run.n;
+  out.uncertainty = run.uncertainty_summary;
+  out.result = std::move(run.res);
+  return out;
 }
 
 }  // namespace driftscan::mpi

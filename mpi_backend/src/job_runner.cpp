@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include <fstream>
@@ -133,7 +134,9 @@ int run_synth(const Job& job, RunContext& ctx) {
 int run_register(const Job& job, RunContext& ctx) {
   nlohmann::json files;
   // `logged`: the first warnings were said already (a follow says each as it happens).
-  auto announce = [&](const RegisterResult& r, std::size_t frames, std::size_t logged = 0) {
+  // `summary`: the uncertainty of every frame (null: none was estimated).
+  auto announce = [&](const RegisterResult& r, std::size_t frames, const UncertaintySummary* summary,
+                      std::size_t logged = 0) {
     for (std::size_t i = logged; i < r.warnings.size(); ++i) ctx.progress.log(LogLevel::warning, r.warnings[i]);
     auto abs = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
     files = {{"drift", abs(r.files.drift)},
@@ -148,8 +151,8 @@ int run_register(const Job& job, RunContext& ctx) {
                   r.seconds.total, frames / std::max(1e-9, r.seconds.total), r.seconds.pairs, r.seconds.scan,
                   r.seconds.average);
     std::string final_line = line;
-    if (!r.uncertainty.empty()) {
-      const UncertaintySummary u = summarize_uncertainty(r.uncertainty);
+    if (summary) {
+      const UncertaintySummary& u = *summary;
       std::snprintf(line, sizeof line, "; drift sigma median %.3g px, worst %.3g px (frame %zu)", u.median_sigma,
                     u.worst_sigma, u.worst_frame);
       final_line += line;
@@ -172,7 +175,9 @@ int run_register(const Job& job, RunContext& ctx) {
       ctx.progress.log(LogLevel::info,
                        "follow ended (" + f.stopped_by + ") after " + std::to_string(f.frames) + " frames" +
                            (f.resumed ? " (" + std::to_string(f.resumed) + " from the checkpoint)" : ""));
-      announce(f.result, f.frames, f.logged_warnings);
+      const std::optional<UncertaintySummary> u =
+          f.result.uncertainty.empty() ? std::nullopt : std::optional(summarize_uncertainty(f.result.uncertainty));
+      announce(f.result, f.frames, u ? &*u : nullptr, f.logged_warnings);
     });
     if (ctx.rank == 0) ctx.progress.result(files);
     report_peak_memory(ctx);
@@ -185,12 +190,14 @@ int run_register(const Job& job, RunContext& ctx) {
   try {
     // The scan-distortion correction is a phase of the distributed path (one rank included).
     if (ctx.size > 1 || rank_checkpoints || job.scan.correct_distortion) {
-      RegisterResult r = register_distributed(job, ctx, set ? &*set : nullptr);
-      if (ctx.rank == 0) announce(r, r.registrations.size());
+      const DistributedRegisterResult r = register_distributed(job, ctx, set ? &*set : nullptr);
+      if (ctx.rank == 0) announce(r.result, r.frames, &r.uncertainty);
     } else {
       auto frames = open_job_input(job);
       RegisterResult r = register_with_checkpoints(job, *frames, ctx.progress, ctx.cancel, *set);
-      announce(r, frames->frame_count());
+      const std::optional<UncertaintySummary> u =
+          r.uncertainty.empty() ? std::nullopt : std::optional(summarize_uncertainty(r.uncertainty));
+      announce(r, frames->frame_count(), u ? &*u : nullptr);
     }
     if (!apply_to.empty())
       on_root(ctx, [&] { files.update(average_signals(job, apply_to, ctx.progress, ctx.cancel, *set)); });

@@ -41,8 +41,8 @@ std::vector<Registration> read_records(std::istream& in, std::size_t n, const st
   return v;
 }
 // A frame's uncertainty: the frame, 15 doubles, the singular flag.
-void write_uncertainty(std::ostream& out, const std::vector<std::pair<std::uint64_t, DriftUncertainty>>& v) {
-  for (const auto& [frame, u] : v) {
+void write_uncertainty(std::ostream& out, std::uint64_t frame, const DriftUncertainty& u) {
+  {
     const double d[15] = {
         u.sigma_dx,        u.sigma_dy,        u.cov_dxdy,        u.sigma_angle_deg, u.sigma_affine[0],
         u.sigma_affine[1], u.sigma_affine[2], u.sigma_affine[3], u.sigma_affine[4], u.sigma_affine[5],
@@ -52,6 +52,9 @@ void write_uncertainty(std::ostream& out, const std::vector<std::pair<std::uint6
     out.write(reinterpret_cast<const char*>(d), sizeof d);
     out.write(&singular, 1);
   }
+}
+void write_uncertainty(std::ostream& out, const std::vector<std::pair<std::uint64_t, DriftUncertainty>>& v) {
+  for (const auto& [frame, u] : v) write_uncertainty(out, frame, u);
 }
 std::vector<std::pair<std::uint64_t, DriftUncertainty>> read_uncertainty(std::istream& in, std::size_t n,
                                                                          const std::string& path) {
@@ -109,18 +112,21 @@ bool fingerprint_fits(const nlohmann::json& stored, const nlohmann::json& expect
   return a == b && done >= 1 && done <= now;
 }
 
-void save_checkpoint(const RegisterCheckpoint& c, const std::string& path) {
+void save_checkpoint(const RegisterCheckpoint& c, const std::string& path, std::size_t first_frame,
+                     const std::vector<DriftUncertainty>* more) {
   AtomicFile file(path, "checkpoint");
   std::ostream& out = file.stream();
   nlohmann::json head{{"magic", kMagic},
                       {"fingerprint", c.fingerprint},
                       {"elements", c.elements.size()},
                       {"prefix", c.prefix.size()},
-                      {"uncertainty", c.uncertainty.size()}};
+                      {"uncertainty", c.uncertainty.size() + (more ? more->size() : 0)}};
   out << head.dump() << '\n';
   write_records(out, c.elements);
   write_records(out, c.prefix);
   write_uncertainty(out, c.uncertainty);
+  if (more)
+    for (std::size_t i = 0; i < more->size(); ++i) write_uncertainty(out, first_frame + i, (*more)[i]);
   file.commit();
 }
 

@@ -61,13 +61,29 @@ struct UncertaintySummary {
   std::vector<std::size_t> singular_frames;
 };
 UncertaintySummary summarize_uncertainty(const std::vector<DriftUncertainty>& frames);
-// Frames (1..) whose sigma is above max_sigma (inf included); none when max_sigma <= 0.
-std::vector<std::size_t> frames_above_sigma(const std::vector<double>& sigma, double max_sigma);
+// What a summary is made of, for a block of frames whose first is frame
+// `first_frame` (a rank's share): the per-frame figures it takes medians of
+// (finite frames 1..), the worst and the singular frames. Blocks combine in
+// frame order (the first of equal worst sigmas wins).
+struct UncertaintySample {
+  std::vector<double> sigma, common_sigma_dx, common_sigma_dy, common_cov_dxdy;
+  double worst_sigma = 0.0;
+  std::size_t worst_frame = 0;
+  std::vector<std::size_t> singular_frames;
+};
+UncertaintySample sample_uncertainty(const std::vector<DriftUncertainty>& block, std::size_t first_frame);
+// Frames (1..) whose sigma is above max_sigma (inf included); none when
+// max_sigma <= 0. sigma[0] is frame `first_frame`'s (a block of a series).
+std::vector<std::size_t> frames_above_sigma(const std::vector<double>& sigma, double max_sigma,
+                                            std::size_t first_frame = 0);
 // The warning for them (empty when none).
 std::string above_sigma_warning(const std::vector<std::size_t>& frames, double max_sigma);
 // Every frame's noise_variance; frame 0's is the median of what the frames
 // saw of it (reference_noise_variance).
 std::vector<double> frame_noise_variances(const std::vector<DriftUncertainty>& frames);
+// What frame 0's noise variance is the median of: the frames' views of it
+// (those not singular, > 0), of a block of frames or of all.
+std::vector<double> reference_noise_views(const std::vector<DriftUncertainty>& frames);
 // inverse_variance_weights (frame_weights.hpp) of a run's frames.
 std::vector<double> uncertainty_weights(const std::vector<DriftUncertainty>& frames);
 // report.json's "uncertainty" block.

@@ -12,6 +12,7 @@
 // share of the frames and combine.
 #include <cstddef>
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,18 @@ AverageResult average_registered(const FrameSource& frames, const std::vector<Re
                                  const std::vector<DriftUncertainty>* uncertainty = nullptr,
                                  const AveragingTeam* team = nullptr);
 
+// average_registered from its parts, as a run whose records are spread over
+// ranks combines them: every frame's `failures` and `above_sigma` (frames
+// over options.max_sigma) are excluded and said in `warnings` as
+// average_registered says them; `weights` (uncertainty_weights of every
+// frame) are used when options.weights is inverse_variance (bad_input
+// when they are not every frame's).
+AverageResult average_selected(const FrameSource& frames, const std::vector<Transform>& transforms,
+                               const AveragingOptions& options, const RegistrationFailures& failures,
+                               const std::vector<std::size_t>& above_sigma, std::vector<double> weights,
+                               std::vector<std::string>& warnings, Progress* progress, const CancelToken* cancel,
+                               const AveragingTeam* team = nullptr);
+
 // A large array of report.json written record by record rather than built
 // in memory (as JSON values, tens of thousands of records take ~1 KB each).
 struct ReportArray {
@@ -159,6 +172,19 @@ RegisterOutputs write_register_outputs(OutputSet& set, const FrameSource& frames
                                        const std::string& average_suffix = "",
                                        const std::vector<DriftUncertainty>* uncertainty = nullptr);
 
+// write_register_outputs without drift.csv (staged by the caller, e.g.
+// from every rank's rows): the average and coverage (unless empty) and
+// report.json, from what the report says of the registration — the number
+// of frames registered, every frame's failures and (when given) the
+// uncertainty summary.
+RegisterOutputs write_register_report(OutputSet& set, const FrameSource& frames, const RegistrationSettings& settings,
+                                      const AveragingOptions& averaging, std::size_t registered,
+                                      const RegistrationFailures& failures, const UncertaintySummary* uncertainty,
+                                      const ApplicationSummary& applications, const AverageResult& average,
+                                      const std::vector<std::string>& warnings, const nlohmann::json& report_extra,
+                                      const std::vector<ReportArray>& streamed = {},
+                                      const std::string& average_suffix = "");
+
 // drift.csv alone (atomically): frame,dx,dy [,angle_deg] [,a,b,c,d,tx,ty],
 // [sigma_dx,sigma_dy,cov_dxdy [,sigma_angle_deg] [,sigma_a,...,sigma_ty],noise_var,sigma_flag]
 // iterations,cost,ncc,quality,used,flags. (dx, dy) is the displacement
@@ -169,6 +195,14 @@ RegisterOutputs write_register_outputs(OutputSet& set, const FrameSource& frames
 void write_drift_csv(const std::string& path, const std::vector<Registration>& registrations, MotionModel model,
                      Point centre, const AverageResult* average,
                      const std::vector<DriftUncertainty>* uncertainty = nullptr);
+
+// The rows of `count` frames from frame `first_frame` on, as
+// write_drift_csv writes them: `block` their registrations, `uncertainty`
+// theirs (null: no sigma columns), `frame0_noise` frame 0's noise_var
+// (frame_noise_variances).
+void write_drift_csv_rows(std::ostream& out, const Registration* block, const DriftUncertainty* uncertainty,
+                          std::size_t count, std::size_t first_frame, MotionModel model, Point centre,
+                          const AverageResult* average, double frame0_noise);
 
 // drift.csv's header line and one frame's row (both ending in a newline), as
 // write_drift_csv writes them; `follow` appends rows as frames arrive.

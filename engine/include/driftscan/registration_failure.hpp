@@ -41,6 +41,11 @@ struct RegistrationFailures {
 
 // Each failed frame under its first reason in the order above.
 RegistrationFailures classify_failures(const std::vector<Registration>& registrations);
+// The same for a block of a series of `frames` frames whose first record is
+// frame `first_frame` (a rank's share; the blocks' lists, concatenated in
+// frame order, are the whole series').
+RegistrationFailures classify_failures(const std::vector<Registration>& block, std::size_t first_frame,
+                                       std::size_t frames);
 
 // "3, 7-9, 12" (runs as ranges), at most `max_items` items then ", ... (N in all)".
 std::string compact_frame_list(const std::vector<std::size_t>& frames, std::size_t max_items = 20);

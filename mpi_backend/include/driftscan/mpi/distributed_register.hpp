@@ -7,10 +7,13 @@
 //   scan    — WorkStealingScan over all ranks; a rank reads the few frames
 //             beyond its block that the operator asks for (frame 0 and the
 //             ends of other blocks in the global phase) on demand;
-//   average, write — rank 0 gathers the results (a few floats per frame) and
-//             the trace, streams the frames through the averaging and writes
-//             drift.csv, average.tif, coverage.tif and report.json (with the
-//             scan trace the app's load-balance view draws).
+//   uncertainty — each rank its own block of frames (the block it keeps
+//             from here on: distributed_drift.hpp);
+//   average — every rank averages its own frames (distributed_average.hpp)
+//             with every frame's transform;
+//   write   — rank 0 writes drift.csv from every rank's rows, gathered in
+//             chunks, then average.tif, coverage.tif and report.json (with
+//             the scan trace the app's load-balance view draws).
 // Checkpoints: every rank saves its completed pair elements and scan outputs
 // (distributed_checkpoint.hpp); --resume with any rank count recomputes only
 // the missing pairs and finishes the scan from the known outputs.
@@ -20,12 +23,22 @@
 
 namespace driftscan::mpi {
 
-// Collective over ctx.comm. The result's files/average/warnings are filled on
-// rank 0; every rank gets the registrations of the whole series. Rank 0
-// stages the outputs in `set` (null on the other ranks); the caller commits
-// it. Once the scan is done every rank's checkpoint holds its share of it
-// (when checkpoints are on): a --resume after an interruption in a later
-// phase skips the pairs and the scan and has the same drift.
-RegisterResult register_distributed(const Job& job, RunContext& ctx, OutputSet* set);
+// What register_distributed returns on each rank: from the scan on, a rank
+// holds only its own block of frames' records (distributed_drift.hpp).
+struct DistributedRegisterResult {
+  // files, average, warnings: filled on rank 0; registrations and
+  // uncertainty are empty (drift.csv has them: a rank keeps only a compact
+  // copy of its own frames' until it is written).
+  RegisterResult result;
+  std::size_t frames = 0;          // of the series
+  UncertaintySummary uncertainty;  // of every frame, on every rank
+};
+
+// Collective over ctx.comm. Rank 0 stages the outputs in `set` (null on
+// the other ranks); the caller commits it. Once the scan is done every
+// rank's checkpoint holds its share of it (when checkpoints are on): a
+// --resume after an interruption in a later phase skips the pairs and the
+// scan and has the same drift.
+DistributedRegisterResult register_distributed(const Job& job, RunContext& ctx, OutputSet* set);
 
 }  // namespace driftscan::mpi
