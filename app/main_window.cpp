@@ -731,7 +731,7 @@ QImage MainWindow::grabView(const QString& name) {
 }
 
 void MainWindow::exportPlot(bool svg) {
-  PlotWidget* plot = qobject_cast<PlotWidget*>(tabs_->currentWidget());
+  ChartView* plot = qobject_cast<ChartView*>(tabs_->currentWidget());
   const QString filter = svg ? "SVG (*.svg)" : "PNG (*.png)";
   const QString path = QFileDialog::getSaveFileName(this, "Export view", svg ? "plot.svg" : "plot.png", filter);
   if (path.isEmpty()) return;
