@@ -186,8 +186,8 @@ void lay_out_now(QChart* chart) {
 }
 }  // namespace
 
-void ChartView::placeChart(QChart* chart, const QRectF& tile) {
-  chart->setMargins(kMargins);
+void ChartView::placeChart(QChart* chart, const QRectF& tile, const QMargins& extra) {
+  chart->setMargins(kMargins + extra);
   chart->setGeometry(tile);
   lay_out_now(chart);
 }

@@ -73,8 +73,9 @@ class ChartView : public QGraphicsView {
   virtual void clickedAt(QPointF pos);
   // Lays the panels out again (after a change of what they show).
   void relayout();
-  // `chart` over `tile` (scene coordinates), laid out now.
-  static void placeChart(QChart* chart, const QRectF& tile);
+  // `chart` over `tile` (scene coordinates), laid out now; `extra`: more
+  // room around its plot area (for the plot's own labels).
+  static void placeChart(QChart* chart, const QRectF& tile, const QMargins& extra = {});
   // Charts stacked in one column: their plot areas' left and right edges
   // lined up (the tick labels of their y axes differ in width).
   static void lineUp(const std::vector<QChart*>& charts);

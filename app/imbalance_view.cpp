@@ -1,5 +1,6 @@
 #include "imbalance_view.hpp"
 
+#include <QGraphicsSimpleTextItem>
 #include <QtCharts/QAreaSeries>
 #include <QtCharts/QCategoryAxis>
 #include <QtCharts/QChart>
@@ -34,7 +35,6 @@ ImbalanceView::ImbalanceView(QWidget* parent) : ChartView(parent) {
   chart_ = addChart();
   time_ = addValueAxis(chart_, Qt::AlignBottom, "time since the scan started (s)");
   names_ = row_axis(chart_, Qt::AlignLeft);
-  totals_ = row_axis(chart_, Qt::AlignRight);
   // Alternating row backgrounds: idle time is what shows through.
   names_->setShadesVisible(true);
   names_->setShadesPen(Qt::NoPen);
@@ -52,34 +52,34 @@ void ImbalanceView::setTrace(ScanTraceData trace) {
   const int rows = int(trace_.workers.size());
   std::map<std::pair<int, int>, int> rowOf;
   double busySum = 0, idleSum = 0;
-  for (QCategoryAxis* a : {names_, totals_})
-    for (const QString& label : a->categoriesLabels()) a->remove(label);
+  for (const QString& label : names_->categoriesLabels()) names_->remove(label);
+  for (QGraphicsSimpleTextItem* t : totals_) delete t;
+  totals_.clear();
   for (int i = 0; i < rows; ++i) {
     const WorkerRow& w = trace_.workers[std::size_t(i)];
     rowOf[{w.rank, w.thread}] = i;
     busySum += w.busy_s;
     idleSum += w.idle_s;
     names_->append(QString("r%1 t%2").arg(w.rank).arg(w.thread), i + 1);
-    // Labels must be unique: equal totals differ in trailing spaces.
-    totals_->append(QString("busy %1 s, idle %2 s%3")
-                            .arg(w.busy_s, 0, 'g', 3)
-                            .arg(w.idle_s, 0, 'g', 3)
-                            .arg(w.stolen ? QString(", %1 stolen").arg(w.stolen) : QString()) +
-                        QString(i, ' '),
-                    i + 1);
+    totals_.push_back(new QGraphicsSimpleTextItem(QString("busy %1 s, idle %2 s%3")
+                                                      .arg(w.busy_s, 0, 'g', 3)
+                                                      .arg(w.idle_s, 0, 'g', 3)
+                                                      .arg(w.stolen ? QString(", %1 stolen").arg(w.stolen) : QString()),
+                                                  chart_));
   }
-  for (QCategoryAxis* a : {names_, totals_}) a->setRange(0, std::max(1, rows));
+  names_->setRange(0, std::max(1, rows));
 
-  chart_->setTitle(
-      QString("<b>Scan load balance: %1 rank(s) x %2 thread(s), makespan %3 s, imbalance factor %4 (max/mean "
-              "busy)</b><br>%5 operator applications, total idle %6 s (%7% of worker time)")
-          .arg(trace_.ranks)
-          .arg(trace_.threads)
-          .arg(trace_.makespan_s, 0, 'g', 4)
-          .arg(trace_.imbalance, 0, 'f', 3)
-          .arg(trace_.records.size())
-          .arg(idleSum, 0, 'g', 4)
-          .arg(busySum + idleSum > 0 ? 100.0 * idleSum / (busySum + idleSum) : 0.0, 0, 'f', 1));
+  chart_->setTitle(QString("Scan load balance: %1 rank(s) x %2 thread(s), makespan %3 s, imbalance factor %4 "
+                           "(max/mean busy)")
+                       .arg(trace_.ranks)
+                       .arg(trace_.threads)
+                       .arg(trace_.makespan_s, 0, 'g', 4)
+                       .arg(trace_.imbalance, 0, 'f', 3));
+  // The totals under the time axis (a chart title is one line).
+  time_->setTitleText(QString("time since the scan started (s); %1 applications, idle %2 s (%3% of worker time)")
+                          .arg(trace_.records.size())
+                          .arg(idleSum, 0, 'g', 4)
+                          .arg(busySum + idleSum > 0 ? 100.0 * idleSum / (busySum + idleSum) : 0.0, 0, 'f', 1));
 
   // One area per worker and phase (and one for the stolen ones): its upper
   // edge steps up to the bar's top over each application, so a few series
@@ -111,7 +111,6 @@ void ImbalanceView::setTrace(ScanTraceData trace) {
       area->setPen(Qt::NoPen);
       area->setBrush(key.isEmpty() ? QBrush(Qt::black, Qt::BDiagPattern) : QBrush(phase_colour(key)));
       addSeries(chart_, area, time_, names_, !named.contains(area->name()));
-      area->attachAxis(totals_);
       named << area->name();
     }
   setXRange(0.0, std::max(trace_.makespan_s, 1e-9));
@@ -120,10 +119,18 @@ void ImbalanceView::setTrace(ScanTraceData trace) {
 }
 
 void ImbalanceView::layoutCharts(const QSizeF& s) {
-  placeChart(chart_, QRectF(QPointF(0, 0), s));
+  double widest = 0;
+  for (const QGraphicsSimpleTextItem* t : totals_) widest = std::max(widest, t->boundingRect().width());
+  const QMargins room(0, 0, int(widest) + 12, 0);
+  placeChart(chart_, QRectF(QPointF(0, 0), s), room);
   // Rows no higher than kMaxRowHeight: a few workers do not fill the height with grey.
   const double excess = chart_->plotArea().height() - kMaxRowHeight * std::max(1, rowCount());
-  if (excess > 0) placeChart(chart_, QRectF(0, 0, s.width(), s.height() - excess));
+  if (excess > 0) placeChart(chart_, QRectF(0, 0, s.width(), s.height() - excess), room);
+  const QRectF area = chart_->plotArea();
+  for (std::size_t i = 0; i < totals_.size(); ++i) {
+    const double y = chart_->mapToPosition(QPointF(0, double(i) + 0.5)).y();
+    totals_[i]->setPos(area.right() + 8, y - totals_[i]->boundingRect().height() / 2);
+  }
 }
 
 QPointF ImbalanceView::pointAt(double t, int row) const { return positionOf(chart_, QPointF(t, row + 0.5)); }

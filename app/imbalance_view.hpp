@@ -3,6 +3,8 @@
 // thread) and one bar per operator application, coloured by phase, stolen
 // applications hatched; idle time per worker and the imbalance factor
 // (max busy / mean busy) from the run's trace.
+#include <vector>
+
 #include "chart_view.hpp"
 #include "result_set.hpp"
 
@@ -26,7 +28,9 @@ class ImbalanceView : public ChartView {
  private:
   QChart* chart_;
   QValueAxis* time_;
-  // Row names on the left, per-worker totals on the right: one row per unit of y.
-  QCategoryAxis *names_, *totals_;
+  // Row names on the left: one row per unit of y.
+  QCategoryAxis* names_;
+  // Per-worker totals right of the rows (a right-hand axis would cut them short).
+  std::vector<QGraphicsSimpleTextItem*> totals_;
   ScanTraceData trace_;
 };

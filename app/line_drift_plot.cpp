@@ -45,6 +45,7 @@ LineDriftPlot::LineDriftPlot(QWidget* parent) : ChartView(parent) {
   driftFrames_ = frame_axis(drift_);
   jitterFrames_ = frame_axis(jitter_);
   jitter_->setTitle("Line jitter (fast-axis offset of each line)");
+  jitter_->legend()->setVisible(false);  // one curve, named by the title
   for (auto [chart, axis] : {std::pair{drift_, static_cast<QAbstractAxis*>(driftX_)},
                              {jitter_, jitterX_},
                              {drift_, driftFrames_},
@@ -101,9 +102,13 @@ void LineDriftPlot::setSeries(LineDriftSeries lines, std::vector<DriftRow> rigid
       const auto i = static_cast<std::size_t>(k);
       a->append(QString::number(k), k + 1 < n ? 0.5 * (lines_.frameLast[i] + lines_.frameFirst[i + 1]) : t1_);
     }
-    a->setLabelsVisible(n <= kMaxFrameLabels);
     a->setVisible(boundaryCount() > 0);
   }
+  // Numbered above the drift; the jitter panel keeps only the boundaries.
+  driftFrames_->setLabelsVisible(lines_.frameCount() <= kMaxFrameLabels);
+  jitterFrames_->setLabelsVisible(false);
+  jitterFrames_->setTitleVisible(false);
+  jitterFrames_->setLineVisible(false);
   setXRange(t0_, t1_);
   resetView();
   setEmptyText(lines_.empty() ? "No line-resolution drift: register with scan-distortion correction\n"
@@ -223,9 +228,11 @@ void LineDriftPlot::showCurrent() {
 }
 
 void LineDriftPlot::layoutCharts(const QSizeF& s) {
-  const double driftH = std::max(200.0, s.height() * 0.62);
+  // Qt Charts squeezes the axes of a chart they would take 40% of: the jitter
+  // panel (two axes) keeps 45% of the height.
+  const double driftH = std::max(200.0, s.height() * 0.55);
   placeChart(drift_, QRectF(0, 0, s.width(), driftH));
-  placeChart(jitter_, QRectF(0, driftH, s.width(), std::max(150.0, s.height() - driftH)));
+  placeChart(jitter_, QRectF(0, driftH, s.width(), std::max(200.0, s.height() - driftH)));
   lineUp({drift_, jitter_});
   const QRectF area = drift_->plotArea();
   currentText_->setPos(area.right() - currentText_->boundingRect().width() - 8, area.top() + 6);
