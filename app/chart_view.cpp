@@ -8,6 +8,7 @@
 #include <QSvgGenerator>
 #include <QWheelEvent>
 #include <QtCharts/QChart>
+#include <QtCharts/QLegend>
 #include <QtCharts/QLegendMarker>
 #include <QtCharts/QValueAxis>
 #include <algorithm>
@@ -179,10 +180,11 @@ namespace {
 // export renders right after, and a chart hidden at its last change of
 // geometry was never laid out.
 void lay_out_now(QChart* chart) {
-  if (QGraphicsLayout* l = chart->layout()) {
-    l->invalidate();
-    l->activate();
-  }
+  for (QGraphicsWidget* w : {static_cast<QGraphicsWidget*>(chart->legend()), static_cast<QGraphicsWidget*>(chart)})
+    if (QGraphicsLayout* l = w->layout()) {
+      l->invalidate();
+      l->activate();
+    }
 }
 }  // namespace
 

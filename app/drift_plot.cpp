@@ -248,7 +248,8 @@ void DriftPlot::layoutCharts(const QSizeF& s) {
   } else {
     placeChart(quality_, QRectF(0, s.height() + 1, seriesW, 150));  // outside the scene: not shown
   }
-  placeChart(trajectory_, QRectF(seriesW, 0, side, side));
+  // Taller than wide by about its title, legend and axis: the plot area comes out square at the tile's width.
+  placeChart(trajectory_, QRectF(seriesW, 0, side, std::min(s.height(), side + 100)));
   makeSquare(trajectory_);
   // The current frame's values at the top right of the series panel.
   const QRectF area = series_->plotArea();
