@@ -1,21 +1,52 @@
 #include "drift_plot.hpp"
 
-#include <QMouseEvent>
-#include <QPainter>
-#include <QPainterPath>
+#include <QGraphicsSimpleTextItem>
+#include <QtCharts/QAreaSeries>
+#include <QtCharts/QChart>
+#include <QtCharts/QLegend>
+#include <QtCharts/QLineSeries>
+#include <QtCharts/QScatterSeries>
+#include <QtCharts/QValueAxis>
 #include <algorithm>
 #include <cmath>
 
 namespace {
-const QColor kDx(31, 119, 180), kDy(214, 39, 40), kTraj(44, 160, 44), kQual(148, 103, 189);
-using plot::frame_axes;
-using plot::map;
-using plot::pad;
+const QColor kDx(31, 119, 180), kDy(214, 39, 40), kTraj(44, 160, 44), kQual(148, 103, 189), kCurrent(255, 140, 0);
+
+QLineSeries* line(const QString& name, const QColor& c, double width) {
+  auto* s = new QLineSeries;
+  s->setName(name);
+  s->setPen(QPen(c, width));
+  return s;
+}
+QScatterSeries* dots(const QString& name, const QColor& c, double size) {
+  auto* s = new QScatterSeries;
+  s->setName(name);
+  s->setColor(c);
+  s->setBorderColor(c);
+  s->setMarkerSize(size);
+  return s;
+}
 }  // namespace
 
-DriftPlot::DriftPlot(QWidget* parent) : PlotWidget(parent) {
+DriftPlot::DriftPlot(QWidget* parent) : ChartView(parent) {
   setMinimumSize(400, 300);
   setCursor(Qt::PointingHandCursor);
+  series_ = addChart();
+  quality_ = addChart();
+  trajectory_ = addChart();
+  seriesX_ = addValueAxis(series_, Qt::AlignBottom, "frame");
+  seriesY_ = addValueAxis(series_, Qt::AlignLeft, {});
+  qualityX_ = addValueAxis(quality_, Qt::AlignBottom, "frame");
+  qualityY_ = addValueAxis(quality_, Qt::AlignLeft, "NCC");
+  trajectoryX_ = addValueAxis(trajectory_, Qt::AlignBottom, {});
+  trajectoryY_ = addValueAxis(trajectory_, Qt::AlignLeft, {});
+  quality_->setTitle("Quality (NCC with the average)");
+  trajectory_->setTitle("Trajectory");
+  linkXAxis(series_, seriesX_);
+  linkXAxis(quality_, qualityX_);
+  currentText_ = new QGraphicsSimpleTextItem(series_);
+  setDrift({});
 }
 
 void DriftPlot::setDrift(std::vector<DriftRow> rows, bool keepView) {
@@ -35,28 +66,30 @@ void DriftPlot::setDrift(std::vector<DriftRow> rows, bool keepView) {
     ty1_ = std::max(ty1_, r.dy);
   }
   if (rows_.empty()) dmin_ = tx0_ = ty0_ = -1, dmax_ = tx1_ = ty1_ = 1;
-  if (!keepView) resetView();  // a new run: the whole series
   pad(dmin_, dmax_);
   pad(tx0_, tx1_);
   pad(ty0_, ty1_);
-  // Equal scales on the trajectory so its shape is true.
+  // Equal scales on the trajectory (a square plot area) so its shape is true.
   const double span = std::max(tx1_ - tx0_, ty1_ - ty0_);
   const double cx = (tx0_ + tx1_) / 2, cy = (ty0_ + ty1_) / 2;
   tx0_ = cx - span / 2;
   tx1_ = cx + span / 2;
   ty0_ = cy - span / 2;
   ty1_ = cy + span / 2;
-  update();
+  setXRange(xmin_, xmax_);
+  if (!keepView) resetView();  // a new run: the whole series
+  setEmptyText(rows_.empty() ? "No drift yet: run a registration or open a results folder." : QString());
+  rebuild();
 }
 
 void DriftPlot::setPixelSize(double size, const QString& unit) {
   cal_.recalibrate(size, unit);
-  update();
+  rebuild();
 }
 
 void DriftPlot::setPhysicalUnits(bool on) {
   cal_.physical = on;
-  update();
+  rebuild();
 }
 
 QString DriftPlot::calibrationText() const {
@@ -65,6 +98,8 @@ QString DriftPlot::calibrationText() const {
 
 QString DriftPlot::shiftAxisLabel() const { return QString("shift (%1)").arg(cal_.lengthUnit()); }
 
+std::pair<double, double> DriftPlot::shiftAxisRange() const { return {seriesY_->min(), seriesY_->max()}; }
+
 namespace {
 // A shift in pixels as shown: 3 decimals in px, 4 significant digits in a unit.
 QString shift_text(double px, const PixelCalibration& c) {
@@ -72,186 +107,171 @@ QString shift_text(double px, const PixelCalibration& c) {
 }
 }  // namespace
 
-void DriftPlot::setCurrentFrame(int frame) {
-  current_ = frame;
-  update();
-}
-
-DriftPlot::Layout DriftPlot::layout(const QSize& s) const {
-  const double w = s.width(), h = s.height();
-  const double left = 70, right = 20, top = 30, bottom = 50, gap = 80;
-  const double side = std::max(80.0, std::min(h - top - bottom, (w - left - right - gap) * 0.4));
-  const double plotW = std::max(80.0, w - left - right - gap - side);
-  Layout L;
-  const double qh = hasQuality_ ? std::max(60.0, (h - top - bottom) * 0.28) : 0;
-  L.series = QRectF(left, top, plotW, h - top - bottom - (hasQuality_ ? qh + gap * 0.75 : 0));
-  L.quality = QRectF(left, L.series.bottom() + gap * 0.75, plotW, qh);
-  L.trajectory = QRectF(left + plotW + gap, top, side, side);
-  return L;
-}
-
-QPointF DriftPlot::pointPosition(int i) const {
-  const Layout L = layout(size());
-  const auto vx = frameRange();
-  const auto& r = rows_.at(std::size_t(i));
-  return {map(r.frame, vx.first, vx.second, L.series.left(), L.series.right()),
-          map(r.dx, dmin_, dmax_, L.series.bottom(), L.series.top())};
-}
-
-void DriftPlot::render(QPainter& p, const QSize& size) const {
-  p.fillRect(QRect(QPoint(0, 0), size), Qt::white);
-  p.setRenderHint(QPainter::Antialiasing);
-  if (rows_.empty()) {
-    p.setPen(Qt::darkGray);
-    p.drawText(QRect(QPoint(0, 0), size), Qt::AlignCenter,
-               "No drift yet: run a registration or open a results folder.");
-    return;
-  }
-  const Layout L = layout(size);
-  const auto vx = frameRange();
-  // Drawn in pixels; only the labelled ranges are scaled (the scale is positive).
+void DriftPlot::rebuild() {
+  for (QChart* c : {series_, quality_, trajectory_}) c->removeAllSeries();
+  currentLine_ = nullptr;
+  currentDot_ = nullptr;
+  // Series hold the shown unit: the axes label what they hold.
   const double k = cal_.scale();
-  frame_axes(p, L.series, vx.first, vx.second, dmin_ * k, dmax_ * k,
-             cal_.known() ? QString("Drift against frame 0 (%1)").arg(calibrationText()) : "Drift against frame 0",
-             "frame", shiftAxisLabel());
-  // +-2 sigma band of a series (frames with a finite sigma; inf leaves a gap).
-  auto drawBand = [&](auto value, auto sigma, const QColor& c, const QRectF& r, double y0, double y1) {
+  const QString unit = cal_.lengthUnit();
+  series_->setTitle(cal_.known() ? QString("Drift against frame 0 (%1)").arg(calibrationText())
+                                 : "Drift against frame 0");
+  seriesY_->setTitleText(shiftAxisLabel());
+  setAxisRange(seriesY_, dmin_ * k, dmax_ * k);
+  trajectoryX_->setTitleText(QString("dx (%1)").arg(unit));
+  trajectoryY_->setTitleText(QString("dy (%1)").arg(unit));
+  setAxisRange(trajectoryX_, tx0_ * k, tx1_ * k);
+  setAxisRange(trajectoryY_, ty0_ * k, ty1_ * k);
+
+  // ±2σ bands: one area per run of frames with a finite σ (inf leaves a gap).
+  auto bands = [&](double DriftRow::*value, double DriftRow::*sigma, const QColor& c, const QString& name) {
     QColor fill = c;
     fill.setAlpha(50);
-    p.setPen(Qt::NoPen);
-    p.setBrush(fill);
-    std::vector<QPointF> upper, lower;
+    QList<QPointF> upper, lower;
+    bool named = false;
     auto flush = [&] {
       if (upper.size() >= 2) {
-        QPolygonF poly;
-        for (const QPointF& q : upper) poly << q;
-        for (auto it = lower.rbegin(); it != lower.rend(); ++it) poly << *it;
-        p.drawPolygon(poly);
+        auto* area = new QAreaSeries;
+        auto* up = new QLineSeries(area);
+        auto* low = new QLineSeries(area);
+        up->replace(upper);
+        low->replace(lower);
+        area->setUpperSeries(up);
+        area->setLowerSeries(low);
+        area->setName(name);
+        area->setPen(Qt::NoPen);
+        area->setBrush(fill);
+        addSeries(series_, area, seriesX_, seriesY_, !named);
+        named = true;
       }
       upper.clear();
       lower.clear();
     };
-    for (const auto& row : rows_) {
-      const double s = sigma(row);
+    for (const auto& r : rows_) {
+      const double s = r.*sigma;
       if (!(s >= 0) || !std::isfinite(s)) {
         flush();
         continue;
       }
-      const double x = map(row.frame, vx.first, vx.second, r.left(), r.right());
-      upper.emplace_back(x, map(value(row) + 2 * s, y0, y1, r.bottom(), r.top()));
-      lower.emplace_back(x, map(value(row) - 2 * s, y0, y1, r.bottom(), r.top()));
+      upper.append(QPointF(r.frame, (r.*value + 2 * s) * k));
+      lower.append(QPointF(r.frame, (r.*value - 2 * s) * k));
     }
     flush();
   };
-  auto drawSeries = [&](auto value, const QColor& c, const QRectF& r, double y0, double y1) {
-    QPainterPath path;
-    for (std::size_t i = 0; i < rows_.size(); ++i) {
-      const QPointF q(map(rows_[i].frame, vx.first, vx.second, r.left(), r.right()),
-                      map(value(rows_[i]), y0, y1, r.bottom(), r.top()));
-      if (i == 0) path.moveTo(q);
-      else path.lineTo(q);
+  bands(&DriftRow::dx, &DriftRow::sigma_dx, kDx, QString::fromUtf8("dx \u00b12\u03c3"));
+  bands(&DriftRow::dy, &DriftRow::sigma_dy, kDy, QString::fromUtf8("dy \u00b12\u03c3"));
+
+  QList<QPointF> dx, dy, quality, left, trajectory;
+  for (const auto& r : rows_) {
+    dx.append(QPointF(r.frame, r.dx * k));
+    dy.append(QPointF(r.frame, r.dy * k));
+    trajectory.append(QPointF(r.dx * k, r.dy * k));
+    if (r.quality >= -1) {
+      quality.append(QPointF(r.frame, r.quality));
+      if (!r.used) left.append(QPointF(r.frame, r.quality));
     }
-    p.setPen(QPen(c, 1.5));
-    p.setBrush(Qt::NoBrush);
-    p.drawPath(path);
-    if (rows_.size() <= 400) {
-      p.setBrush(c);
-      p.setPen(Qt::NoPen);
-      for (const auto& row : rows_)
-        p.drawEllipse(QPointF(map(row.frame, vx.first, vx.second, r.left(), r.right()),
-                              map(value(row), y0, y1, r.bottom(), r.top())),
-                      2.2, 2.2);
-    }
-  };
-  p.save();
-  p.setClipRect(L.series.adjusted(-3, -3, 3, 3));
-  drawBand([](const DriftRow& r) { return r.dx; }, [](const DriftRow& r) { return r.sigma_dx; }, kDx, L.series, dmin_,
-           dmax_);
-  drawBand([](const DriftRow& r) { return r.dy; }, [](const DriftRow& r) { return r.sigma_dy; }, kDy, L.series, dmin_,
-           dmax_);
-  drawSeries([](const DriftRow& r) { return r.dx; }, kDx, L.series, dmin_, dmax_);
-  drawSeries([](const DriftRow& r) { return r.dy; }, kDy, L.series, dmin_, dmax_);
-  p.restore();
-  // Legend.
-  p.setPen(kDx);
-  p.drawText(QPointF(L.series.left() + 8, L.series.top() + 16), "dx");
-  p.setPen(kDy);
-  p.drawText(QPointF(L.series.left() + 32, L.series.top() + 16), "dy");
+  }
+  // Points marked while they can be told apart.
+  const bool marked = rows_.size() <= 400;
+  for (auto [points, name, colour] : {std::tuple{&dx, "dx", kDx}, std::tuple{&dy, "dy", kDy}}) {
+    QLineSeries* s = line(name, colour, 1.5);
+    s->replace(*points);
+    s->setPointsVisible(marked);
+    s->setMarkerSize(4.4);
+    addSeries(series_, s, seriesX_, seriesY_, true);
+  }
+  currentLine_ = line("current", kCurrent, 1.5);
+  currentLine_->setPen(QPen(kCurrent, 1.5, Qt::DashLine));
+  addSeries(series_, currentLine_, seriesX_, seriesY_, false);
 
   if (hasQuality_) {
     double q0 = INFINITY, q1 = -INFINITY;
-    for (const auto& r : rows_)
-      if (r.quality >= -1) {
-        q0 = std::min(q0, r.quality);
-        q1 = std::max(q1, r.quality);
-      }
-    pad(q0, q1);
-    frame_axes(p, L.quality, vx.first, vx.second, q0, q1, "Quality (NCC with the average)", "frame", "NCC");
-    p.save();
-    p.setClipRect(L.quality.adjusted(-3, -3, 3, 3));
-    drawSeries([](const DriftRow& r) { return r.quality; }, kQual, L.quality, q0, q1);
-    p.setPen(QPen(Qt::red, 1));
-    for (const auto& r : rows_)
-      if (!r.used) {
-        const double x = map(r.frame, vx.first, vx.second, L.quality.left(), L.quality.right());
-        p.drawLine(QPointF(x, L.quality.top()), QPointF(x, L.quality.bottom()));
-      }
-    p.restore();
-  }
-
-  frame_axes(p, L.trajectory, tx0_ * k, tx1_ * k, ty0_ * k, ty1_ * k, "Trajectory",
-             QString("dx (%1)").arg(cal_.lengthUnit()), QString("dy (%1)").arg(cal_.lengthUnit()));
-  QPainterPath traj;
-  for (std::size_t i = 0; i < rows_.size(); ++i) {
-    const QPointF q(map(rows_[i].dx, tx0_, tx1_, L.trajectory.left(), L.trajectory.right()),
-                    map(rows_[i].dy, ty0_, ty1_, L.trajectory.bottom(), L.trajectory.top()));
-    if (i == 0) traj.moveTo(q);
-    else traj.lineTo(q);
-  }
-  p.setPen(QPen(kTraj, 1.5));
-  p.setBrush(Qt::NoBrush);
-  p.drawPath(traj);
-  p.setBrush(Qt::black);
-  p.drawEllipse(traj.elementAt(0), 3.5, 3.5);  // frame 0
-
-  if (current_ >= 0) {
-    auto it = std::find_if(rows_.begin(), rows_.end(), [&](const DriftRow& r) { return r.frame == current_; });
-    if (it != rows_.end()) {
-      const double x = map(it->frame, vx.first, vx.second, L.series.left(), L.series.right());
-      p.setPen(QPen(QColor(255, 140, 0), 1.5, Qt::DashLine));
-      if (x >= L.series.left() && x <= L.series.right())
-        p.drawLine(QPointF(x, L.series.top()), QPointF(x, L.series.bottom()));
-      p.setBrush(QColor(255, 140, 0));
-      p.setPen(Qt::NoPen);
-      p.drawEllipse(QPointF(map(it->dx, tx0_, tx1_, L.trajectory.left(), L.trajectory.right()),
-                            map(it->dy, ty0_, ty1_, L.trajectory.bottom(), L.trajectory.top())),
-                    5, 5);
-      p.setPen(Qt::black);
-      const QString readout = QString("frame %1: dx %2, dy %3 %4")
-                                  .arg(it->frame)
-                                  .arg(shift_text(it->dx, cal_), shift_text(it->dy, cal_), cal_.lengthUnit());
-      p.drawText(QPointF(L.series.right() - p.fontMetrics().horizontalAdvance(readout) - 8, L.series.top() + 16),
-                 readout);
+    for (const QPointF& q : quality) {
+      q0 = std::min(q0, q.y());
+      q1 = std::max(q1, q.y());
     }
+    pad(q0, q1);
+    setAxisRange(qualityY_, q0, q1);
+    QLineSeries* s = line("NCC", kQual, 1.5);
+    s->replace(quality);
+    s->setPointsVisible(marked);
+    s->setMarkerSize(4.4);
+    addSeries(quality_, s, qualityX_, qualityY_, true);
+    QScatterSeries* out = dots("left out of the average", Qt::red, 9);
+    out->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
+    out->replace(left);
+    addSeries(quality_, out, qualityX_, qualityY_, !left.isEmpty());
   }
+
+  QLineSeries* path = line("trajectory", kTraj, 1.5);
+  path->replace(trajectory);
+  addSeries(trajectory_, path, trajectoryX_, trajectoryY_, false);
+  QScatterSeries* start = dots("frame 0", Qt::black, 7);
+  if (!trajectory.isEmpty()) start->append(trajectory.front());
+  addSeries(trajectory_, start, trajectoryX_, trajectoryY_, true);
+  currentDot_ = dots("current", kCurrent, 10);
+  addSeries(trajectory_, currentDot_, trajectoryX_, trajectoryY_, false);
+  showCurrent();
+  relayout();
 }
 
-QRectF DriftPlot::zoomPanel(const QSize& size) const {
-  if (rows_.empty()) return {};
-  const Layout L = layout(size);
-  return L.series.united(hasQuality_ ? L.quality : L.series);
+void DriftPlot::setCurrentFrame(int frame) {
+  current_ = frame;
+  showCurrent();
 }
 
-namespace {
-// The frame nearest to `pos`: in the trajectory by distance to its point,
-// elsewhere by the frame axis. -1 when none is near.
-template <class TrajectoryPoint, class FrameX>
-int nearest_frame(const std::vector<DriftRow>& rows, const QPointF& pos, bool inTrajectory,
-                  TrajectoryPoint trajectoryPoint, FrameX frameX) {
+void DriftPlot::showCurrent() {
+  auto it = std::find_if(rows_.begin(), rows_.end(), [&](const DriftRow& r) { return r.frame == current_; });
+  currentLine_->clear();
+  currentDot_->clear();
+  currentText_->setText({});
+  if (it == rows_.end()) return;
+  const double k = cal_.scale();
+  currentLine_->append(it->frame, seriesY_->min());
+  currentLine_->append(it->frame, seriesY_->max());
+  currentDot_->append(it->dx * k, it->dy * k);
+  currentText_->setText(QString("frame %1: dx %2, dy %3 %4")
+                            .arg(it->frame)
+                            .arg(shift_text(it->dx, cal_), shift_text(it->dy, cal_), cal_.lengthUnit()));
+  relayout();
+}
+
+void DriftPlot::layoutCharts(const QSizeF& s) {
+  // The trajectory beside the series (at most 40% of the width), the quality below them.
+  const double side = std::min(s.width() * 0.4, s.height());
+  const double seriesW = s.width() - side;
+  const double qualityH = hasQuality_ ? std::max(150.0, s.height() * 0.34) : 0;
+  placeChart(series_, QRectF(0, 0, seriesW, s.height() - qualityH));
+  if (hasQuality_) {
+    placeChart(quality_, QRectF(0, s.height() - qualityH, seriesW, qualityH));
+    lineUp({series_, quality_});
+  } else {
+    placeChart(quality_, QRectF(0, s.height() + 1, seriesW, 150));  // outside the scene: not shown
+  }
+  // Taller than wide by about its title, legend and axis: the plot area comes out square at the tile's width.
+  placeChart(trajectory_, QRectF(seriesW, 0, side, std::min(s.height(), side + 100)));
+  makeSquare(trajectory_);
+  // The current frame's values at the top right of the series panel.
+  const QRectF area = series_->plotArea();
+  currentText_->setPos(area.right() - currentText_->boundingRect().width() - 8, area.top() + 6);
+}
+
+QPointF DriftPlot::pointPosition(int i) const {
+  const auto& r = rows_.at(std::size_t(i));
+  return positionOf(series_, QPointF(r.frame, r.dx * cal_.scale()));
+}
+
+int DriftPlot::nearestFrame(QPointF pos) const {
+  // In the trajectory by distance to its point, elsewhere by the frame axis.
+  QChart* c = chartAt(pos);
+  if (!c || rows_.empty()) return -1;
+  const double k = cal_.scale();
   int best = -1;
   double bestD = 1e300;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const QPointF q = inTrajectory ? trajectoryPoint(rows[i]) : QPointF(frameX(rows[i]), pos.y());
+  for (std::size_t i = 0; i < rows_.size(); ++i) {
+    const DriftRow& r = rows_[i];
+    const QPointF q = c == trajectory_ ? positionOf(c, QPointF(r.dx * k, r.dy * k))
+                                       : QPointF(positionOf(c, QPointF(r.frame, 0)).x(), pos.y());
     const double d = std::hypot(q.x() - pos.x(), q.y() - pos.y());
     if (d < bestD) {
       bestD = d;
@@ -260,25 +280,12 @@ int nearest_frame(const std::vector<DriftRow>& rows, const QPointF& pos, bool in
   }
   return bestD < 40 ? best : -1;
 }
-}  // namespace
 
 QString DriftPlot::readoutAt(QPointF pos) const {
-  if (rows_.empty()) return {};
-  const Layout L = layout(size());
-  const auto vx = frameRange();
-  const bool traj = L.trajectory.contains(pos);
-  const bool quality = hasQuality_ && L.quality.contains(pos);
-  if (!traj && !quality && !L.series.contains(pos)) return {};
-  const int i = nearest_frame(
-      rows_, pos, traj,
-      [&](const DriftRow& r) {
-        return QPointF(map(r.dx, tx0_, tx1_, L.trajectory.left(), L.trajectory.right()),
-                       map(r.dy, ty0_, ty1_, L.trajectory.bottom(), L.trajectory.top()));
-      },
-      [&](const DriftRow& r) { return map(r.frame, vx.first, vx.second, L.series.left(), L.series.right()); });
+  const int i = nearestFrame(pos);
   if (i < 0) return {};
   const DriftRow& r = rows_[std::size_t(i)];
-  if (quality)
+  if (chartAt(pos) == quality_)
     return QString("frame %1: NCC %2%3").arg(r.frame).arg(r.quality, 0, 'f', 4).arg(r.used ? "" : " (left out)");
   QString text = QString("frame %1: dx %2, dy %3 %4")
                      .arg(r.frame)
@@ -292,19 +299,9 @@ QString DriftPlot::readoutAt(QPointF pos) const {
 }
 
 void DriftPlot::clickedAt(QPointF pos) {
-  if (rows_.empty()) return;
-  const Layout L = layout(size());
-  const auto vx = frameRange();
-  const int best = nearest_frame(
-      rows_, pos, L.trajectory.contains(pos),
-      [&](const DriftRow& r) {
-        return QPointF(map(r.dx, tx0_, tx1_, L.trajectory.left(), L.trajectory.right()),
-                       map(r.dy, ty0_, ty1_, L.trajectory.bottom(), L.trajectory.top()));
-      },
-      [&](const DriftRow& r) { return map(r.frame, vx.first, vx.second, L.series.left(), L.series.right()); });
-  if (best >= 0) {
-    current_ = rows_[std::size_t(best)].frame;
-    update();
-    emit frameSelected(current_);
-  }
+  const int i = nearestFrame(pos);
+  if (i < 0) return;
+  current_ = rows_[std::size_t(i)].frame;
+  showCurrent();
+  emit frameSelected(current_);
 }

@@ -1,13 +1,18 @@
 #pragma once
-// Drift of a registered series: dx and dy against frame, the 2-D trajectory
-// and the per-frame quality. Clicking a point selects that frame.
+// Drift of a registered series: dx and dy against frame with their ±2σ bands,
+// the 2-D trajectory and the per-frame quality (frames left out of the
+// average marked). Clicking a point selects that frame.
 #include <vector>
 
+#include "chart_view.hpp"
 #include "pixel_calibration.hpp"
-#include "plot_widget.hpp"
 #include "result_set.hpp"
 
-class DriftPlot : public PlotWidget {
+class QLineSeries;
+class QScatterSeries;
+class QValueAxis;
+
+class DriftPlot : public ChartView {
   Q_OBJECT
  public:
   explicit DriftPlot(QWidget* parent = nullptr);
@@ -20,12 +25,11 @@ class DriftPlot : public PlotWidget {
   void setPhysicalUnits(bool on);
   const PixelCalibration& calibration() const { return cal_; }
   QString calibrationText() const;
-  // Shift axis range [lo, hi] as labelled (in the shown unit; for tests).
-  std::pair<double, double> shiftAxisRange() const { return {dmin_ * cal_.scale(), dmax_ * cal_.scale()}; }
+  // Shift axis range [lo, hi] as labelled (in the shown unit).
+  std::pair<double, double> shiftAxisRange() const;
   QString shiftAxisLabel() const;
   const std::vector<DriftRow>& drift() const { return rows_; }
   int pointCount() const { return int(rows_.size()); }
-  void render(QPainter& p, const QSize& size) const override;
   // Position of frame k's point in the dx/dy panel (widget coordinates; for tests).
   QPointF pointPosition(int index) const;
   // The frame axis as shown (zoomed and panned).
@@ -38,20 +42,26 @@ class DriftPlot : public PlotWidget {
   void frameSelected(int frame);
 
  protected:
-  QRectF zoomPanel(const QSize& size) const override;
+  void layoutCharts(const QSizeF& size) override;
   QString readoutAt(QPointF pos) const override;
   void clickedAt(QPointF pos) override;
 
  private:
-  struct Layout {
-    QRectF series, quality, trajectory;
-  };
-  Layout layout(const QSize& size) const;
+  // The series drawn again (new rows or another unit).
+  void rebuild();
+  void showCurrent();
+  // The frame nearest to widget point `pos` (-1: none near).
+  int nearestFrame(QPointF pos) const;
 
+  QChart *series_, *quality_, *trajectory_;
+  QValueAxis *seriesX_, *seriesY_, *qualityX_, *qualityY_, *trajectoryX_, *trajectoryY_;
+  QLineSeries* currentLine_ = nullptr;
+  QScatterSeries* currentDot_ = nullptr;
+  QGraphicsSimpleTextItem* currentText_;
   std::vector<DriftRow> rows_;
   PixelCalibration cal_;
   int current_ = -1;
-  double xmin_ = 0, xmax_ = 1, dmin_ = -1, dmax_ = 1;  // series axes
-  double tx0_ = -1, tx1_ = 1, ty0_ = -1, ty1_ = 1;     // trajectory axes
+  double xmin_ = 0, xmax_ = 1, dmin_ = -1, dmax_ = 1;  // series axes (px)
+  double tx0_ = -1, tx1_ = 1, ty0_ = -1, ty1_ = 1;     // trajectory axes (px)
   bool hasQuality_ = false;
 };

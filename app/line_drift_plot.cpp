@@ -1,20 +1,58 @@
 #include "line_drift_plot.hpp"
 
-#include <QMouseEvent>
-#include <QPainter>
-#include <QPainterPath>
+#include <QGraphicsSimpleTextItem>
+#include <QtCharts/QAreaSeries>
+#include <QtCharts/QCategoryAxis>
+#include <QtCharts/QChart>
+#include <QtCharts/QLineSeries>
+#include <QtCharts/QScatterSeries>
+#include <QtCharts/QValueAxis>
 #include <algorithm>
 #include <cmath>
 
 namespace {
-const QColor kDx(31, 119, 180), kDy(214, 39, 40), kJitter(148, 103, 189), kBoundary(190, 190, 190);
+const QColor kDx(31, 119, 180), kDy(214, 39, 40), kJitter(148, 103, 189), kBoundary(170, 170, 170);
 // Beyond this many frames the boundaries would paint the panel grey.
 constexpr int kMaxBoundaries = 300;
+// Frame numbers on the top axis up to this many frames (more would overlap).
+constexpr int kMaxFrameLabels = 40;
+
+QCategoryAxis* frame_axis(QChart* chart) {
+  auto* a = new QCategoryAxis;
+  a->setLabelsPosition(QCategoryAxis::AxisLabelsPositionCenter);
+  a->setGridLinePen(QPen(kBoundary, 1, Qt::DashLine));
+  a->setTitleText("frame");
+  chart->addAxis(a, Qt::AlignTop);
+  return a;
+}
+QLineSeries* line(const QString& name, const QColor& c, double width) {
+  auto* s = new QLineSeries;
+  s->setName(name);
+  s->setPen(QPen(c, width));
+  return s;
+}
 }  // namespace
 
-LineDriftPlot::LineDriftPlot(QWidget* parent) : PlotWidget(parent) {
+LineDriftPlot::LineDriftPlot(QWidget* parent) : ChartView(parent) {
   setMinimumSize(400, 300);
   setCursor(Qt::PointingHandCursor);
+  drift_ = addChart();
+  jitter_ = addChart();
+  driftX_ = addValueAxis(drift_, Qt::AlignBottom, "acquisition time (s)");
+  driftY_ = addValueAxis(drift_, Qt::AlignLeft, {});
+  jitterX_ = addValueAxis(jitter_, Qt::AlignBottom, "acquisition time (s)");
+  jitterY_ = addValueAxis(jitter_, Qt::AlignLeft, {});
+  driftFrames_ = frame_axis(drift_);
+  jitterFrames_ = frame_axis(jitter_);
+  jitter_->setTitle("Line jitter (fast-axis offset of each line)");
+  jitter_->legend()->setVisible(false);  // one curve, named by the title
+  for (auto [chart, axis] : {std::pair{drift_, static_cast<QAbstractAxis*>(driftX_)},
+                             {jitter_, jitterX_},
+                             {drift_, driftFrames_},
+                             {jitter_, jitterFrames_}})
+    linkXAxis(chart, axis);
+  currentText_ = new QGraphicsSimpleTextItem(drift_);
+  setSeries({}, {});
 }
 
 void LineDriftPlot::setSeries(LineDriftSeries lines, std::vector<DriftRow> rigid) {
@@ -24,7 +62,6 @@ void LineDriftPlot::setSeries(LineDriftSeries lines, std::vector<DriftRow> rigid
   t1_ = 1;
   d0_ = j0_ = INFINITY;
   d1_ = j1_ = -INFINITY;
-  resetView();
   if (!lines_.empty()) {
     t0_ = lines_.frameFirst.front();
     t1_ = lines_.frameLast.back();
@@ -50,12 +87,34 @@ void LineDriftPlot::setSeries(LineDriftSeries lines, std::vector<DriftRow> rigid
     }
   }
   if (lines_.empty()) d0_ = j0_ = -1, d1_ = j1_ = 1;
-  plot::pad(d0_, d1_);
+  pad(d0_, d1_);
   // Jitter symmetric about 0: its sign matters, not its mean.
   const double j = std::max({std::abs(j0_), std::abs(j1_), 0.05});
   j0_ = -1.1 * j;
   j1_ = 1.1 * j;
-  update();
+
+  // Frame k spans up to the middle of the fly-backs around it.
+  for (QCategoryAxis* a : {driftFrames_, jitterFrames_}) {
+    for (const QString& label : a->categoriesLabels()) a->remove(label);
+    a->setStartValue(t0_);
+    const int n = lines_.frameCount();
+    for (int k = 0; k < n && n <= kMaxBoundaries; ++k) {
+      const auto i = static_cast<std::size_t>(k);
+      a->append(QString::number(k), k + 1 < n ? 0.5 * (lines_.frameLast[i] + lines_.frameFirst[i + 1]) : t1_);
+    }
+    a->setVisible(boundaryCount() > 0);
+  }
+  // Numbered above the drift; the jitter panel keeps only the boundaries.
+  driftFrames_->setLabelsVisible(lines_.frameCount() <= kMaxFrameLabels);
+  jitterFrames_->setLabelsVisible(false);
+  jitterFrames_->setTitleVisible(false);
+  jitterFrames_->setLineVisible(false);
+  setXRange(t0_, t1_);
+  resetView();
+  setEmptyText(lines_.empty() ? "No line-resolution drift: register with scan-distortion correction\n"
+                                "(Settings > Scan timing and distortion) or open the results of such a run."
+                              : QString());
+  rebuild();
 }
 
 double LineDriftPlot::frameMid(int k) const {
@@ -67,32 +126,123 @@ int LineDriftPlot::boundaryCount() const {
   return n > 1 && n <= kMaxBoundaries ? n - 1 : 0;
 }
 
+void LineDriftPlot::setPixelSize(double size, const QString& unit) {
+  cal_.recalibrate(size, unit);
+  rebuild();
+}
+
+void LineDriftPlot::setPhysicalUnits(bool on) {
+  cal_.physical = on;
+  rebuild();
+}
+
+void LineDriftPlot::rebuild() {
+  drift_->removeAllSeries();
+  jitter_->removeAllSeries();
+  // Series hold the shown unit: the axes label what they hold.
+  const double k = cal_.scale();
+  const QString unit = cal_.lengthUnit();
+  const QString every = lines_.stride > 1 ? QString(", every %1th line").arg(lines_.stride) : QString();
+  drift_->setTitle(QString("Drift during the scan: %1 frames, %2 lines%3")
+                       .arg(lines_.frameCount())
+                       .arg(lines_.totalLines)
+                       .arg(every));
+  driftY_->setTitleText(QString("specimen drift (%1)").arg(unit));
+  jitterY_->setTitleText(QString("jitter (%1)").arg(unit));
+  setAxisRange(driftY_, d0_ * k, d1_ * k);
+  setAxisRange(jitterY_, j0_ * k, j1_ * k);
+
+  // The current frame's span under the curves.
+  auto span = [&](QChart* chart, QValueAxis* x, QValueAxis* y, QCategoryAxis* frames) {
+    auto* area = new QAreaSeries(new QLineSeries, new QLineSeries);
+    area->upperSeries()->setParent(area);
+    area->lowerSeries()->setParent(area);
+    area->setPen(Qt::NoPen);
+    area->setBrush(QColor(255, 140, 0, 50));
+    addSeries(chart, area, x, y, false);
+    area->attachAxis(frames);  // the frame axis then shares the time axis' range
+    return area;
+  };
+  driftSpan_ = span(drift_, driftX_, driftY_, driftFrames_);
+  jitterSpan_ = span(jitter_, jitterX_, jitterY_, jitterFrames_);
+
+  QList<QPointF> dx, dy, jitter;
+  for (std::size_t i = 0; i < lines_.t.size(); ++i) {
+    dx.append(QPointF(lines_.t[i], lines_.dx[i] * k));
+    dy.append(QPointF(lines_.t[i], lines_.dy[i] * k));
+    jitter.append(QPointF(lines_.t[i], lines_.jitter[i] * k));
+  }
+  for (auto [points, name, colour] : {std::tuple{&dx, "dx", kDx}, std::tuple{&dy, "dy", kDy}}) {
+    QLineSeries* s = line(name, colour, 1.3);
+    s->replace(*points);
+    addSeries(drift_, s, driftX_, driftY_, true);
+  }
+  QLineSeries* j = line("jitter", kJitter, 1.3);
+  j->replace(jitter);
+  addSeries(jitter_, j, jitterX_, jitterY_, false);
+  QLineSeries* zero = line("0", Qt::black, 0.5);
+  zero->append(t0_, 0);
+  zero->append(t1_, 0);
+  addSeries(jitter_, zero, jitterX_, jitterY_, false);
+
+  // The rigid drift, one dot per frame at its mid-time (hollow: it is a frame's average position).
+  if (!rigid_.empty() && rigid_.size() <= 2000) {
+    for (auto [offset, member, name, colour] :
+         {std::tuple{rigidOffsetX_, &DriftRow::dx, "rigid dx (one shift per frame)", kDx},
+          std::tuple{rigidOffsetY_, &DriftRow::dy, "rigid dy", kDy}}) {
+      auto* s = new QScatterSeries;
+      s->setName(name);
+      s->setColor(Qt::white);
+      s->setBorderColor(colour);
+      s->setPen(QPen(colour, 1.3));
+      s->setMarkerSize(7);
+      for (const DriftRow& r : rigid_)
+        if (r.frame >= 0 && r.frame < lines_.frameCount()) s->append(frameMid(r.frame), (r.*member + offset) * k);
+      addSeries(drift_, s, driftX_, driftY_, true);
+    }
+  }
+  showCurrent();
+}
+
 void LineDriftPlot::setCurrentFrame(int frame) {
   current_ = frame;
-  update();
+  showCurrent();
 }
 
-LineDriftPlot::Layout LineDriftPlot::layout(const QSize& s) const {
-  const double w = s.width(), h = s.height();
-  const double left = 70, right = 20, top = 30, bottom = 50, gap = 70;
-  const double avail = std::max(120.0, h - top - bottom - gap);
-  Layout L;
-  L.drift = QRectF(left, top, std::max(80.0, w - left - right), avail * 0.66);
-  L.jitter = QRectF(left, L.drift.bottom() + gap, L.drift.width(), avail * 0.34);
-  return L;
+void LineDriftPlot::showCurrent() {
+  for (auto [area, axis] : {std::pair{driftSpan_, driftY_}, {jitterSpan_, jitterY_}}) {
+    area->upperSeries()->clear();
+    area->lowerSeries()->clear();
+    if (current_ < 0 || current_ >= lines_.frameCount()) continue;
+    const auto k = static_cast<std::size_t>(current_);
+    area->upperSeries()->append({{lines_.frameFirst[k], axis->max()}, {lines_.frameLast[k], axis->max()}});
+    area->lowerSeries()->append({{lines_.frameFirst[k], axis->min()}, {lines_.frameLast[k], axis->min()}});
+  }
+  currentText_->setText(current_ >= 0 && current_ < lines_.frameCount()
+                            ? QString("frame %1: %2 to %3 s")
+                                  .arg(current_)
+                                  .arg(lines_.frameFirst[static_cast<std::size_t>(current_)], 0, 'g', 5)
+                                  .arg(lines_.frameLast[static_cast<std::size_t>(current_)], 0, 'g', 5)
+                            : QString());
+  relayout();
 }
 
-double LineDriftPlot::xOfTime(double t) const {
-  const Layout L = layout(size());
-  const auto vt = shown(t0_, t1_);
-  return plot::map(t, vt.first, vt.second, L.drift.left(), L.drift.right());
+void LineDriftPlot::layoutCharts(const QSizeF& s) {
+  // Qt Charts squeezes the axes of a chart they would take 40% of: the jitter
+  // panel (two axes) keeps 45% of the height.
+  const double driftH = std::max(200.0, s.height() * 0.55);
+  placeChart(drift_, QRectF(0, 0, s.width(), driftH));
+  placeChart(jitter_, QRectF(0, driftH, s.width(), std::max(200.0, s.height() - driftH)));
+  lineUp({drift_, jitter_});
+  const QRectF area = drift_->plotArea();
+  currentText_->setPos(area.right() - currentText_->boundingRect().width() - 8, area.top() + 6);
 }
+
+double LineDriftPlot::xOfTime(double t) const { return positionOf(drift_, QPointF(t, 0)).x(); }
 
 int LineDriftPlot::frameAtX(double x) const {
   if (lines_.empty()) return -1;
-  const Layout L = layout(size());
-  const auto vt = shown(t0_, t1_);
-  const double t = plot::map(x, L.drift.left(), L.drift.right(), vt.first, vt.second);
+  const double t = valueAt(drift_, QPointF(x, drift_->plotArea().center().y())).x();
   // The frame whose span (up to the middle of the fly-back) holds t.
   const auto it = std::upper_bound(lines_.frameFirst.begin(), lines_.frameFirst.end(), t);
   int k = static_cast<int>(it - lines_.frameFirst.begin()) - 1;
@@ -103,149 +253,23 @@ int LineDriftPlot::frameAtX(double x) const {
   return k;
 }
 
-void LineDriftPlot::setPixelSize(double size, const QString& unit) {
-  cal_.recalibrate(size, unit);
-  update();
-}
-
-void LineDriftPlot::setPhysicalUnits(bool on) {
-  cal_.physical = on;
-  update();
-}
-
-void LineDriftPlot::render(QPainter& p, const QSize& size) const {
-  p.fillRect(QRect(QPoint(0, 0), size), Qt::white);
-  p.setRenderHint(QPainter::Antialiasing);
-  if (lines_.empty()) {
-    p.setPen(Qt::darkGray);
-    p.drawText(QRect(QPoint(0, 0), size), Qt::AlignCenter,
-               "No line-resolution drift: register with scan-distortion correction\n"
-               "(Settings > Scan timing and distortion) or open the results of such a run.");
-    return;
-  }
-  const Layout L = layout(size);
-  const auto vt = shown(t0_, t1_);
-  const QString every = lines_.stride > 1 ? QString(", every %1th line").arg(lines_.stride) : QString();
-  // Drawn in pixels; only the labelled ranges are scaled (the scale is positive).
-  const double k = cal_.scale();
-  const QString unit = cal_.lengthUnit();
-  plot::frame_axes(p, L.drift, vt.first, vt.second, d0_ * k, d1_ * k,
-                   QString("Drift during the scan: %1 frames, %2 lines%3")
-                       .arg(lines_.frameCount())
-                       .arg(lines_.totalLines)
-                       .arg(every),
-                   "acquisition time (s)", QString("specimen drift (%1)").arg(unit));
-  plot::frame_axes(p, L.jitter, vt.first, vt.second, j0_ * k, j1_ * k, "Line jitter (fast-axis offset of each line)",
-                   "acquisition time (s)", QString("jitter (%1)").arg(unit));
-  auto x = [&](double t, const QRectF& r) { return plot::map(t, vt.first, vt.second, r.left(), r.right()); };
-
-  // The current frame's span, then the boundaries, under the curves.
-  for (const QRectF& r : {L.drift, L.jitter}) {
-    p.save();
-    p.setClipRect(r);
-    if (current_ >= 0 && current_ < lines_.frameCount()) {
-      const auto k = static_cast<std::size_t>(current_);
-      p.fillRect(QRectF(QPointF(x(lines_.frameFirst[k], r), r.top()), QPointF(x(lines_.frameLast[k], r), r.bottom())),
-                 QColor(255, 140, 0, 50));
-    }
-    if (boundaryCount() > 0) {
-      p.setPen(QPen(kBoundary, 1, Qt::DashLine));
-      for (int k = 1; k < lines_.frameCount(); ++k) {
-        const auto i = static_cast<std::size_t>(k);
-        const double xb = x(0.5 * (lines_.frameLast[i - 1] + lines_.frameFirst[i]), r);
-        p.drawLine(QPointF(xb, r.top()), QPointF(xb, r.bottom()));
-      }
-    }
-    p.restore();
-  }
-  // Curves: continuous within a frame, broken across the fly-back.
-  auto curve = [&](const std::vector<double>& v, const QColor& c, const QRectF& r, double y0, double y1) {
-    QPainterPath path;
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      const QPointF q(x(lines_.t[i], r), plot::map(v[i], y0, y1, r.bottom(), r.top()));
-      if (i == 0 || lines_.frame[i] != lines_.frame[i - 1]) path.moveTo(q);
-      else path.lineTo(q);
-    }
-    p.save();
-    p.setClipRect(r.adjusted(-2, -2, 2, 2));
-    p.setPen(QPen(c, 1.3));
-    p.setBrush(Qt::NoBrush);
-    p.drawPath(path);
-    p.restore();
-  };
-  curve(lines_.dx, kDx, L.drift, d0_, d1_);
-  curve(lines_.dy, kDy, L.drift, d0_, d1_);
-  curve(lines_.jitter, kJitter, L.jitter, j0_, j1_);
-  p.setPen(QPen(Qt::black, 0.5));
-  const double zero = plot::map(0.0, j0_, j1_, L.jitter.bottom(), L.jitter.top());
-  p.drawLine(QPointF(L.jitter.left(), zero), QPointF(L.jitter.right(), zero));
-
-  // The rigid drift, one dot per frame at its mid-time (hollow: it is a frame's average position).
-  if (!rigid_.empty() && rigid_.size() <= 2000) {
-    p.save();
-    p.setClipRect(L.drift.adjusted(-4, -4, 4, 4));
-    for (const DriftRow& r : rigid_) {
-      if (r.frame < 0 || r.frame >= lines_.frameCount()) continue;
-      const double xm = x(frameMid(r.frame), L.drift);
-      p.setBrush(Qt::white);
-      p.setPen(QPen(kDx, 1.3));
-      p.drawEllipse(QPointF(xm, plot::map(r.dx + rigidOffsetX_, d0_, d1_, L.drift.bottom(), L.drift.top())), 3, 3);
-      p.setPen(QPen(kDy, 1.3));
-      p.drawEllipse(QPointF(xm, plot::map(r.dy + rigidOffsetY_, d0_, d1_, L.drift.bottom(), L.drift.top())), 3, 3);
-    }
-    p.restore();
-  }
-  // Legend.
-  const QFontMetrics fm = p.fontMetrics();
-  double lx = L.drift.left() + 8;
-  const double ly = L.drift.top() + 16;
-  for (const auto& [text, colour] : {std::pair<QString, QColor>{"dx", kDx}, {"dy", kDy}}) {
-    p.setPen(colour);
-    p.drawText(QPointF(lx, ly), text);
-    lx += fm.horizontalAdvance(text) + 12;
-  }
-  if (!rigid_.empty()) {
-    p.setPen(Qt::darkGray);
-    p.drawText(QPointF(lx, ly), "o rigid (one shift per frame)");
-  }
-  if (current_ >= 0 && current_ < lines_.frameCount()) {
-    p.setPen(Qt::black);
-    const QString s = QString("frame %1: %2 to %3 s")
-                          .arg(current_)
-                          .arg(lines_.frameFirst[static_cast<std::size_t>(current_)], 0, 'g', 5)
-                          .arg(lines_.frameLast[static_cast<std::size_t>(current_)], 0, 'g', 5);
-    p.drawText(QPointF(L.drift.right() - fm.horizontalAdvance(s) - 8, ly), s);
-  }
-}
-
-QRectF LineDriftPlot::zoomPanel(const QSize& size) const {
-  if (lines_.empty()) return {};
-  const Layout L = layout(size);
-  return L.drift.united(L.jitter);
-}
-
 QString LineDriftPlot::readoutAt(QPointF pos) const {
-  const Layout L = layout(size());
-  const bool drift = L.drift.contains(pos), jitter = L.jitter.contains(pos);
-  if (lines_.empty() || (!drift && !jitter)) return {};
-  const auto vt = shown(t0_, t1_);
-  const double t = plot::map(pos.x(), L.drift.left(), L.drift.right(), vt.first, vt.second);
-  const QRectF& r = drift ? L.drift : L.jitter;
-  const double v = plot::map(pos.y(), r.bottom(), r.top(), drift ? d0_ : j0_, drift ? d1_ : j1_);
+  QChart* c = chartAt(pos);
+  if (!c) return {};
+  const QPointF v = valueAt(c, pos);
   return QString("t %1 s, frame %2: %3 %4 %5")
-      .arg(t, 0, 'g', 5)
+      .arg(v.x(), 0, 'g', 5)
       .arg(frameAtX(pos.x()))
-      .arg(drift ? "drift" : "jitter")
-      .arg(cal_.shown() ? QString::number(v * cal_.scale(), 'g', 4) : QString::number(v, 'f', 3))
+      .arg(c == drift_ ? "drift" : "jitter")
+      .arg(cal_.shown() ? QString::number(v.y(), 'g', 4) : QString::number(v.y(), 'f', 3))
       .arg(cal_.lengthUnit());
 }
 
 void LineDriftPlot::clickedAt(QPointF pos) {
-  const Layout L = layout(size());
-  if (lines_.empty() || pos.x() < L.drift.left() || pos.x() > L.drift.right()) return;
+  if (!chartAt(pos)) return;
   const int k = frameAtX(pos.x());
   if (k < 0) return;
   current_ = k;
-  update();
+  showCurrent();
   emit frameSelected(k);
 }

@@ -1,16 +1,21 @@
 #pragma once
 // The drift of a scan-distortion run at line resolution: dx(t) and dy(t) as
-// continuous curves over acquisition time with the frame boundaries marked,
-// the rigid one-shift-per-frame drift as dots for comparison, and each line's
-// fast-axis offset (jitter) in its own panel. Clicking selects a frame.
+// curves over acquisition time with the frame boundaries marked (and the
+// frames numbered above while they fit), the rigid one-shift-per-frame drift
+// as dots for comparison, and each line's fast-axis offset (jitter) in its
+// own panel. Clicking selects a frame.
 #include <vector>
 
+#include "chart_view.hpp"
 #include "line_drift_series.hpp"
 #include "pixel_calibration.hpp"
-#include "plot_widget.hpp"
 #include "result_set.hpp"
 
-class LineDriftPlot : public PlotWidget {
+class QAreaSeries;
+class QCategoryAxis;
+class QValueAxis;
+
+class LineDriftPlot : public ChartView {
   Q_OBJECT
  public:
   explicit LineDriftPlot(QWidget* parent = nullptr);
@@ -25,7 +30,6 @@ class LineDriftPlot : public PlotWidget {
   void setPixelSize(double size, const QString& unit);
   void setPhysicalUnits(bool on);
   const PixelCalibration& calibration() const { return cal_; }
-  void render(QPainter& p, const QSize& size) const override;
   // The frame whose acquisition spans the time under widget x (-1: none).
   int frameAtX(double x) const;
   // Widget x of acquisition time t (for tests).
@@ -38,17 +42,21 @@ class LineDriftPlot : public PlotWidget {
   void frameSelected(int frame);
 
  protected:
-  QRectF zoomPanel(const QSize& size) const override;
+  void layoutCharts(const QSizeF& size) override;
   QString readoutAt(QPointF pos) const override;
   void clickedAt(QPointF pos) override;
 
  private:
-  struct Layout {
-    QRectF drift, jitter;
-  };
-  Layout layout(const QSize& size) const;
+  void rebuild();
+  void showCurrent();
   double frameMid(int k) const;
 
+  QChart *drift_, *jitter_;
+  QValueAxis *driftX_, *driftY_, *jitterX_, *jitterY_;
+  // Frames as categories of a top axis: its grid lines are the boundaries.
+  QCategoryAxis *driftFrames_, *jitterFrames_;
+  QAreaSeries *driftSpan_ = nullptr, *jitterSpan_ = nullptr;  // the current frame's span
+  QGraphicsSimpleTextItem* currentText_;
   LineDriftSeries lines_;
   std::vector<DriftRow> rigid_;
   double rigidOffsetX_ = 0, rigidOffsetY_ = 0;

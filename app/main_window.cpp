@@ -731,7 +731,7 @@ QImage MainWindow::grabView(const QString& name) {
 }
 
 void MainWindow::exportPlot(bool svg) {
-  PlotWidget* plot = qobject_cast<PlotWidget*>(tabs_->currentWidget());
+  ChartView* plot = qobject_cast<ChartView*>(tabs_->currentWidget());
   const QString filter = svg ? "SVG (*.svg)" : "PNG (*.png)";
   const QString path = QFileDialog::getSaveFileName(this, "Export view", svg ? "plot.svg" : "plot.png", filter);
   if (path.isEmpty()) return;
@@ -741,7 +741,7 @@ void MainWindow::exportPlot(bool svg) {
   } else if (!svg) {
     ok = grabView(viewNames().value(tabs_->currentIndex())).save(path, "PNG");
   } else {
-    showError("SVG export is for the drift and load-balance plots; export image views as PNG.");
+    showError("SVG export is for the plots (drift, drift in time, load balance); export image views as PNG.");
     return;
   }
   if (ok) log("info", QString("exported %1").arg(path));

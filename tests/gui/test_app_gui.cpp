@@ -133,7 +133,7 @@ class AppGuiTest : public QObject {
     w.showView("drift");
     QApplication::processEvents();
     const int target = frames_ - 3;
-    QTest::mouseClick(w.driftPlot(), Qt::LeftButton, {}, w.driftPlot()->pointPosition(target).toPoint());
+    QTest::mouseClick(w.driftPlot()->viewport(), Qt::LeftButton, {}, w.driftPlot()->pointPosition(target).toPoint());
     QTRY_COMPARE(w.seriesViewer()->currentFrame(), target);
 
     // Linked zoom: zooming the average zooms the frame beside it.

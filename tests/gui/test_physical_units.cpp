@@ -77,7 +77,7 @@ class PhysicalUnitsTest : public QObject {
   static void check_readout(MainWindow& w, int k, double scale, const QString& unit) {
     DriftPlot* plot = w.driftPlot();
     const DriftRow& r = plot->drift().at(std::size_t(k));
-    move_to(plot, plot->pointPosition(k));
+    move_to(plot->viewport(), plot->pointPosition(k));
     const QString text = plot->readout();
     QVERIFY2(text.startsWith(QString("frame %1: dx ").arg(k)), qPrintable(text));
     QVERIFY2(text.contains(QString(" %1").arg(unit)), qPrintable(text));

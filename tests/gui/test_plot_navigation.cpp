@@ -1,6 +1,7 @@
 // The plots' navigation in a real window (Xvfb): the wheel zooms the frame
-// (or time) axis about the cursor, dragging pans it, a click without drag
-// still selects a frame, a double click shows everything again, and the
+// (or time) axis about the cursor, dragging pans it, a right-button drag
+// zooms to the band it spans, the arrow keys pan and Home resets, a click
+// without drag still selects a frame, a double click shows everything again, and the
 // readout beside the cursor gives the frame and its values (in the series'
 // unit when it has one). The readout is drawn on screen only, never into an export.
 #include <QApplication>
@@ -59,7 +60,7 @@ class PlotNavigationTest : public QObject {
 
     // Zoom in 3 notches about frame 10: it stays under the cursor, the range narrows.
     const QPointF at10 = plot.pointPosition(10);
-    wheel(&plot, at10, 3);
+    wheel(plot.viewport(), at10, 3);
     QVERIFY(plot.zoomed());
     const auto zoomedRange = plot.frameRange();
     QVERIFY2(zoomedRange.second - zoomedRange.first < 0.6 * 20,
@@ -69,10 +70,10 @@ class PlotNavigationTest : public QObject {
 
     // Drag 120 px to the right: earlier frames come into view; no frame is selected by a drag.
     const QPointF start = plot.pointPosition(10);
-    mouse(&plot, QEvent::MouseButtonPress, start, Qt::LeftButton, Qt::LeftButton);
-    mouse(&plot, QEvent::MouseMove, start + QPointF(60, 0), Qt::NoButton, Qt::LeftButton);
-    mouse(&plot, QEvent::MouseMove, start + QPointF(120, 0), Qt::NoButton, Qt::LeftButton);
-    mouse(&plot, QEvent::MouseButtonRelease, start + QPointF(120, 0), Qt::LeftButton, Qt::NoButton);
+    mouse(plot.viewport(), QEvent::MouseButtonPress, start, Qt::LeftButton, Qt::LeftButton);
+    mouse(plot.viewport(), QEvent::MouseMove, start + QPointF(60, 0), Qt::NoButton, Qt::LeftButton);
+    mouse(plot.viewport(), QEvent::MouseMove, start + QPointF(120, 0), Qt::NoButton, Qt::LeftButton);
+    mouse(plot.viewport(), QEvent::MouseButtonRelease, start + QPointF(120, 0), Qt::LeftButton, Qt::NoButton);
     const auto panned = plot.frameRange();
     QVERIFY(panned.first < zoomedRange.first);
     QVERIFY(std::abs((panned.second - panned.first) - (zoomedRange.second - zoomedRange.first)) < 1e-9);
@@ -82,13 +83,13 @@ class PlotNavigationTest : public QObject {
     // A click that does not move selects the frame under it.
     const int target = int(std::round(0.5 * (panned.first + panned.second)));
     const QPointF atTarget = plot.pointPosition(target);
-    mouse(&plot, QEvent::MouseButtonPress, atTarget, Qt::LeftButton, Qt::LeftButton);
-    mouse(&plot, QEvent::MouseButtonRelease, atTarget, Qt::LeftButton, Qt::NoButton);
+    mouse(plot.viewport(), QEvent::MouseButtonPress, atTarget, Qt::LeftButton, Qt::LeftButton);
+    mouse(plot.viewport(), QEvent::MouseButtonRelease, atTarget, Qt::LeftButton, Qt::NoButton);
     QCOMPARE(selected.count(), 1);
     QCOMPARE(selected.at(0).at(0).toInt(), target);
 
     // The readout: frame, shift in the series' unit (dx * pixel size), sigma too, the pixels after.
-    mouse(&plot, QEvent::MouseMove, atTarget, Qt::NoButton, Qt::NoButton);
+    mouse(plot.viewport(), QEvent::MouseMove, atTarget, Qt::NoButton, Qt::NoButton);
     const QString expected =
         QString("frame %1: dx %2, dy %3 nm").arg(target).arg(0.05 * target, 0, 'g', 4).arg(-0.02 * target, 0, 'g', 4);
     QVERIFY2(plot.readout().startsWith(expected), qPrintable(plot.readout() + " vs " + expected));
@@ -97,7 +98,7 @@ class PlotNavigationTest : public QObject {
              qPrintable(plot.readout()));
     // View > Physical units off: the same point reads out in pixels.
     plot.setPhysicalUnits(false);
-    mouse(&plot, QEvent::MouseMove, atTarget + QPointF(0, 1), Qt::NoButton, Qt::NoButton);
+    mouse(plot.viewport(), QEvent::MouseMove, atTarget + QPointF(0, 1), Qt::NoButton, Qt::NoButton);
     QVERIFY2(plot.readout().startsWith(QString("frame %1: dx %2, dy %3 px")
                                            .arg(target)
                                            .arg(0.5 * target, 0, 'f', 3)
@@ -105,7 +106,7 @@ class PlotNavigationTest : public QObject {
              qPrintable(plot.readout()));
     QCOMPARE(plot.shiftAxisLabel(), QString("shift (px)"));
     plot.setPhysicalUnits(true);
-    mouse(&plot, QEvent::MouseMove, atTarget, Qt::NoButton, Qt::NoButton);
+    mouse(plot.viewport(), QEvent::MouseMove, atTarget, Qt::NoButton, Qt::NoButton);
     // On screen, not in the export.
     QApplication::processEvents();
     const QRgb box = qRgb(255, 255, 225);
@@ -115,10 +116,25 @@ class PlotNavigationTest : public QObject {
     QVERIFY(!has_colour(zoomedExport, box));
 
     // Double click: the whole series again.
-    mouse(&plot, QEvent::MouseButtonDblClick, atTarget, Qt::LeftButton, Qt::LeftButton);
+    mouse(plot.viewport(), QEvent::MouseButtonDblClick, atTarget, Qt::LeftButton, Qt::LeftButton);
     QVERIFY(!plot.zoomed());
     QCOMPARE(plot.frameRange(), std::make_pair(0.0, 20.0));
     QVERIFY(plot.toImage() != zoomedExport);
+    // A rubber band (right-button drag) from frame 5 to frame 10 zooms to those frames; nothing is selected.
+    const QPointF from = plot.pointPosition(5), to = plot.pointPosition(10);
+    mouse(plot.viewport(), QEvent::MouseButtonPress, from, Qt::RightButton, Qt::RightButton);
+    mouse(plot.viewport(), QEvent::MouseMove, (from + to) / 2, Qt::NoButton, Qt::RightButton);
+    mouse(plot.viewport(), QEvent::MouseMove, to, Qt::NoButton, Qt::RightButton);
+    mouse(plot.viewport(), QEvent::MouseButtonRelease, to, Qt::RightButton, Qt::NoButton);
+    const auto banded = plot.frameRange();
+    QVERIFY2(std::abs(banded.first - 5) < 0.05 && std::abs(banded.second - 10) < 0.05,
+             qPrintable(QString("%1..%2").arg(banded.first).arg(banded.second)));
+    QCOMPARE(selected.count(), 1);
+    // Keys: Right pans by a tenth of the shown range, Home shows everything.
+    QTest::keyClick(&plot, Qt::Key_Right);
+    QVERIFY(std::abs(plot.frameRange().first - (banded.first + 0.5)) < 1e-6);
+    QTest::keyClick(&plot, Qt::Key_Home);
+    QVERIFY(!plot.zoomed());
     // Leaving the plot removes the readout.
     QEvent leave(QEvent::Leave);
     QApplication::sendEvent(&plot, &leave);
@@ -147,13 +163,13 @@ class PlotNavigationTest : public QObject {
     QVERIFY(QTest::qWaitForWindowExposed(&plot));
     const QPointF at(plot.xOfTime(1.5), 120);  // in the drift panel
     const QRegularExpression value(R"(: drift (-?[0-9.eE+-]+) (\S+)$)");
-    mouse(&plot, QEvent::MouseMove, at, Qt::NoButton, Qt::NoButton);
+    mouse(plot.viewport(), QEvent::MouseMove, at, Qt::NoButton, Qt::NoButton);
     const auto px = value.match(plot.readout());
     QVERIFY2(px.hasMatch() && px.captured(2) == "px", qPrintable(plot.readout()));  // no calibration: px
     plot.setPixelSize(20, "pm");                                                    // restated in nm: 0.02 nm
     QCOMPARE(plot.calibration().size, 0.02);
-    mouse(&plot, QEvent::MouseMove, at + QPointF(0, 1), Qt::NoButton, Qt::NoButton);
-    mouse(&plot, QEvent::MouseMove, at, Qt::NoButton, Qt::NoButton);
+    mouse(plot.viewport(), QEvent::MouseMove, at + QPointF(0, 1), Qt::NoButton, Qt::NoButton);
+    mouse(plot.viewport(), QEvent::MouseMove, at, Qt::NoButton, Qt::NoButton);
     const auto nm = value.match(plot.readout());
     QVERIFY2(nm.hasMatch() && nm.captured(2) == "nm", qPrintable(plot.readout()));
     const double v = px.captured(1).toDouble();
@@ -177,18 +193,22 @@ class PlotNavigationTest : public QObject {
     view.show();
     QVERIFY(QTest::qWaitForWindowExposed(&view));
     // Row 1 (thread 1) at t = 0.3 s: its stolen application; row 0 at t = 0.45 s: idle.
-    const double left = 90, plotW = 900 - 90 - 250, top = 56;
-    const double rowH = (view.height() - 56 - 70) / 2.0 > 70 ? 70 : (view.height() - 56 - 70) / 2.0;
-    auto at = [&](double time, int row) { return QPointF(left + time * plotW, top + (row + 0.5) * rowH); };
-    mouse(&view, QEvent::MouseMove, at(0.3, 1), Qt::NoButton, Qt::NoButton);
+    auto at = [&](double time, int row) { return view.pointAt(time, row); };
+    const double left = at(0, 0).x(), plotW = at(1, 0).x() - left;
+    QVERIFY(plotW > 300);
+    QVERIFY(at(0.3, 1).y() > at(0.3, 0).y() + 20);  // rows apart, the first on top
+    mouse(view.viewport(), QEvent::MouseMove, at(0.3, 1), Qt::NoButton, Qt::NoButton);
     QVERIFY2(view.readout().contains("thread 1: local-reduce, elements 4..7 (stolen)"), qPrintable(view.readout()));
-    mouse(&view, QEvent::MouseMove, at(0.45, 0), Qt::NoButton, Qt::NoButton);
+    mouse(view.viewport(), QEvent::MouseMove, at(0.45, 0), Qt::NoButton, Qt::NoButton);
     QVERIFY2(view.readout().endsWith("thread 0: idle"), qPrintable(view.readout()));
     // Zoom about t = 0.7 s: it stays under the cursor.
-    wheel(&view, at(0.7, 0), 2);
+    const QPointF before = at(0.7, 0);
+    wheel(view.viewport(), before, 2);
     QVERIFY(view.zoomed());
-    const double u = (at(0.7, 0).x() - left) / plotW;
+    const double u = (before.x() - left) / plotW;
     QVERIFY(std::abs(view.viewStart() + u * (view.viewEnd() - view.viewStart()) - 0.7) < 1e-3);
+    QVERIFY(std::abs(at(0.7, 0).x() - before.x()) < 1.0);
+    QVERIFY(at(1, 0).x() - at(0, 0).x() > 1.5 * plotW);  // a second is wider now
   }
 };
 

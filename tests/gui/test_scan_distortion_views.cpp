@@ -169,7 +169,7 @@ class ScanDistortionViewsTest : public QObject {
     const LineDriftSeries& s = plot->series();
     const double mid = 0.5 * (s.frameFirst[6] + s.frameLast[6]);
     QSignalSpy picked(plot, &LineDriftPlot::frameSelected);
-    QTest::mouseClick(plot, Qt::LeftButton, {}, QPoint(int(plot->xOfTime(mid)), plot->height() / 4));
+    QTest::mouseClick(plot->viewport(), Qt::LeftButton, {}, QPoint(int(plot->xOfTime(mid)), plot->height() / 4));
     QCOMPARE(picked.count(), 1);
     QCOMPARE(picked.at(0).at(0).toInt(), 6);
     QElapsedTimer guard;
