@@ -42,6 +42,12 @@ class FrameTableModel : public QAbstractTableModel {
     above_ = std::move(above);
     if (!rows_.empty()) emit dataChanged(index(0, 0), index(int(rows_.size()) - 1, columns - 1));
   }
+  void setCalibration(const PixelCalibration& cal) {
+    cal_ = cal;
+    emit headerDataChanged(Qt::Horizontal, dx, sigma);
+    if (!rows_.empty()) emit dataChanged(index(0, dx), index(int(rows_.size()) - 1, sigma));
+  }
+  const PixelCalibration& calibration() const { return cal_; }
   const std::vector<DriftRow>& rows() const { return rows_; }
 
   int rowCount(const QModelIndex& parent) const override { return parent.isValid() ? 0 : int(rows_.size()); }
@@ -49,11 +55,12 @@ class FrameTableModel : public QAbstractTableModel {
 
   QVariant headerData(int section, Qt::Orientation o, int role) const override {
     if (o != Qt::Horizontal || role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, o, role);
+    const QString unit = " (" + cal_.lengthUnit() + ")";
     switch (section) {
       case frame: return "frame";
-      case dx: return "dx (px)";
-      case dy: return "dy (px)";
-      case sigma: return QString::fromUtf8("\u03c3 (px)");
+      case dx: return "dx" + unit;
+      case dy: return "dy" + unit;
+      case sigma: return QString::fromUtf8("\u03c3") + unit;
       case quality: return "quality";
       case used: return "in average";
       default: return {};
@@ -73,20 +80,24 @@ class FrameTableModel : public QAbstractTableModel {
     if (role == Qt::TextAlignmentRole) return int(Qt::AlignRight | Qt::AlignVCenter);
     if (role == Qt::ToolTipRole && i.column() == sigma) {
       if (r.sigma_dx < 0) return "drift.csv has no sigma columns (a table from before the uncertainty estimate)";
-      return QString::fromUtf8("sigma_dx %1 px, sigma_dy %2 px%3")
-          .arg(r.sigma_dx, 0, 'g', 4)
-          .arg(r.sigma_dy, 0, 'g', 4)
-          .arg(above ? ": above the limit" : "");
+      const QString px =
+          QString("sigma_dx %1 px, sigma_dy %2 px").arg(r.sigma_dx, 0, 'g', 4).arg(r.sigma_dy, 0, 'g', 4);
+      const QString shown = cal_.shown() ? QString(" (%1 %3, %2 %3)")
+                                               .arg(r.sigma_dx * cal_.size, 0, 'g', 4)
+                                               .arg(r.sigma_dy * cal_.size, 0, 'g', 4)
+                                               .arg(cal_.unit)
+                                         : QString();
+      return px + shown + (above ? ": above the limit" : "");
     }
     if (role != Qt::DisplayRole) return {};
     switch (i.column()) {
       case frame: return r.frame;
-      case dx: return QString::number(r.dx, 'f', 3);
-      case dy: return QString::number(r.dy, 'f', 3);
+      case dx: return length(r.dx, 3);
+      case dy: return length(r.dy, 3);
       case sigma: {
         const double s = sigma_of(r);
         if (s < 0) return QString::fromUtf8("\u2013");
-        return std::isfinite(s) ? QString::number(s, 'f', 4) : QString("inf");
+        return std::isfinite(s) ? length(s, 4) : QString("inf");
       }
       case quality: return r.quality >= -1 ? QString::number(r.quality, 'f', 4) : QString::fromUtf8("\u2013");
       case used: return r.used ? "yes" : "no";
@@ -95,8 +106,18 @@ class FrameTableModel : public QAbstractTableModel {
   }
 
  private:
+  // A length in px as shown: `decimals` places in px; in the unit, as many
+  // significant digits as those places give at a pixel's scale (a 0.0092 nm
+  // pixel must not round every shift to 0.000).
+  QString length(double px, int decimals) const {
+    if (!cal_.shown()) return QString::number(px, 'f', decimals);
+    const int places = decimals + std::max(0, int(std::ceil(-std::log10(cal_.size))));
+    return QString::number(px * cal_.size, 'f', places);
+  }
+
   std::vector<DriftRow> rows_;
   std::vector<bool> above_;
+  PixelCalibration cal_;
 };
 
 FrameTable::FrameTable(QWidget* parent) : QWidget(parent) {
@@ -151,6 +172,28 @@ FrameTable::FrameTable(QWidget* parent) : QWidget(parent) {
 void FrameTable::setDrift(std::vector<DriftRow> rows) {
   model_->setRows(std::move(rows));
   applyLimit();
+}
+
+void FrameTable::setPixelSize(double size, const QString& unit) {
+  PixelCalibration cal = model_->calibration();
+  cal.recalibrate(size, unit);
+  model_->setCalibration(cal);
+}
+
+void FrameTable::setPhysicalUnits(bool on) {
+  PixelCalibration cal = model_->calibration();
+  cal.physical = on;
+  model_->setCalibration(cal);
+}
+
+const PixelCalibration& FrameTable::calibration() const { return model_->calibration(); }
+
+QString FrameTable::headerText(int column) const {
+  return model_->headerData(column, Qt::Horizontal, Qt::DisplayRole).toString();
+}
+
+QString FrameTable::cellText(int row, int column) const {
+  return model_->data(model_->index(row, column), Qt::DisplayRole).toString();
 }
 
 void FrameTable::setLimit(double sigma, bool exclude) {

@@ -5,9 +5,13 @@
 // are highlighted, and optionally left out of the next average: that is the
 // job field averaging.max_sigma, which the main window keeps in step with
 // the settings panel. Selecting a row shows that frame in every view.
+// dx, dy and σ are in nm when the pixel size is known and View > Physical
+// units is on, as in the plots; the σ limit stays in px, the unit of the job
+// field it sets.
 #include <QWidget>
 #include <vector>
 
+#include "pixel_calibration.hpp"
 #include "result_set.hpp"
 
 class QTableView;
@@ -21,12 +25,20 @@ class FrameTable : public QWidget {
  public:
   explicit FrameTable(QWidget* parent = nullptr);
   void setDrift(std::vector<DriftRow> rows);
+  // The series' pixel size (<= 0: unknown); the px/physical choice stays.
+  void setPixelSize(double size, const QString& unit);
+  // false: px even when the pixel size is known (View > Physical units).
+  void setPhysicalUnits(bool on);
+  const PixelCalibration& calibration() const;
   // The σ limit (px; 0: none) and whether frames above it are excluded
   // from the average. Does not emit limitEdited.
   void setLimit(double sigma, bool exclude);
   double limit() const;
   bool excluding() const;
   int rowCount() const;
+  // The column's header and the cell text as shown (for tests and exports).
+  QString headerText(int column) const;
+  QString cellText(int row, int column) const;
   // Frames above the limit (the engine's rule: σ > limit or no information;
   // frame 0, the reference, never).
   const std::vector<int>& highlightedFrames() const { return highlighted_; }

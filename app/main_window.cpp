@@ -244,7 +244,7 @@ QWidget* MainWindow::buildRunPanel() {
   log_->setMinimumHeight(60);
   v->addWidget(log_, 1);
   connect(runButton_, &QPushButton::clicked, this, &MainWindow::runJob);
-  connect(cancelButton_, &QPushButton::clicked, run_, &RunController::cancel);
+  connect(cancelButton_, &QPushButton::clicked, this, &MainWindow::cancelRun);
   return w;
 }
 
@@ -319,6 +319,7 @@ void MainWindow::buildMenus() {
   physicalUnitsAction_->setChecked(true);
   connect(physicalUnitsAction_, &QAction::toggled, this, [this](bool on) {
     drift_->setPhysicalUnits(on);
+    frames_->setPhysicalUnits(on);
     follow_->driftPlot()->setPhysicalUnits(on);
     lines_->setPhysicalUnits(on);
     spectra_->setPhysicalUnits(on);
@@ -327,7 +328,7 @@ void MainWindow::buildMenus() {
 
   QMenu* run = menuBar()->addMenu("&Run");
   run->addAction("&Run", QKeySequence(Qt::CTRL | Qt::Key_R), this, &MainWindow::runJob);
-  run->addAction("&Cancel (a follow: Stop)", run_, &RunController::cancel);
+  run->addAction("&Cancel (a follow: Stop)", this, &MainWindow::cancelRun);
 }
 
 void MainWindow::log(const QString& level, const QString& text) {
@@ -351,11 +352,22 @@ void MainWindow::updateRunState() {
   runButton_->setEnabled(!running && editor_->isValid());
   runButton_->setToolTip(editor_->isValid() ? "Run the job" : editor_->validationErrors().join("\n"));
   cancelButton_->setEnabled(running);
-  // A follow's cancel is its Stop: the engine ends the follow and finishes the results.
-  cancelButton_->setText(running && following_ ? "Stop" : "Cancel");
-  cancelButton_->setToolTip(running && following_ ? "End the follow: the results are finished over the frames taken"
-                                                  : "Cancel the run");
+  // A follow's cancel is its Stop: the engine ends the follow and finishes the results;
+  // pressed again, it cancels that finish.
+  const bool finishing = running && following_ && followStops_ > 0;
+  cancelButton_->setText(finishing ? "Cancel finishing" : running && following_ ? "Stop" : "Cancel");
+  cancelButton_->setToolTip(finishing ? "Cancel the finishing of the results: no report.json is written; drift.csv "
+                                        "and the running average of the frames so far are kept (--resume continues)"
+                            : running && following_ ? "End the follow: the results are finished over the frames taken"
+                                                    : "Cancel the run");
   editor_->setEnabled(!running);
+}
+
+void MainWindow::cancelRun() {
+  if (!run_->running()) return;
+  if (following_) ++followStops_;
+  run_->cancel();
+  updateRunState();
 }
 
 void MainWindow::runJob() {
@@ -368,6 +380,7 @@ void MainWindow::runJob() {
   spectrumRun_ = false;
   const driftscan::Job job = editor_->job();
   following_ = job.command == "register" && job.follow.enabled;
+  followStops_ = 0;
   if (following_) {
     followJob_ = job;
     follow_->begin(QString::fromStdString(job.input), job.follow.until_frames);
@@ -456,6 +469,12 @@ void MainWindow::endFollow(const QString& status, const QString& message, const 
                   .arg(folder);
     log("info", summary);
     statusBar()->showMessage(summary);
+  } else if (status == "cancelled" && followStops_ > 1) {
+    summary = QString(
+                  "Follow cancelled while its results were being finished: no report.json was written; drift.csv "
+                  "and the running average.tif of the frames taken are kept in %1 (--resume continues).")
+                  .arg(folder);
+    showError(summary);
   } else {
     summary = QString("Follow %1: %2. The live views show the last state read; what the engine kept is in %3.")
                   .arg(status, message, folder);
@@ -709,6 +728,7 @@ void MainWindow::showScanDistortion(const std::shared_ptr<const driftscan::Frame
 
 void MainWindow::applyCalibration(double size, const QString& unit, int frames) {
   drift_->setPixelSize(size, unit);
+  frames_->setPixelSize(size, unit);
   follow_->driftPlot()->setPixelSize(size, unit);
   lines_->setPixelSize(size, unit);
   spectra_->setPixelSize(size, unit);

@@ -84,6 +84,10 @@ class MainWindow : public QMainWindow {
 
  public slots:
   void runJob();  // what the Run button does
+  // What the Cancel button does. While following it is Stop: the first press
+  // ends the follow and the engine finishes the results, a second one
+  // (the button then reads "Cancel finishing") cancels that finish.
+  void cancelRun();
   // What the 3-D tab's button does: the engine's spectrum command on the open
   // series, with the drift of the results folder when there is one, into the
   // job's output folder; the volume is shown when it is done.
@@ -151,5 +155,6 @@ class MainWindow : public QMainWindow {
   bool interactive_ = true;
   bool spectrumRun_ = false;  // the running job is runSpectrum()'s
   bool following_ = false;    // the running job is a register --follow
+  int followStops_ = 0;       // Stop presses during this follow
   driftscan::Job followJob_;  // ... this one
 };

@@ -6,6 +6,7 @@
 // thread reads drift.csv as it grows and timestamps every row. Prints the
 // latency from frame complete to its drift row (median, p95, max, rows over
 // 200 ms), the engine's resident memory along the run (flat?) and its peak.
+// The file is a BigTIFF when it will pass 4 GiB.
 // Frames are drawn a few ahead of the writer (a generator thread, cheaply:
 // windows of one synthetic field), so no frame is held beyond a short queue.
 //
@@ -289,8 +290,8 @@ EngineEnd wait_for_engine(pid_t child, const DriftRowWatcher& watcher, std::size
   return e;
 }
 
-void print_report(int size, double rate, const std::string& threads, std::size_t frames, const WriteTimes& w,
-                  const DriftRowWatcher& watcher, const EngineEnd& end) {
+void print_report(int size, double rate, const std::string& threads, bool bigtiff, std::size_t frames,
+                  const WriteTimes& w, const DriftRowWatcher& watcher, const EngineEnd& end) {
   std::vector<double> latency;
   std::size_t late = 0, first_late = 0, last_late = 0;
   for (std::size_t k = 1; k < frames; ++k)
@@ -303,9 +304,10 @@ void print_report(int size, double rate, const std::string& threads, std::size_t
     }
   const double written_s = std::chrono::duration<double>(w.complete.back() - w.complete.front()).count();
   std::printf(
-      "follow %dx%d at %.1f frames/s, engine --threads %s (written in %.1f s, writer at most %.1f ms behind schedule): "
-      "%zu frames, %zu rows seen\n",
-      size, size, rate, threads.c_str(), written_s, w.worst_behind_ms, frames, watcher.rows_seen());
+      "follow %dx%d at %.1f frames/s%s, engine --threads %s (written in %.1f s, writer at most %.1f ms behind "
+      "schedule): %zu frames, %zu rows seen\n",
+      size, size, rate, bigtiff ? " (BigTIFF)" : "", threads.c_str(), written_s, w.worst_behind_ms, frames,
+      watcher.rows_seen());
   std::printf("start-up: frame 0's row %.1f ms after frame 0 was complete (engine start, frame 0's plans)\n",
               watcher.has_row(0) ? ms_between(w.complete[0], watcher.row_time(0)) : -1.0);
   std::printf(
@@ -347,10 +349,12 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(work);
   const std::string series = work + "/live.tif", out = work + "/out";
 
+  // Past 4 GiB (2,000 float32 frames of 1024²: 8 GB) only a BigTIFF addresses the pages.
+  const bool bigtiff = static_cast<double>(size) * size * 4.0 * static_cast<double>(frames) > 3.9e9;
   EngineEnd end;
   {
     LiveFrames live(size, frames);
-    TiffPageAppender appender(series, SampleFormat::float32);
+    TiffPageAppender appender(series, SampleFormat::float32, bigtiff);
     const pid_t child = start_engine(engine, series, out, frames, threads);  // following the (still empty) file
     if (!child) {
       std::fprintf(stderr, "bench_follow: cannot start %s\n", engine.c_str());
@@ -360,7 +364,7 @@ int main(int argc, char** argv) {
     const WriteTimes written = write_on_schedule(live, appender, watcher, frames, rate);
     end = wait_for_engine(child, watcher, frames);
     watcher.stop();
-    print_report(size, rate, threads, frames, written, watcher, end);
+    print_report(size, rate, threads, bigtiff, frames, written, watcher, end);
   }
   std::error_code ec;
   std::filesystem::remove_all(work, ec);

@@ -214,6 +214,14 @@ double RegistrationOperator::registration_threshold() const {
   return PairRegistrationPlan::significance_threshold(pixels / std::max(1.0, pair_.options().sample_area));
 }
 
+void RegistrationOperator::prepare_moving(std::size_t k) const {
+  try {
+    prepared(k, false, refine_.levels_for(1.0));
+  } catch (const Error&) {
+    // Bad frame data: the application meets it again and handles it.
+  }
+}
+
 RefineInformation RegistrationOperator::information(const Registration& r) const {
   RefineInformation info;
   if (r.from == r.to) return info;  // a frame against itself: exact

@@ -24,14 +24,26 @@ void put16(std::vector<unsigned char>& b, std::size_t at, std::uint32_t v) {
 void put32(std::vector<unsigned char>& b, std::size_t at, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) b[at + static_cast<std::size_t>(i)] = static_cast<unsigned char>(v >> (8 * i));
 }
+void put64(std::vector<unsigned char>& b, std::size_t at, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) b[at + static_cast<std::size_t>(i)] = static_cast<unsigned char>(v >> (8 * i));
+}
 
 }  // namespace
 
-TiffPageAppender::TiffPageAppender(const std::string& path, SampleFormat format) : path_(path), format_(format) {
+TiffPageAppender::TiffPageAppender(const std::string& path, SampleFormat format, bool bigtiff)
+    : path_(path), format_(format), bigtiff_(bigtiff) {
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw failure(path + ": cannot create (" + std::strerror(errno) + ")");
-  const unsigned char header[8] = {'I', 'I', 42, 0, 0, 0, 0, 0};
-  write_at(0, header, sizeof header);
+  if (bigtiff_) {
+    // 'II', 43, offset size 8, 0, then the 8-byte offset of the first IFD.
+    const unsigned char header[16] = {'I', 'I', 43, 0, 8, 0, 0, 0};
+    write_at(0, header, sizeof header);
+    end_ = 16;
+    pointer_at_ = 8;
+  } else {
+    const unsigned char header[8] = {'I', 'I', 42, 0, 0, 0, 0, 0};
+    write_at(0, header, sizeof header);
+  }
 }
 
 TiffPageAppender::~TiffPageAppender() {
@@ -64,32 +76,44 @@ void TiffPageAppender::append(const Frame& frame, const AppendOrder& order) {
     }
   }
   constexpr std::uint32_t entries = 10;
-  std::vector<unsigned char> ifd(2 + entries * 12 + 4, 0);
+  // Classic: 2-byte count, 12-byte entries, 4-byte offsets; BigTIFF: 8, 20, 8.
+  const std::size_t count_bytes = bigtiff_ ? 8 : 2, entry_bytes = bigtiff_ ? 20 : 12, offset_bytes = bigtiff_ ? 8 : 4;
+  std::vector<unsigned char> ifd(count_bytes + entries * entry_bytes + offset_bytes, 0);
   const std::uint64_t ifd_at = order.link_first ? end_ : end_ + data.size() + (data.size() & 1);
   const std::uint64_t data_at = order.link_first ? end_ + ifd.size() : end_;
-  put16(ifd, 0, entries);
-  std::size_t e = 2;
-  auto entry = [&](std::uint32_t tag, std::uint32_t type, std::uint32_t value) {
+  if (!bigtiff_ && std::max(ifd_at + ifd.size(), data_at + data.size()) > 0xFFFFFFFFull)
+    throw failure(path_ + ": page " + std::to_string(pages_) +
+                  " would end past 4 GiB, which a classic TIFF cannot address (write BigTIFF)");
+  if (bigtiff_) put64(ifd, 0, entries);
+  else put16(ifd, 0, entries);
+  std::size_t e = count_bytes;
+  // type 3 SHORT, 4 LONG, 16 LONG8 (BigTIFF offsets); one value each, inline.
+  auto entry = [&](std::uint32_t tag, std::uint32_t type, std::uint64_t value) {
     put16(ifd, e, tag);
     put16(ifd, e + 2, type);
-    put32(ifd, e + 4, 1);
-    if (type == 3) put16(ifd, e + 8, value);
-    else put32(ifd, e + 8, value);
-    e += 12;
+    if (bigtiff_) put64(ifd, e + 4, 1);
+    else put32(ifd, e + 4, 1);
+    const std::size_t v = e + (bigtiff_ ? 12 : 8);
+    if (type == 3) put16(ifd, v, static_cast<std::uint32_t>(value));
+    else if (type == 16) put64(ifd, v, value);
+    else put32(ifd, v, static_cast<std::uint32_t>(value));
+    e += entry_bytes;
   };
+  const std::uint32_t offset_type = bigtiff_ ? 16 : 4;
   entry(256, 4, static_cast<std::uint32_t>(frame.width));
   entry(257, 4, static_cast<std::uint32_t>(frame.height));
   entry(258, 3, f32 ? 32 : 16);
   entry(259, 3, 1);  // no compression
   entry(262, 3, 1);  // min-is-black
-  entry(273, 4, static_cast<std::uint32_t>(data_at));
+  entry(273, offset_type, data_at);
   entry(277, 3, 1);
   entry(278, 4, static_cast<std::uint32_t>(frame.height));
-  entry(279, 4, static_cast<std::uint32_t>(data.size()));
+  entry(279, offset_type, data.size());
   entry(339, 3, f32 ? 3 : 1);
   // next IFD: 0 (the last bytes, already zero)
-  std::vector<unsigned char> link(4, 0);
-  put32(link, 0, static_cast<std::uint32_t>(ifd_at));
+  std::vector<unsigned char> link(offset_bytes, 0);
+  if (bigtiff_) put64(link, 0, ifd_at);
+  else put32(link, 0, static_cast<std::uint32_t>(ifd_at));
   if (order.link_first) {
     write_at(ifd_at, ifd.data(), ifd.size());
     write_at(pointer_at_, link.data(), link.size());
@@ -104,7 +128,7 @@ void TiffPageAppender::append(const Frame& frame, const AppendOrder& order) {
     write_at(pointer_at_, link.data(), link.size());
     end_ = ifd_at + ifd.size();
   }
-  pointer_at_ = ifd_at + 2 + std::uint64_t(entries) * 12;
+  pointer_at_ = ifd_at + count_bytes + std::uint64_t(entries) * entry_bytes;
   ++pages_;
 }
 

@@ -14,8 +14,9 @@
 #include "driftscan/launch/profile.hpp"
 
 namespace {
-volatile std::sig_atomic_t g_stop = 0;
-extern "C" void on_signal(int) { g_stop = 1; }
+// Signals received: each is one cancel request (a follow's second one cancels its finish).
+volatile std::sig_atomic_t g_stops = 0;
+extern "C" void on_signal(int) { g_stops = g_stops + 1; }
 }  // namespace
 
 static int run(int argc, char** argv) {
@@ -68,7 +69,11 @@ static int run(int argc, char** argv) {
       job.output = output.empty() ? std::string("/tmp/driftscan-check-") + std::to_string(getpid()) : output;
     }
     const Profile& profile = find_profile(profiles, profile_name.empty() ? job.execution.profile : profile_name);
-    JobLauncher launcher(profile, job);
+    LaunchOptions options;
+    // A follow's first cancel ends the follow and the engine finishes the
+    // results, which takes minutes on a long series: as long as the app allows.
+    if (job.follow.enabled) options.cancel_grace_s = 600.0;
+    JobLauncher launcher(profile, job, options);
     if (dry_run) {
       for (const auto& a : launcher.engine_command("job.json")) std::cout << a << ' ';
       std::cout << '\n';
@@ -97,10 +102,8 @@ static int run(int argc, char** argv) {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     launcher.start();
-    while (!launcher.finished()) {
-      if (g_stop) launcher.cancel();
-      usleep(50000);
-    }
+    for (std::sig_atomic_t passed_on = 0; !launcher.finished(); usleep(50000))
+      for (const std::sig_atomic_t stops = g_stops; passed_on < stops; ++passed_on) launcher.cancel();
     LaunchResult r = launcher.wait();
     if (r.status == LaunchStatus::failed) std::cerr << "driftscan-launch: " << r.message << '\n';
     if (r.status == LaunchStatus::done && check_only) std::cerr << "profile '" << profile.name << "' works\n";

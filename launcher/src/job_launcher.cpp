@@ -106,7 +106,8 @@ JobLauncher::JobLauncher(Profile profile, Job job, LaunchOptions options) : impl
 
 JobLauncher::~JobLauncher() {
   if (impl_->thread.joinable()) {
-    cancel();
+    // Only when nobody asked yet: a further request would cancel a follow's finish.
+    if (impl_->ctx.cancel_requests == 0) cancel();
     impl_->thread.join();
   }
 }
@@ -134,7 +135,10 @@ void JobLauncher::start() {
   impl_->thread = std::thread([this] { impl_->run(); });
 }
 
-void JobLauncher::cancel() { impl_->ctx.cancel_requested = true; }
+void JobLauncher::cancel() {
+  ++impl_->ctx.cancel_requests;
+  impl_->ctx.cancel_requested = true;
+}
 
 bool JobLauncher::finished() const {
   std::lock_guard<std::mutex> lock(impl_->mu);

@@ -114,23 +114,32 @@ int LaunchContext::follow(const std::vector<std::string>& argv, const std::map<s
                           const std::function<void()>& on_cancel) {
   log_command(argv);
   Subprocess p(argv, env);
-  bool cancelling = false;
-  Clock::time_point cancel_at{};
+  unsigned passed_on = 0;  // cancel requests handed to the job
+  bool killed = false;
+  Clock::time_point kill_at = Clock::time_point::max();
+  double grace_s = 0.0;  // what kill_at was set from, for the message
   auto out = [&](const std::string& l) { on_engine_line(l); };
   auto err = [&](const std::string& l) { on_stderr_line(l); };
+  auto deadline = [](double s) {
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  };
   while (p.pump(100, out, err)) {
-    if (cancel_requested && !cancelling) {
-      cancelling = true;
-      cancel_at = Clock::now();
-      log("cancelling");
+    // Every request is passed on: a follow's second one cancels its finish.
+    for (const unsigned asked = cancel_requests; passed_on < asked && !killed; ++passed_on) {
+      const bool first = passed_on == 0;
+      log(first ? "cancelling" : "cancelling again");
+      const double s = first ? options.cancel_grace_s : options.abort_grace_s;
+      if (deadline(s) < kill_at) {
+        kill_at = deadline(s);
+        grace_s = s;
+      }
       if (on_cancel) on_cancel();
       else p.send_signal(SIGUSR1);  // mpirun forwards it to every rank: they stop cleanly with code 4
     }
-    if (cancelling && Clock::now() - cancel_at > std::chrono::duration<double>(options.cancel_grace_s)) {
-      log("the job did not stop within " + std::to_string(options.cancel_grace_s) + " s; killing it", "warning");
+    if (!killed && Clock::now() > kill_at) {
+      log("the job did not stop within " + std::to_string(grace_s) + " s; killing it", "warning");
       p.signal_group(SIGKILL);
-      cancelling = false;  // once
-      cancel_at = Clock::now() + std::chrono::hours(1000);
+      killed = true;
     }
   }
   return p.wait();

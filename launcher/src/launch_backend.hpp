@@ -21,13 +21,15 @@
 namespace driftscan::launch {
 
 // One launch: set up by JobLauncher, used by its backend on the background
-// thread (cancel_requested is the only field another thread touches).
+// thread (cancel_requested and cancel_requests are the only fields another
+// thread touches).
 struct LaunchContext {
   Profile profile;
   Job job;
   LaunchOptions options;
   JobLauncher::EventCallback callback;
   std::atomic<bool> cancel_requested{false};
+  std::atomic<unsigned> cancel_requests{0};  // how many cancel() calls: each is passed on
 
   // Set while following the job (background thread only).
   std::string staging;        // local folder: job file, batch script, fetched copy
@@ -47,8 +49,9 @@ struct LaunchContext {
   // one is logged exactly as run.
   CommandOutput run_logged(const std::vector<std::string>& argv, double timeout_s, const std::string& stdin_text = "");
   // Runs the engine (or a follower) to its end, honouring cancel(): on_cancel
-  // runs once when it is asked for (default: SIGUSR1 to mpirun), and the
-  // process group is killed after options.cancel_grace_s.
+  // runs once per request (default: SIGUSR1 to mpirun), and the process
+  // group is killed options.cancel_grace_s after the first request, or
+  // options.abort_grace_s after a later one if that comes sooner.
   int follow(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
              const std::function<void()>& on_cancel);
 

@@ -41,7 +41,9 @@ void CancelRelay::loop() {
       MPI_Test(&recv, &flag, MPI_STATUS_IGNORE);
       if (flag) {
         received = true;
-        token_.request();
+        // An echo of a request this rank has had already (mpirun signalled
+        // every rank) is not another request: `register --follow` counts them.
+        if (!token_.cancelled()) token_.request();
       }
     }
     if (!sent && token_.cancelled()) {

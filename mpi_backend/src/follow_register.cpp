@@ -17,12 +17,14 @@
 #include <deque>
 #include <exception>
 #include <filesystem>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <thread>
 
 #include "driftscan/atomic_file.hpp"
 #include "driftscan/error.hpp"
+#include "driftscan/frame_prefix.hpp"
 #include "driftscan/growing_series.hpp"
 #include "driftscan/mpi/distributed_checkpoint.hpp"
 #include "driftscan/mpi/job_runner.hpp"
@@ -37,12 +39,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// A token requested when `outer` receives a request beyond those it had at
-// construction: the first SIGINT ends the follow, a second one cancels the
-// finish that follows.
+// A token requested when `outer` has received more than `baseline` requests:
+// the first SIGINT ends the follow, a second one cancels the finish that
+// follows — also when both came before the finish started.
 class LaterCancel {
  public:
-  explicit LaterCancel(const CancelToken& outer) : outer_(outer), baseline_(outer.requests()) {
+  LaterCancel(const CancelToken& outer, unsigned baseline) : outer_(outer), baseline_(baseline) {
     watcher_ = std::thread([this] {
       while (!stop_.load()) {
         if (outer_.requests() > baseline_) token_.request();
@@ -211,7 +213,17 @@ class FollowRun {
       throw Error(e.kind(), e.what() + kept);
     }
     follow_seconds_ = since(t_start);
-    finish();
+    try {
+      finish();
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::cancelled)
+        progress_.log(LogLevel::warning, "the finish was cancelled: no report.json; drift.csv (" +
+                                             std::to_string(done()) +
+                                             " rows), the running average.tif and the "
+                                             "checkpoint are kept in " +
+                                             job_.output + " (--resume continues)");
+      throw;
+    }
     result_.frames = done();
     result_.result.seconds.total = since(t_start);
     return std::move(result_);
@@ -252,7 +264,17 @@ class FollowRun {
     } else if (k == 0) {
       e = r = Registration::identity(0);
     } else {
-      e = op_->element(k);
+      // Frame k's pyramid for the scan step is built on another thread while
+      // its pair registration runs here: the two are independent, and on two
+      // cores the row comes sooner (the same computations, the same results).
+      auto prepared = std::async(std::launch::async, [this, k] { op_->prepare_moving(k); });
+      try {
+        e = op_->element(k);
+      } catch (...) {
+        prepared.wait();
+        throw;
+      }
+      prepared.get();
       r = (*op_)(regs_.back(), e);
       applications_.push_back({r.from, r.to, r.iterations, r.seconds, r.cost, r.flags});
     }
@@ -308,6 +330,7 @@ class FollowRun {
         std::unique_lock<std::mutex> lock(queue_mu_);
         queue_cv_.wait(lock, [&] { return !queue_.empty() || closing_; });
         if (queue_.empty()) return;
+        if (const CancelToken* abort = worker_abort_.load(); abort && abort->cancelled()) return;
         q = queue_.front();
         queue_.pop_front();
       }
@@ -379,15 +402,22 @@ class FollowRun {
 
   // The batch pipeline's last phases over the frames taken.
   void finish() {
-    LaterCancel later(cancel_);
+    // A follow ended by a cancel: every request after that first one cancels
+    // the finish. Ended otherwise: requests from now on.
+    LaterCancel later(cancel_, result_.stopped_by == "cancel" ? 1U : cancel_.requests());
     const CancelToken& cancel = later.token();
     if (done() < 2)
       throw bad_input(job_.input + ": " + std::to_string(done()) +
                       " complete frame(s) when the follow ended: registration needs at least 2");
+    // The worker's backlog (uncertainty, running mean) is drained first; a
+    // second cancel meanwhile leaves it, as it does the average below.
+    worker_abort_.store(&cancel);
     join_worker();
+    worker_abort_.store(nullptr);
     rethrow_worker_error();
     if (drift_) drift_->close();
     save_checkpoint_now();  // kept: --resume of the grown series extends it
+    cancel.throw_if_cancelled();
     RegisterResult& res = result_.result;
     res.elements = elements_;
     res.registrations = regs_;
@@ -397,12 +427,15 @@ class FollowRun {
     result_.logged_warnings = warnings_.size();
     if (std::string w = singular_warning(summarize_uncertainty(res.uncertainty)); !w.empty())
       res.warnings.push_back(std::move(w));
+    // The file may show more frames by now than were taken (a Stop mid-file):
+    // the results are those of the frames registered.
+    const FramePrefix taken(*series_, done());
     const int threads = std::max(1, job_.execution.threads);
     const auto t0 = Clock::now();
     const int saved = omp_get_max_threads();
     omp_set_num_threads(threads);
     try {
-      res.average = average_registered(*series_, res.registrations, job_.averaging, res.warnings, &progress_, &cancel,
+      res.average = average_registered(taken, res.registrations, job_.averaging, res.warnings, &progress_, &cancel,
                                        &res.uncertainty);
     } catch (...) {
       omp_set_num_threads(saved);
@@ -428,7 +461,7 @@ class FollowRun {
     // The final set replaces the running drift.csv and average.tif as one,
     // report.json last (output_set.hpp), like a batch run's.
     OutputSet set(job_.output, "register", {job_.input});
-    res.files = write_register_outputs(set, *series_, job_.registration, job_.averaging, res.registrations,
+    res.files = write_register_outputs(set, taken, job_.registration, job_.averaging, res.registrations,
                                        ApplicationSummary::of(res.applications), res.average, res.warnings, extra,
                                        {operator_applications_array(res.applications)}, "", &res.uncertainty);
     set.commit();
@@ -467,6 +500,7 @@ class FollowRun {
   std::condition_variable queue_cv_;
   std::deque<Queued> queue_;
   bool closing_ = false;
+  std::atomic<const CancelToken*> worker_abort_{nullptr};  // set while finish() drains the queue
   std::exception_ptr worker_error_;
 };
 

@@ -3,13 +3,15 @@
 // `register --follow` through the Run path (launcher, local profile). The Live
 // tab's frame counter, drift plot and running average must advance while the
 // frames arrive; the follow ends on its frame bound or on Stop, and the
-// drift it leaves equals a batch `register` of the same frames.
+// drift it leaves equals a batch `register` of the same frames. Stop pressed
+// again while the results are finished cancels that finish.
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
 #include <QProcess>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
@@ -339,6 +341,66 @@ class FollowGuiTest : public QObject {
     const double dev = drift_deviation(w.driftPlot()->drift(), batch);
     qInfo("stopped after %d frames; drift vs batch register of them: %.3g px", taken, dev);
     QVERIFY2(dev >= 0 && dev <= 0.01, qPrintable(QString("drift deviation %1 px").arg(dev)));
+  }
+
+  // Stop, then Stop again while the engine finishes the results (a median
+  // in 1 MB over the frames taken: seconds): the finish is cancelled, the app says so,
+  // and nothing under a final name looks like finished results.
+  void secondStopCancelsTheFinish() {
+    driftscan::SynthOptions o;
+    o.frames = 300;
+    o.width = 192;
+    o.height = 192;
+    o.period = 9.0;
+    o.dose = 6.0;
+    o.seed = 5;
+    // A finished file: the follow takes its frames as fast as it can.
+    const QString series = tmp_.filePath("long.tif"), out = tmp_.filePath("long_results");
+    driftscan::write_synthetic_series(o, series.toStdString());
+    MainWindow w;
+    w.setInteractive(false);
+    w.resize(1400, 900);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    prepare(w, 0);
+    driftscan::Job job = w.jobEditor()->job();
+    job.averaging.method = driftscan::AverageMethod::median;
+    job.averaging.median_memory_mb = 1;  // many passes over the frames: a finish of seconds
+    w.jobEditor()->setJob(job);
+
+    QSignalSpy finished(&w, &MainWindow::runFinished);
+    QSignalSpy log(w.runController(), &RunController::logLine);
+    QVERIFY2(w.followAcquisition(series, out), qPrintable(w.lastError()));
+    QTRY_VERIFY_WITH_TIMEOUT(w.followView()->framesRegistered() >= 30, 60000);
+    QCOMPARE(w.cancelButton()->text(), QString("Stop"));
+    QTest::mouseClick(w.cancelButton(), Qt::LeftButton);
+    QCOMPARE(w.cancelButton()->text(), QString("Cancel finishing"));
+    // The engine has taken the Stop: it is finishing.
+    int taken = -1;
+    const QRegularExpression stopped("following stopped after (\\d+) frames; finishing the results");
+    QElapsedTimer clock;
+    clock.start();
+    while (taken < 0 && finished.count() == 0 && clock.elapsed() < 60000) {
+      for (const auto& line : log)
+        if (const auto m = stopped.match(line.at(1).toString()); m.hasMatch()) taken = m.captured(1).toInt();
+      if (taken < 0) log.wait(50);
+    }
+    QVERIFY2(taken >= 30, "the engine did not say it was finishing the results");
+    QVERIFY2(finished.count() == 0, "the finish was over before the second Stop");
+    QTest::mouseClick(w.cancelButton(), Qt::LeftButton);  // Cancel finishing
+    QVERIFY2(finished.count() == 1 || finished.wait(30000), "the run did not end within 30 s of the second Stop");
+
+    QCOMPARE(finished.at(0).at(0).toString(), QString("cancelled"));
+    QVERIFY2(w.lastError().contains("cancelled while its results were being finished"), qPrintable(w.lastError()));
+    QVERIFY2(w.followView()->statusText().contains("no report.json was written"),
+             qPrintable(w.followView()->statusText()));
+    QCOMPARE(w.cancelButton()->text(), QString("Cancel"));
+    QVERIFY(!QFileInfo::exists(out + "/report.json"));
+    QVERIFY(!QFileInfo::exists(out + "/coverage.tif"));
+    QCOMPARE(QDir(out).entryList({".*.tmp-*"}, QDir::Files | QDir::Hidden), QStringList());
+    // What the follow wrote stays whole: a row per frame taken.
+    const auto rows = driftscan::read_drift_records((out + "/drift.csv").toStdString());
+    QCOMPARE(int(rows.frames.size()), taken);
   }
 };
 

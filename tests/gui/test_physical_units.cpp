@@ -3,8 +3,9 @@
 // in the main window have the drift axes in nm with every value scaled by
 // the pixel size (the readout of a known frame is dx * pixel size), the
 // spectra in nm⁻¹; the same holds when the series is not at hand (its
-// pixel size from report.json, or from the calibrated average.tif); View > Physical units switches back to
-// px. An uncalibrated series' results stay in px.
+// pixel size from report.json, or from the calibrated average.tif); the Frames
+// table's dx, dy and σ columns follow the plots, unit in the header; View >
+// Physical units switches back to px. An uncalibrated series' results stay in px.
 #include <QAction>
 #include <QApplication>
 #include <QDir>
@@ -20,6 +21,7 @@
 #include "driftscan/synthetic_series.hpp"
 #include "driftscan/tiff_series.hpp"
 #include "driftscan/tiff_writer.hpp"
+#include "frame_table.hpp"
 #include "image_view.hpp"
 #include "main_window.hpp"
 #include "series_viewer.hpp"
@@ -67,6 +69,9 @@ std::pair<double, double> readout_shift(const QString& text) {
   if (!m.hasMatch()) return {NAN, NAN};
   return {m.captured(1).toDouble(), m.captured(2).toDouble()};
 }
+
+// The Frames table's columns dx, dy, σ (1, 2, 3).
+constexpr int kDx = 1, kDy = 2, kSigma = 3;
 }  // namespace
 
 class PhysicalUnitsTest : public QObject {
@@ -86,6 +91,39 @@ class PhysicalUnitsTest : public QObject {
     const double tol = unit == "px" ? 6e-4 : 6e-4 * std::max(std::abs(r.dx * scale), std::abs(r.dy * scale)) + 1e-9;
     QVERIFY2(std::abs(dx - r.dx * scale) <= tol && std::abs(dy - r.dy * scale) <= tol,
              qPrintable(QString("%1 (dx %2 px, dy %3 px, scale %4)").arg(text).arg(r.dx).arg(r.dy).arg(scale)));
+  }
+
+  // The Frames table of `w` shows dx, dy and σ of every frame in `unit`, scaled by `scale`, the unit in
+  // each header; σ is the larger of sigma_dx and sigma_dy.
+  static void check_frame_table(MainWindow& w, double scale, const QString& unit) {
+    FrameTable* table = w.frameTable();
+    const auto& rows = w.driftPlot()->drift();
+    QCOMPARE(table->rowCount(), int(rows.size()));
+    QCOMPARE(table->headerText(kDx), QString("dx (%1)").arg(unit));
+    QCOMPARE(table->headerText(kDy), QString("dy (%1)").arg(unit));
+    QCOMPARE(table->headerText(kSigma), QString::fromUtf8("\u03c3 (%1)").arg(unit));
+    bool someSigma = false;
+    for (int k = 0; k < int(rows.size()); ++k) {
+      const DriftRow& r = rows[std::size_t(k)];
+      const double sigma = std::max(r.sigma_dx, r.sigma_dy);
+      QVERIFY(std::isfinite(sigma) && sigma >= 0);
+      someSigma = someSigma || sigma > 1e-3;
+      const double shown[] = {table->cellText(k, kDx).toDouble(), table->cellText(k, kDy).toDouble(),
+                              table->cellText(k, kSigma).toDouble()};
+      const double want[] = {r.dx * scale, r.dy * scale, sigma * scale};
+      // 3 decimals of a px (4 for σ), in nm at least as fine.
+      const double tol[] = {6e-4 * scale, 6e-4 * scale, 6e-5 * scale};
+      for (int c = 0; c < 3; ++c)
+        QVERIFY2(std::abs(shown[c] - want[c]) <= tol[c],
+                 qPrintable(QString("frame %1 column %2: shown %3, expected %4 %5 (%6 px)")
+                                .arg(k)
+                                .arg(table->headerText(c + 1))
+                                .arg(table->cellText(k, c + 1))
+                                .arg(want[c])
+                                .arg(unit)
+                                .arg(want[c] / scale)));
+    }
+    QVERIFY(someSigma);  // a σ that a wrong scale would show as a different number
   }
 
  private slots:
@@ -145,6 +183,8 @@ class PhysicalUnitsTest : public QObject {
       w.showView("drift");
       QApplication::processEvents();
       check_readout(w, 5, kPixelNm, "nm");
+      QVERIFY(w.frameTable()->calibration().shown());
+      check_frame_table(w, kPixelNm, "nm");
 
       // Spectra: the scale bar in nm⁻¹, one spectrum pixel = 1/(width * pixel size).
       w.showView("spectra");
@@ -162,6 +202,7 @@ class PhysicalUnitsTest : public QObject {
       QApplication::processEvents();
       QCOMPARE(plot->shiftAxisLabel(), QString("shift (px)"));
       check_readout(w, 5, 1.0, "px");
+      check_frame_table(w, 1.0, "px");
       QCOMPARE(w.volumeView()->axisTitle(0), QString("kx (1/px)"));
       w.showView("spectra");
       QApplication::processEvents();
@@ -169,6 +210,7 @@ class PhysicalUnitsTest : public QObject {
       QVERIFY2(!spectrum->caption().contains("nm"), qPrintable(spectrum->caption()));
       w.physicalUnitsAction()->setChecked(true);
       QCOMPARE(plot->shiftAxisLabel(), QString("shift (nm)"));
+      check_frame_table(w, kPixelNm, "nm");
     }
   }
 
@@ -188,6 +230,7 @@ class PhysicalUnitsTest : public QObject {
     QApplication::processEvents();
     check_readout(w, 5, 1.0, "px");
     QVERIFY(!w.driftPlot()->readout().contains("nm"));
+    check_frame_table(w, 1.0, "px");
     QCOMPARE(w.volumeView()->axisTitle(0), QString("kx (1/px)"));
   }
 };

@@ -12,6 +12,7 @@
 #include "driftscan/error.hpp"
 #include "driftscan/growing_series.hpp"
 #include "driftscan/tiff_page_appender.hpp"
+#include "driftscan/tiff_series.hpp"
 #include "driftscan/tiff_writer.hpp"
 #include "scratch_folder.hpp"
 
@@ -57,6 +58,30 @@ TEST(GrowingSeries, PagesOfAGrowingTiffAreTakenOnlyWhenWhole) {
   const Frame f2 = series->frame(2);
   EXPECT_EQ(f2.at(31, 23), 200.0f + 31 + 69);  // the last pixel: the second half was read too
   EXPECT_GE(series->incomplete_waits(), 1u);
+}
+
+// A series past 4 GiB is a BigTIFF (2,000 float32 frames of 1024²): its
+// pages too are taken only when whole, and libtiff reads the file it makes.
+TEST(GrowingSeries, PagesOfAGrowingBigTiffAreTakenOnlyWhenWhole) {
+  TempDir dir;
+  const std::string path = (dir.path / "live_big.tif").string();
+  TiffPageAppender writer(path, SampleFormat::float32, true);
+  auto series = GrowingSeries::open(path);
+  EXPECT_EQ(series->poll().added, 0u);
+  writer.append(ramp(32, 24, 0));
+  writer.append(ramp(32, 24, 100));
+  EXPECT_EQ(series->poll().added, 2u);
+  EXPECT_EQ(series->frame(1).at(5, 2), 100.0f + 5 + 6);
+  std::thread slow([&] { writer.append(ramp(32, 24, 200), {true, 0.4}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  EXPECT_EQ(series->poll().added, 0u);
+  slow.join();
+  EXPECT_EQ(series->poll().added, 1u);
+  EXPECT_EQ(series->frame(2).at(31, 23), 200.0f + 31 + 69);
+
+  auto whole = TiffSeries::open(path);
+  ASSERT_EQ(whole->frame_count(), 3u);
+  for (std::size_t k = 0; k < 3; ++k) EXPECT_EQ(whole->frame(k).at(7, 9), 100.0f * k + 7 + 27) << "page " << k;
 }
 
 TEST(GrowingSeries, FolderFilesInNameOrderBadOnesSkippedAndNamed) {

@@ -98,6 +98,14 @@ class RegistrationOperator {
   // significant peak -> (identity, kNoPeak).
   Registration element(std::size_t k) const;
 
+  // Prepares frame k as the moving frame of an application from a trusted
+  // guess (its pyramid, kept in the operator's cache) ahead of that
+  // application, which then finds it ready. What is prepared does not depend
+  // on when or on which thread: results are unchanged. A frame that cannot be
+  // prepared (bad data) is left to the application, which says why.
+  // `register --follow` does this while the pair registration of frame k runs.
+  void prepare_moving(std::size_t k) const;
+
   // The precision of a result (from -> to) at its transform
   // (Refinement::information); singular for a bad or unrefined frame.
   RefineInformation information(const Registration& r) const;

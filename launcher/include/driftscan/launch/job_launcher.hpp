@@ -5,7 +5,7 @@
 //   driftscan::launch::JobLauncher launcher(profile, job);
 //   launcher.on_event([](const nlohmann::json& e) { ... });   // before start()
 //   launcher.start();          // returns at once; work happens on a background thread
-//   ...  launcher.cancel();    // any thread, any time; idempotent
+//   ...  launcher.cancel();    // any thread, any time; each call is one cancel request
 //   LaunchResult r = launcher.wait();   // or poll finished() / result()
 //
 // Events are the progress protocol of docs/protocol.md, one parsed JSON object
@@ -26,6 +26,12 @@
 // into job.output. slurm: same staging, then a generated batch script
 // submitted with sbatch, followed with squeue/scontrol while the job's
 // progress file is streamed back; cancel() runs scancel.
+//
+// Every cancel() reaches the engine (local, ssh: one SIGUSR1 each), because
+// `register --follow` takes the first request as Stop (end the follow, finish
+// the results: it may take minutes, so such a launch sets cancel_grace_s
+// long) and a later one as a cancel of that finish (the engine then stops
+// with code 4; killed abort_grace_s after that request at the latest).
 #include <functional>
 #include <memory>
 #include <string>
@@ -55,6 +61,9 @@ struct LaunchOptions {
   std::string staging_dir;
   // After cancel(): how long the job may take to stop before it is killed.
   double cancel_grace_s = 5.0;
+  // After a further cancel() (a follow's finish being cancelled): the same,
+  // counted from that request (the shorter of the two deadlines applies).
+  double abort_grace_s = 10.0;
   // The version the remote engine must report (default: this build's).
   std::string expected_version = DRIFTSCAN_VERSION;
 };
@@ -72,7 +81,7 @@ class JobLauncher {
   // Validates the job and profile (throws driftscan::Error bad_input) and
   // starts the background thread. Call once.
   void start();
-  void cancel();                // thread-safe, non-blocking
+  void cancel();                // thread-safe, non-blocking; one request per call
   bool finished() const;        // the result is available
   LaunchResult wait();          // blocks until finished
   LaunchResult result() const;  // meaningful once finished()

@@ -5,7 +5,8 @@
 // collective would hang them. The relay is a thread with its own duplicated
 // communicator (so it never matches the computation's messages): when the
 // local CancelToken is set it sends one message to every other rank; when
-// such a message arrives it sets the local token. Needs MPI_THREAD_MULTIPLE;
+// such a message arrives it sets the local token (unless it is set already:
+// an echo is not a further request). Needs MPI_THREAD_MULTIPLE;
 // without it the relay is inert and the ranks rely on mpirun/srun
 // forwarding the signal to all of them.
 #include <atomic>
