@@ -323,7 +323,7 @@ void ChartView::mouseMoveEvent(QMouseEvent* e) {
     if (dragging_ || std::abs(dx) > 4) {  // a few pixels of slack: a shaky click is still a click
       if (!dragging_) cursorBeforeDrag_ = cursor();
       dragging_ = true;
-      if (!banding_) {
+      if (!banding_ && c->plotArea().width() > 0) {
         const double plotWidth = c->plotArea().width(), width = f1_ - f0_;
         setXView(pressF0_ - dx / plotWidth * width, pressF0_ - dx / plotWidth * width + width);
         setCursor(Qt::ClosedHandCursor);
@@ -336,8 +336,10 @@ void ChartView::mouseMoveEvent(QMouseEvent* e) {
 void ChartView::mouseReleaseEvent(QMouseEvent* e) {
   if (!pressed_ || (e->button() != Qt::LeftButton && e->button() != Qt::RightButton)) return;
   pressed_ = false;
-  if (banding_ && dragging_) {
-    QChart* c = zoomChartAt(pressAt_);
+  // The layout may have changed under the drag (a new result, a resize):
+  // no plot under the press point any more means no zoom.
+  QChart* c = banding_ && dragging_ ? zoomChartAt(pressAt_) : nullptr;
+  if (c && c->plotArea().width() > 0) {
     const QRectF area = c->mapRectToScene(c->plotArea());
     auto fraction = [&](double x) {
       return f0_ + std::clamp((x - area.left()) / area.width(), 0.0, 1.0) * (f1_ - f0_);
@@ -383,7 +385,10 @@ bool ChartView::renderTo(QPaintDevice* device, QSize size) {
   // Laid out at the export's size, then back at the widget's.
   place(size);
   QPainter p;
-  if (!p.begin(device)) return false;
+  if (!p.begin(device)) {
+    relayout();
+    return false;
+  }
   p.setRenderHint(QPainter::Antialiasing);
   p.fillRect(QRect(QPoint(0, 0), size), Qt::white);
   scene()->render(&p, QRectF(QPoint(0, 0), size), QRectF(QPoint(0, 0), size));

@@ -145,22 +145,26 @@ DriftPathSettings cross_validated_smoothing(const std::vector<DriftSample>& samp
   DriftPathSettings best;
   best.knot_spacing = knot_spacing;
   best.smoothing = candidates.front();
-  if (sorted.size() < 8) return best;  // too few to leave half out: the first candidate
+  if (sorted.size() < 8) return best;  // too few to leave half out: the first candidate, for both axes
   double best_x = std::numeric_limits<double>::infinity(), best_y = best_x;
   for (double smoothing : candidates) {
     DriftPathSettings ps;
     ps.knot_spacing = knot_spacing;
     ps.smoothing = smoothing;
     double ex = 0.0, ey = 0.0;
-    for (std::size_t fold = 0; fold < 2; ++fold) {
-      std::vector<DriftSample> kept = sorted;
-      for (std::size_t i = fold; i < kept.size(); i += 2) kept[i].weight = 0.0;
-      const DriftPath path = DriftPath::fit(std::move(kept), t_begin, t_end, ps);
-      for (std::size_t i = fold; i < sorted.size(); i += 2) {
-        const Point p = path.at(sorted[i].t);
-        ex += sorted[i].weight * (p.x - sorted[i].dx) * (p.x - sorted[i].dx);
-        ey += sorted[i].weight * (p.y - sorted[i].dy) * (p.y - sorted[i].dy);
+    try {
+      for (std::size_t fold = 0; fold < 2; ++fold) {
+        std::vector<DriftSample> kept = sorted;
+        for (std::size_t i = fold; i < kept.size(); i += 2) kept[i].weight = 0.0;
+        const DriftPath path = DriftPath::fit(std::move(kept), t_begin, t_end, ps);
+        for (std::size_t i = fold; i < sorted.size(); i += 2) {
+          const Point p = path.at(sorted[i].t);
+          ex += sorted[i].weight * (p.x - sorted[i].dx) * (p.x - sorted[i].dx);
+          ey += sorted[i].weight * (p.y - sorted[i].dy) * (p.y - sorted[i].dy);
+        }
       }
+    } catch (const Error&) {
+      continue;  // half the samples cannot carry this candidate (e.g. one distinct time): not a choice
     }
     if (ex < best_x) best_x = ex, best.smoothing = smoothing;
     if (ey < best_y) best_y = ey, best.smoothing_y = smoothing;

@@ -103,16 +103,33 @@ void window_sum(const float* in, float* out, int n, std::ptrdiff_t step, int lo,
   }
 }
 
-// u summed over the offsets lo <= dx, dy <= hi around every pixel (zero
-// outside the frame), two running-sum passes: with lo = -R, hi = R,
-// sum_q u_i(q) out_j(q) is the lag sum sum_q sum_|d|<=R u_i(q) u_j(q+d) in
-// O(pixels) instead of O(pixels x lags).
-void box_sum(const std::vector<float>& u, int w, int h, int lo, int hi, std::vector<float>& out) {
-  std::vector<float> rows(u.size());
+// v (w x h) replaced by its sum over the offsets lo <= dx, dy <= hi around
+// every pixel (zero outside): running sums, along rows in place, down the
+// columns a row at a time (sequential memory on big frames). With lo = -R,
+// hi = R, sum_q u_i(q) box(u_j)(q) is the lag sum sum_q sum_|d|<=R u_i(q)
+// u_j(q+d) in O(pixels) instead of O(pixels x lags).
+void box_sum(std::vector<float>& v, int w, int h, int lo, int hi) {
   const auto W = static_cast<std::ptrdiff_t>(w);
-  for (int y = 0; y < h; ++y) window_sum(u.data() + y * W, rows.data() + y * W, w, 1, lo, hi);
-  out.resize(u.size());
-  for (int x = 0; x < w; ++x) window_sum(rows.data() + x, out.data() + x, h, W, lo, hi);
+  std::vector<float> line(static_cast<std::size_t>(w));
+  for (int y = 0; y < h; ++y) {
+    window_sum(v.data() + y * W, line.data(), w, 1, lo, hi);
+    std::copy(line.begin(), line.end(), v.begin() + y * W);
+  }
+  std::vector<float> out(v.size());
+  std::vector<double> acc(static_cast<std::size_t>(w), 0.0);
+  auto add_row = [&](int y, double sign) {
+    if (y < 0 || y >= h) return;
+    const float* r = v.data() + y * W;
+    for (int x = 0; x < w; ++x) acc[static_cast<std::size_t>(x)] += sign * r[x];
+  };
+  for (int k = lo; k <= hi; ++k) add_row(k, 1.0);
+  for (int y = 0; y < h; ++y) {
+    float* o = out.data() + y * W;
+    for (int x = 0; x < w; ++x) o[x] = static_cast<float>(acc[static_cast<std::size_t>(x)]);
+    add_row(y + hi + 1, 1.0);
+    add_row(y + lo, -1.0);
+  }
+  v.swap(out);
 }
 
 int param_count(MotionModel m) { return m == MotionModel::translation ? 2 : m == MotionModel::rigid ? 3 : 6; }
@@ -492,19 +509,19 @@ class LevelSolver {
         }
       }
     const double area = static_cast<double>(stride) * stride;
-    std::vector<std::vector<float>> win(static_cast<std::size_t>(np_));
     auto entry = [](int i, int j) { return static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j); };
     M.fill(0);
+    std::vector<float> win;  // one boxed channel at a time: big frames need no more
     for (int j = 0; j < np_; ++j) {
-      box_sum(u[static_cast<std::size_t>(j)], w, ref_.height, -R, R, win[static_cast<std::size_t>(j)]);
+      win = u[static_cast<std::size_t>(j)];
+      box_sum(win, w, ref_.height, -R, R);
       for (int i = 0; i < np_; ++i) {
         const std::vector<float>& ui = u[static_cast<std::size_t>(i)];
-        const std::vector<float>& wj = win[static_cast<std::size_t>(j)];
         double acc = 0;
         for (int y = qy0_; y <= qy1_; y += stride)
           for (int x = qx0_; x <= qx1_; x += stride) {
             const std::size_t at = static_cast<std::size_t>(y) * w + x;
-            acc += static_cast<double>(ui[at]) * wj[at];
+            acc += static_cast<double>(ui[at]) * win[at];
           }
         M[entry(i, j)] += 0.5 * area * acc;  // symmetrised: the subgrid breaks the exact symmetry
         M[entry(j, i)] += 0.5 * area * acc;
@@ -513,18 +530,26 @@ class LevelSolver {
     // A structured misfit (a blurred frame's lost lattice) can make the
     // plain lag sum indefinite. The triangular weights (1 - |dx|/(R+1))
     // (1 - |dy|/(R+1)) cannot: that lag sum is the Gram matrix
-    // sum_p b_i(p) b_j(p) / (R+1)^2 of u boxed over the offsets [0, R]^2
-    // (pairs within R of the frame's top or left edge count a little less).
+    // sum_p b_i(p) b_j(p) / (R+1)^2 of u boxed over the offsets [0, R]^2,
+    // p over the frame padded by R above and left (where b still sees u).
     if (!positive_definite(np_, M)) {
-      for (int j = 0; j < np_; ++j)
-        box_sum(u[static_cast<std::size_t>(j)], w, ref_.height, 0, R, win[static_cast<std::size_t>(j)]);
+      const int pw = w + R, ph = ref_.height + R;
+      for (auto& uj : u) {  // u is not needed after this: each channel becomes its padded box
+        std::vector<float> padded(static_cast<std::size_t>(pw) * ph, 0.0f);
+        for (int y = 0; y < ref_.height; ++y)
+          std::copy(uj.begin() + static_cast<std::ptrdiff_t>(y) * w,
+                    uj.begin() + static_cast<std::ptrdiff_t>(y + 1) * w,
+                    padded.begin() + static_cast<std::ptrdiff_t>(y + R) * pw + R);
+        box_sum(padded, pw, ph, 0, R);
+        uj.swap(padded);
+      }
       const double norm = 1.0 / ((R + 1.0) * (R + 1.0));
       for (int i = 0; i < np_; ++i)
         for (int j = 0; j <= i; ++j) {
           double acc = 0;
-          const std::vector<float>& bi = win[static_cast<std::size_t>(i)];
-          const std::vector<float>& bj = win[static_cast<std::size_t>(j)];
-          for (std::size_t at = 0; at < npx; ++at) acc += static_cast<double>(bi[at]) * bj[at];
+          const std::vector<float>& bi = u[static_cast<std::size_t>(i)];
+          const std::vector<float>& bj = u[static_cast<std::size_t>(j)];
+          for (std::size_t at = 0; at < bi.size(); ++at) acc += static_cast<double>(bi[at]) * bj[at];
           M[entry(i, j)] = M[entry(j, i)] = norm * acc;
         }
     }

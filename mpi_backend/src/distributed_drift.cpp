@@ -1,17 +1,20 @@
 // The drift of a multi-rank register in blocks; see distributed_drift.hpp.
 #include "driftscan/mpi/distributed_drift.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <sstream>
+#include <string>
 
 #include "driftscan/atomic_file.hpp"
 #include "driftscan/error.hpp"
 #include "driftscan/frame_weights.hpp"
 #include "driftscan/mpi/allgather_records.hpp"
+#include "driftscan/mpi/global_scan.hpp"
 #include "driftscan/register_pipeline.hpp"
 
 namespace driftscan::mpi {
@@ -36,28 +39,34 @@ std::vector<std::size_t> gather_frames(MPI_Comm comm, const std::vector<std::siz
 }
 
 // Every rank's rows of frames [c0, c1), formatted by their owner, to rank 0.
+// A rank whose rows cannot be formatted sends none and notes why in
+// `problem` (the first reason), so that every rank still makes the same
+// collectives.
 void gather_rows(MPI_Comm comm, std::ostream* out, std::size_t c0, std::size_t c1, const DriftRows& rows,
                  const std::vector<Transform>& transforms, const FrameBlock& mine, MotionModel model, Point centre,
-                 const AverageResult* average, double frame0_noise) {
+                 const AverageResult* average, double frame0_noise, std::string& problem) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   std::string text;
   const std::size_t a = std::max(c0, mine.first), b = std::min(c1, mine.last);
-  if (a < b) {
-    // The chunk's records as the serial writer has them.
-    std::vector<Registration> regs;
-    std::vector<DriftUncertainty> u;
-    regs.reserve(b - a);
-    for (std::size_t k = a; k < b; ++k) {
-      regs.push_back(rows.registration(k - mine.first, k, transforms[k]));
-      if (rows.sigmas()) u.push_back(rows.uncertainty(k - mine.first));
+  if (a < b && problem.empty()) try {
+      // The chunk's records as the serial writer has them.
+      std::vector<Registration> regs;
+      std::vector<DriftUncertainty> u;
+      regs.reserve(b - a);
+      for (std::size_t k = a; k < b; ++k) {
+        regs.push_back(rows.registration(k - mine.first, k, transforms[k]));
+        if (rows.sigmas()) u.push_back(rows.uncertainty(k - mine.first));
+      }
+      std::ostringstream lines;
+      write_drift_csv_rows(lines, regs.data(), rows.sigmas() ? u.data() : nullptr, b - a, a, model, centre, average,
+                           frame0_noise);
+      text = lines.str();
+    } catch (const std::exception& e) {
+      problem = std::string("drift.csv: ") + e.what();
+      text.clear();
     }
-    std::ostringstream lines;
-    write_drift_csv_rows(lines, regs.data(), rows.sigmas() ? u.data() : nullptr, b - a, a, model, centre, average,
-                         frame0_noise);
-    text = lines.str();
-  }
   int bytes = static_cast<int>(text.size());
   std::vector<int> counts(rank == 0 ? static_cast<std::size_t>(size) : 0), displs(counts.size(), 0);
   MPI_Gather(&bytes, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm);
@@ -233,13 +242,15 @@ std::exception_ptr stage_drift_csv(MPI_Comm comm, OutputSet* set, const DriftRow
   MPI_Comm_rank(comm, &rank);
   // Rows of this many frames at a time (~0.5 MB of text on rank 0).
   constexpr std::size_t kChunk = 4096;
+  std::string problem;  // this rank's rows could not be formatted
   auto all_rows = [&](std::ostream* out) {
     for (std::size_t c0 = 0; c0 < mine.frames; c0 += kChunk)
       gather_rows(comm, out, c0, std::min(mine.frames, c0 + kChunk), rows, transforms, mine, model, centre, average,
-                  frame0_noise);
+                  frame0_noise, problem);
   };
   if (rank != 0) {
     all_rows(nullptr);
+    agree_on_failure(comm, !problem.empty(), ErrorKind::failure, problem);
     return nullptr;
   }
   // Every rank has the uncertainty or none has (its phase runs on all).
@@ -253,12 +264,14 @@ std::exception_ptr stage_drift_csv(MPI_Comm comm, OutputSet* set, const DriftRow
       file.stream() << drift_csv_header(model, sigmas);
       gathered = true;
       all_rows(&file.stream());
+      if (!problem.empty()) throw failure(problem);  // rows missing: not under the final name
       file.commit();
     });
   } catch (...) {
     error = std::current_exception();
   }
   if (!gathered) all_rows(nullptr);  // the others' rows are still to be taken
+  agree_on_failure(comm, !problem.empty(), ErrorKind::failure, problem);
   return error;
 }
 

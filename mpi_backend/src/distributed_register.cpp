@@ -469,8 +469,9 @@ std::vector<Registration> finish_chains(RegisterRun& run) {
   return computed;
 }
 
-// Phase "scan", then every rank ends with all outputs: those loaded, and
-// everyone's new ones.
+// Phase "scan", then every rank ends with its own block's outputs (those
+// loaded and everyone's new ones, cut to the block) and every frame's
+// transform (the averaging's).
 void scan(RegisterRun& run) {
   const auto t0 = Clock::now();
   std::vector<Registration> computed = run.plan.scan_mode ? scan_gap(run) : finish_chains(run);

@@ -39,7 +39,8 @@ struct DriftPathSettings {
   // tests: 1 more than halves the error of samples with 0.1 px noise on a
   // gentle path (0.8 px wobble over 3.7 frames), but bends a stronger one
   // (1.5 px over 3 frames) by 0.1 px RMS, where 0.1 bends it by 0.015 px and
-  // 0.01 by 0.004 px; scan-distortion estimation uses 0.05.
+  // 0.01 by 0.004 px; scan-distortion estimation chooses it per axis by
+  // cross_validated_smoothing unless the job sets one.
   double smoothing = 1.0;
   // y's own penalty when > 0 (else `smoothing`): the two axes of a scan see
   // different noise — the fast axis's samples carry the lines' jitter.
