@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
 #include <regex>
 
 namespace driftscan::launch {
@@ -34,6 +35,34 @@ std::string rank_death(const std::string& stderr_text) {
   if (std::regex_search(stderr_text, m, re2))
     return "rank " + m[1].str() + " (pid " + m[2].str() + ") on host " + m[3].str() + " exited unexpectedly";
   return "";
+}
+
+// mpirun's own report that the job is over because a rank ended early or
+// died (or lost its host); after it, mpirun has only to end the others.
+bool mpirun_reported_end(const std::string& stderr_text) {
+  for (const char* s : {"exited with non-zero status", "exited on signal", "lost communication with a remote daemon",
+                        "before MPI_INIT completed", "exited unexpectedly"})
+    if (stderr_text.find(s) != std::string::npos) return true;
+  return false;
+}
+
+// One line for a job whose mpirun had to be killed after a rank's end:
+// which rank, its exit code, where, and whether it failed in MPI start-up.
+std::string early_end(const std::string& stderr_text, double grace_s) {
+  std::string what = rank_death(stderr_text);
+  if (what.empty()) {
+    static const std::regex name(R"(Process name: *\[\[\d+,\d+\],(\d+)\])");
+    static const std::regex code(R"(Exit code: *(-?\d+))");
+    std::smatch n, c;
+    what = std::regex_search(stderr_text, n, name) ? "rank " + n[1].str() : std::string("a rank");
+    what += std::regex_search(stderr_text, c, code) ? " exited with code " + c[1].str() : " ended early";
+  }
+  static const std::regex init(R"(\[([^:\]\s]+):\d+\] Local abort before MPI_INIT completed)");
+  std::smatch h;
+  if (std::regex_search(stderr_text, h, init)) what += " (in MPI start-up on host " + h[1].str() + ")";
+  char grace[32];
+  std::snprintf(grace, sizeof grace, "%g", grace_s);
+  return what + "; mpirun did not end within " + grace + " s after it and was stopped";
 }
 
 }  // namespace
@@ -111,13 +140,14 @@ json LaunchContext::local_files(const json& files) const {
 }
 
 int LaunchContext::follow(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-                          const std::function<void()>& on_cancel) {
+                          const std::function<void()>& on_cancel, const std::function<void()>& on_kill) {
   log_command(argv);
   Subprocess p(argv, env);
   unsigned passed_on = 0;  // cancel requests handed to the job
   bool killed = false;
   Clock::time_point kill_at = Clock::time_point::max();
-  double grace_s = 0.0;  // what kill_at was set from, for the message
+  double grace_s = 0.0;                                   // what kill_at was set from, for the message
+  Clock::time_point stuck_at = Clock::time_point::max();  // set once mpirun reports a rank's end
   auto out = [&](const std::string& l) { on_engine_line(l); };
   auto err = [&](const std::string& l) { on_stderr_line(l); };
   auto deadline = [](double s) {
@@ -138,6 +168,16 @@ int LaunchContext::follow(const std::vector<std::string>& argv, const std::map<s
     }
     if (!killed && Clock::now() > kill_at) {
       log("the job did not stop within " + std::to_string(grace_s) + " s; killing it", "warning");
+      if (on_kill) on_kill();
+      p.signal_group(SIGKILL);
+      killed = true;
+    }
+    if (stuck_at == Clock::time_point::max() && mpirun_reported_end(stderr_tail))
+      stuck_at = deadline(options.death_grace_s);
+    if (!killed && Clock::now() > stuck_at) {
+      stuck_after_death = early_end(stderr_tail, options.death_grace_s);
+      log(stuck_after_death, "warning");
+      if (on_kill) on_kill();
       p.signal_group(SIGKILL);
       killed = true;
     }
@@ -163,6 +203,10 @@ LaunchResult LaunchContext::finish(int code) {
                              : saw_cancelled_event ? std::string("a cancel")
                                                    : "driftscan-engine ended with code " + std::to_string(code);
     log(what + " after the outputs were complete: they are kept", "warning");
+  } else if (!stuck_after_death.empty()) {
+    r.status = LaunchStatus::failed;
+    r.exit_code = 3;
+    r.message = stuck_after_death;
   } else if (!death.empty() && !cancel_requested) {
     // mpirun stops the survivors (they report "cancelled"): the death is the news.
     r.status = LaunchStatus::failed;

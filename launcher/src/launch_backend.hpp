@@ -39,6 +39,9 @@ struct LaunchContext {
   nlohmann::json result_files = nlohmann::json::object();
   bool saw_cancelled_event = false;
   std::string engine_error;
+  // mpirun reported a rank's end but did not end itself and was killed
+  // (seen when a rank fails inside MPI_Init under PMIx): the one-line why.
+  std::string stuck_after_death;
 
   // ---- events; a faulty consumer must not take the launcher down
   void emit(const nlohmann::json& e);
@@ -51,9 +54,12 @@ struct LaunchContext {
   // Runs the engine (or a follower) to its end, honouring cancel(): on_cancel
   // runs once per request (default: SIGUSR1 to mpirun), and the process
   // group is killed options.cancel_grace_s after the first request, or
-  // options.abort_grace_s after a later one if that comes sooner.
+  // options.abort_grace_s after a later one if that comes sooner. Once mpirun
+  // has reported that a rank ended or died, it has options.death_grace_s to
+  // end too; then on_kill runs (a remote mpirun's own kill) and the process
+  // group is killed, so a job never hangs on a dead rank.
   int follow(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-             const std::function<void()>& on_cancel);
+             const std::function<void()>& on_cancel, const std::function<void()>& on_kill = {});
 
   // The engine's output: stdout lines are progress events (anything else
   // passes through as a log line), stderr lines warnings.

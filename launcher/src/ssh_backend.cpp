@@ -30,7 +30,13 @@ class SshBackend : public LaunchBackend {
     auto on_cancel = [&] {
       host_.run("kill -USR1 $(cat " + shell_quote(pidfile) + ") 2>/dev/null", host_.connect_bound());
     };
-    int code = ctx_.follow(host_.ssh(cmd), {}, on_cancel);
+    // sshd makes the remote shell, now mpirun, a process-group leader: the
+    // group holds the ranks too.
+    auto on_kill = [&] {
+      host_.run("p=$(cat " + shell_quote(pidfile) + ") && { kill -KILL -- -$p || kill -KILL $p; } 2>/dev/null",
+                host_.connect_bound());
+    };
+    int code = ctx_.follow(host_.ssh(cmd), {}, on_cancel, on_kill);
     if (code == 255) {
       CommandOutput co;
       co.exit_code = 255;

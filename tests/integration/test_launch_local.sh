@@ -2,7 +2,8 @@
 # driftscan-launch with the local profile: a synth job with 2 and with 3
 # ranks end to end (events, exact commands logged, results), cancel (SIGTERM
 # to driftscan-launch -> exit 4, no complete-looking output) and a rank
-# killed with -9 (non-zero within 10 s, message naming rank and host).
+# killed with -9 (non-zero within 10 s, message naming rank and host), also
+# when mpirun reports the death but does not end (it is stopped).
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 require_programs mpirun
@@ -11,7 +12,8 @@ mkdir -p "$XDG_CONFIG_HOME/driftscan"
 cat > "$XDG_CONFIG_HOME/driftscan/profiles.json" <<JSON
 {"profiles":[
  {"name":"two","kind":"local","ranks":2,"threads":1,"mpirun_args":["--mca","mpi_yield_when_idle","1"]},
- {"name":"three","kind":"local","ranks":3,"threads":1,"mpirun_args":["--oversubscribe","--mca","mpi_yield_when_idle","1"]}
+ {"name":"three","kind":"local","ranks":3,"threads":1,"mpirun_args":["--oversubscribe","--mca","mpi_yield_when_idle","1"]},
+ {"name":"stuck","kind":"local","ranks":2,"threads":1,"mpirun":"$WORK/stuck-mpirun","mpirun_args":["--mca","mpi_yield_when_idle","1"]}
 ]}
 JSON
 
@@ -60,6 +62,30 @@ check "rank death: within 10 s" "python3 -c 'import sys; sys.exit(0 if $dt <= 10
 check "rank death: message names the rank and host" "grep -Eq 'rank [0-9]+ .*on host $(hostname -s)' <<<\"\$msg\""
 check "rank death: error event" "grep -q '\"event\":\"error\".*rank' '$WORK/dead.events'"
 check "rank death: no complete-looking output" "[ ! -e '$WORK/out-long/series.tif' ]"
+
+# --- a rank dies and mpirun does not end (as when a rank fails inside
+# MPI_Init under PMIx and mpirun waits on it): the launcher stops it.
+cat > "$WORK/stuck-mpirun" <<'SH'
+#!/usr/bin/env bash
+mpirun "$@"
+exec sleep 600
+SH
+chmod +x "$WORK/stuck-mpirun"
+rm -rf "$WORK/out-long"
+"$LAUNCH" -p stuck "$WORK/long.json" --progress json > "$WORK/stuck.events" 2> "$WORK/stuck.err" &
+P=$!
+for i in $(seq 100); do grep -q '"done":[1-9]' "$WORK/stuck.events" 2>/dev/null && break; sleep 0.1; done
+WRAPPER=$(pgrep -P $P | head -1)
+# launcher -> wrapper -> mpirun -> driftscan-engine
+VICTIM=$(for m in $(pgrep -P "$WRAPPER"); do pgrep -P "$m"; done | sort -n | tail -1)
+kill -9 "$VICTIM"; t0=$(now); wait $P; rc=$?; dt=$(elapsed $t0)
+msg=$(grep -m1 '^driftscan-launch:' "$WORK/stuck.err")
+echo "  kill -9 one rank, mpirun stuck -> rc=$rc in ${dt}s: $msg"
+check "stuck mpirun: exit 3" "[ $rc -eq 3 ]"
+check "stuck mpirun: within 10 s" "python3 -c 'import sys; sys.exit(0 if $dt <= 10 else 1)'"
+check "stuck mpirun: message names the rank and that mpirun was stopped" "grep -Eq 'rank [0-9]+ .*mpirun did not end within' <<<\"\$msg\""
+check "stuck mpirun: its process group is gone" "! kill -0 $WRAPPER 2>/dev/null"
+check "stuck mpirun: no complete-looking output" "[ ! -e '$WORK/out-long/series.tif' ]"
 
 [ $fail -eq 0 ] && echo PASS || { echo "--- logs:"; tail -n 8 "$WORK"/*.err "$WORK"/*.events 2>/dev/null | cut -c1-400; }
 exit $fail

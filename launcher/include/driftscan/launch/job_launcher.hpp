@@ -64,6 +64,9 @@ struct LaunchOptions {
   // After a further cancel() (a follow's finish being cancelled): the same,
   // counted from that request (the shorter of the two deadlines applies).
   double abort_grace_s = 10.0;
+  // After mpirun reported a rank's end or death: how long it may take to end
+  // the job itself before it is killed (it normally takes well under a second).
+  double death_grace_s = 5.0;
   // The version the remote engine must report (default: this build's).
   std::string expected_version = DRIFTSCAN_VERSION;
 };
