@@ -207,6 +207,9 @@ FrameScanMap::FrameScanMap(const ScanTiming& timing, const ScanModel& model, std
     per_sample_[static_cast<std::size_t>(l)] = {(b.x - a.x) * inv, (b.y - a.y) * inv};
   }
   mid_ = model.path.at(timing.frame_mid_time(frame));
+  if (has_jitter &&
+      std::any_of(model.jitter[frame].begin(), model.jitter[frame].end(), [](double j) { return j != 0.0; }))
+    jitter_ = model.jitter[frame];
 }
 
 FrameScanMap FrameScanMap::rigid(const ScanTiming& timing, Point offset) {
@@ -241,7 +244,50 @@ FrameScanMap FrameScanMap::from_lines(const ScanTiming& timing, const std::vecto
     m.start_[l] = {mid_drift[l].x - half * v.x + jitter[l] * fast.x, mid_drift[l].y - half * v.y + jitter[l] * fast.y};
   }
   m.mid_ = mid_drift[lines / 2];
+  if (std::any_of(jitter.begin(), jitter.end(), [](double j) { return j != 0.0; })) m.jitter_ = jitter;
   return m;
+}
+
+FrameScanMap FrameScanMap::without_jitter() const {
+  FrameScanMap m = *this;
+  const Point fast = timing_->fast_axis();
+  for (std::size_t l = 0; l < jitter_.size(); ++l)
+    m.start_[l].x -= jitter_[l] * fast.x, m.start_[l].y -= jitter_[l] * fast.y;
+  m.jitter_.clear();
+  return m;
+}
+
+Frame FrameScanMap::lines_aligned(const Frame& frame) const {
+  if (jitter_.empty()) return frame;
+  // Lines as rows (a 90°-rotated scan's lines are columns). Pixel x of line l
+  // shows what the jitter-free line shows at x + j: the aligned line at x is
+  // the line at x - j.
+  Frame rows = rotated_ ? detail::transposed(frame) : frame;
+  Frame coeffs = detail::transposed(rows);
+  detail::bspline_prefilter_columns(coeffs);  // along each line only
+  coeffs = detail::transposed(coeffs);
+  const int n = rows.width;
+  for (int l = 0; l < rows.height && l < static_cast<int>(jitter_.size()); ++l) {
+    const double shift = -jitter_[static_cast<std::size_t>(l)];
+    if (shift == 0.0) continue;
+    const float* c = coeffs.row(l);
+    float* out = rows.row(l);
+    const int whole = static_cast<int>(std::floor(shift));
+    double w[4];
+    bspline_weights(shift - whole, w);
+    for (int x = 0; x < n; ++x) {
+      double v = 0.0;
+      for (int i = 0; i < 4; ++i) {
+        int at = x + whole - 1 + i;
+        // Mirror-symmetric, as the prefilter assumes.
+        if (at < 0) at = -at;
+        if (at >= n) at = 2 * (n - 1) - at;
+        v += w[i] * c[std::clamp(at, 0, n - 1)];
+      }
+      out[x] = static_cast<float>(v);
+    }
+  }
+  return rotated_ ? detail::transposed(rows) : rows;
 }
 
 void FrameScanMap::copy_geometry(const ScanTiming& timing) {
@@ -295,9 +341,12 @@ SpecimenGrid SpecimenGrid::covering(const SpecimenExtent& extent, const ScanTimi
   return g;
 }
 
-void accumulate_in_specimen_coordinates(const Frame& frame, const FrameScanMap& map, const SpecimenGrid& grid,
-                                        std::vector<double>& sum, std::vector<double>& coverage) {
-  Frame coeffs = frame;
+void accumulate_in_specimen_coordinates(const Frame& frame, const FrameScanMap& map_with_jitter,
+                                        const SpecimenGrid& grid, std::vector<double>& sum,
+                                        std::vector<double>& coverage) {
+  // Each line at its own fast-axis position first, then the smooth map.
+  Frame coeffs = map_with_jitter.lines_aligned(frame);
+  const FrameScanMap map = map_with_jitter.without_jitter();
   bspline_prefilter(coeffs);
   const int w = frame.width, h = frame.height;
 #pragma omp parallel for schedule(static)

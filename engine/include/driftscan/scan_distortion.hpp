@@ -93,6 +93,16 @@ class FrameScanMap {
   // The offset of a line at its start and its change per sample (dwell).
   Point line_offset(int line) const { return start_[static_cast<std::size_t>(line)]; }
 
+  // Whether some line has a jitter of its own.
+  bool has_jitter() const { return !jitter_.empty(); }
+  // The frame with each line moved by its jitter along the fast axis (1-D
+  // cubic B-spline along the line), to be sampled with without_jitter(). A
+  // 2-D interpolation of the raw frame under this map would mix each line
+  // with its neighbours at the wrong fast-axis positions (one line's jitter
+  // applied to four), blurring what the jitter estimate should sharpen.
+  Frame lines_aligned(const Frame& frame) const;
+  FrameScanMap without_jitter() const;
+
  private:
   const ScanTiming* timing_ = nullptr;
   std::vector<Point> start_, per_sample_;
@@ -100,6 +110,7 @@ class FrameScanMap {
   bool rotated_ = false, serpentine_ = false;
   int lines_ = 1;
   double last_sample_ = 0.0;
+  std::vector<double> jitter_;  // per line, px along the fast axis (empty: none); included in start_
   void copy_geometry(const ScanTiming& timing);
   Point mid_;  // the offset at the frame's mid time: the inverse's first guess
   FrameScanMap() = default;
