@@ -123,27 +123,57 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
 // The line's jitter by 1-D matching against the template along the fast
 // axis: least squares of r ~ g * dj (means of r and g removed, so an
 // intensity offset does not pull) by Gauss-Newton from `j`. Returns the
-// estimate and sets `variance` to its variance (noise over the information),
-// infinite where the line has too little structure. `q` are the points the
+// estimate; `information` gets sum (g - mean g)^2 at it (0 where the line
+// has too little structure). `split` gets the squared difference of the last
+// step measured on each half of the line alone and the sum of the halves'
+// inverse informations: their ratio, pooled over lines, is the variance
+// scale of the estimates as they really scatter (template noise and misfit
+// included, which the pixel noise alone misses). `q` are the points the
 // line's pixels show without jitter.
 double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>>& pixels, const std::vector<Point>& q,
-                       Point fast, const Template& tpl, double j, double noise, double max_jitter, double& variance) {
-  variance = std::numeric_limits<double>::infinity();
+                       Point fast, const Template& tpl, double j, double max_jitter, double& information,
+                       double split[2]) {
+  information = 0.0;
+  split[0] = split[1] = 0.0;
   const double start = j;
+  const std::size_t half = pixels.size() / 2;
   for (int iteration = 0; iteration < 3; ++iteration) {
-    double sg = 0, sr = 0, sgg = 0, sgr = 0;
-    std::size_t n = 0;
+    // Sums per half of the line: g, r, g^2, g*r, count.
+    double h[2][5] = {};
     for (std::size_t i = 0; i < pixels.size(); ++i) {
       double v, gx, gy;
       if (!tpl.at({q[i].x + j * fast.x, q[i].y + j * fast.y}, v, gx, gy)) continue;
       const double g = gx * fast.x + gy * fast.y, r = frame.at(pixels[i].first, pixels[i].second) - v;
-      sg += g, sr += r, sgg += g * g, sgr += g * r, ++n;
+      double* a = h[i < half ? 0 : 1];
+      a[0] += g, a[1] += r, a[2] += g * g, a[3] += g * r, a[4] += 1.0;
     }
-    if (n < 8) return start;
-    const double mg = sg / n, mr = sr / n;
-    const double cgg = sgg - n * mg * mg, cgr = sgr - n * mg * mr;
-    if (!(cgg > 0)) return start;
-    variance = noise / cgg;
+    // Centred information and correlation of a set of sums.
+    auto centred = [](const double* a, double& cgg, double& cgr) {
+      cgg = a[4] > 0 ? a[2] - a[0] * a[0] / a[4] : 0.0;
+      cgr = a[4] > 0 ? a[3] - a[0] * a[1] / a[4] : 0.0;
+    };
+    double all[5];
+    for (int m = 0; m < 5; ++m) all[m] = h[0][m] + h[1][m];
+    if (all[4] < 8) {
+      information = 0.0;
+      return start;
+    }
+    double cgg, cgr;
+    centred(all, cgg, cgr);
+    if (!(cgg > 0)) {
+      information = 0.0;
+      return start;
+    }
+    information = cgg;
+    double gg[2], gr[2];
+    centred(h[0], gg[0], gr[0]);
+    centred(h[1], gg[1], gr[1]);
+    if (gg[0] > 0 && gg[1] > 0 && h[0][4] >= 4 && h[1][4] >= 4) {
+      const double d = gr[0] / gg[0] - gr[1] / gg[1];
+      split[0] = d * d, split[1] = 1.0 / gg[0] + 1.0 / gg[1];
+    } else {
+      split[0] = split[1] = 0.0;
+    }
     const double step = cgr / cgg;
     j = std::clamp(j + step, -max_jitter, max_jitter);
     if (std::fabs(step) < 1e-3) break;
@@ -523,16 +553,24 @@ std::vector<double> ScanDistortionSteps::fit_jitter(const Frame& frame, std::siz
   const Point fast = timing_.fast_axis();
   // Each line's least-squares jitter (about the unshrunk estimate of the
   // previous round) and its variance.
-  std::vector<double> raw(jitter.size()), variance(jitter.size());
+  std::vector<double> raw(jitter.size()), information(jitter.size()), split(2 * jitter.size());
 #pragma omp parallel for schedule(dynamic, 8)
   for (int l = 0; l < timing_.lines(); ++l) {
     const auto& pixels = lines_[static_cast<std::size_t>(l)];
     std::vector<Point> q(pixels.size());
     for (std::size_t i = 0; i < pixels.size(); ++i) q[i] = map.probed(pixels[i].first, pixels[i].second);
     const std::size_t at = static_cast<std::size_t>(l);
-    raw[at] =
-        fit_line_jitter(frame, pixels, q, fast, *template_, jitter[at], noise, settings_.max_jitter, variance[at]);
+    raw[at] = fit_line_jitter(frame, pixels, q, fast, *template_, jitter[at], settings_.max_jitter, information[at],
+                              &split[2 * at]);
   }
+  // The estimates' variance scale from the two halves of every line (in line
+  // order: the same sum for any thread count); the frame's noise is its floor.
+  double spread_sum = 0.0, inverse_sum = 0.0;
+  for (std::size_t l = 0; l < raw.size(); ++l) spread_sum += split[2 * l], inverse_sum += split[2 * l + 1];
+  const double scale = inverse_sum > 0 ? std::max(noise, spread_sum / inverse_sum) : noise;
+  std::vector<double> variance(raw.size());
+  for (std::size_t l = 0; l < raw.size(); ++l)
+    variance[l] = information[l] > 0 ? scale / information[l] : std::numeric_limits<double>::infinity();
   // Shrinkage with the jitter's variance estimated from the frame itself
   // (empirical Bayes): the spread of the raw estimates minus what their
   // noise explains. A series without jitter gets ~0, not noise fitted as
