@@ -136,7 +136,8 @@ struct ScanDistortionResult {
   std::vector<ScanDistortionRound> rounds;
   bool converged = false;
   // The RMS over the lines of the last round of a line's jitter-fit standard
-  // deviation (its noise over its information): what no jitter estimate of
+  // deviation (the scatter the two halves of each line show, at least the
+  // pixel noise, over the line's information): what no jitter estimate of
   // these frames can beat, whatever the path. 0 without jitter estimation.
   double jitter_precision_px = 0.0;
 };
@@ -198,8 +199,10 @@ class ScanDistortionSteps {
   std::vector<DriftSample> fit_bands(const Frame& frame, std::size_t k, const ScanModel& model, double& noise_sum,
                                      double& noise_count) const;
   // Step 4: frame k's line jitter against the template under `model` (whose
-  // jitter of frame k is the start), with the residual variance `noise`;
-  // only its fast part (high-passed over a band) is returned.
+  // jitter of frame k is the start); `noise` (the bands' residual variance)
+  // is the floor of the estimates' variance scale, which each frame measures
+  // from the two halves of its lines. Only the fast part (high-passed over a
+  // band) is returned, shrunk by the jitter's variance over the total.
   // `precision`, when given, gets the sum of the lines' fit variances and
   // their count added (ScanDistortionResult::jitter_precision_px).
   std::vector<double> fit_jitter(const Frame& frame, std::size_t k, const ScanModel& model, double noise,
