@@ -221,25 +221,31 @@ Point ScanModel::pixel_showing(const ScanTiming& timing, std::size_t frame, Poin
   return FrameScanMap(timing, *this, frame).pixel_showing(q);
 }
 
-FrameScanMap::FrameScanMap(const ScanTiming& timing, const ScanModel& model, std::size_t frame) {
+namespace {
+const std::vector<double> no_jitter;
+}
+
+FrameScanMap::FrameScanMap(const ScanTiming& timing, const ScanModel& model, std::size_t frame)
+    : FrameScanMap(timing, model.path, frame < model.jitter.size() ? model.jitter[frame] : no_jitter, frame) {}
+
+FrameScanMap::FrameScanMap(const ScanTiming& timing, const DriftPath& path, const std::vector<double>& jitter,
+                           std::size_t frame) {
   copy_geometry(timing);
   const int lines = timing.lines(), samples = timing.samples_per_line();
   const Point fast = timing.fast_axis();
-  const bool has_jitter = frame < model.jitter.size() && !model.jitter[frame].empty();
+  const bool has_jitter = !jitter.empty();
   start_.resize(static_cast<std::size_t>(lines));
   per_sample_.resize(static_cast<std::size_t>(lines));
   for (int l = 0; l < lines; ++l) {
     const double t0 = timing.line_start(frame, l);
-    const Point a = model.path.at(t0), b = model.path.at(t0 + std::max(1, samples - 1) * timing.dwell());
-    const double j = has_jitter ? model.jitter[frame][static_cast<std::size_t>(l)] : 0.0;
+    const Point a = path.at(t0), b = path.at(t0 + std::max(1, samples - 1) * timing.dwell());
+    const double j = has_jitter ? jitter[static_cast<std::size_t>(l)] : 0.0;
     start_[static_cast<std::size_t>(l)] = {a.x + j * fast.x, a.y + j * fast.y};
     const double inv = samples > 1 ? 1.0 / (samples - 1) : 0.0;
     per_sample_[static_cast<std::size_t>(l)] = {(b.x - a.x) * inv, (b.y - a.y) * inv};
   }
-  mid_ = model.path.at(timing.frame_mid_time(frame));
-  if (has_jitter &&
-      std::any_of(model.jitter[frame].begin(), model.jitter[frame].end(), [](double j) { return j != 0.0; }))
-    jitter_ = model.jitter[frame];
+  mid_ = path.at(timing.frame_mid_time(frame));
+  if (has_jitter && std::any_of(jitter.begin(), jitter.end(), [](double j) { return j != 0.0; })) jitter_ = jitter;
 }
 
 FrameScanMap FrameScanMap::rigid(const ScanTiming& timing, Point offset) {
@@ -436,6 +442,7 @@ SpecimenImage average_in_specimen_coordinates(const FrameSource& frames, const S
 
 struct ScanDistortionSteps::Template : driftscan::Template {
   SpecimenImage average;
+  DriftPath path;  // of the model the average was built under
 };
 
 ScanDistortionSteps::ScanDistortionSteps(const ScanTiming& timing, const ScanDistortionSettings& settings,
@@ -514,9 +521,10 @@ DriftPath ScanDistortionSteps::fit_path(std::vector<DriftSample> samples) const 
   return to_gauge(DriftPath::fit(std::move(samples), 0.0, t_end(), ps));
 }
 
-void ScanDistortionSteps::set_template(const SpecimenImage& average) {
+void ScanDistortionSteps::set_template(const SpecimenImage& average, const DriftPath& built_with) {
   auto t = std::make_shared<Template>();
   t->average = average;
+  t->path = built_with;
   t->coeffs = average.image;
   bspline_prefilter(t->coeffs);
   t->image = &t->average;
@@ -524,15 +532,41 @@ void ScanDistortionSteps::set_template(const SpecimenImage& average) {
   template_ = std::move(t);
 }
 
+std::shared_ptr<const ScanDistortionSteps::Template> ScanDistortionSteps::template_without(
+    const Frame& frame, std::size_t k, const std::vector<double>& jitter) const {
+  if (frames_ < 2) return template_;  // nothing else to compare against
+  const SpecimenImage& full = template_->average;
+  const SpecimenGrid grid{full.origin, full.image.width, full.image.height};
+  const std::size_t size = full.image.pixels.size();
+  std::vector<double> own(size, 0.0), own_coverage(size, 0.0);
+  accumulate_in_specimen_coordinates(frame, FrameScanMap(timing_, template_->path, jitter, k), grid, own, own_coverage);
+  auto t = std::make_shared<Template>();
+  t->average = full;
+  t->path = template_->path;
+  for (std::size_t i = 0; i < size; ++i) {
+    if (own_coverage[i] == 0.0) continue;
+    const double c = full.coverage.pixels[i];
+    t->average.coverage.pixels[i] = static_cast<float>(std::max(0.0, c - own_coverage[i]));
+    if (c > own_coverage[i])
+      t->average.image.pixels[i] = static_cast<float>((full.image.pixels[i] * c - own[i]) / (c - own_coverage[i]));
+  }
+  t->coeffs = t->average.image;
+  bspline_prefilter(t->coeffs);
+  t->image = &t->average;
+  t->min_coverage = template_->min_coverage;
+  return t;
+}
+
 std::vector<DriftSample> ScanDistortionSteps::fit_bands(const Frame& frame, std::size_t k, const ScanModel& model,
                                                         double& noise_sum, double& noise_count) const {
   if (!template_) throw failure("scan distortion: fit_bands before set_template");
   const FrameScanMap map(timing_, model, k);
+  const auto tpl = template_without(frame, k, k < model.jitter.size() ? model.jitter[k] : no_jitter);
   std::vector<BandFit> fits(bands_.size());
 #pragma omp parallel for schedule(dynamic, 1)
   for (long b = 0; b < static_cast<long>(bands_.size()); ++b)
     fits[static_cast<std::size_t>(b)] =
-        fit_band(frame, bands_[static_cast<std::size_t>(b)], k, timing_, map, *template_, settings_.max_band_offset);
+        fit_band(frame, bands_[static_cast<std::size_t>(b)], k, timing_, map, *tpl, settings_.max_band_offset);
   std::vector<DriftSample> samples;
   for (const BandFit& f : fits)
     if (f.ok) {
@@ -550,6 +584,7 @@ std::vector<double> ScanDistortionSteps::fit_jitter(const Frame& frame, std::siz
   if (k < model.jitter.size() && !model.jitter[k].empty()) jitter = model.jitter[k];
   if (k < without.jitter.size()) without.jitter[k].clear();
   const FrameScanMap map(timing_, without, k);
+  const auto tpl = template_without(frame, k, jitter);
   const Point fast = timing_.fast_axis();
   // Each line's least-squares jitter (about the unshrunk estimate of the
   // previous round) and its variance.
@@ -560,7 +595,7 @@ std::vector<double> ScanDistortionSteps::fit_jitter(const Frame& frame, std::siz
     std::vector<Point> q(pixels.size());
     for (std::size_t i = 0; i < pixels.size(); ++i) q[i] = map.probed(pixels[i].first, pixels[i].second);
     const std::size_t at = static_cast<std::size_t>(l);
-    raw[at] = fit_line_jitter(frame, pixels, q, fast, *template_, jitter[at], settings_.max_jitter, information[at],
+    raw[at] = fit_line_jitter(frame, pixels, q, fast, *tpl, jitter[at], settings_.max_jitter, information[at],
                               &split[2 * at]);
   }
   // The estimates' variance scale from the two halves of every line (in line
@@ -611,7 +646,7 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
   model = steps.initial_model(rigid_drift);
   for (int round = 0; round < settings.max_rounds; ++round) {
     const auto started = std::chrono::steady_clock::now();
-    steps.set_template(average_in_specimen_coordinates(frames, timing, model));
+    steps.set_template(average_in_specimen_coordinates(frames, timing, model), model.path);
     std::vector<DriftSample> samples;
     double noise_sum = 0.0, noise_count = 0.0;
     for (std::size_t k = 0; k < n; ++k) {

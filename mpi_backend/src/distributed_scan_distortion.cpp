@@ -106,7 +106,7 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
   std::size_t done = 0;
   for (int round = 0; round < settings.max_rounds; ++round) {
     const auto started = std::chrono::steady_clock::now();
-    steps->set_template(combined_average(frames, timing, out.model, lo, hi, ctx, true, done));
+    steps->set_template(combined_average(frames, timing, out.model, lo, hi, ctx, true, done), out.model.path);
     std::vector<DriftSample> samples;
     double noise[2] = {0.0, 0.0};
     together(ctx, [&] {

@@ -70,6 +70,8 @@ struct ScanModel {
 class FrameScanMap {
  public:
   FrameScanMap(const ScanTiming& timing, const ScanModel& model, std::size_t frame);
+  // The same from the path and frame k's jitter alone (empty: none).
+  FrameScanMap(const ScanTiming& timing, const DriftPath& path, const std::vector<double>& jitter, std::size_t frame);
   // A rigid frame: every pixel shows pixel + offset (drift.csv convention), to
   // average rigid results the same way as corrected ones.
   static FrameScanMap rigid(const ScanTiming& timing, Point offset);
@@ -190,9 +192,12 @@ class ScanDistortionSteps {
   // them), in the gauge d(0) = 0.
   DriftPath fit_path(std::vector<DriftSample> samples) const;
 
-  // Makes `average` the template of the next steps (coverage threshold: a
-  // quarter of the frames).
-  void set_template(const SpecimenImage& average);
+  // Makes `average`, built under a model with this path, the template of the
+  // next steps (coverage threshold: a quarter of the frames). Each frame is
+  // then fitted against the template without its own contribution: its own
+  // noise in the template would pull every band and line toward where the
+  // model already puts it (measured: jitter estimates 16-36% too small).
+  void set_template(const SpecimenImage& average, const DriftPath& built_with);
   // Step 2: the bands of frame k registered against the template under
   // `model`; adds each registered band's residual variance to noise_sum and
   // 1 to noise_count.
@@ -213,6 +218,10 @@ class ScanDistortionSteps {
 
  private:
   struct Template;
+  // The template without frame k's contribution (made with `jitter`, frame
+  // k's jitter when the template was built).
+  std::shared_ptr<const Template> template_without(const Frame& frame, std::size_t k,
+                                                   const std::vector<double>& jitter) const;
   ScanTiming timing_;
   ScanDistortionSettings settings_;
   std::size_t frames_;
