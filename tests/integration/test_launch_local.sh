@@ -47,15 +47,23 @@ check "cancel: within 3 s" "python3 -c 'import sys; sys.exit(0 if $dt <= 3 else 
 check "cancel: cancelled event" "grep -q '\"event\":\"cancelled\"' '$WORK/cancel.events'"
 check "cancel: no complete-looking output" "[ ! -e '$WORK/out-long/series.tif' ]"
 
+# Starts profile $1's long job (events and stderr in $WORK/$2.*), kills its
+# newest engine rank with -9 once it reports progress, and waits: sets rc, dt
+# (seconds from the kill to the launcher's end), msg and LAUNCHER_CHILD.
+kill_a_rank() {
+  rm -rf "$WORK/out-long"
+  "$LAUNCH" -p "$1" "$WORK/long.json" --progress json > "$WORK/$2.events" 2> "$WORK/$2.err" &
+  local p=$! victim
+  for i in $(seq 100); do grep -q '"done":[1-9]' "$WORK/$2.events" 2>/dev/null && break; sleep 0.1; done
+  LAUNCHER_CHILD=$(pgrep -P $p | head -1)
+  # The launcher's own ranks only (other tests may run engines too).
+  victim=$(pstree -p "$LAUNCHER_CHILD" | grep -o 'driftscan-engin([0-9]*)' | grep -o '[0-9]*' | sort -n | tail -1)
+  kill -9 "$victim"; t0=$(now); wait $p; rc=$?; dt=$(elapsed $t0)
+  msg=$(grep -m1 '^driftscan-launch:' "$WORK/$2.err")
+}
+
 # --- a rank dies
-rm -rf "$WORK/out-long"
-"$LAUNCH" -p two "$WORK/long.json" --progress json > "$WORK/dead.events" 2> "$WORK/dead.err" &
-P=$!
-for i in $(seq 100); do grep -q '"done":[1-9]' "$WORK/dead.events" 2>/dev/null && break; sleep 0.1; done
-# The launcher's own ranks: launcher -> mpirun -> driftscan-engine.
-VICTIM=$(for m in $(pgrep -P $P); do pgrep -P "$m"; done | sort -n | tail -1)
-kill -9 "$VICTIM"; t0=$(now); wait $P; rc=$?; dt=$(elapsed $t0)
-msg=$(grep -m1 '^driftscan-launch:' "$WORK/dead.err")
+kill_a_rank two dead
 echo "  kill -9 one rank -> rc=$rc in ${dt}s: $msg"
 check "rank death: non-zero exit" "[ $rc -ne 0 ] && [ $rc -ne 4 ]"
 check "rank death: within 10 s" "python3 -c 'import sys; sys.exit(0 if $dt <= 10 else 1)'"
@@ -71,20 +79,12 @@ mpirun "$@"
 exec sleep 600
 SH
 chmod +x "$WORK/stuck-mpirun"
-rm -rf "$WORK/out-long"
-"$LAUNCH" -p stuck "$WORK/long.json" --progress json > "$WORK/stuck.events" 2> "$WORK/stuck.err" &
-P=$!
-for i in $(seq 100); do grep -q '"done":[1-9]' "$WORK/stuck.events" 2>/dev/null && break; sleep 0.1; done
-WRAPPER=$(pgrep -P $P | head -1)
-# launcher -> wrapper -> mpirun -> driftscan-engine
-VICTIM=$(for m in $(pgrep -P "$WRAPPER"); do pgrep -P "$m"; done | sort -n | tail -1)
-kill -9 "$VICTIM"; t0=$(now); wait $P; rc=$?; dt=$(elapsed $t0)
-msg=$(grep -m1 '^driftscan-launch:' "$WORK/stuck.err")
+kill_a_rank stuck stuck
 echo "  kill -9 one rank, mpirun stuck -> rc=$rc in ${dt}s: $msg"
 check "stuck mpirun: exit 3" "[ $rc -eq 3 ]"
 check "stuck mpirun: within 10 s" "python3 -c 'import sys; sys.exit(0 if $dt <= 10 else 1)'"
 check "stuck mpirun: message names the rank and that mpirun was stopped" "grep -Eq 'rank [0-9]+ .*mpirun did not end within' <<<\"\$msg\""
-check "stuck mpirun: its process group is gone" "! kill -0 $WRAPPER 2>/dev/null"
+check "stuck mpirun: its process group is gone" "! kill -0 $LAUNCHER_CHILD 2>/dev/null"
 check "stuck mpirun: no complete-looking output" "[ ! -e '$WORK/out-long/series.tif' ]"
 
 [ $fail -eq 0 ] && echo PASS || { echo "--- logs:"; tail -n 8 "$WORK"/*.err "$WORK"/*.events 2>/dev/null | cut -c1-400; }
