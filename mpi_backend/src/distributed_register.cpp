@@ -222,7 +222,7 @@ class RankCheckpoint {
   void keep_outputs() {
     std::lock_guard<std::mutex> lock(mu_);
     for (const Registration* r : add_.prefix) ck_.prefix.push_back(*r);
-    add_.prefix = {};
+    add_.prefix = std::vector<const Registration*>();
   }
   // Saves what is not saved yet, however recent the last save.
   void flush() {
@@ -235,8 +235,9 @@ class RankCheckpoint {
   void scan_saved() {
     std::lock_guard<std::mutex> lock(mu_);
     if (ck_.elements.empty() && add_.elements.empty()) return;
-    ck_.elements = {};
-    add_.elements = {};
+    // Assigning a new vector frees it (`= {}` would assign an empty list and keep the capacity).
+    ck_.elements = std::vector<Registration>();
+    add_.elements = std::vector<const Registration*>();
     dirty_ = true;
   }
   // After the last save of the run (the uncertainty's): the records are on
@@ -244,10 +245,8 @@ class RankCheckpoint {
   void release() {
     std::lock_guard<std::mutex> lock(mu_);
     released_ = true;
-    ck_.elements = {};
-    ck_.prefix = {};
-    ck_.uncertainty = {};
-    add_ = {};
+    ck_ = RegisterCheckpoint();
+    add_ = CheckpointAdditions();
   }
   // Runs `body`; a cancel keeps what is done: the next --resume starts from there.
   template <class Body>
@@ -400,7 +399,9 @@ void resume(RegisterRun& run) {
   run.elements = NeededElements(run.plan.table, run.known);
   // Position 0 of a gap after a known output is that output, not a new one.
   if (run.plan.skip_first && run.plan.seq_hi > 0) run.elements.set(*run.known.outputs[run.plan.start]);
-  run.known.elements = {};  // what this rank needs of them is in run.elements
+  // What this rank needs of them is in run.elements. (A new vector frees the
+  // table: `= {}` would assign an empty list and keep its capacity.)
+  run.known.elements = std::vector<std::optional<Registration>>();
   run.checkpoint.emplace(job, ctx.rank, fingerprint);
 }
 
@@ -538,7 +539,7 @@ void scan(RegisterRun& run) {
   run.checkpoint->flush();
   run.checkpoint->agree(run.ctx.comm);
   run.checkpoint->scan_saved();
-  run.elements = {};  // saved, and the scan is done with them
+  run.elements = NeededElements();  // saved, and the scan is done with them
   run.trace.end();
   run.trace.gather(run.ctx.comm);
   const std::size_t n = run.n;
@@ -557,7 +558,7 @@ void scan(RegisterRun& run) {
     // Resumed: outputs from the checkpoints and from whichever rank
     // finished their gap, put together whole, then cut to this rank's block.
     std::vector<Registration> gathered = allgather_records(run.ctx.comm, computed);
-    computed = {};
+    computed = std::vector<Registration>();
     std::vector<Registration> all(n);
     std::vector<bool> have(n, false);
     auto take = [&](const Registration& r) {
@@ -573,7 +574,7 @@ void scan(RegisterRun& run) {
                     " frames without a result");
     res.registrations.assign(all.begin() + static_cast<long>(mine.first), all.begin() + static_cast<long>(mine.last));
   }
-  run.known.outputs = {};
+  run.known.outputs = std::vector<std::optional<Registration>>();
   run.applications = sum_over_ranks(run.ctx.comm, run.applications);
   res.seconds.scan = since(t0);
 }
@@ -605,7 +606,7 @@ void uncertainty(RegisterRun& run) {
     run.checkpoint->agree(run.ctx.comm);
   }
   run.checkpoint->release();  // the run's last save is done
-  run.known.uncertainty = {};
+  run.known.uncertainty = std::vector<std::optional<DriftUncertainty>>();
   run.uncertainty_summary = summarize_uncertainty_over_ranks(run.ctx.comm, run.res.uncertainty, mine);
   run.frame0_noise = frame0_noise_over_ranks(run.ctx.comm, run.res.uncertainty, mine);
   const AveragingOptions& averaging = run.job.averaging;
@@ -785,7 +786,7 @@ void take_checkpointed_scan(RegisterRun& run) {
   run.scan_skipped = true;
   run.res.registrations.reserve(run.block.size());
   for (std::size_t k = run.block.first; k < run.block.last; ++k) run.res.registrations.push_back(*run.known.outputs[k]);
-  run.known.outputs = {};
+  run.known.outputs = std::vector<std::optional<Registration>>();
 }
 
 // drift.csv from every rank's rows (collective), with the average's
@@ -804,11 +805,11 @@ std::exception_ptr stage_drift(RegisterRun& run, OutputSet* set, const AverageRe
 void stop_if_failed(RegisterRun& run, OutputSet* set) {
   run.failures = classify_failures_over_ranks(run.ctx.comm, run.res.registrations, run.block);
   run.rows = DriftRows(run.res.registrations, run.res.uncertainty, run.job.registration.model);
-  run.res.uncertainty = {};
+  run.res.uncertainty = std::vector<DriftUncertainty>();
   // Gathered only now, so the phases before never hold the whole table
   // beside the block's records.
   run.transforms = gather_transforms(run.ctx.comm, run.res.registrations);
-  run.res.registrations = {};
+  run.res.registrations = std::vector<Registration>();
   const RegistrationFailures& failures = run.failures;
   if (!failures.most_failed()) return;
   RegisterResult& res = run.res;
