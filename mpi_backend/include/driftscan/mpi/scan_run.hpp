@@ -383,7 +383,9 @@ class ScanRun {
     const SegmentRange seg = segments_[t];
     ScanPartial<T> prefix = combine_partials(exclusive_, before, applier(t, ScanPhase::map, false));
     if (prefix.has_value()) {
-      for (std::size_t k = seg.lo; k < seg.hi && !prefix.failed(); ++k) {
+      // Up to where the local scan got (past a failure there, which is the
+      // rank's, there is no local prefix to map).
+      for (std::size_t k = seg.lo; k < seg.hi && !prefix.failed() && has_out_[k]; ++k) {
         auto local_prefix = ScanPartial<T>::of(out_[k], offset_ + static_cast<std::int64_t>(seg.lo),
                                                offset_ + static_cast<std::int64_t>(k));
         auto r = combine_partials(prefix, local_prefix, applier(t, ScanPhase::map, false));
