@@ -180,7 +180,7 @@ std::vector<double> uncertainty_weights_over_ranks(MPI_Comm comm, const std::vec
   for (const DriftUncertainty& u : block)
     local.push_back({u.singular ? std::numeric_limits<double>::infinity() : u.sigma(), u.noise_variance});
   const std::vector<SigmaNoise> all = allgather_records(comm, local);
-  local = {};
+  local = std::vector<SigmaNoise>();  // freed (`= {}` would keep the capacity)
   std::vector<double> sigma(all.size()), noise(all.size());
   for (std::size_t k = 0; k < all.size(); ++k) sigma[k] = all[k].sigma, noise[k] = all[k].noise;
   if (!noise.empty()) noise[0] = frame0_noise;

@@ -71,8 +71,12 @@ ApplicationSummary sum_over_ranks(MPI_Comm comm, const ApplicationSummary& mine)
 struct ScanPlan {
   bool scan_mode = false;                                   // one gap: the work-stealing scan
   std::size_t start = 0, seq_lo = 0, seq_hi = 0;            // scan mode: this rank's positions [seq_lo, seq_hi)
+  bool skip_first = false;                                  // scan mode: position 0 is a known output
   std::vector<OutputGap> my_gaps;                           // chain mode
   std::vector<std::pair<std::size_t, std::size_t>> needed;  // frame ranges [a, b) whose e_k this rank uses
+  // The frame ranges of this rank's element table: `needed`, or in scan
+  // mode its block of the scan (`needed` and, with skip_first, the known output).
+  std::vector<std::pair<std::size_t, std::size_t>> table;
 };
 
 // The same on every rank (assign_gaps is deterministic).
@@ -85,50 +89,88 @@ ScanPlan plan_scan(const std::vector<OutputGap>& gaps, const RunContext& ctx, in
     const std::size_t length = gaps[0].last - plan.start + 1;
     plan.seq_lo = length * rank / ranks;
     plan.seq_hi = length * (rank + 1) / ranks;
-    const std::size_t from = plan.seq_lo == 0 && gaps[0].first > 0 ? 1 : plan.seq_lo;
+    plan.skip_first = plan.seq_lo == 0 && gaps[0].first > 0;
+    const std::size_t from = plan.skip_first ? 1 : plan.seq_lo;
     if (from < plan.seq_hi) plan.needed.push_back({plan.start + from, plan.start + plan.seq_hi});
+    plan.table.push_back({plan.start + plan.seq_lo, plan.start + plan.seq_hi});
   } else {
     const std::vector<int> worker = assign_gaps(gaps, ctx.size * threads);
     for (std::size_t i = 0; i < gaps.size(); ++i)
       if (static_cast<std::size_t>(worker[i] / threads) == rank) plan.my_gaps.push_back(gaps[i]);
     std::stable_sort(plan.my_gaps.begin(), plan.my_gaps.end(), [](auto& a, auto& b) { return a.size() > b.size(); });
     for (const auto& g : plan.my_gaps) plan.needed.push_back({g.first, g.last + 1});
+    plan.table = plan.needed;
   }
   return plan;
 }
 
 // The elements e_k this rank's share of the scan uses (the frame ranges of
-// ScanPlan::needed), from the checkpoints or computed here: never all n.
+// ScanPlan::table), from the checkpoints or computed here: never all n. In
+// scan mode the table is the rank's block of the scan, read in place by the
+// scan. Records never move once the table is made: the checkpoint saves
+// them from here.
 class NeededElements {
  public:
   NeededElements() = default;
-  NeededElements(const std::vector<std::pair<std::size_t, std::size_t>>& needed, const CheckpointState& known) {
-    for (auto [a, b] : needed) {
-      ranges_.push_back({a, std::vector<std::optional<Registration>>(b - a)});
-      for (std::size_t k = a; k < b; ++k)
-        if (k < known.elements.size()) ranges_.back().second[k - a] = known.elements[k];
+  NeededElements(const std::vector<std::pair<std::size_t, std::size_t>>& table, const CheckpointState& known) {
+    for (auto [a, b] : table) {
+      Range r{a, std::vector<Registration>(b - a), std::vector<unsigned char>(b - a, 0)};
+      for (std::size_t k = a; k < b && k < known.elements.size(); ++k)
+        if (known.elements[k]) {
+          r.values[k - a] = *known.elements[k];
+          r.known[k - a] = 1;
+        }
+      ranges_.push_back(std::move(r));
     }
   }
-  std::optional<Registration>& operator[](std::size_t k) {
-    for (auto& [first, v] : ranges_)
-      if (k >= first && k - first < v.size()) return v[k - first];
-    throw failure("register: element " + std::to_string(k) + " is outside this rank's share of the scan");
+  bool has(std::size_t k) const {
+    const auto [r, i] = locate(k);
+    return ranges_[r].known[i] != 0;
+  }
+  const Registration& operator[](std::size_t k) const {
+    const auto [r, i] = locate(k);
+    if (!ranges_[r].known[i]) throw failure("register: element " + std::to_string(k) + " is not known");
+    return ranges_[r].values[i];
+  }
+  // Stores `e` as frame e.to's; returns where it is kept.
+  const Registration& set(const Registration& e) {
+    const auto [r, i] = locate(e.to);
+    ranges_[r].values[i] = e;
+    ranges_[r].known[i] = 1;
+    return ranges_[r].values[i];
   }
   std::size_t missing() const {
     std::size_t m = 0;
     for (const auto& r : ranges_)
-      for (const auto& e : r.second) m += e ? 0 : 1;
+      for (unsigned char k : r.known) m += k ? 0 : 1;
     return m;
+  }
+  // Scan mode: the block of the scan (empty when the rank has none).
+  const std::vector<Registration>& block() const {
+    static const std::vector<Registration> none;
+    return ranges_.empty() ? none : ranges_[0].values;
   }
 
  private:
-  std::vector<std::pair<std::size_t, std::vector<std::optional<Registration>>>> ranges_;
+  struct Range {
+    std::size_t first;
+    std::vector<Registration> values;
+    std::vector<unsigned char> known;
+  };
+  std::pair<std::size_t, std::size_t> locate(std::size_t k) const {
+    for (std::size_t r = 0; r < ranges_.size(); ++r)
+      if (k >= ranges_[r].first && k - ranges_[r].first < ranges_[r].values.size()) return {r, k - ranges_[r].first};
+    throw failure("register: element " + std::to_string(k) + " is outside this rank's share of the scan");
+  }
+  std::vector<Range> ranges_;
 };
 
 // This rank's checkpoint: what its file held already (an earlier run's
 // rank r, whatever its share was: rewriting the file must not lose it;
 // files of ranks this run does not have stay as they are), plus what it
-// computes now. Any worker thread adds to it; it is saved at most every
+// computes now, saved from the run's own tables (elements, scan outputs,
+// uncertainty), never copied: a copy would be one more record a frame.
+// Any worker thread adds to it; it is saved at most every
 // checkpoint_interval_s (never when that is <= 0).
 class RankCheckpoint {
  public:
@@ -143,13 +185,14 @@ class RankCheckpoint {
   void reserve(std::size_t elements, std::size_t outputs) {
     if (interval_ <= 0) return;
     std::lock_guard<std::mutex> lock(mu_);
-    ck_.elements.reserve(ck_.elements.size() + elements);
-    ck_.prefix.reserve(ck_.prefix.size() + outputs);
+    add_.elements.reserve(add_.elements.size() + elements);
+    add_.prefix.reserve(add_.prefix.size() + outputs);
   }
-  void add_elements(const std::vector<Registration>& elements) {
+  // Pair elements, saved from where the caller keeps them (until scan_saved()).
+  void add_elements(const std::vector<const Registration*>& elements) {
     if (interval_ <= 0) return;  // never saved: nothing to keep
     std::lock_guard<std::mutex> lock(mu_);
-    ck_.elements.insert(ck_.elements.end(), elements.begin(), elements.end());
+    add_.elements.insert(add_.elements.end(), elements.begin(), elements.end());
     dirty_ = true;
     save_locked(false);
   }
@@ -161,16 +204,25 @@ class RankCheckpoint {
     auto& v = ck_.uncertainty;
     v.erase(std::remove_if(v.begin(), v.end(), [&](const auto& r) { return r.first >= lo && r.first < lo + u.size(); }),
             v.end());
-    uncertainty_first_ = lo;
-    uncertainty_ = &u;
+    add_.uncertainty_first = lo;
+    add_.uncertainty = &u;
     dirty_ = true;
   }
+  // A final scan output, saved from `r` itself: the caller keeps it where it
+  // is until keep_outputs() or release().
   void add_output(const Registration& r) {
     if (interval_ <= 0) return;
     std::lock_guard<std::mutex> lock(mu_);
-    ck_.prefix.push_back(r);
+    add_.prefix.push_back(&r);
     dirty_ = true;
     save_locked(false);
+  }
+  // Before the outputs given to add_output move or go (a resumed run's
+  // tables are reshaped): copies of them are kept here instead.
+  void keep_outputs() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Registration* r : add_.prefix) ck_.prefix.push_back(*r);
+    add_.prefix = std::vector<const Registration*>();
   }
   // Saves what is not saved yet, however recent the last save.
   void flush() {
@@ -182,8 +234,10 @@ class RankCheckpoint {
   // elements are dead weight in memory and in the next save.
   void scan_saved() {
     std::lock_guard<std::mutex> lock(mu_);
-    if (ck_.elements.empty()) return;
-    ck_.elements = {};
+    if (ck_.elements.empty() && add_.elements.empty()) return;
+    // Assigning a new vector frees it (`= {}` would assign an empty list and keep the capacity).
+    ck_.elements = std::vector<Registration>();
+    add_.elements = std::vector<const Registration*>();
     dirty_ = true;
   }
   // After the last save of the run (the uncertainty's): the records are on
@@ -191,10 +245,8 @@ class RankCheckpoint {
   void release() {
     std::lock_guard<std::mutex> lock(mu_);
     released_ = true;
-    ck_.elements = {};
-    ck_.prefix = {};
-    ck_.uncertainty = {};
-    uncertainty_ = nullptr;
+    ck_ = RegisterCheckpoint();
+    add_ = CheckpointAdditions();
   }
   // Runs `body`; a cancel keeps what is done: the next --resume starts from there.
   template <class Body>
@@ -213,7 +265,7 @@ class RankCheckpoint {
   void save_locked(bool force) {
     if (interval_ <= 0 || released_ || !dirty_ || (!force && since(last_save_) < interval_)) return;
     try {
-      save_checkpoint(ck_, path_, uncertainty_first_, uncertainty_);
+      save_checkpoint(ck_, path_, &add_);
     } catch (const Error& e) {
       if (error_.empty()) error_ = e.what();
     }
@@ -228,9 +280,8 @@ class RankCheckpoint {
   Clock::time_point last_save_;
   bool dirty_ = false;
   bool released_ = false;
-  std::size_t uncertainty_first_ = 0;
-  const std::vector<DriftUncertainty>* uncertainty_ = nullptr;  // the block's, from add_uncertainty
-  std::string error_;                                           // the first failed write
+  CheckpointAdditions add_;  // the run's records, where the run keeps them
+  std::string error_;        // the first failed write
 };
 
 // What the phases of one run share, on every rank.
@@ -293,8 +344,9 @@ struct RegisterRun {
   std::optional<DistributedDistortion> distortion;
   double distortion_seconds = 0.0;
 
-  // After the scan, of every frame: the transforms (the averaging and the
-  // distortion correction take every frame's), what is combined over ranks.
+  // Of every frame, combined over ranks after the scan; the transforms (the
+  // averaging and the distortion correction take every frame's) once the
+  // failures are classified.
   std::vector<Transform> transforms;
   RegistrationFailures failures;
   UncertaintySummary uncertainty_summary;
@@ -344,8 +396,12 @@ void resume(RegisterRun& run) {
                    : std::to_string(left) + " outputs left in " + std::to_string(run.gaps.size()) + " gap(s)"));
   }
   run.plan = plan_scan(run.gaps, ctx, run.threads);
-  run.elements = NeededElements(run.plan.needed, run.known);
-  run.known.elements = {};  // what this rank needs of them is in run.elements
+  run.elements = NeededElements(run.plan.table, run.known);
+  // Position 0 of a gap after a known output is that output, not a new one.
+  if (run.plan.skip_first && run.plan.seq_hi > 0) run.elements.set(*run.known.outputs[run.plan.start]);
+  // What this rank needs of them is in run.elements. (A new vector frees the
+  // table: `= {}` would assign an empty list and keep its capacity.)
+  run.known.elements = std::vector<std::optional<Registration>>();
   run.checkpoint.emplace(job, ctx.rank, fingerprint);
 }
 
@@ -367,16 +423,18 @@ void compute_pairs(RegisterRun& run) {
     std::size_t done = 0;
     for (auto [a, b] : run.plan.needed)
       for (std::size_t k = a; k < b;) {
-        if (known[k]) {
+        if (known.has(k)) {
           ++k;
           continue;
         }
         std::size_t end = k;
-        while (end < b && end - k < chunk && !known[end]) ++end;
+        while (end < b && end - k < chunk && !known.has(end)) ++end;
         auto part = compute_pair_elements(run.op, k, end, run.threads, &run.ctx.progress, &run.ctx.cancel, done);
         done += part.size();
-        for (const auto& e : part) known[e.to] = e;
-        run.checkpoint->add_elements(part);
+        std::vector<const Registration*> kept;
+        kept.reserve(part.size());
+        for (const auto& e : part) kept.push_back(&known.set(e));
+        run.checkpoint->add_elements(kept);
         k = end;
       }
     run.checkpoint->flush();  // the scan's reduce phase completes no output for a while
@@ -396,23 +454,22 @@ std::vector<Registration> scan_gap(RegisterRun& run) {
   options.work_stealing = job.execution.work_stealing;
   options.threads = run.threads;
   WorkStealingScan scan(run.ctx.comm, options);
-  // Position 0 of a gap after a known output is that output, not a new one.
-  const bool skip_first = plan.seq_lo == 0 && run.gaps[0].first > 0;
-  std::vector<Registration> block;
-  block.reserve(plan.seq_hi - plan.seq_lo);
-  for (std::size_t p = plan.seq_lo; p < plan.seq_hi; ++p)
-    block.push_back(p == 0 && skip_first ? *run.known.outputs[plan.start] : *run.elements[plan.start + p]);
-  run.elements = {};  // in `block` now
+  // The element table is the block (position 0 after a known output: that output).
+  const std::vector<Registration>& block = run.elements.block();
   run.ctx.progress.phase("scan", block.size());
+  // The checkpoint saves the outputs from `computed` (outliving a cancel).
   std::vector<Registration> computed;
   run.checkpoint->keep_on_cancel([&] {
-    computed = scan.run(
-        block, [&run](const Registration& a, const Registration& b) { return run.combine(a, b); }, &run.trace,
+    scan.run_into(
+        block, computed, [&run](const Registration& a, const Registration& b) { return run.combine(a, b); }, &run.trace,
         [&](std::size_t k, const Registration& r) {
-          if (k != 0 || !skip_first) run.checkpoint->add_output(r);
+          if (k != 0 || !plan.skip_first) run.checkpoint->add_output(r);
         });
   });
-  if (skip_first) computed.erase(computed.begin());
+  if (plan.skip_first && !computed.empty()) {
+    run.checkpoint->keep_outputs();  // the erase moves them
+    computed.erase(computed.begin());
+  }
   return computed;
 }
 
@@ -438,19 +495,20 @@ std::vector<Registration> finish_chains(RegisterRun& run) {
     const OutputGap g = my_gaps[static_cast<std::size_t>(i)];
     const int thread = omp_get_thread_num();
     auto& chain = chains[static_cast<std::size_t>(i)];
+    chain.reserve(g.size());  // never reallocated: the checkpoint reads the outputs there
     try {
-      Registration acc = g.first == 0 ? *elements[0] : *known.outputs[g.first - 1];
+      Registration acc = g.first == 0 ? elements[0] : *known.outputs[g.first - 1];
       if (g.first == 0) {
         chain.push_back(acc);
-        run.checkpoint->add_output(acc);
+        run.checkpoint->add_output(chain.back());
       }
       for (std::size_t k = std::max<std::size_t>(g.first, 1); k <= g.last; ++k) {
         const double t_begin = run.trace.clock().now();
-        acc = run.combine(acc, *elements[k]);
+        acc = run.combine(acc, elements[k]);
         run.trace.record(thread, ScanRecord{ctx.rank, thread, 0, static_cast<std::int64_t>(k), ScanPhase::final_scan, 0,
                                             t_begin, run.trace.clock().now()});
         chain.push_back(acc);
-        run.checkpoint->add_output(acc);
+        run.checkpoint->add_output(chain.back());
       }
     } catch (const Error& e) {
       std::lock_guard<std::mutex> lock(error_mu);
@@ -463,6 +521,7 @@ std::vector<Registration> finish_chains(RegisterRun& run) {
       if (error.empty()) error = e.what();
     }
   }
+  run.checkpoint->keep_outputs();  // `chains` go below
   run.checkpoint->keep_on_cancel([&] { agree_on_failure(ctx.comm, !error.empty(), error_kind, error); });
   std::vector<Registration> computed;
   for (auto& c : chains) computed.insert(computed.end(), c.begin(), c.end());
@@ -480,6 +539,7 @@ void scan(RegisterRun& run) {
   run.checkpoint->flush();
   run.checkpoint->agree(run.ctx.comm);
   run.checkpoint->scan_saved();
+  run.elements = NeededElements();  // saved, and the scan is done with them
   run.trace.end();
   run.trace.gather(run.ctx.comm);
   const std::size_t n = run.n;
@@ -492,12 +552,13 @@ void scan(RegisterRun& run) {
   int all_exact = 0;
   MPI_Allreduce(&exact, &all_exact, 1, MPI_INT, MPI_LAND, run.ctx.comm);
   if (all_exact) {
-    res.registrations = std::move(computed);
+    res.registrations = std::move(computed);  // the same records: the checkpoint saves them from there
   } else {
+    run.checkpoint->keep_outputs();  // `computed` goes below
     // Resumed: outputs from the checkpoints and from whichever rank
     // finished their gap, put together whole, then cut to this rank's block.
     std::vector<Registration> gathered = allgather_records(run.ctx.comm, computed);
-    computed = {};
+    computed = std::vector<Registration>();
     std::vector<Registration> all(n);
     std::vector<bool> have(n, false);
     auto take = [&](const Registration& r) {
@@ -513,8 +574,7 @@ void scan(RegisterRun& run) {
                     " frames without a result");
     res.registrations.assign(all.begin() + static_cast<long>(mine.first), all.begin() + static_cast<long>(mine.last));
   }
-  run.known.outputs = {};
-  run.transforms = gather_transforms(run.ctx.comm, res.registrations);
+  run.known.outputs = std::vector<std::optional<Registration>>();
   run.applications = sum_over_ranks(run.ctx.comm, run.applications);
   res.seconds.scan = since(t0);
 }
@@ -546,7 +606,7 @@ void uncertainty(RegisterRun& run) {
     run.checkpoint->agree(run.ctx.comm);
   }
   run.checkpoint->release();  // the run's last save is done
-  run.known.uncertainty = {};
+  run.known.uncertainty = std::vector<std::optional<DriftUncertainty>>();
   run.uncertainty_summary = summarize_uncertainty_over_ranks(run.ctx.comm, run.res.uncertainty, mine);
   run.frame0_noise = frame0_noise_over_ranks(run.ctx.comm, run.res.uncertainty, mine);
   const AveragingOptions& averaging = run.job.averaging;
@@ -724,11 +784,9 @@ void on_root_then_together(RegisterRun& run, Body&& body) {
 // After a resume whose checkpoints hold the whole scan: the drift as saved.
 void take_checkpointed_scan(RegisterRun& run) {
   run.scan_skipped = true;
-  run.transforms.reserve(run.n);
-  for (const auto& o : run.known.outputs) run.transforms.push_back(o->transform);
   run.res.registrations.reserve(run.block.size());
   for (std::size_t k = run.block.first; k < run.block.last; ++k) run.res.registrations.push_back(*run.known.outputs[k]);
-  run.known.outputs = {};
+  run.known.outputs = std::vector<std::optional<Registration>>();
 }
 
 // drift.csv from every rank's rows (collective), with the average's
@@ -747,8 +805,11 @@ std::exception_ptr stage_drift(RegisterRun& run, OutputSet* set, const AverageRe
 void stop_if_failed(RegisterRun& run, OutputSet* set) {
   run.failures = classify_failures_over_ranks(run.ctx.comm, run.res.registrations, run.block);
   run.rows = DriftRows(run.res.registrations, run.res.uncertainty, run.job.registration.model);
-  run.res.registrations = {};
-  run.res.uncertainty = {};
+  run.res.uncertainty = std::vector<DriftUncertainty>();
+  // Gathered only now, so the phases before never hold the whole table
+  // beside the block's records.
+  run.transforms = gather_transforms(run.ctx.comm, run.res.registrations);
+  run.res.registrations = std::vector<Registration>();
   const RegistrationFailures& failures = run.failures;
   if (!failures.most_failed()) return;
   RegisterResult& res = run.res;

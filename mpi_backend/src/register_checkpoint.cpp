@@ -23,11 +23,15 @@ constexpr const char* kMagic = "driftscan-checkpoint-1";
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+void write_record(std::ostream& out, const Registration& r) {
+  auto b = r.to_bytes();
+  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
 void write_records(std::ostream& out, const std::vector<Registration>& v) {
-  for (const auto& r : v) {
-    auto b = r.to_bytes();
-    out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-  }
+  for (const auto& r : v) write_record(out, r);
+}
+void write_records(std::ostream& out, const std::vector<const Registration*>& v) {
+  for (const Registration* r : v) write_record(out, *r);
 }
 std::vector<Registration> read_records(std::istream& in, std::size_t n, const std::string& path) {
   std::vector<Registration> v;
@@ -112,21 +116,25 @@ bool fingerprint_fits(const nlohmann::json& stored, const nlohmann::json& expect
   return a == b && done >= 1 && done <= now;
 }
 
-void save_checkpoint(const RegisterCheckpoint& c, const std::string& path, std::size_t first_frame,
-                     const std::vector<DriftUncertainty>* more) {
+void save_checkpoint(const RegisterCheckpoint& c, const std::string& path, const CheckpointAdditions* more) {
+  static const CheckpointAdditions none;
+  const CheckpointAdditions& add = more ? *more : none;
+  const std::size_t more_uncertainty = add.uncertainty ? add.uncertainty->size() : 0;
   AtomicFile file(path, "checkpoint");
   std::ostream& out = file.stream();
   nlohmann::json head{{"magic", kMagic},
                       {"fingerprint", c.fingerprint},
-                      {"elements", c.elements.size()},
-                      {"prefix", c.prefix.size()},
-                      {"uncertainty", c.uncertainty.size() + (more ? more->size() : 0)}};
+                      {"elements", c.elements.size() + add.elements.size()},
+                      {"prefix", c.prefix.size() + add.prefix.size()},
+                      {"uncertainty", c.uncertainty.size() + more_uncertainty}};
   out << head.dump() << '\n';
   write_records(out, c.elements);
+  write_records(out, add.elements);
   write_records(out, c.prefix);
+  write_records(out, add.prefix);
   write_uncertainty(out, c.uncertainty);
-  if (more)
-    for (std::size_t i = 0; i < more->size(); ++i) write_uncertainty(out, first_frame + i, (*more)[i]);
+  for (std::size_t i = 0; i < more_uncertainty; ++i)
+    write_uncertainty(out, add.uncertainty_first + i, (*add.uncertainty)[i]);
   file.commit();
 }
 

@@ -8,9 +8,11 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "driftscan/mpi/work_stealing_scan.hpp"
@@ -170,6 +172,53 @@ TEST(ScanFailure, OperatorErrorReachesEveryRank) {
   WorkStealingScan scan(MPI_COMM_WORLD, ScanOptions{});
   auto ok = scan.run(my_ranges(per_rank), [](const Range& a, const Range& b) { return Range{a.first, b.last}; });
   EXPECT_EQ(ok.back().first, 0);
+}
+
+// run_into: on_output's reference is the output element itself, reported
+// once, final, and still there after the run — also when the run fails (a
+// checkpoint saves from there instead of a copy).
+TEST(ScanOutputs, HookSeesEachFinalPrefixInPlace) {
+  const std::size_t per_rank = 16;
+  const std::int64_t offset = static_cast<std::int64_t>(per_rank) * world_rank();
+  for (auto algorithm : all_global_scan_algorithms())
+    for (auto strategy : all_local_strategies())
+      for (bool stealing : {false, true})
+        for (bool fail : {false, true}) {
+          const std::string config =
+              std::string(to_string(algorithm)) + " " + to_string(strategy) + " stealing=" + std::to_string(stealing);
+          WorkStealingScan scan(MPI_COMM_WORLD, ScanOptions{algorithm, strategy, stealing, 2});
+          const std::int64_t bad = static_cast<std::int64_t>(per_rank) * world_size() - 2;
+          auto op = [&](const Range& a, const Range& b) {
+            if (fail && (b.last == bad || a.first == bad)) throw failure("boom");
+            return Range{a.first, b.last};
+          };
+          std::mutex mu;
+          std::map<std::size_t, std::pair<const Range*, Range>> seen;
+          int repeated = 0;
+          std::vector<Range> out;
+          bool threw = false;
+          try {
+            scan.run_into(my_ranges(per_rank), out, op, nullptr, [&](std::size_t k, const Range& r) {
+              std::lock_guard<std::mutex> lock(mu);
+              repeated += seen.count(k) ? 1 : 0;
+              seen[k] = {&r, r};
+            });
+          } catch (const Error&) {
+            threw = true;
+          }
+          EXPECT_EQ(threw, fail) << config;
+          EXPECT_EQ(repeated, 0) << config;
+          ASSERT_EQ(out.size(), per_rank) << config;
+          if (!fail) {
+            EXPECT_EQ(seen.size(), per_rank) << config;
+          }
+          for (const auto& [k, where] : seen) {
+            ASSERT_LT(k, per_rank) << config;
+            EXPECT_EQ(where.first, &out[k]) << config << " k=" << k;
+            EXPECT_EQ(out[k], where.second) << config << " k=" << k;
+            EXPECT_EQ(where.second, (Range{0, offset + std::int64_t(k)})) << config << " k=" << k;
+          }
+        }
 }
 
 TEST(ScanNames, RoundTripAndRejectUnknown) {

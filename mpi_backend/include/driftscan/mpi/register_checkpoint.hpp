@@ -42,10 +42,15 @@ nlohmann::json checkpoint_fingerprint(const Job& job, const FrameSource& frames)
 // agree and it covers no more frames than the series has now: a series that
 // grew since (frames appended, as `register --follow` sees them) is extended.
 bool fingerprint_fits(const nlohmann::json& stored, const nlohmann::json& expected);
-// Atomic. `more`: the uncertainty of frames first_frame.. too, after c's
-// own (a block its caller holds, saved without a copy in `c`).
-void save_checkpoint(const RegisterCheckpoint& c, const std::string& path, std::size_t first_frame = 0,
-                     const std::vector<DriftUncertainty>* more = nullptr);
+// Records saved after a checkpoint's own, read where their owner holds
+// them (a rank's scan tables) instead of copied into it.
+struct CheckpointAdditions {
+  std::vector<const Registration*> elements, prefix;
+  std::size_t uncertainty_first = 0;                           // the frame of (*uncertainty)[0]
+  const std::vector<DriftUncertainty>* uncertainty = nullptr;  // frames uncertainty_first..
+};
+// Atomic. `more`: saved after c's elements, prefix and uncertainty.
+void save_checkpoint(const RegisterCheckpoint& c, const std::string& path, const CheckpointAdditions* more = nullptr);
 // Any checkpoint file, serial or a rank's, as stored. Throws bad_input when
 // the file is corrupt or made for another input/settings.
 RegisterCheckpoint read_checkpoint_file(const std::string& path, const nlohmann::json& expected_fingerprint);

@@ -33,13 +33,16 @@ namespace driftscan::mpi::detail {
 
 // `Op` and `OnOutput` are the caller's callables (held by reference); see
 // WorkStealingScan::run for their contracts. The block must have fewer than
-// 2^32 − 1 elements (checked by the caller).
+// 2^32 − 1 elements (checked by the caller). The prefixes are written into
+// the caller's `out` (sized to the block here): on_output(k, out[k]) is
+// called once out[k] is final, and that element stays where it is, even when
+// the run fails (a checkpoint may keep reading it instead of a copy).
 template <class T, class Codec, class Op, class OnOutput>
 class ScanRun {
  public:
   // Collective (the block's global offset is an exclusive scan of the counts).
-  ScanRun(MPI_Comm comm, int rank, int size, const ScanOptions& options, const std::vector<T>& block, Op& op,
-          ScanTrace* trace, OnOutput& on_output)
+  ScanRun(MPI_Comm comm, int rank, int size, const ScanOptions& options, const std::vector<T>& block,
+          std::vector<T>& out, Op& op, ScanTrace* trace, OnOutput& on_output)
       : comm_(comm),
         rank_(rank),
         size_(size),
@@ -50,11 +53,14 @@ class ScanRun {
         on_output_(on_output),
         n_(block.size()),
         offset_(global_offset(comm, rank, n_)),
-        out_(n_),
+        out_(out),
+        has_out_(n_, 0),
         gaps_(options.threads > 1 ? static_cast<std::size_t>(options.threads - 1) : 0),
         paces_(static_cast<std::size_t>(options.threads)),
-        element_seconds_(options.steals() ? n_ : 0, -1.0),
+        // One thread never steals (nor chooses a start): no per-element cost to keep.
+        element_seconds_(options.steals() && options.threads > 1 ? n_ : 0, -1.0),
         receiver_(comm) {
+    out_.assign(n_, T{});
     if (trace_) {
       trace_->begin(comm_, options_.threads);
       trace_->details() = {{"algorithm", to_string(options_.algorithm)},
@@ -67,8 +73,8 @@ class ScanRun {
   ScanRun(const ScanRun&) = delete;
   ScanRun& operator=(const ScanRun&) = delete;
 
-  // Collective; once per object.
-  std::vector<T> run() {
+  // Collective; once per object. On success every out[k] is block k's prefix.
+  void run() {
     if (n_ == 0) {
       run_without_elements();
     } else {
@@ -82,7 +88,7 @@ class ScanRun {
       if (rank_failure_.failed()) final_status_.assign(1, rank_failure_);
     }
     if (trace_) trace_->end();
-    return agreed_result();
+    agree_on_result();
   }
 
  private:
@@ -181,10 +187,10 @@ class ScanRun {
 
   ScanPartial<T> scan_segment_locally(std::size_t t, const SegmentRange& seg) {
     ScanPartial<T> acc = element(seg.lo);
-    out_[seg.lo] = block_[seg.lo];
+    set_out(seg.lo, block_[seg.lo]);
     for (std::size_t k = seg.lo + 1; k < seg.hi && !acc.failed(); ++k) {
       acc = combine_partials(acc, element(k), applier(t, ScanPhase::local_scan, false));
-      if (acc.has_value()) out_[k] = acc.value();
+      if (acc.has_value()) set_out(k, acc.value());
     }
     return acc;
   }
@@ -377,13 +383,15 @@ class ScanRun {
     const SegmentRange seg = segments_[t];
     ScanPartial<T> prefix = combine_partials(exclusive_, before, applier(t, ScanPhase::map, false));
     if (prefix.has_value()) {
-      for (std::size_t k = seg.lo; k < seg.hi && !prefix.failed(); ++k) {
-        auto local_prefix = ScanPartial<T>::of(*out_[k], offset_ + static_cast<std::int64_t>(seg.lo),
+      // Up to where the local scan got (past a failure there, which is the
+      // rank's, there is no local prefix to map).
+      for (std::size_t k = seg.lo; k < seg.hi && !prefix.failed() && has_out_[k]; ++k) {
+        auto local_prefix = ScanPartial<T>::of(out_[k], offset_ + static_cast<std::int64_t>(seg.lo),
                                                offset_ + static_cast<std::int64_t>(k));
         auto r = combine_partials(prefix, local_prefix, applier(t, ScanPhase::map, false));
         if (r.has_value()) {
           out_[k] = r.value();
-          on_output_(k, *out_[k]);
+          on_output_(k, out_[k]);
         } else {
           final_status_[t] = r;
         }
@@ -392,7 +400,7 @@ class ScanRun {
       final_status_[t] = prefix;
     } else {  // nothing before this segment: its local prefixes are final
       for (std::size_t k = seg.lo; k < seg.hi; ++k)
-        if (out_[k]) on_output_(k, *out_[k]);
+        if (has_out_[k]) on_output_(k, out_[k]);
     }
   }
 
@@ -405,14 +413,14 @@ class ScanRun {
     ScanPartial<T> acc =
         combine_partials(exclusive_, has_head ? start.head : start.before, applier(t, ScanPhase::final_scan, false));
     if (has_head && acc.has_value()) {
-      out_[seg.lo] = acc.value();
-      on_output_(seg.lo, *out_[seg.lo]);
+      set_out(seg.lo, acc.value());
+      on_output_(seg.lo, out_[seg.lo]);
     }
     for (std::size_t k = has_head ? seg.lo + 1 : seg.lo; k < seg.hi && !acc.failed(); ++k) {
       acc = combine_partials(acc, element(k), applier(t, ScanPhase::final_scan, false));
       if (acc.has_value()) {
-        out_[k] = acc.value();
-        on_output_(k, *out_[k]);
+        set_out(k, acc.value());
+        on_output_(k, out_[k]);
       }
     }
     if (acc.failed()) final_status_[t] = acc;
@@ -421,10 +429,10 @@ class ScanRun {
   // Collective. Every element must have its prefix unless something failed;
   // a gap here would be a bug in the scan, reported like any failure (on all
   // ranks).
-  std::vector<T> agreed_result() {
+  void agree_on_result() {
     std::optional<std::size_t> missing;
     for (std::size_t k = 0; k < n_ && !missing; ++k)
-      if (!out_[k]) missing = k;
+      if (!has_out_[k]) missing = k;
     const ScanPartial<T>* bad = nullptr;
     for (const auto& s : final_status_)
       if (s.failed()) bad = &s;
@@ -434,11 +442,11 @@ class ScanRun {
           comm_, true, ErrorKind::failure,
           "scan: internal error: element " + std::to_string(offset_ + std::int64_t(*missing)) + " has no prefix");
     else agree_on_failure(comm_, false, ErrorKind::failure, "");
+  }
 
-    std::vector<T> result;
-    result.reserve(n_);
-    for (auto& v : out_) result.push_back(std::move(*v));
-    return result;
+  void set_out(std::size_t k, const T& value) {
+    out_[k] = value;
+    has_out_[k] = 1;
   }
 
   // The caller's.
@@ -452,8 +460,11 @@ class ScanRun {
   ScanClock clock_;  // the trace's, when tracing
 
   const std::size_t n_;
-  const std::int64_t offset_;          // global index of block_[0]
-  std::vector<std::optional<T>> out_;  // final prefixes (scan-then-map: local ones first)
+  const std::int64_t offset_;  // global index of block_[0]
+  // The caller's: final prefixes (scan-then-map: local ones first); has_out_:
+  // which are written (bytes, not bits: threads write their own elements).
+  std::vector<T>& out_;
+  std::vector<unsigned char> has_out_;
 
   // Within the rank.
   ThreadSumTree<T> tree_;

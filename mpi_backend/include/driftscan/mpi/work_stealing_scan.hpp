@@ -27,6 +27,7 @@
 // Each run's shared state and its phases, one member each: scan_run.hpp.
 #include <cstddef>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <mpi.h>
@@ -78,10 +79,21 @@ class WorkStealingScan {
   template <class T, class Op, class Codec = ScanElementCodec<T>, class OnOutput = NoScanOutputHook>
   std::vector<T> run(const std::vector<T>& block, Op&& op, ScanTrace* trace = nullptr,
                      OnOutput&& on_output = OnOutput{}) {
+    std::vector<T> out;
+    run_into<T, Op, Codec, OnOutput>(block, out, std::forward<Op>(op), trace, std::forward<OnOutput>(on_output));
+    return out;
+  }
+  // The same, the prefixes written into `out` (resized to the block):
+  // on_output's reference is out[k] itself, which stays valid as long as
+  // `out` is neither resized nor destroyed, even when the run throws — what
+  // a checkpoint saves from without copying the outputs.
+  template <class T, class Op, class Codec = ScanElementCodec<T>, class OnOutput = NoScanOutputHook>
+  void run_into(const std::vector<T>& block, std::vector<T>& out, Op&& op, ScanTrace* trace = nullptr,
+                OnOutput&& on_output = OnOutput{}) {
     if (block.size() >= (std::size_t(1) << 32) - 1) throw bad_input("scan: more than 2^32 elements on one rank");
     detail::ScanRun<T, Codec, std::remove_reference_t<Op>, std::remove_reference_t<OnOutput>> execution(
-        comm_, rank_, size_, options_, block, op, trace, on_output);
-    return execution.run();
+        comm_, rank_, size_, options_, block, out, op, trace, on_output);
+    execution.run();
   }
 
  private:
