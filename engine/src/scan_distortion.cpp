@@ -15,22 +15,27 @@ namespace {
 // The cubic B-spline of `coeffs` at (x, y) and its gradient; false when the
 // 4x4 taps leave the image (no clamped edge values in a fit).
 bool sample_with_gradient(const Frame& coeffs, double x, double y, double& v, double& gx, double& gy) {
-  const int ix = static_cast<int>(std::floor(x)), iy = static_cast<int>(std::floor(y));
-  if (ix < 1 || iy < 1 || ix + 2 >= coeffs.width || iy + 2 >= coeffs.height) return false;
-  double wx[4], wy[4], dx[4], dy[4];
-  bspline_weights(x - ix, wx);
-  bspline_weights(y - iy, wy);
-  bspline_weight_derivatives(x - ix, dx);
-  bspline_weight_derivatives(y - iy, dy);
-  v = gx = gy = 0.0;
-  for (int j = 0; j < 4; ++j) {
-    const float* p = coeffs.row(iy - 1 + j) + ix - 1;
-    double r = 0, rd = 0;
-    for (int i = 0; i < 4; ++i) r += wx[i] * p[i], rd += dx[i] * p[i];
-    v += wy[j] * r;
-    gx += wy[j] * rd;
-    gy += dy[j] * r;
+  if (!(x >= 1.0 && y >= 1.0)) return false;
+  const int ix = static_cast<int>(x), iy = static_cast<int>(y);  // x, y >= 1: truncation is floor
+  if (ix + 2 >= coeffs.width || iy + 2 >= coeffs.height) return false;
+  // In float, the four rows combined first (values and their derivative
+  // down), then across: the fits' hot loop, in 4-wide vector arithmetic.
+  float wx[4], wy[4], dx[4], dy[4];
+  bspline_weights_f(static_cast<float>(x - ix), wx);
+  bspline_weights_f(static_cast<float>(y - iy), wy);
+  bspline_weight_derivatives_f(static_cast<float>(x - ix), dx);
+  bspline_weight_derivatives_f(static_cast<float>(y - iy), dy);
+  const std::size_t stride = static_cast<std::size_t>(coeffs.width);
+  const float* p = coeffs.row(iy - 1) + ix - 1;
+  float c[4], d[4];
+  for (int i = 0; i < 4; ++i) {
+    const float p0 = p[i], p1 = p[stride + i], p2 = p[2 * stride + i], p3 = p[3 * stride + i];
+    c[i] = wy[0] * p0 + wy[1] * p1 + wy[2] * p2 + wy[3] * p3;
+    d[i] = dy[0] * p0 + dy[1] * p1 + dy[2] * p2 + dy[3] * p3;
   }
+  v = wx[0] * c[0] + wx[1] * c[1] + wx[2] * c[2] + wx[3] * c[3];
+  gx = dx[0] * c[0] + dx[1] * c[1] + dx[2] * c[2] + dx[3] * c[3];
+  gy = wx[0] * d[0] + wx[1] * d[1] + wx[2] * d[2] + wx[3] * d[3];
   return true;
 }
 
@@ -70,7 +75,7 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
   std::vector<Point> q(pixels.size());
   for (std::size_t i = 0; i < pixels.size(); ++i) q[i] = map.probed(pixels[i].first, pixels[i].second);
   double c = 0.0;
-  for (int iteration = 0; iteration < 4; ++iteration) {
+  for (int iteration = 0; iteration < 3; ++iteration) {
     // Normal equations in (delta_x, delta_y, c).
     double a[3][3] = {}, b[3] = {}, rr = 0.0;
     std::size_t n = 0;
@@ -102,7 +107,7 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
     // residual variance (a featureless or noisy band weighs little).
     const double tr = s00 + s11, disc = std::sqrt(std::max(0.0, 0.25 * tr * tr - det));
     fit.weight = (0.5 * tr - disc) / std::max(fit.residual_var, 1e-12);
-    if (std::hypot(ddx, ddy) < 1e-3) break;
+    if (std::hypot(ddx, ddy) < 1e-2) break;
   }
   // A band stuck on the bound did not find its match: it gives no sample.
   if (std::fabs(fit.delta.x) >= max_offset || std::fabs(fit.delta.y) >= max_offset) return fit;
@@ -137,7 +142,7 @@ double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>
   split[0] = split[1] = 0.0;
   const double start = j;
   const std::size_t half = pixels.size() / 2;
-  for (int iteration = 0; iteration < 3; ++iteration) {
+  for (int iteration = 0; iteration < 2; ++iteration) {
     // Sums per half of the line: g, r, g^2, g*r, count.
     double h[2][5] = {};
     for (std::size_t i = 0; i < pixels.size(); ++i) {
@@ -176,7 +181,7 @@ double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>
     }
     const double step = cgr / cgg;
     j = std::clamp(j + step, -max_jitter, max_jitter);
-    if (std::fabs(step) < 1e-3) break;
+    if (std::fabs(step) < 1e-2) break;
   }
   return j;
 }
@@ -385,26 +390,25 @@ void accumulate_in_specimen_coordinates(const Frame& frame, const FrameScanMap& 
   const FrameScanMap map = map_with_jitter.without_jitter();
   bspline_prefilter(coeffs);
   const int w = frame.width, h = frame.height;
+  const std::size_t stride = static_cast<std::size_t>(w);
 #pragma omp parallel for schedule(static)
   for (int j = 0; j < grid.height; ++j) {
-    // Along an output row the pixel moves by about (1, 0) per step: start
-    // each inverse from its neighbour's, so two fixed-point steps suffice.
-    Point p = map.pixel_showing({grid.origin.x, grid.origin.y + j});
+    // Along an output row the pixel stays on one line for long runs: each
+    // inverse starts from its neighbour's line.
+    int line = 0;
     for (int i = 0; i < grid.width; ++i) {
-      const Point q{grid.origin.x + i, grid.origin.y + j};
-      if (i > 0) {
-        p.x += 1.0;
-        for (int step = 0; step < 2; ++step) {
-          const Point r = map.probed(p.x, p.y);
-          const double ex = q.x - r.x, ey = q.y - r.y;
-          p.x += ex;
-          p.y += ey;
-          if (std::fabs(ex) + std::fabs(ey) < 1e-5) break;  // within a line one step is exact to ~1e-6 px
-        }
-      }
+      const Point p = map.pixel_showing_near({grid.origin.x + i, grid.origin.y + j}, line);
       if (p.x < 0.0 || p.y < 0.0 || p.x > w - 1 || p.y > h - 1) continue;
       const std::size_t at = static_cast<std::size_t>(j) * static_cast<std::size_t>(grid.width) + i;
-      sum[at] += sample_bspline(coeffs, p.x, p.y);
+      const int ix = static_cast<int>(p.x), iy = static_cast<int>(p.y);  // p >= 0: truncation is floor
+      if (ix >= 1 && iy >= 1 && ix + 2 < w && iy + 2 < h) {
+        float wx[4], wy[4];
+        bspline_weights_f(static_cast<float>(p.x - ix), wx);
+        bspline_weights_f(static_cast<float>(p.y - iy), wy);
+        sum[at] += bspline_taps(coeffs.row(iy - 1) + ix - 1, stride, wx, wy);
+      } else {
+        sum[at] += sample_bspline(coeffs, p.x, p.y);  // edge taps clamped
+      }
       coverage[at] += 1.0;
     }
   }
@@ -468,6 +472,7 @@ ScanDistortionSteps::ScanDistortionSteps(const ScanTiming& timing, const ScanDis
     for (int l = l0; l < l1; ++l)
       band.insert(band.end(), lines_[static_cast<std::size_t>(l)].begin(), lines_[static_cast<std::size_t>(l)].end());
     bands_.push_back(std::move(band));
+    band_lines_.emplace_back(l0, l1);
     if (l1 == timing.lines()) break;
   }
 }
@@ -557,34 +562,49 @@ std::shared_ptr<const ScanDistortionSteps::Template> ScanDistortionSteps::templa
   return t;
 }
 
-std::vector<DriftSample> ScanDistortionSteps::fit_bands(const Frame& frame, std::size_t k, const ScanModel& model,
-                                                        double& noise_sum, double& noise_count) const {
-  if (!template_) throw failure("scan distortion: fit_bands before set_template");
-  const FrameScanMap map(timing_, model, k);
-  const auto tpl = template_without(frame, k, k < model.jitter.size() ? model.jitter[k] : no_jitter);
+ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame, std::size_t k,
+                                                             const ScanModel& model) const {
+  if (!template_) throw failure("scan distortion: fit_frame before set_template");
+  const std::vector<double>& current = k < model.jitter.size() ? model.jitter[k] : no_jitter;
+  const auto tpl = template_without(frame, k, current);
+  FrameFit out;
   std::vector<BandFit> fits(bands_.size());
+  {
+    const FrameScanMap map(timing_, model.path, current, k);
 #pragma omp parallel for schedule(dynamic, 1)
-  for (long b = 0; b < static_cast<long>(bands_.size()); ++b)
-    fits[static_cast<std::size_t>(b)] =
-        fit_band(frame, bands_[static_cast<std::size_t>(b)], k, timing_, map, *tpl, settings_.max_band_offset);
-  std::vector<DriftSample> samples;
-  for (const BandFit& f : fits)
-    if (f.ok) {
-      samples.push_back({f.t, f.mean_path.x + f.delta.x, f.mean_path.y + f.delta.y, f.weight});
-      noise_sum += f.residual_var, noise_count += 1;
-    }
-  return samples;
-}
+    for (long b = 0; b < static_cast<long>(bands_.size()); ++b)
+      fits[static_cast<std::size_t>(b)] =
+          fit_band(frame, bands_[static_cast<std::size_t>(b)], k, timing_, map, *tpl, settings_.max_band_offset);
+  }
+  // Each band's offset from the model at its centre line, for the lines.
+  std::vector<double> centre;
+  std::vector<Point> offset;
+  for (std::size_t b = 0; b < fits.size(); ++b) {
+    const BandFit& f = fits[b];
+    if (!f.ok) continue;
+    out.bands.push_back({f.t, f.mean_path.x + f.delta.x, f.mean_path.y + f.delta.y, f.weight});
+    out.band_variance_sum += f.residual_var, out.band_count += 1;
+    centre.push_back(0.5 * (band_lines_[b].first + band_lines_[b].second - 1));
+    offset.push_back(f.delta);
+  }
+  if (!settings_.estimate_jitter) return out;
 
-std::vector<double> ScanDistortionSteps::fit_jitter(const Frame& frame, std::size_t k, const ScanModel& model,
-                                                    double noise, double precision[2]) const {
-  if (!template_) throw failure("scan distortion: fit_jitter before set_template");
-  ScanModel without = model;  // the map without frame k's jitter; the jitter is the unknown
-  std::vector<double> jitter(static_cast<std::size_t>(timing_.lines()), 0.0);
-  if (k < model.jitter.size() && !model.jitter[k].empty()) jitter = model.jitter[k];
-  if (k < without.jitter.size()) without.jitter[k].clear();
-  const FrameScanMap map(timing_, without, k);
-  const auto tpl = template_without(frame, k, jitter);
+  // The line's offset: the bands' linearly interpolated between centres
+  // (constant beyond the first and last; none when no band registered).
+  auto band_offset = [&](int line) -> Point {
+    if (centre.empty()) return {};
+    const double l = line;
+    if (l <= centre.front()) return offset.front();
+    if (l >= centre.back()) return offset.back();
+    const std::size_t i = static_cast<std::size_t>(std::upper_bound(centre.begin(), centre.end(), l) - centre.begin());
+    const double w = (l - centre[i - 1]) / (centre[i] - centre[i - 1]);
+    return {offset[i - 1].x + w * (offset[i].x - offset[i - 1].x),
+            offset[i - 1].y + w * (offset[i].y - offset[i - 1].y)};
+  };
+  // Lines without their jitter (the unknown); the fits start from the current one.
+  const FrameScanMap map(timing_, model.path, no_jitter, k);
+  std::vector<double> jitter = current;
+  jitter.resize(static_cast<std::size_t>(timing_.lines()), 0.0);
   const Point fast = timing_.fast_axis();
   // Each line's least-squares jitter (about the unshrunk estimate of the
   // previous round) and its variance.
@@ -592,14 +612,20 @@ std::vector<double> ScanDistortionSteps::fit_jitter(const Frame& frame, std::siz
 #pragma omp parallel for schedule(dynamic, 8)
   for (int l = 0; l < timing_.lines(); ++l) {
     const auto& pixels = lines_[static_cast<std::size_t>(l)];
+    const Point d = band_offset(l);
     std::vector<Point> q(pixels.size());
-    for (std::size_t i = 0; i < pixels.size(); ++i) q[i] = map.probed(pixels[i].first, pixels[i].second);
+    for (std::size_t i = 0; i < pixels.size(); ++i) {
+      const Point p = map.probed(pixels[i].first, pixels[i].second);
+      q[i] = {p.x + d.x, p.y + d.y};
+    }
     const std::size_t at = static_cast<std::size_t>(l);
     raw[at] = fit_line_jitter(frame, pixels, q, fast, *tpl, jitter[at], settings_.max_jitter, information[at],
                               &split[2 * at]);
   }
   // The estimates' variance scale from the two halves of every line (in line
-  // order: the same sum for any thread count); the frame's noise is its floor.
+  // order: the same sum for any thread count); the frame's band residual
+  // variance is its floor.
+  const double noise = out.band_count > 0 ? out.band_variance_sum / out.band_count : 1.0;
   double spread_sum = 0.0, inverse_sum = 0.0;
   for (std::size_t l = 0; l < raw.size(); ++l) spread_sum += split[2 * l], inverse_sum += split[2 * l + 1];
   const double scale = inverse_sum > 0 ? std::max(noise, spread_sum / inverse_sum) : noise;
@@ -614,13 +640,15 @@ std::vector<double> ScanDistortionSteps::fit_jitter(const Frame& frame, std::siz
   double spread = 0.0, noise_part = 0.0, count = 0.0;
   for (std::size_t l = 0; l < raw.size(); ++l)
     if (std::isfinite(variance[l])) spread += fast_raw[l] * fast_raw[l], noise_part += variance[l], count += 1;
-  if (precision) precision[0] += noise_part, precision[1] += count;
+  out.precision_sum = noise_part, out.precision_count = count;
   const double tau2 =
       count > 0 ? std::clamp((spread - noise_part) / count, 0.0, settings_.jitter_prior * settings_.jitter_prior) : 0.0;
   for (std::size_t l = 0; l < raw.size(); ++l)
     jitter[l] = std::isfinite(variance[l]) && tau2 > 0 ? fast_raw[l] * tau2 / (tau2 + variance[l]) : 0.0;
-  return jitter;
+  out.jitter = std::move(jitter);
+  return out;
 }
+
 double ScanDistortionSteps::path_change(const DriftPath& a, const DriftPath& b) const {
   double change = 0.0;
   for (std::size_t k = 0; k < frames_; ++k)
@@ -648,20 +676,18 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
     const auto started = std::chrono::steady_clock::now();
     steps.set_template(average_in_specimen_coordinates(frames, timing, model), model.path);
     std::vector<DriftSample> samples;
-    double noise_sum = 0.0, noise_count = 0.0;
+    double precision[2] = {0.0, 0.0};
     for (std::size_t k = 0; k < n; ++k) {
-      std::vector<DriftSample> s = steps.fit_bands(frames.frame(k), k, model, noise_sum, noise_count);
-      samples.insert(samples.end(), s.begin(), s.end());
+      ScanDistortionSteps::FrameFit fit = steps.fit_frame(frames.frame(k), k, model);
+      samples.insert(samples.end(), fit.bands.begin(), fit.bands.end());
+      // Frame k's fits read only its own jitter: the next model's can go in now.
+      if (settings.estimate_jitter) model.jitter[k] = std::move(fit.jitter);
+      precision[0] += fit.precision_sum, precision[1] += fit.precision_count;
     }
     const DriftPath previous = model.path;
     model.path = steps.fit_path(samples);
-    if (settings.estimate_jitter) {
-      const double noise = noise_count > 0 ? noise_sum / noise_count : 1.0;
-      double precision[2] = {0.0, 0.0};
-      for (std::size_t k = 0; k < n; ++k)
-        model.jitter[k] = steps.fit_jitter(frames.frame(k), k, model, noise, precision);
+    if (settings.estimate_jitter)
       result.jitter_precision_px = precision[1] > 0 ? std::sqrt(precision[0] / precision[1]) : 0.0;
-    }
     ScanDistortionRound r;
     r.path_change = steps.path_change(model.path, previous);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

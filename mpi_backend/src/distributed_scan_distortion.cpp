@@ -102,35 +102,27 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
     if (k < lo || k >= hi) out.model.jitter[k].clear(), out.model.jitter[k].shrink_to_fit();
 
   const std::size_t mine = hi - lo;
-  ctx.progress.phase("distortion", mine * (3 * static_cast<std::size_t>(settings.max_rounds) + 1));
+  ctx.progress.phase("distortion", mine * (2 * static_cast<std::size_t>(settings.max_rounds) + 1));
   std::size_t done = 0;
   for (int round = 0; round < settings.max_rounds; ++round) {
     const auto started = std::chrono::steady_clock::now();
     steps->set_template(combined_average(frames, timing, out.model, lo, hi, ctx, true, done), out.model.path);
     std::vector<DriftSample> samples;
-    double noise[2] = {0.0, 0.0};
+    double precision[2] = {0.0, 0.0};
     together(ctx, [&] {
       for (std::size_t k = lo; k < hi; ++k) {
         ctx.cancel.throw_if_cancelled();
-        std::vector<DriftSample> s = steps->fit_bands(frames.frame(k), k, out.model, noise[0], noise[1]);
-        samples.insert(samples.end(), s.begin(), s.end());
+        ScanDistortionSteps::FrameFit fit = steps->fit_frame(frames.frame(k), k, out.model);
+        samples.insert(samples.end(), fit.bands.begin(), fit.bands.end());
+        // Frame k's fits read only its own jitter: the next model's can go in now.
+        if (settings.estimate_jitter) out.model.jitter[k] = std::move(fit.jitter);
+        precision[0] += fit.precision_sum, precision[1] += fit.precision_count;
         ctx.progress.advance(++done);
       }
     });
-    MPI_Allreduce(MPI_IN_PLACE, noise, 2, MPI_DOUBLE, MPI_SUM, ctx.comm);
     samples = allgather_records(ctx.comm, samples);
     const DriftPath previous = out.model.path;
     together(ctx, [&] { out.model.path = steps->fit_path(samples); });
-    double precision[2] = {0.0, 0.0};
-    together(ctx, [&] {
-      const double variance = noise[1] > 0 ? noise[0] / noise[1] : 1.0;
-      for (std::size_t k = lo; k < hi; ++k) {
-        ctx.cancel.throw_if_cancelled();
-        if (settings.estimate_jitter)
-          out.model.jitter[k] = steps->fit_jitter(frames.frame(k), k, out.model, variance, precision);
-        ctx.progress.advance(++done);
-      }
-    });
     MPI_Allreduce(MPI_IN_PLACE, precision, 2, MPI_DOUBLE, MPI_SUM, ctx.comm);
     out.jitter_precision_px = precision[1] > 0 ? std::sqrt(precision[0] / precision[1]) : 0.0;
     ScanDistortionRound r;

@@ -82,16 +82,34 @@ class FrameScanMap {
   // Inline: the averaging and the band fits call it for every pixel.
   Point probed(double x, double y) const {
     const double slow = rotated_ ? x : y, along = rotated_ ? y : x;
-    // Nearest line without llround (a libm call): truncation, corrected below 0.
-    // A point exactly between two lines may go to either: both are right.
-    int l = static_cast<int>(slow + 0.5);  // NOLINT(bugprone-incorrect-roundings)
-    if (slow + 0.5 < static_cast<double>(l)) --l;
-    l = l < 0 ? 0 : (l >= lines_ ? lines_ - 1 : l);
+    const int l = nearest_line(slow);
     const double s = serpentine_ && (l & 1) ? last_sample_ - along : along;
     const Point a = start_[static_cast<std::size_t>(l)], v = per_sample_[static_cast<std::size_t>(l)];
     return {x + a.x + s * v.x, y + a.y + s * v.y};
   }
   Point pixel_showing(Point q) const;
+  // The same, solved on a line: within one line the map is affine, so the
+  // pixel of `line` showing q is one division away; then the line that pixel
+  // lies on is tried, until the two agree (at most three tries; a point at a
+  // line boundary may go to either line, both are right). `line` is the
+  // guess in and the pixel's line out — along an output row it rarely
+  // changes, which makes this the averaging's inverse.
+  Point pixel_showing_near(Point q, int& line) const {
+    Point p;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      const Point a = start_[static_cast<std::size_t>(line)], v = per_sample_[static_cast<std::size_t>(line)];
+      const bool reversed = serpentine_ && (line & 1);
+      // Along the line: q_along = along + a_along + s * v_along, s = along or last - along.
+      const double qa = rotated_ ? q.y - a.y : q.x - a.x, va = rotated_ ? v.y : v.x, vs = rotated_ ? v.x : v.y;
+      const double along = reversed ? (qa - last_sample_ * va) / (1.0 - va) : qa / (1.0 + va);
+      const double s = reversed ? last_sample_ - along : along;
+      p = rotated_ ? Point{q.x - a.x - s * vs, along} : Point{along, q.y - a.y - s * vs};
+      const int nearest = nearest_line(rotated_ ? p.x : p.y);
+      if (nearest == line) break;
+      line = nearest;
+    }
+    return p;
+  }
   // The offset of a line at its start and its change per sample (dwell).
   Point line_offset(int line) const { return start_[static_cast<std::size_t>(line)]; }
 
@@ -114,6 +132,14 @@ class FrameScanMap {
   double last_sample_ = 0.0;
   std::vector<double> jitter_;  // per line, px along the fast axis (empty: none); included in start_
   void copy_geometry(const ScanTiming& timing);
+  // The line nearest a slow-axis coordinate, without llround (a libm call):
+  // truncation, corrected below 0. A point exactly between two lines may go
+  // to either: both are right.
+  int nearest_line(double slow) const {
+    int l = static_cast<int>(slow + 0.5);  // NOLINT(bugprone-incorrect-roundings)
+    if (slow + 0.5 < static_cast<double>(l)) --l;
+    return l < 0 ? 0 : (l >= lines_ ? lines_ - 1 : l);
+  }
   Point mid_;  // the offset at the frame's mid time: the inverse's first guess
   FrameScanMap() = default;
 };
@@ -193,25 +219,28 @@ class ScanDistortionSteps {
   DriftPath fit_path(std::vector<DriftSample> samples) const;
 
   // Makes `average`, built under a model with this path, the template of the
-  // next steps (coverage threshold: a quarter of the frames). Each frame is
-  // then fitted against the template without its own contribution: its own
-  // noise in the template would pull every band and line toward where the
-  // model already puts it (measured: jitter estimates 16-36% too small).
+  // next steps (coverage threshold: a quarter of the frames).
   void set_template(const SpecimenImage& average, const DriftPath& built_with);
-  // Step 2: the bands of frame k registered against the template under
-  // `model`; adds each registered band's residual variance to noise_sum and
-  // 1 to noise_count.
-  std::vector<DriftSample> fit_bands(const Frame& frame, std::size_t k, const ScanModel& model, double& noise_sum,
-                                     double& noise_count) const;
-  // Step 4: frame k's line jitter against the template under `model` (whose
-  // jitter of frame k is the start); `noise` (the bands' residual variance)
-  // is the floor of the estimates' variance scale, which each frame measures
-  // from the two halves of its lines. Only the fast part (high-passed over a
-  // band) is returned, shrunk by the jitter's variance over the total.
-  // `precision`, when given, gets the sum of the lines' fit variances and
-  // their count added (ScanDistortionResult::jitter_precision_px).
-  std::vector<double> fit_jitter(const Frame& frame, std::size_t k, const ScanModel& model, double noise,
-                                 double precision[2] = nullptr) const;
+  // Steps 2 and 4 for frame k against the template under `model`: its bands
+  // registered, then (when jitter is estimated) each line's jitter by 1-D
+  // matching, each line placed where its band's fit put it (the band
+  // offsets interpolated between band centres). Both fits use the one
+  // template without frame k's own contribution: its own noise in the
+  // template would pull every band and line toward where the model already
+  // puts it (measured: jitter estimates 16-36% too small). Placing the lines
+  // by their bands instead of by the path fitted from all frames lets one
+  // pass over a frame do both steps (the template is built once a frame and
+  // round, the frame read once): the path only smooths what the bands saw,
+  // and the jitter keeps only its fast part (high-passed over a band).
+  struct FrameFit {
+    std::vector<DriftSample> bands;  // one sample per registered band (t, displacement, confidence)
+    double band_variance_sum = 0.0;  // the registered bands' residual variances, summed
+    double band_count = 0.0;         // and counted
+    std::vector<double> jitter;      // per line, the next model's (empty: not estimated)
+    double precision_sum = 0.0;      // the lines' fit variances, summed
+    double precision_count = 0.0;    // and counted (ScanDistortionResult::jitter_precision_px)
+  };
+  FrameFit fit_frame(const Frame& frame, std::size_t k, const ScanModel& model) const;
 
   // The largest change of d at any line's mid time between two paths.
   double path_change(const DriftPath& a, const DriftPath& b) const;
@@ -226,6 +255,7 @@ class ScanDistortionSteps {
   ScanDistortionSettings settings_;
   std::size_t frames_;
   std::vector<std::vector<std::pair<int, int>>> lines_, bands_;
+  std::vector<std::pair<int, int>> band_lines_;  // each band's first line and one past its last
   std::shared_ptr<const Template> template_;
 };
 
