@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "driftscan/bspline_taps.hpp"
 #include "driftscan/cubic_bspline.hpp"
 #include "driftscan/error.hpp"
 
@@ -18,24 +19,10 @@ bool sample_with_gradient(const Frame& coeffs, double x, double y, double& v, do
   if (!(x >= 1.0 && y >= 1.0)) return false;
   const int ix = static_cast<int>(x), iy = static_cast<int>(y);  // x, y >= 1: truncation is floor
   if (ix + 2 >= coeffs.width || iy + 2 >= coeffs.height) return false;
-  // In float, the four rows combined first (values and their derivative
-  // down), then across: the fits' hot loop, in 4-wide vector arithmetic.
-  float wx[4], wy[4], dx[4], dy[4];
-  bspline_weights_f(static_cast<float>(x - ix), wx);
-  bspline_weights_f(static_cast<float>(y - iy), wy);
-  bspline_weight_derivatives_f(static_cast<float>(x - ix), dx);
-  bspline_weight_derivatives_f(static_cast<float>(y - iy), dy);
-  const std::size_t stride = static_cast<std::size_t>(coeffs.width);
-  const float* p = coeffs.row(iy - 1) + ix - 1;
-  float c[4], d[4];
-  for (int i = 0; i < 4; ++i) {
-    const float p0 = p[i], p1 = p[stride + i], p2 = p[2 * stride + i], p3 = p[3 * stride + i];
-    c[i] = wy[0] * p0 + wy[1] * p1 + wy[2] * p2 + wy[3] * p3;
-    d[i] = dy[0] * p0 + dy[1] * p1 + dy[2] * p2 + dy[3] * p3;
-  }
-  v = wx[0] * c[0] + wx[1] * c[1] + wx[2] * c[2] + wx[3] * c[3];
-  gx = dx[0] * c[0] + dx[1] * c[1] + dx[2] * c[2] + dx[3] * c[3];
-  gy = wx[0] * d[0] + wx[1] * d[1] + wx[2] * d[2] + wx[3] * d[3];
+  float fv, fgx, fgy;
+  bspline_taps_gradient(coeffs.row(iy - 1) + ix - 1, static_cast<std::size_t>(coeffs.width), static_cast<float>(x - ix),
+                        static_cast<float>(y - iy), fv, fgx, fgy);
+  v = fv, gx = fgx, gy = fgy;
   return true;
 }
 
@@ -64,13 +51,13 @@ struct BandFit {
   Point delta;
   double weight = 0.0;  // inverse variance of delta along its worst direction
   double residual_var = 0.0;
-  double t = 0.0;   // mean acquisition time of the pixels used
+  double t = 0.0;   // the band's mean acquisition time
   Point mean_path;  // mean of d(t) over the pixels used
   bool ok = false;
 };
 
-BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pixels, std::size_t k,
-                 const ScanTiming& timing, const FrameScanMap& map, const Template& tpl, double max_offset) {
+BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pixels, double mean_time,
+                 const FrameScanMap& map, const Template& tpl, double max_offset) {
   BandFit fit;
   std::vector<Point> q(pixels.size());
   for (std::size_t i = 0; i < pixels.size(); ++i) q[i] = map.probed(pixels[i].first, pixels[i].second);
@@ -107,19 +94,16 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
     // residual variance (a featureless or noisy band weighs little).
     const double tr = s00 + s11, disc = std::sqrt(std::max(0.0, 0.25 * tr * tr - det));
     fit.weight = (0.5 * tr - disc) / std::max(fit.residual_var, 1e-12);
-    if (std::hypot(ddx, ddy) < 1e-2) break;
+    if (std::hypot(ddx, ddy) < 3e-2) break;
   }
   // A band stuck on the bound did not find its match: it gives no sample.
   if (std::fabs(fit.delta.x) >= max_offset || std::fabs(fit.delta.y) >= max_offset) return fit;
   // The sample is the whole displacement the band saw: the path, the
   // (slow part of the) lines' jitter and the correction.
-  double t = 0, px = 0, py = 0;
-  for (std::size_t i = 0; i < pixels.size(); ++i) {
-    const double tp = timing.time_of(k, pixels[i].first, pixels[i].second);
-    t += tp, px += q[i].x - pixels[i].first, py += q[i].y - pixels[i].second;
-  }
+  double px = 0, py = 0;
+  for (std::size_t i = 0; i < pixels.size(); ++i) px += q[i].x - pixels[i].first, py += q[i].y - pixels[i].second;
   const double n = static_cast<double>(pixels.size());
-  fit.t = t / n;
+  fit.t = mean_time;
   fit.mean_path = {px / n, py / n};
   fit.ok = fit.weight > 0.0;
   return fit;
@@ -181,7 +165,7 @@ double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>
     }
     const double step = cgr / cgg;
     j = std::clamp(j + step, -max_jitter, max_jitter);
-    if (std::fabs(step) < 1e-2) break;
+    if (std::fabs(step) < 3e-2) break;
   }
   return j;
 }
@@ -402,10 +386,8 @@ void accumulate_in_specimen_coordinates(const Frame& frame, const FrameScanMap& 
       const std::size_t at = static_cast<std::size_t>(j) * static_cast<std::size_t>(grid.width) + i;
       const int ix = static_cast<int>(p.x), iy = static_cast<int>(p.y);  // p >= 0: truncation is floor
       if (ix >= 1 && iy >= 1 && ix + 2 < w && iy + 2 < h) {
-        float wx[4], wy[4];
-        bspline_weights_f(static_cast<float>(p.x - ix), wx);
-        bspline_weights_f(static_cast<float>(p.y - iy), wy);
-        sum[at] += bspline_taps(coeffs.row(iy - 1) + ix - 1, stride, wx, wy);
+        sum[at] += bspline_taps_value(coeffs.row(iy - 1) + ix - 1, stride, static_cast<float>(p.x - ix),
+                                      static_cast<float>(p.y - iy));
       } else {
         sum[at] += sample_bspline(coeffs, p.x, p.y);  // edge taps clamped
       }
@@ -471,6 +453,10 @@ ScanDistortionSteps::ScanDistortionSteps(const ScanTiming& timing, const ScanDis
     std::vector<std::pair<int, int>> band;
     for (int l = l0; l < l1; ++l)
       band.insert(band.end(), lines_[static_cast<std::size_t>(l)].begin(), lines_[static_cast<std::size_t>(l)].end());
+    // The band's mean acquisition time from its frame's start.
+    double t = 0.0;
+    for (const auto& [x, y] : band) t += timing.time_of(0, x, y) - timing.frame_start(0);
+    band_time_.push_back(t / static_cast<double>(band.size()));
     bands_.push_back(std::move(band));
     band_lines_.emplace_back(l0, l1);
     if (l1 == timing.lines()) break;
@@ -573,8 +559,9 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
     const FrameScanMap map(timing_, model.path, current, k);
 #pragma omp parallel for schedule(dynamic, 1)
     for (long b = 0; b < static_cast<long>(bands_.size()); ++b)
-      fits[static_cast<std::size_t>(b)] =
-          fit_band(frame, bands_[static_cast<std::size_t>(b)], k, timing_, map, *tpl, settings_.max_band_offset);
+      fits[static_cast<std::size_t>(b)] = fit_band(frame, bands_[static_cast<std::size_t>(b)],
+                                                   timing_.frame_start(k) + band_time_[static_cast<std::size_t>(b)],
+                                                   map, *tpl, settings_.max_band_offset);
   }
   // Each band's offset from the model at its centre line, for the lines.
   std::vector<double> centre;

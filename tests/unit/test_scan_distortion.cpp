@@ -162,6 +162,56 @@ TEST(ScanDistortion, PixelShowingInvertsProbed) {
   EXPECT_LT(worst_table, 2e-3);
 }
 
+// The averaging's inverse solves each line's affine map directly: for every
+// scan direction it returns the pixel probed() started from, and its line,
+// from a guess of line 0 (each output row's start) or a neighbouring line.
+TEST(ScanDistortion, PixelShowingNearSolvesEachLine) {
+  for (ScanDirection direction : {ScanDirection::normal, ScanDirection::serpentine, ScanDirection::rotated90}) {
+    SynthOptions o = scanned_series();
+    o.frames = 3;
+    o.width = 40;
+    o.height = 30;
+    o.scan_direction = direction;
+    SyntheticSeries s(o);
+    const ScanTiming& t = s.scan_timing();
+    std::vector<DriftSample> samples;
+    for (std::size_t k = 0; k < 3; ++k)
+      for (int l = 0; l < t.lines(); l += 3) {
+        const double tl = t.line_mid_time(k, l);
+        samples.push_back({tl, s.drift_at(tl).x, s.drift_at(tl).y, 1.0});
+      }
+    DriftPathSettings ps;
+    ps.knot_spacing = choose_knot_spacing(t.frame_time(), 10);
+    ScanModel m;
+    m.path = DriftPath::fit(samples, 0.0, t.frame_start(3), ps);
+    m.jitter.assign(3, std::vector<double>(static_cast<std::size_t>(t.lines())));
+    for (std::size_t k = 0; k < 3; ++k)
+      for (int l = 0; l < t.lines(); ++l) m.jitter[k][static_cast<std::size_t>(l)] = 0.05 * ((l * 7) % 5 - 2);
+    const bool rotated = direction == ScanDirection::rotated90;
+    double worst = 0;
+    int wrong_line = 0;
+    for (std::size_t k = 0; k < 3; ++k) {
+      const FrameScanMap map(t, m, k);
+      for (double slow = 1.0; slow < 27.0; slow += 0.7)
+        for (double along = 0.5; along < 28.0; along += 2.3) {
+          // Away from line boundaries, where either line is right.
+          const double from_centre = slow - std::floor(slow + 0.5);
+          if (std::fabs(from_centre) > 0.35) continue;
+          const double x = rotated ? slow : along, y = rotated ? along : slow;
+          const int line = static_cast<int>(std::floor(slow + 0.5));
+          for (int guess : {0, line + 1, line - 1}) {
+            int l = guess;
+            const Point p = map.pixel_showing_near(map.probed(x, y), l);
+            worst = std::max({worst, std::fabs(p.x - x), std::fabs(p.y - y)});
+            wrong_line += l != line;
+          }
+        }
+    }
+    EXPECT_LT(worst, 1e-9) << to_string(direction);
+    EXPECT_EQ(wrong_line, 0) << to_string(direction);
+  }
+}
+
 // The average samples each line at its own fast-axis position: a frame whose
 // lines are displaced by known jitters comes back as the undisplaced image
 // (to the interpolation's accuracy), for lines that are rows or columns.

@@ -24,33 +24,6 @@ inline void bspline_weights(double t, double w[4]) {
   w[3] = t3 * sixth;
 }
 
-// The same in float, for the hot loops that sample float coefficients.
-inline void bspline_weights_f(float t, float w[4]) {
-  constexpr float sixth = 1.0f / 6.0f;
-  const float u = 1.0f - t, t2 = t * t, t3 = t2 * t;
-  w[0] = u * u * u * sixth;
-  w[1] = (4.0f - 6.0f * t2 + 3.0f * t3) * sixth;
-  w[2] = (1.0f + 3.0f * t + 3.0f * t2 - 3.0f * t3) * sixth;
-  w[3] = t3 * sixth;
-}
-inline void bspline_weight_derivatives_f(float t, float w[4]) {
-  const float u = 1.0f - t, t2 = t * t;
-  w[0] = -0.5f * u * u;
-  w[1] = -2.0f * t + 1.5f * t2;
-  w[2] = 0.5f + t - 1.5f * t2;
-  w[3] = 0.5f * t2;
-}
-
-// The 4x4 taps from p (the top-left tap; rows `stride` floats apart) under
-// weights wx (across) and wy (down): the four rows combined first, then
-// across — a shape the compiler turns into 4-wide vector arithmetic.
-inline float bspline_taps(const float* p, std::size_t stride, const float wx[4], const float wy[4]) {
-  float c[4];
-  for (int i = 0; i < 4; ++i)
-    c[i] = wy[0] * p[i] + wy[1] * p[stride + i] + wy[2] * p[2 * stride + i] + wy[3] * p[3 * stride + i];
-  return wx[0] * c[0] + wx[1] * c[1] + wx[2] * c[2] + wx[3] * c[3];
-}
-
 // Derivative of the weights with respect to t.
 inline void bspline_weight_derivatives(double t, double w[4]) {
   const double u = 1.0 - t, t2 = t * t;

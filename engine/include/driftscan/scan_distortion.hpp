@@ -90,23 +90,17 @@ class FrameScanMap {
   Point pixel_showing(Point q) const;
   // The same, solved on a line: within one line the map is affine, so the
   // pixel of `line` showing q is one division away; then the line that pixel
-  // lies on is tried, until the two agree (at most three tries; a point at a
-  // line boundary may go to either line, both are right). `line` is the
-  // guess in and the pixel's line out — along an output row it rarely
-  // changes, which makes this the averaging's inverse.
+  // lies on is tried, until the two agree (a few tries from a far guess; a
+  // point at a line boundary may go to either line, both are right). `line`
+  // is the guess in and the returned pixel's line out — along an output row
+  // it rarely changes, which makes this the averaging's inverse.
   Point pixel_showing_near(Point q, int& line) const {
-    Point p;
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      const Point a = start_[static_cast<std::size_t>(line)], v = per_sample_[static_cast<std::size_t>(line)];
-      const bool reversed = serpentine_ && (line & 1);
-      // Along the line: q_along = along + a_along + s * v_along, s = along or last - along.
-      const double qa = rotated_ ? q.y - a.y : q.x - a.x, va = rotated_ ? v.y : v.x, vs = rotated_ ? v.x : v.y;
-      const double along = reversed ? (qa - last_sample_ * va) / (1.0 - va) : qa / (1.0 + va);
-      const double s = reversed ? last_sample_ - along : along;
-      p = rotated_ ? Point{q.x - a.x - s * vs, along} : Point{along, q.y - a.y - s * vs};
+    Point p = pixel_on_line(q, line);
+    for (int attempt = 0; attempt < 8; ++attempt) {
       const int nearest = nearest_line(rotated_ ? p.x : p.y);
       if (nearest == line) break;
       line = nearest;
+      p = pixel_on_line(q, line);
     }
     return p;
   }
@@ -132,6 +126,16 @@ class FrameScanMap {
   double last_sample_ = 0.0;
   std::vector<double> jitter_;  // per line, px along the fast axis (empty: none); included in start_
   void copy_geometry(const ScanTiming& timing);
+  // The pixel of `line` (extended beyond the line) that shows q.
+  Point pixel_on_line(Point q, int line) const {
+    const Point a = start_[static_cast<std::size_t>(line)], v = per_sample_[static_cast<std::size_t>(line)];
+    const bool reversed = serpentine_ && (line & 1);
+    // Along the line: q_along = along + a_along + s * v_along, s = along or last - along.
+    const double qa = rotated_ ? q.y - a.y : q.x - a.x, va = rotated_ ? v.y : v.x, vs = rotated_ ? v.x : v.y;
+    const double along = reversed ? (qa - last_sample_ * va) / (1.0 - va) : qa / (1.0 + va);
+    const double s = reversed ? last_sample_ - along : along;
+    return rotated_ ? Point{q.x - a.x - s * vs, along} : Point{along, q.y - a.y - s * vs};
+  }
   // The line nearest a slow-axis coordinate, without llround (a libm call):
   // truncation, corrected below 0. A point exactly between two lines may go
   // to either: both are right.
@@ -256,6 +260,7 @@ class ScanDistortionSteps {
   std::size_t frames_;
   std::vector<std::vector<std::pair<int, int>>> lines_, bands_;
   std::vector<std::pair<int, int>> band_lines_;  // each band's first line and one past its last
+  std::vector<double> band_time_;                // each band's mean acquisition time from its frame's start
   std::shared_ptr<const Template> template_;
 };
 
