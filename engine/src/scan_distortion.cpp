@@ -291,8 +291,9 @@ Frame FrameScanMap::lines_aligned(const Frame& frame) const {
   Frame coeffs = detail::transposed(rows);
   detail::bspline_prefilter_columns(coeffs);  // along each line only
   coeffs = detail::transposed(coeffs);
-  const int n = rows.width;
-  for (int l = 0; l < rows.height && l < static_cast<int>(jitter_.size()); ++l) {
+  const int n = rows.width, lines = std::min(rows.height, static_cast<int>(jitter_.size()));
+#pragma omp parallel for schedule(static)
+  for (int l = 0; l < lines; ++l) {
     const double shift = -jitter_[static_cast<std::size_t>(l)];
     if (shift == 0.0) continue;
     const float* c = coeffs.row(l);
@@ -534,6 +535,7 @@ std::shared_ptr<const ScanDistortionSteps::Template> ScanDistortionSteps::templa
   auto t = std::make_shared<Template>();
   t->average = full;
   t->path = template_->path;
+#pragma omp parallel for schedule(static)
   for (std::size_t i = 0; i < size; ++i) {
     if (own_coverage[i] == 0.0) continue;
     const double c = full.coverage.pixels[i];
