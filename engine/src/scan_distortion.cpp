@@ -1,8 +1,11 @@
 #include "driftscan/scan_distortion.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <string>
 
@@ -638,6 +641,25 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
   return out;
 }
 
+std::vector<ScanDistortionSteps::FrameFit> ScanDistortionSteps::fit_frames(const std::vector<Frame>& frames,
+                                                                           std::size_t first,
+                                                                           const ScanModel& model) const {
+  std::vector<FrameFit> fits(frames.size());
+  std::vector<std::exception_ptr> failures(frames.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (long i = 0; i < static_cast<long>(frames.size()); ++i) {
+    const std::size_t at = static_cast<std::size_t>(i);
+    try {
+      fits[at] = fit_frame(frames[at], first + at, model);
+    } catch (...) {
+      failures[at] = std::current_exception();  // an exception must not leave the parallel region
+    }
+  }
+  for (const std::exception_ptr& f : failures)
+    if (f) std::rethrow_exception(f);
+  return fits;
+}
+
 double ScanDistortionSteps::path_change(const DriftPath& a, const DriftPath& b) const {
   double change = 0.0;
   for (std::size_t k = 0; k < frames_; ++k)
@@ -666,12 +688,17 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
     steps.set_template(average_in_specimen_coordinates(frames, timing, model), model.path);
     std::vector<DriftSample> samples;
     double precision[2] = {0.0, 0.0};
-    for (std::size_t k = 0; k < n; ++k) {
-      ScanDistortionSteps::FrameFit fit = steps.fit_frame(frames.frame(k), k, model);
-      samples.insert(samples.end(), fit.bands.begin(), fit.bands.end());
-      // Frame k's fits read only its own jitter: the next model's can go in now.
-      if (settings.estimate_jitter) model.jitter[k] = std::move(fit.jitter);
-      precision[0] += fit.precision_sum, precision[1] += fit.precision_count;
+    const std::size_t batch = 2 * static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
+    for (std::size_t k0 = 0; k0 < n; k0 += batch) {
+      std::vector<Frame> held;
+      for (std::size_t k = k0; k < std::min(n, k0 + batch); ++k) held.push_back(frames.frame(k));
+      std::vector<ScanDistortionSteps::FrameFit> fits = steps.fit_frames(held, k0, model);
+      for (std::size_t i = 0; i < fits.size(); ++i) {
+        samples.insert(samples.end(), fits[i].bands.begin(), fits[i].bands.end());
+        // Frame k's fits read only its own jitter: the next model's can go in now.
+        if (settings.estimate_jitter) model.jitter[k0 + i] = std::move(fits[i].jitter);
+        precision[0] += fits[i].precision_sum, precision[1] += fits[i].precision_count;
+      }
     }
     const DriftPath previous = model.path;
     model.path = steps.fit_path(samples);

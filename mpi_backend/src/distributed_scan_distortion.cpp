@@ -110,14 +110,20 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
     std::vector<DriftSample> samples;
     double precision[2] = {0.0, 0.0};
     together(ctx, [&] {
-      for (std::size_t k = lo; k < hi; ++k) {
+      // A batch of frames at a time, one a thread (fit_frames).
+      const std::size_t batch = 2 * static_cast<std::size_t>(std::max(1, threads));
+      for (std::size_t k0 = lo; k0 < hi; k0 += batch) {
         ctx.cancel.throw_if_cancelled();
-        ScanDistortionSteps::FrameFit fit = steps->fit_frame(frames.frame(k), k, out.model);
-        samples.insert(samples.end(), fit.bands.begin(), fit.bands.end());
-        // Frame k's fits read only its own jitter: the next model's can go in now.
-        if (settings.estimate_jitter) out.model.jitter[k] = std::move(fit.jitter);
-        precision[0] += fit.precision_sum, precision[1] += fit.precision_count;
-        ctx.progress.advance(++done);
+        std::vector<Frame> held;
+        for (std::size_t k = k0; k < std::min(hi, k0 + batch); ++k) held.push_back(frames.frame(k));
+        std::vector<ScanDistortionSteps::FrameFit> fits = steps->fit_frames(held, k0, out.model);
+        for (std::size_t i = 0; i < fits.size(); ++i) {
+          samples.insert(samples.end(), fits[i].bands.begin(), fits[i].bands.end());
+          // Frame k's fits read only its own jitter: the next model's can go in now.
+          if (settings.estimate_jitter) out.model.jitter[k0 + i] = std::move(fits[i].jitter);
+          precision[0] += fits[i].precision_sum, precision[1] += fits[i].precision_count;
+          ctx.progress.advance(++done);
+        }
       }
     });
     samples = allgather_records(ctx.comm, samples);

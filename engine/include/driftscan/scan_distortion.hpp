@@ -245,6 +245,12 @@ class ScanDistortionSteps {
     double precision_count = 0.0;    // and counted (ScanDistortionResult::jitter_precision_px)
   };
   FrameFit fit_frame(const Frame& frame, std::size_t k, const ScanModel& model) const;
+  // fit_frame() for frames first, first + 1, ... at once, one frame a thread
+  // (a frame's own steps then run on one thread: per frame, the reads,
+  // copies and transposes around them left a second thread mostly waiting).
+  // The results are in frame order, so they combine the same for any thread
+  // count; the first failure is rethrown after all threads have finished.
+  std::vector<FrameFit> fit_frames(const std::vector<Frame>& frames, std::size_t first, const ScanModel& model) const;
 
   // The largest change of d at any line's mid time between two paths.
   double path_change(const DriftPath& a, const DriftPath& b) const;
