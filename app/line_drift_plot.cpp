@@ -222,7 +222,18 @@ void LineDriftPlot::rebuildCurves() {
   const std::pair<int, int> frames = framesInView();
   const QString why = joinReason(frames);
   joined_ = !why.isEmpty();
-  builtFrames_ = joined_ ? std::pair{-1, -1} : frames;
+  // Split: the frames in view and, while the total stays within
+  // kMaxSplitFrames, up to half as many again on each side, so that a pan
+  // (a drag moves the view a few pixels at a time) rebuilds only once it
+  // leaves them — a rebuild of a few hundred frames' series takes a few
+  // hundred ms.
+  if (!joined_) {
+    const int n = frames.second - frames.first + 1;
+    const int margin = std::max(0, std::min(n / 2, (kMaxSplitFrames - n) / 2));
+    builtFrames_ = {std::max(0, frames.first - margin), std::min(lines_.frameCount() - 1, frames.second + margin)};
+  } else {
+    builtFrames_ = {-1, -1};
+  }
   auto curve = [&](QChart* chart, QValueAxis* y, const std::vector<double>& v, const QString& name,
                    const QColor& colour, std::size_t b, std::size_t e, bool inLegend) {
     QList<QPointF> points;
@@ -240,7 +251,7 @@ void LineDriftPlot::rebuildCurves() {
     curve(jitter_, jitterY_, lines_.jitter, "jitter", kJitter, 0, lines_.t.size(), false);
   } else {
     // The legend names each curve once.
-    for (int f = frames.first; f <= frames.second; ++f) {
+    for (int f = builtFrames_.first; f <= builtFrames_.second; ++f) {
       const auto [b, e] = line_range(lines_, f, f);
       if (b == e) continue;
       const bool named = curves_.empty();  // the first frame drawn
@@ -279,7 +290,8 @@ void LineDriftPlot::xViewChanged() {
   const std::pair<int, int> frames = framesInView();
   const bool join = !joinReason(frames).isEmpty();
   if (join && joined_) return;  // the joined curves hold every frame already
-  if (!join && !joined_ && frames == builtFrames_) return;
+  // Still within the frames built (zoomed in, or panned by less than the margin).
+  if (!join && !joined_ && frames.first >= builtFrames_.first && frames.second <= builtFrames_.second) return;
   rebuildCurves();
   relayout();  // the legend's new markers laid out now (an export may follow at once)
 }

@@ -8,8 +8,9 @@
 // A QLineSeries has no gaps: one series over all frames joins each frame's
 // last line to the next frame's first across the fly-back, a straight segment
 // that is no drift. While at most kMaxSplitFrames frames are in view each
-// frame has its own series (rebuilt as zooming or panning changes the frames
-// in view); beyond that one joined series per curve, so named in the legend.
+// frame has its own series (rebuilt when zooming or panning brings frames
+// into view that have none); beyond that one joined series per curve, so
+// named in the legend.
 #include <utility>
 #include <vector>
 
@@ -44,8 +45,9 @@ class LineDriftPlot : public ChartView {
   double xOfTime(double t) const;
   // Frames in view up to which each frame's curves are series of their own.
   static constexpr int kMaxSplitFrames = 300;
-  // The dx, dy and jitter series drawn now: one per frame in view and curve,
-  // or one per curve when joined across the fly-backs.
+  // The dx, dy and jitter series drawn now: one per frame and curve (the
+  // frames in view and some around them), or one per curve when joined
+  // across the fly-backs.
   const std::vector<QLineSeries*>& curves() const { return curves_; }
   bool curvesJoined() const { return joined_; }
   // The frames [first, last] whose span meets the shown time range.
@@ -81,7 +83,7 @@ class LineDriftPlot : public ChartView {
   std::vector<QLineSeries*> curves_;
   std::vector<QAbstractSeries*> overCurves_;  // drawn after the curves: rebuilt with them
   bool joined_ = true, built_ = false;
-  std::pair<int, int> builtFrames_{-1, -1};  // the frames the split curves were built for
+  std::pair<int, int> builtFrames_{-1, -1};  // the frames the split curves were built for (in view and around)
   LineDriftSeries lines_;
   std::vector<DriftRow> rigid_;
   double rigidOffsetX_ = 0, rigidOffsetY_ = 0;

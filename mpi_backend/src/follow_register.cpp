@@ -287,7 +287,16 @@ class FollowRun {
     const Point d = r.transform.displacement(centre_);
     progress_.frame({{"frame", k}, {"dx", d.x}, {"dy", d.y}, {"flags", r.flags}, {"seconds", since(t0)}});
     progress_.advance(k + 1);
-    if (k == 0) start_operator(frames);
+    if (k == 0) {
+      try {
+        start_operator(frames);
+      } catch (...) {
+        // Bad settings (ROI, mask...): no result to keep or resume from.
+        elements_.clear();
+        regs_.clear();
+        throw;
+      }
+    }
     {
       std::lock_guard<std::mutex> lock(queue_mu_);
       queue_.push_back({r, usable});

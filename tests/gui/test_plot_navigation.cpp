@@ -229,7 +229,8 @@ class PlotNavigationTest : public QObject {
     QVERIFY2(legend_names().size() == 2 && legend_names().front().contains("joined across fly-backs"),
              qPrintable(legend_names().join(", ")));
     // Wheel in 7 notches (0.8^7 of the axis: ~84 frames): a series per frame
-    // and curve, none across a fly-back, each curve named once.
+    // and curve (the frames in view and some around them), none across a
+    // fly-back, each curve named once.
     const QPointF mid(plot.xOfTime(100.0), 120);
     wheel(plot.viewport(), mid, 7);
     auto check_split = [&](const char* when) {
@@ -237,11 +238,13 @@ class PlotNavigationTest : public QObject {
       const int n = last - first + 1;
       QVERIFY2(!plot.curvesJoined() && n > 50 && n <= LineDriftPlot::kMaxSplitFrames,
                qPrintable(QString("%1: frames %2..%3").arg(when).arg(first).arg(last)));
-      QCOMPARE(int(curves->size()), 3 * n);
+      QVERIFY(int(curves->size()) >= 3 * n);
+      QCOMPARE(curves->size() % 3, std::size_t(0));
+      QVERIFY(int(curves->size()) <= 3 * LineDriftPlot::kMaxSplitFrames);
       for (const QLineSeries* s : *curves) QCOMPARE(fly_back_segments(s, lines), 0);
-      // The series cover exactly the frames in view.
-      QCOMPARE(curves->front()->points().front().x(), lines.frameFirst[std::size_t(first)]);
-      QCOMPARE(curves->back()->points().back().x(), lines.frameLast[std::size_t(last)]);
+      // The series cover the frames in view.
+      QVERIFY(curves->front()->points().front().x() <= lines.frameFirst[std::size_t(first)]);
+      QVERIFY(curves->back()->points().back().x() >= lines.frameLast[std::size_t(last)]);
       QVERIFY2(legend_names() == QStringList({"dx", "dy"}),
                qPrintable(when + (": " + legend_names().join(", ")) +
                           QString(" markers %1 of first %2")
@@ -250,17 +253,18 @@ class PlotNavigationTest : public QObject {
     };
     check_split("zoomed in");
     const int firstBefore = plot.framesInView().first;
-    // Panned right (arrow key): other frames in view, rebuilt for them.
-    QTest::keyClick(plot.viewport(), Qt::Key_Right);
-    QTest::keyClick(plot.viewport(), Qt::Key_Right);
-    QVERIFY(plot.framesInView().first > firstBefore);
+    // Panned right (arrow key, 10% of the view each): other frames in view,
+    // past the margin built around them after a few presses.
+    for (int i = 0; i < 8; ++i) QTest::keyClick(plot.viewport(), Qt::Key_Right);
+    QVERIFY(plot.framesInView().first > firstBefore + 40);
     check_split("panned");
     // Out 3 notches: ~164 frames, still split; 3 more: ~320 > 300, joined again.
     QElapsedTimer rebuild;
     rebuild.start();
     wheel(plot.viewport(), mid, -3);
-    qInfo("zoom out to %d frames in view, one series each: %lld ms",
-          plot.framesInView().second - plot.framesInView().first + 1, static_cast<long long>(rebuild.elapsed()));
+    qInfo("zoom out to %d frames in view, %zu series rebuilt: %lld ms",
+          plot.framesInView().second - plot.framesInView().first + 1, curves->size(),
+          static_cast<long long>(rebuild.elapsed()));
     check_split("zoomed out to ~164 frames");
     wheel(plot.viewport(), mid, -3);
     QVERIFY2(plot.framesInView().second - plot.framesInView().first + 1 > LineDriftPlot::kMaxSplitFrames,
