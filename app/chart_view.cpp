@@ -86,6 +86,7 @@ void ChartView::applyXView() {
     if (v) setAxisRange(v, lo, hi);
     else a->setRange(lo, hi);
   }
+  xViewChanged();
   viewport()->update();
 }
 

@@ -73,6 +73,9 @@ class ChartView : public QGraphicsView {
   virtual void clickedAt(QPointF pos);
   // Lays the panels out again (after a change of what they show).
   void relayout();
+  // After the shown part of the x axis changed (zoom, pan, a new range): for
+  // plots whose series depend on what is in view.
+  virtual void xViewChanged() {}
   // `chart` over `tile` (scene coordinates), laid out now; `extra`: more
   // room around its plot area (for the plot's own labels).
   static void placeChart(QChart* chart, const QRectF& tile, const QMargins& extra = {});

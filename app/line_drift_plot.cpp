@@ -56,6 +56,7 @@ LineDriftPlot::LineDriftPlot(QWidget* parent) : ChartView(parent) {
 }
 
 void LineDriftPlot::setSeries(LineDriftSeries lines, std::vector<DriftRow> rigid) {
+  built_ = false;  // the range changes below: the curves are rebuilt once, at the end
   lines_ = std::move(lines);
   rigid_ = std::move(rigid);
   t0_ = 0;
@@ -137,7 +138,7 @@ void LineDriftPlot::setPhysicalUnits(bool on) {
 }
 
 void LineDriftPlot::rebuild() {
-  drift_->removeAllSeries();
+  drift_->removeAllSeries();  // deletes them, the curves' too
   jitter_->removeAllSeries();
   // Series hold the shown unit: the axes label what they hold.
   const double k = cal_.scale();
@@ -166,24 +167,104 @@ void LineDriftPlot::rebuild() {
   driftSpan_ = span(drift_, driftX_, driftY_, driftFrames_);
   jitterSpan_ = span(jitter_, jitterX_, jitterY_, jitterFrames_);
 
-  QList<QPointF> dx, dy, jitter;
-  for (std::size_t i = 0; i < lines_.t.size(); ++i) {
-    dx.append(QPointF(lines_.t[i], lines_.dx[i] * k));
-    dy.append(QPointF(lines_.t[i], lines_.dy[i] * k));
-    jitter.append(QPointF(lines_.t[i], lines_.jitter[i] * k));
+  curves_.clear();
+  overCurves_.clear();
+  built_ = true;
+  rebuildCurves();
+  showCurrent();
+}
+
+std::pair<int, int> LineDriftPlot::framesInView() const {
+  if (lines_.empty()) return {0, -1};
+  const auto [lo, hi] = shown(t0_, t1_);
+  // Frames ending at or after lo, starting at or before hi.
+  const int first = static_cast<int>(std::lower_bound(lines_.frameLast.begin(), lines_.frameLast.end(), lo) -
+                                     lines_.frameLast.begin());
+  const int last = static_cast<int>(std::upper_bound(lines_.frameFirst.begin(), lines_.frameFirst.end(), hi) -
+                                    lines_.frameFirst.begin()) -
+                   1;
+  return {first, last};
+}
+
+namespace {
+// The kept lines [begin, end) of frames [first, last] (lines_.frame is sorted).
+std::pair<std::size_t, std::size_t> line_range(const LineDriftSeries& s, int first, int last) {
+  const auto b = std::lower_bound(s.frame.begin(), s.frame.end(), first) - s.frame.begin();
+  const auto e = std::upper_bound(s.frame.begin(), s.frame.end(), last) - s.frame.begin();
+  return {static_cast<std::size_t>(b), static_cast<std::size_t>(e)};
+}
+}  // namespace
+
+// Joined when too many frames are in view (their own series would be
+// hundreds of items for a few pixels each), or when the table's subsample
+// keeps fewer than two lines a frame (a frame's own series would draw nothing).
+QString LineDriftPlot::joinReason(std::pair<int, int> frames) const {
+  const int n = frames.second - frames.first + 1;
+  if (n > kMaxSplitFrames) return QString("joined across fly-backs: > %1 frames in view").arg(kMaxSplitFrames);
+  if (n <= 0) return {};
+  const auto [b, e] = line_range(lines_, frames.first, frames.second);
+  if (e - b < 2 * static_cast<std::size_t>(n)) return "joined across fly-backs: < 2 lines a frame kept";
+  return {};
+}
+
+void LineDriftPlot::rebuildCurves() {
+  for (QAbstractSeries* s : curves_) {
+    s->chart()->removeSeries(s);
+    delete s;
   }
-  for (auto [points, name, colour] : {std::tuple{&dx, "dx", kDx}, std::tuple{&dy, "dy", kDy}}) {
+  for (QAbstractSeries* s : overCurves_) {
+    s->chart()->removeSeries(s);
+    delete s;
+  }
+  curves_.clear();
+  overCurves_.clear();
+  const double k = cal_.scale();
+  const std::pair<int, int> frames = framesInView();
+  const QString why = joinReason(frames);
+  joined_ = !why.isEmpty();
+  // Split: the frames in view and, while the total stays within
+  // kMaxSplitFrames, up to half as many again on each side, so that a pan
+  // (a drag moves the view a few pixels at a time) rebuilds only once it
+  // leaves them — a rebuild of a few hundred frames' series takes a few
+  // hundred ms.
+  if (!joined_) {
+    const int n = frames.second - frames.first + 1;
+    const int margin = std::max(0, std::min(n / 2, (kMaxSplitFrames - n) / 2));
+    builtFrames_ = {std::max(0, frames.first - margin), std::min(lines_.frameCount() - 1, frames.second + margin)};
+  } else {
+    builtFrames_ = {-1, -1};
+  }
+  auto curve = [&](QChart* chart, QValueAxis* y, const std::vector<double>& v, const QString& name,
+                   const QColor& colour, std::size_t b, std::size_t e, bool inLegend) {
+    QList<QPointF> points;
+    points.reserve(static_cast<qsizetype>(e - b));
+    for (std::size_t i = b; i < e; ++i) points.append(QPointF(lines_.t[i], v[i] * k));
     QLineSeries* s = line(name, colour, 1.3);
-    s->replace(*points);
-    addSeries(drift_, s, driftX_, driftY_, true);
+    s->replace(points);
+    addSeries(chart, s, chart == drift_ ? driftX_ : jitterX_, y, inLegend);
+    curves_.push_back(s);
+  };
+  const QString suffix = joined_ ? QString(" (%1)").arg(why) : QString();
+  if (joined_) {
+    curve(drift_, driftY_, lines_.dx, "dx" + suffix, kDx, 0, lines_.t.size(), true);
+    curve(drift_, driftY_, lines_.dy, "dy" + suffix, kDy, 0, lines_.t.size(), true);
+    curve(jitter_, jitterY_, lines_.jitter, "jitter", kJitter, 0, lines_.t.size(), false);
+  } else {
+    // The legend names each curve once.
+    for (int f = builtFrames_.first; f <= builtFrames_.second; ++f) {
+      const auto [b, e] = line_range(lines_, f, f);
+      if (b == e) continue;
+      const bool named = curves_.empty();  // the first frame drawn
+      curve(drift_, driftY_, lines_.dx, "dx", kDx, b, e, named);
+      curve(drift_, driftY_, lines_.dy, "dy", kDy, b, e, named);
+      curve(jitter_, jitterY_, lines_.jitter, "jitter", kJitter, b, e, false);
+    }
   }
-  QLineSeries* j = line("jitter", kJitter, 1.3);
-  j->replace(jitter);
-  addSeries(jitter_, j, jitterX_, jitterY_, false);
   QLineSeries* zero = line("0", Qt::black, 0.5);
   zero->append(t0_, 0);
   zero->append(t1_, 0);
   addSeries(jitter_, zero, jitterX_, jitterY_, false);
+  overCurves_.push_back(zero);
 
   // The rigid drift, one dot per frame at its mid-time (hollow: it is a frame's average position).
   if (!rigid_.empty() && rigid_.size() <= 2000) {
@@ -199,9 +280,20 @@ void LineDriftPlot::rebuild() {
       for (const DriftRow& r : rigid_)
         if (r.frame >= 0 && r.frame < lines_.frameCount()) s->append(frameMid(r.frame), (r.*member + offset) * k);
       addSeries(drift_, s, driftX_, driftY_, true);
+      overCurves_.push_back(s);
     }
   }
-  showCurrent();
+}
+
+void LineDriftPlot::xViewChanged() {
+  if (!built_) return;
+  const std::pair<int, int> frames = framesInView();
+  const bool join = !joinReason(frames).isEmpty();
+  if (join && joined_) return;  // the joined curves hold every frame already
+  // Still within the frames built (zoomed in, or panned by less than the margin).
+  if (!join && !joined_ && frames.first >= builtFrames_.first && frames.second <= builtFrames_.second) return;
+  rebuildCurves();
+  relayout();  // the legend's new markers laid out now (an export may follow at once)
 }
 
 void LineDriftPlot::setCurrentFrame(int frame) {

@@ -4,6 +4,14 @@
 // frames numbered above while they fit), the rigid one-shift-per-frame drift
 // as dots for comparison, and each line's fast-axis offset (jitter) in its
 // own panel. Clicking selects a frame.
+//
+// A QLineSeries has no gaps: one series over all frames joins each frame's
+// last line to the next frame's first across the fly-back, a straight segment
+// that is no drift. While at most kMaxSplitFrames frames are in view each
+// frame has its own series (rebuilt when zooming or panning brings frames
+// into view that have none); beyond that one joined series per curve, so
+// named in the legend.
+#include <utility>
 #include <vector>
 
 #include "chart_view.hpp"
@@ -13,6 +21,7 @@
 
 class QAreaSeries;
 class QCategoryAxis;
+class QLineSeries;
 class QValueAxis;
 
 class LineDriftPlot : public ChartView {
@@ -34,6 +43,15 @@ class LineDriftPlot : public ChartView {
   int frameAtX(double x) const;
   // Widget x of acquisition time t (for tests).
   double xOfTime(double t) const;
+  // Frames in view up to which each frame's curves are series of their own.
+  static constexpr int kMaxSplitFrames = 300;
+  // The dx, dy and jitter series drawn now: one per frame and curve (the
+  // frames in view and some around them), or one per curve when joined
+  // across the fly-backs.
+  const std::vector<QLineSeries*>& curves() const { return curves_; }
+  bool curvesJoined() const { return joined_; }
+  // The frames [first, last] whose span meets the shown time range.
+  std::pair<int, int> framesInView() const;
 
  public slots:
   void setCurrentFrame(int frame);
@@ -45,9 +63,14 @@ class LineDriftPlot : public ChartView {
   void layoutCharts(const QSizeF& size) override;
   QString readoutAt(QPointF pos) const override;
   void clickedAt(QPointF pos) override;
+  void xViewChanged() override;
 
  private:
   void rebuild();
+  // The curves (and what is drawn over them) for the frames in view.
+  void rebuildCurves();
+  // Why frames [first, last] in view are drawn joined (empty: one series a frame).
+  QString joinReason(std::pair<int, int> frames) const;
   void showCurrent();
   double frameMid(int k) const;
 
@@ -57,6 +80,10 @@ class LineDriftPlot : public ChartView {
   QCategoryAxis *driftFrames_, *jitterFrames_;
   QAreaSeries *driftSpan_ = nullptr, *jitterSpan_ = nullptr;  // the current frame's span
   QGraphicsSimpleTextItem* currentText_;
+  std::vector<QLineSeries*> curves_;
+  std::vector<QAbstractSeries*> overCurves_;  // drawn after the curves: rebuilt with them
+  bool joined_ = true, built_ = false;
+  std::pair<int, int> builtFrames_{-1, -1};  // the frames the split curves were built for (in view and around)
   LineDriftSeries lines_;
   std::vector<DriftRow> rigid_;
   double rigidOffsetX_ = 0, rigidOffsetY_ = 0;

@@ -239,19 +239,22 @@ struct WriteTimes {
   double worst_behind_ms = 0.0;             // the writer's worst lag behind the schedule
 };
 
-// Frame 0 first; the schedule starts once its row is there (the engine has
-// started and set up frame 0's plans): the start-up is reported apart.
-WriteTimes write_on_schedule(LiveFrames& frames, TiffPageAppender& appender, const DriftRowWatcher& watcher,
-                             std::size_t count, double rate) {
+// The schedule starts once the engine follows the (still empty) file — its
+// results folder exists: the process and MPI have started, as they would
+// have long before an acquisition — and then keeps the microscope's pace
+// from frame 0 on: frame k complete at k / rate. Frame 1 comes 1 / rate
+// after frame 0 whatever the engine still does for frame 0, so the rows of
+// the first frames show what frame 0's preparation leaves on their path.
+WriteTimes write_on_schedule(LiveFrames& frames, TiffPageAppender& appender, const std::string& out, std::size_t count,
+                             double rate) {
   WriteTimes w;
   w.complete.resize(count);
   auto start = Clock::now();
+  while (!std::filesystem::is_directory(out) && ms_between(start, Clock::now()) < 60000)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // past its first look at the file
+  start = Clock::now();
   for (std::size_t k = 0; k < count; ++k) {
-    if (k == 1) {
-      while (!watcher.rows_seen() && ms_between(start, Clock::now()) < 60000)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      start = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1 / rate));
-    }
     const auto due = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(k / rate));
     std::this_thread::sleep_until(due);
     Frame f = frames.next();
@@ -308,13 +311,21 @@ void print_report(int size, double rate, const std::string& threads, bool bigtif
       "schedule): %zu frames, %zu rows seen\n",
       size, size, rate, bigtiff ? " (BigTIFF)" : "", threads.c_str(), written_s, w.worst_behind_ms, frames,
       watcher.rows_seen());
-  std::printf("start-up: frame 0's row %.1f ms after frame 0 was complete (engine start, frame 0's plans)\n",
-              watcher.has_row(0) ? ms_between(w.complete[0], watcher.row_time(0)) : -1.0);
+  std::printf(
+      "start-up: frame 0's row %.1f ms after frame 0 was complete (frame 0's plans; the engine was following)\n",
+      watcher.has_row(0) ? ms_between(w.complete[0], watcher.row_time(0)) : -1.0);
   std::printf(
       "latency frame complete -> drift row, frames 1..%zu: median %.1f ms, p95 %.1f ms, max %.1f ms; rows over "
       "200 ms: %zu",
       frames - 1, percentile(latency, 0.5), percentile(latency, 0.95), percentile(latency, 1.0), late);
   if (late) std::printf(" (frames %zu..%zu)", first_late, last_late);
+  std::printf("\n");
+  // The start-up's cost shows in the first rows (frame 0's preparation).
+  std::printf("first rows, frame complete -> drift row:");
+  for (std::size_t k = 1; k < std::min<std::size_t>(frames, 7); ++k)
+    if (watcher.has_row(k))
+      std::printf(" %zu: %.1f ms%s", k, ms_between(w.complete[k], watcher.row_time(k)),
+                  k + 1 < std::min<std::size_t>(frames, 7) ? "," : "");
   std::printf("\n");
   std::string missing;
   for (std::size_t k = 0; k < frames; ++k)
@@ -337,9 +348,22 @@ void print_report(int size, double rate, const std::string& threads, bool bigtif
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    std::printf(
+        "usage: bench_follow [size=256] [rate=20] [frames=2000] [engine=<dir of this program>/driftscan-engine]\n"
+        "                    [folder=$TMPDIR] [threads=1]\n"
+        "A writer appends size x size float32 frames to a TIFF at `rate` frames/s while `driftscan-engine register\n"
+        "--follow --until-frames frames --threads threads` follows it; prints the latency from each frame complete\n"
+        "to its drift.csv row (median, p95, max, rows over 200 ms, the first rows) and the engine's memory.\n");
+    return 0;
+  }
   const int size = argc > 1 ? std::atoi(argv[1]) : 256;
   const double rate = argc > 2 ? std::atof(argv[2]) : 20.0;
   const std::size_t frames = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 2000;
+  if (size < 32 || !(rate > 0) || frames < 2) {
+    std::fprintf(stderr, "bench_follow: need size >= 32, rate > 0 and frames >= 2 (see --help)\n");
+    return 2;
+  }
   const std::string engine =
       argc > 4 ? argv[4] : (std::filesystem::path(argv[0]).parent_path() / "driftscan-engine").string();
   const char* tmp = std::getenv("TMPDIR");
@@ -361,7 +385,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     DriftRowWatcher watcher(out + "/drift.csv", frames, child);
-    const WriteTimes written = write_on_schedule(live, appender, watcher, frames, rate);
+    const WriteTimes written = write_on_schedule(live, appender, out, frames, rate);
     end = wait_for_engine(child, watcher, frames);
     watcher.stop();
     print_report(size, rate, threads, bigtiff, frames, written, watcher, end);

@@ -127,13 +127,47 @@ double choose_smoothing_sigma(const Frame& reference) {
 }
 
 RegistrationOperator::RegistrationOperator(const FrameSource& frames, const RegistrationSettings& settings,
-                                           int refine_threads, std::size_t prepared_cache_bytes)
+                                           int refine_threads, std::size_t prepared_cache_bytes, bool prepare_reference)
     : frames_(frames),
       settings_(settings),
       sigma_(reference_sigma(frames)),
-      pair_(frames.width(), frames.height(), with_reference(frames, pair_options(settings, sigma_))),
       refine_(frames.width(), frames.height(), refine_options(frames, settings, refine_threads, sigma_)),
-      cache_capacity_(prepared_cache_bytes) {}
+      frame0_(prepare_reference && frames.frame_count() > 0
+                  ? std::async(std::launch::async, [this] { return prepare_frame0(); })
+                  : std::future<PreparedFrame0>()),
+      pair_(frames.width(), frames.height(), with_reference(frames, pair_options(settings, sigma_))),
+      cache_capacity_(prepared_cache_bytes) {
+  if (!frame0_.valid()) return;
+  PreparedFrame0 f0 = frame0_.get();  // ready about when the autocorrelation is
+  if (f0.prepared) keep(0, true, f0.levels, std::move(f0.prepared), f0.bytes);
+}
+
+RegistrationOperator::PreparedFrame0 RegistrationOperator::prepare_frame0() const {
+  PreparedFrame0 out;
+  // A shaky guess starts deeper than a trusted one: the deeper pyramid
+  // serves both (an application starts at the level its guess asks for).
+  out.levels = std::max(refine_.levels_for(1.0), refine_.levels_for(2.0));
+  try {
+    const Frame f = frames_.frame(0);
+    out.prepared = refine_.prepare(f, true, out.levels);
+    out.bytes = prepared_bytes(f, out.levels, true);
+  } catch (const Error&) {
+    out.prepared = nullptr;  // bad frame data: the application meets it again and says why
+  }
+  return out;
+}
+
+void RegistrationOperator::keep(std::size_t k, bool reference, int levels,
+                                std::shared_ptr<const Refinement::Prepared> p, std::size_t bytes) const {
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  if (bytes > cache_capacity_) return;
+  cache_.push_front({k, reference, levels, std::move(p), bytes});
+  cache_bytes_ += bytes;
+  while (cache_bytes_ > cache_capacity_ && !cache_.empty()) {
+    cache_bytes_ -= cache_.back().bytes;
+    cache_.pop_back();
+  }
+}
 
 std::shared_ptr<const Refinement::Prepared> RegistrationOperator::prepared(std::size_t k, bool reference,
                                                                            int levels) const {
@@ -147,16 +181,7 @@ std::shared_ptr<const Refinement::Prepared> RegistrationOperator::prepared(std::
   }
   Frame f = frames_.frame(k);  // read errors propagate as they are
   auto p = refine_.prepare(f, reference, levels);
-  std::size_t bytes = prepared_bytes(f, levels, reference);
-  std::lock_guard<std::mutex> lock(cache_mutex_);
-  if (bytes <= cache_capacity_) {
-    cache_.push_front({k, reference, levels, p, bytes});
-    cache_bytes_ += bytes;
-    while (cache_bytes_ > cache_capacity_ && !cache_.empty()) {
-      cache_bytes_ -= cache_.back().bytes;
-      cache_.pop_back();
-    }
-  }
+  keep(k, reference, levels, p, prepared_bytes(f, levels, reference));
   return p;
 }
 

@@ -1,10 +1,18 @@
 // The slurm profile: the job is staged like an ssh job, then a generated batch
 // script is submitted with sbatch on the login node; one long-lived ssh
 // follows the queue state (squeue, then scontrol for the end) and streams the
-// job's progress file back. cancel() runs scancel.
+// job's progress file back. cancel() runs scancel; a further cancel() runs
+// `scancel --signal=KILL --full` and stops following the job abort_grace_s
+// later if it has not ended. What Slurm does with that (22.05, Debian 12,
+// tests/integration/test_launch_slurm.sh): once the first scancel has made
+// the job CANCELLED (COMPLETING while its processes stop) it refuses any
+// further signal ("Invalid job id specified"); a job whose batch script
+// ignores SIGTERM is then killed by Slurm itself after its KillWait. The
+// launcher's part is to send it and to return, not to wait for KillWait.
 #include <signal.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <regex>
@@ -112,14 +120,17 @@ LaunchResult SlurmBackend::run() {
       "case \"$fin\" in *JobState=COMPLETED*) ;; *) tail -n 40 slurm-$id.out 2>/dev/null | sed 's/^/SLURM_OUT /' ;; "
       "esac\n";
   std::string final_line;
-  auto on_cancel = [&] {
-    auto r = host_.run(host_.prelude() + "scancel " + slurm_job, host_.connect_bound());
-    if (r.exit_code != 0) ctx_.log("scancel " + slurm_job + " failed: " + r.err.substr(0, r.err.find('\n')), "warning");
+  auto scancel = [&](const std::string& args) {
+    const std::string command = "scancel " + args + slurm_job;
+    ctx_.log("cancelling: " + command);
+    auto r = host_.run(host_.prelude() + command, host_.connect_bound());
+    if (r.exit_code != 0) ctx_.log(command + " failed: " + r.err.substr(0, r.err.find('\n')), "warning");
   };
   ctx_.log_command(host_.ssh(follower));
   Subprocess p(host_.ssh(follower));
-  bool cancelled_sent = false;
-  Clock::time_point cancel_at{};
+  bool cancelled_sent = false, kill_sent = false;
+  Clock::time_point cancel_at{}, kill_at{};
+  const auto after = [](Clock::time_point t, double s) { return Clock::now() - t > std::chrono::duration<double>(s); };
   auto out = [&](const std::string& l) {
     if (l.rfind("SLURM_FINAL", 0) == 0) final_line = l;
     else if (l.rfind("SLURM_OUT ", 0) == 0) ctx_.on_stderr_line(l.substr(10));
@@ -130,12 +141,23 @@ LaunchResult SlurmBackend::run() {
     if (ctx_.cancel_requested && !cancelled_sent) {
       cancelled_sent = true;
       cancel_at = Clock::now();
-      ctx_.log("cancelling: scancel " + slurm_job);
-      on_cancel();
+      scancel("");
     }
-    // Watchdog: a job Slurm does not end after scancel is not followed forever.
-    if (cancelled_sent &&
-        Clock::now() - cancel_at > std::chrono::duration<double>(ctx_.options.cancel_grace_s + 30.0)) {
+    if (cancelled_sent && !kill_sent && ctx_.cancel_requests >= 2) {
+      kill_sent = true;
+      kill_at = Clock::now();
+      scancel("--signal=KILL --full ");
+    }
+    // Watchdog: a job Slurm does not end after scancel is not followed forever
+    // (nor, after a further cancel, longer than abort_grace_s).
+    if (kill_sent && after(kill_at, ctx_.options.abort_grace_s)) {
+      ctx_.log("slurm job " + slurm_job + " did not end " + std::to_string(std::lround(ctx_.options.abort_grace_s)) +
+                   " s after a further cancel; no longer following it (Slurm ends it after its KillWait)",
+               "warning");
+      p.signal_group(SIGKILL);
+      break;
+    }
+    if (cancelled_sent && after(cancel_at, ctx_.options.cancel_grace_s + 30.0)) {
       ctx_.log("slurm job " + slurm_job + " did not end after scancel; no longer following it", "warning");
       p.signal_group(SIGKILL);
       break;

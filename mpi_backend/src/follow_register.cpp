@@ -287,6 +287,16 @@ class FollowRun {
     const Point d = r.transform.displacement(centre_);
     progress_.frame({{"frame", k}, {"dx", d.x}, {"dy", d.y}, {"flags", r.flags}, {"seconds", since(t0)}});
     progress_.advance(k + 1);
+    if (k == 0) {
+      try {
+        start_operator(frames);
+      } catch (...) {
+        // Bad settings (ROI, mask...): no result to keep or resume from.
+        elements_.clear();
+        regs_.clear();
+        throw;
+      }
+    }
     {
       std::lock_guard<std::mutex> lock(queue_mu_);
       queue_.push_back({r, usable});
@@ -296,19 +306,12 @@ class FollowRun {
     if (interval > 0 && since(last_checkpoint_) >= interval) save_checkpoint_now();
   }
 
-  // With frame 0: the operator, drift.csv's header, the worker.
+  // With frame 0, before its row (the identity, which needs no operator):
+  // drift.csv's header and what frame 0 tells about the series.
   void start(const FrameSource& frames) {
     const Frame f0 = frames.frame(0);
     if (std::string why = unusable_frame_reason(f0); !why.empty())
       throw bad_input(series_->frame_origin(0) + ": frame 0 (the reference of the registration) " + why);
-    // Prepared frames (pyramids) of a few frames: frame 0's is used by every
-    // step and stays; the others are each used by one step and its
-    // uncertainty, soon after. A bound that does not grow with the series.
-    const std::size_t frame_bytes = f0.pixels.size() * sizeof(float);
-    // The refinement on the critical path uses the job's threads (--threads 2
-    // halves a large frame's latency on two cores).
-    op_.emplace(frames, job_.registration, std::max(1, job_.execution.threads),
-                std::min(prepared_cache_bytes(job_), 24 * frame_bytes));
     centre_ = {(frames.width() - 1) / 2.0, (frames.height() - 1) / 2.0};
     counts_ = looks_like_counts(f0);
     load_resume();
@@ -316,33 +319,67 @@ class FollowRun {
     tw_.format = SampleFormat::float32;
     tw_.pixel_size = frames.pixel_size();
     tw_.unit = frames.pixel_unit();
+  }
+
+  // Once frame 0's row is out: the operator, with everything it derives from
+  // frame 0 — its smoothing, autocorrelation and pyramid — built now, before
+  // frame 1 exists (frame 1's row then pays only its own pair registration
+  // and refinement); then the worker.
+  void start_operator(const FrameSource& frames) {
+    // Prepared frames (pyramids) of a few frames: frame 0's is used by every
+    // step and stays; the others are each used by one step and its
+    // uncertainty, soon after. A bound that does not grow with the series.
+    const std::size_t frame_bytes = static_cast<std::size_t>(frames.width()) * frames.height() * sizeof(float);
+    // The refinement on the critical path uses the job's threads (--threads 2
+    // halves a large frame's latency on two cores).
+    op_.emplace(frames, job_.registration, std::max(1, job_.execution.threads),
+                std::min(prepared_cache_bytes(job_), 24 * frame_bytes), true);
     worker_ = std::thread([this] { work(); });
+  }
+
+  // When the worker next writes average.tif without a new frame: one
+  // interval after the last write (or frame 0), while frames are pending in
+  // the mean; never otherwise.
+  Clock::time_point average_due() const {
+    if (since_average_ == 0) return Clock::time_point::max();
+    const double every = std::min(job_.follow.average_every_s, 1e6);
+    return last_average_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(every));
   }
 
   // The worker, at a lower priority than the critical path: each frame's
   // drift uncertainty (what the batch run's uncertainty phase computes, the
-  // same way) and its share of the running mean; average.tif when due.
+  // same way) and its share of the running mean; average.tif when due, also
+  // between frames (the first one an interval after frame 0, not when a
+  // later frame happens to come).
   void work() {
     ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 10);
     for (;;) {
-      Queued q;
+      std::optional<Queued> q;
       {
         std::unique_lock<std::mutex> lock(queue_mu_);
-        queue_cv_.wait(lock, [&] { return !queue_.empty() || closing_; });
-        if (queue_.empty()) return;
+        const auto ready = [&] { return !queue_.empty() || closing_; };
+        const Clock::time_point due = average_due();
+        if (due == Clock::time_point::max()) queue_cv_.wait(lock, ready);
+        else queue_cv_.wait_until(lock, due, ready);
+        if (queue_.empty() && closing_) return;
         if (const CancelToken* abort = worker_abort_.load(); abort && abort->cancelled()) return;
-        q = queue_.front();
-        queue_.pop_front();
+        if (!queue_.empty()) {
+          q = queue_.front();
+          queue_.pop_front();
+        }
       }
       try {
-        const RefineInformation info = op_->information(q.r);
-        uncertainty_.push_back(drift_uncertainty(info, q.r.transform, centre_, reference_noise_share(info, counts_)));
-        if (q.usable) {
-          mean_.add(series_->frame(q.r.to), q.r.transform, job_.averaging.interpolation);
-          ++since_average_;
+        if (q) {
+          const RefineInformation info = op_->information(q->r);
+          uncertainty_.push_back(
+              drift_uncertainty(info, q->r.transform, centre_, reference_noise_share(info, counts_)));
+          if (q->usable) {
+            if (mean_.frames() == 0) last_average_ = Clock::now();  // the first write one interval after this
+            mean_.add(series_->frame(q->r.to), q->r.transform, job_.averaging.interpolation);
+            ++since_average_;
+          }
         }
-        if (since_average_ > 0 &&
-            (since_average_ >= job_.follow.average_every_frames || since(last_average_) >= job_.follow.average_every_s))
+        if (since_average_ > 0 && (since_average_ >= job_.follow.average_every_frames || Clock::now() >= average_due()))
           write_running_average();
       } catch (...) {
         std::lock_guard<std::mutex> lock(queue_mu_);

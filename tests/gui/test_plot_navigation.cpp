@@ -8,7 +8,12 @@
 #include <QMouseEvent>
 #include <QSignalSpy>
 #include <QWheelEvent>
+#include <QtCharts/QChart>
+#include <QtCharts/QLegend>
+#include <QtCharts/QLegendMarker>
+#include <QtCharts/QLineSeries>
 #include <QtTest/QtTest>
+#include <algorithm>
 #include <cmath>
 
 #include "drift_plot.hpp"
@@ -24,6 +29,17 @@ void wheel(QWidget* w, QPointF at, int notches) {
 void mouse(QWidget* w, QEvent::Type type, QPointF at, Qt::MouseButton button, Qt::MouseButtons buttons) {
   QMouseEvent e(type, at, w->mapToGlobal(at), button, buttons, Qt::NoModifier);
   QApplication::sendEvent(w, &e);
+}
+// Consecutive points of `s` in different frames: a segment across a fly-back.
+int fly_back_segments(const QLineSeries* s, const LineDriftSeries& lines) {
+  int n = 0;
+  const QList<QPointF> p = s->points();
+  for (qsizetype i = 1; i < p.size(); ++i) {
+    const auto k =
+        std::upper_bound(lines.frameFirst.begin(), lines.frameFirst.end(), p[i - 1].x()) - lines.frameFirst.begin() - 1;
+    if (p[i].x() > lines.frameLast[static_cast<std::size_t>(k)]) ++n;
+  }
+  return n;
 }
 bool has_colour(const QImage& img, QRgb c) {
   for (int y = 0; y < img.height(); ++y)
@@ -176,6 +192,88 @@ class PlotNavigationTest : public QObject {
     QVERIFY(std::abs(v) > 0.5);
     QVERIFY2(std::abs(nm.captured(1).toDouble() - v * 0.02) <= 1e-3 * std::abs(v * 0.02) + 1e-6,
              qPrintable(plot.readout() + " vs " + px.captured(0)));
+  }
+
+  void lineDriftPlotBreaksAtFlyBacksWhileFewFramesAreInView() {
+    // 400 frames of 20 lines 0.02 s apart, a 0.12 s fly-back between frames.
+    LineDriftSeries lines;
+    for (int k = 0; k < 400; ++k) {
+      for (int i = 0; i < 20; ++i) {
+        lines.t.push_back(k * 0.5 + i * 0.02);
+        lines.dx.push_back(0.01 * (20 * k + i));
+        lines.dy.push_back(std::sin(0.05 * (20 * k + i)));
+        lines.jitter.push_back(i % 2 ? 0.1 : -0.1);
+        lines.frame.push_back(k);
+      }
+      lines.frameFirst.push_back(lines.t[lines.t.size() - 20]);  // as LineDriftSeries::read keeps them
+      lines.frameLast.push_back(lines.t.back());
+    }
+    lines.totalLines = lines.t.size();
+    LineDriftPlot plot;
+    plot.setSeries(lines, {});
+    plot.resize(1000, 650);
+    plot.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&plot));
+    const std::vector<QLineSeries*>* curves = &plot.curves();
+    auto legend_names = [&] {
+      QStringList names;
+      for (QLineSeries* s : *curves)
+        for (QLegendMarker* m : s->chart()->legend()->markers(s))
+          if (m->isVisible()) names << s->name();
+      return names;
+    };
+    // All 400 in view: one series per curve, joined, and the legend says so.
+    QVERIFY(plot.curvesJoined());
+    QCOMPARE(curves->size(), std::size_t(3));
+    QVERIFY(fly_back_segments(curves->front(), lines) == 399);
+    QVERIFY2(legend_names().size() == 2 && legend_names().front().contains("joined across fly-backs"),
+             qPrintable(legend_names().join(", ")));
+    // Wheel in 7 notches (0.8^7 of the axis: ~84 frames): a series per frame
+    // and curve (the frames in view and some around them), none across a
+    // fly-back, each curve named once.
+    const QPointF mid(plot.xOfTime(100.0), 120);
+    wheel(plot.viewport(), mid, 7);
+    auto check_split = [&](const char* when) {
+      const auto [first, last] = plot.framesInView();
+      const int n = last - first + 1;
+      QVERIFY2(!plot.curvesJoined() && n > 50 && n <= LineDriftPlot::kMaxSplitFrames,
+               qPrintable(QString("%1: frames %2..%3").arg(when).arg(first).arg(last)));
+      QVERIFY(int(curves->size()) >= 3 * n);
+      QCOMPARE(curves->size() % 3, std::size_t(0));
+      QVERIFY(int(curves->size()) <= 3 * LineDriftPlot::kMaxSplitFrames);
+      for (const QLineSeries* s : *curves) QCOMPARE(fly_back_segments(s, lines), 0);
+      // The series cover the frames in view.
+      QVERIFY(curves->front()->points().front().x() <= lines.frameFirst[std::size_t(first)]);
+      QVERIFY(curves->back()->points().back().x() >= lines.frameLast[std::size_t(last)]);
+      QVERIFY2(legend_names() == QStringList({"dx", "dy"}),
+               qPrintable(when + (": " + legend_names().join(", ")) +
+                          QString(" markers %1 of first %2")
+                              .arg(curves->front()->chart()->legend()->markers().size())
+                              .arg(curves->front()->chart()->legend()->markers(curves->front()).size())));
+    };
+    check_split("zoomed in");
+    const int firstBefore = plot.framesInView().first;
+    // Panned right (arrow key, 10% of the view each): other frames in view,
+    // past the margin built around them after a few presses.
+    for (int i = 0; i < 8; ++i) QTest::keyClick(plot.viewport(), Qt::Key_Right);
+    QVERIFY(plot.framesInView().first > firstBefore + 40);
+    check_split("panned");
+    // Out 3 notches: ~164 frames, still split; 3 more: ~320 > 300, joined again.
+    QElapsedTimer rebuild;
+    rebuild.start();
+    wheel(plot.viewport(), mid, -3);
+    qInfo("zoom out to %d frames in view, %zu series rebuilt: %lld ms",
+          plot.framesInView().second - plot.framesInView().first + 1, curves->size(),
+          static_cast<long long>(rebuild.elapsed()));
+    check_split("zoomed out to ~164 frames");
+    wheel(plot.viewport(), mid, -3);
+    QVERIFY2(plot.framesInView().second - plot.framesInView().first + 1 > LineDriftPlot::kMaxSplitFrames,
+             qPrintable(QString::number(plot.framesInView().second - plot.framesInView().first + 1)));
+    QVERIFY(plot.curvesJoined());
+    QCOMPARE(curves->size(), std::size_t(3));
+    QVERIFY(fly_back_segments(curves->front(), lines) > 0);
+    // The picture still has its curves (rebuilt series are drawn).
+    QVERIFY(!plot.toImage(QSize(800, 500)).isNull());
   }
 
   void loadBalanceZoomsAndNamesTheApplication() {

@@ -9,7 +9,9 @@
 #include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
+#include <QtCharts/QLineSeries>
 #include <QtTest/QtTest>
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -162,6 +164,19 @@ class ScanDistortionViewsTest : public QObject {
     LineDriftPlot* plot = w.lineDriftPlot();
     QCOMPARE(plot->pointCount(), frames_ * size_);
     QCOMPARE(plot->boundaryCount(), frames_ - 1);
+    // Few frames: each frame's curves are their own series, so no segment
+    // joins a frame's last line to the next frame's first across the fly-back.
+    QVERIFY(!plot->curvesJoined());
+    QCOMPARE(int(plot->curves().size()), 3 * frames_);
+    for (const QLineSeries* c : plot->curves()) {
+      const QList<QPointF> p = c->points();
+      QVERIFY(p.size() >= 2);
+      const auto k =
+          std::upper_bound(plot->series().frameFirst.begin(), plot->series().frameFirst.end(), p.front().x()) -
+          plot->series().frameFirst.begin() - 1;
+      QVERIFY2(p.back().x() <= plot->series().frameLast[std::size_t(k)],
+               qPrintable(QString("a series from t=%1 to %2 spans a fly-back").arg(p.front().x()).arg(p.back().x())));
+    }
     QVERIFY(w.showView("lines"));
     QApplication::processEvents();
     QVERIFY(distinct_colours(plot->toImage(QSize(1000, 700))) > 8);

@@ -118,4 +118,20 @@ wait $writer
 check "cancel: ends the follow with exit 0 and a report" "[ $rc -eq 0 ] && [ -s '$WORK/f6/report.json' ]"
 check "cancel: says so" "grep -q 'follow ended (cancel)' '$WORK/f6.log'"
 
+# 7. The first average.tif one interval after frame 0, with no frame after it
+# (it used to wait for a later frame to come).
+"$WRITER" "$WORK/s.tif" "$WORK/one.tif" --frames 1 --rate 0 >/dev/null
+"$ENGINE" register "$WORK/one.tif" --follow --idle-timeout 20 --average-every-s 0.5 --out "$WORK/f7" \
+  --progress plain 2>"$WORK/f7.log" &
+engine=$!
+wait_rows "$WORK/f7/drift.csv" 1
+start=$(now)
+for i in $(seq 100); do [ -s "$WORK/f7/average.tif" ] && break; sleep 0.05; done
+waited=$(elapsed "$start")
+echo "  average.tif ${waited} s after frame 0's row (interval 0.5 s)"
+check "first average: written about one interval after frame 0, without a second frame" \
+  "[ -s '$WORK/f7/average.tif' ] && awk 'BEGIN{exit !($waited < 2.5)}'"
+kill -TERM $engine
+wait $engine
+
 exit $fail

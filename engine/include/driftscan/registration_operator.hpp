@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <future>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -79,8 +80,16 @@ class RegistrationOperator {
   // frame, mask of the wrong size...).
   // `refine_threads`: OpenMP threads inside each refinement (1 when the
   // operator is applied from several threads at once).
+  // `prepare_reference`: also prepare frame 0, the reference of every
+  // application of the sequential scan (its pyramid with samples, gradients
+  // and spline coefficients, to the depth any application may start at),
+  // into the cache — built on a second thread while frame 0's
+  // autocorrelation runs here, both needing only frame 0's smoothing. What
+  // the first application would build itself, the same way: results
+  // unchanged. `register --follow` asks for it when frame 0 is complete, so
+  // frame 1's row pays only its own pair registration and refinement.
   RegistrationOperator(const FrameSource& frames, const RegistrationSettings& settings, int refine_threads = 1,
-                       std::size_t prepared_cache_bytes = std::size_t(256) << 20);
+                       std::size_t prepared_cache_bytes = std::size_t(256) << 20, bool prepare_reference = false);
 
   // (i -> j, a) (+) (j -> k, b) = (i -> k, refined). Thread-safe. Throws
   // failure when a.to != b.from. A refinement that is impossible (frames
@@ -127,12 +136,26 @@ class RegistrationOperator {
 
  private:
   std::shared_ptr<const Refinement::Prepared> prepared(std::size_t k, bool reference, int levels) const;
+  // Into the cache (evicting the least recently used beyond its capacity).
+  void keep(std::size_t k, bool reference, int levels, std::shared_ptr<const Refinement::Prepared> p,
+            std::size_t bytes) const;
+  // Frame 0 as the reference at the deepest start any application may ask
+  // for; prepared null when it cannot be (bad data: the application says why).
+  struct PreparedFrame0 {
+    std::shared_ptr<const Refinement::Prepared> prepared;
+    int levels = 0;
+    std::size_t bytes = 0;
+  };
+  PreparedFrame0 prepare_frame0() const;
 
+  // In this order: the refinement and frame 0's preparation (on a second
+  // thread) are under way while the pair plan computes frame 0's autocorrelation.
   const FrameSource& frames_;
   RegistrationSettings settings_;
   double sigma_;
-  PairRegistrationPlan pair_;
   Refinement refine_;
+  std::future<PreparedFrame0> frame0_;
+  PairRegistrationPlan pair_;
   // Prepared frames (pyramids): frame 0 is the reference of every
   // application in the sequential scan. Small LRU guarded by a mutex.
   struct CacheEntry {

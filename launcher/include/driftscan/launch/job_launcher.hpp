@@ -25,7 +25,8 @@
 // remote_workdir/<id>/, runs it there, streams its events, fetches results
 // into job.output. slurm: same staging, then a generated batch script
 // submitted with sbatch, followed with squeue/scontrol while the job's
-// progress file is streamed back; cancel() runs scancel.
+// progress file is streamed back; cancel() runs scancel, a further one
+// `scancel --signal=KILL --full` (slurm_backend.cpp: what Slurm makes of it).
 //
 // Every cancel() reaches the engine (local, ssh: one SIGUSR1 each), because
 // `register --follow` takes the first request as Stop (end the follow, finish
