@@ -42,10 +42,12 @@ job() {
 JSON
 }
 rows() { [ -f "$1" ] && tail -n +2 "$1" | wc -l || echo 0; }
-# Waits (up to 60 s) until the events file $1 reports 40 frames registered.
+# Waits (up to 60 s) until the events file $1 reports 150 frames registered:
+# the finish (a median over them in 1 MB) then lasts over a second, long
+# enough for the second Stop to find it running.
 wait_frames() {
   for _ in $(seq 1200); do
-    [ "$(grep -c '"event":"frame"' "$1" 2>/dev/null)" -ge 40 ] && return 0
+    [ "$(grep -c '"event":"frame"' "$1" 2>/dev/null)" -ge 150 ] && return 0
     sleep 0.05
   done
   return 1
@@ -59,7 +61,7 @@ wait_event() {
   return 1
 }
 
-# stop_twice NAME PROFILE: Stop once 40 rows are in, again once the engine says it is finishing.
+# stop_twice NAME PROFILE: Stop once 150 rows are in, again once the engine says it is finishing.
 stop_twice() {
   local name=$1 out="$WORK/$1"
   job "$name"
