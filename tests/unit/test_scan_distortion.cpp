@@ -95,6 +95,26 @@ double jitter_rms(const SyntheticSeries& s, const ScanModel& m, bool zero = fals
   return std::sqrt(sum / count);
 }
 
+// A model of series s's first `frames` frames: a path through the true
+// drift at every third line's mid time, and a made-up jitter pattern.
+ScanModel model_near_truth(const SyntheticSeries& s, std::size_t frames) {
+  const ScanTiming& t = s.scan_timing();
+  std::vector<DriftSample> samples;
+  for (std::size_t k = 0; k < frames; ++k)
+    for (int l = 0; l < t.lines(); l += 3) {
+      const double tl = t.line_mid_time(k, l);
+      samples.push_back({tl, s.drift_at(tl).x, s.drift_at(tl).y, 1.0});
+    }
+  DriftPathSettings ps;
+  ps.knot_spacing = choose_knot_spacing(t.frame_time(), 10);
+  ScanModel m;
+  m.path = DriftPath::fit(samples, 0.0, t.frame_start(frames), ps);
+  m.jitter.assign(frames, std::vector<double>(static_cast<std::size_t>(t.lines())));
+  for (std::size_t k = 0; k < frames; ++k)
+    for (int l = 0; l < t.lines(); ++l) m.jitter[k][static_cast<std::size_t>(l)] = 0.05 * ((l * 7) % 5 - 2);
+  return m;
+}
+
 }  // namespace
 
 TEST(ScanDistortion, PerLineDriftErrorIsWellBelowRigid) {
@@ -131,19 +151,7 @@ TEST(ScanDistortion, PixelShowingInvertsProbed) {
   o.scan_direction = ScanDirection::serpentine;
   SyntheticSeries s(o);
   const ScanTiming& t = s.scan_timing();
-  std::vector<DriftSample> samples;
-  for (std::size_t k = 0; k < 4; ++k)
-    for (int l = 0; l < t.lines(); l += 3) {
-      const double tl = t.line_mid_time(k, l);
-      samples.push_back({tl, s.drift_at(tl).x, s.drift_at(tl).y, 1.0});
-    }
-  DriftPathSettings ps;
-  ps.knot_spacing = choose_knot_spacing(t.frame_time(), 10);
-  ScanModel m;
-  m.path = DriftPath::fit(samples, 0.0, t.frame_start(4), ps);
-  m.jitter.assign(4, std::vector<double>(static_cast<std::size_t>(t.lines())));
-  for (std::size_t k = 0; k < 4; ++k)
-    for (int l = 0; l < t.lines(); ++l) m.jitter[k][static_cast<std::size_t>(l)] = 0.05 * ((l * 7) % 5 - 2);
+  const ScanModel m = model_near_truth(s, 4);
   // The per-frame map tabulates d(t) linearly within each line: its inverse
   // is exact for itself, and it agrees with the spline model to far below a
   // pixel even at this drift (3 px per frame time on 30-line frames).
@@ -174,19 +182,7 @@ TEST(ScanDistortion, PixelShowingNearSolvesEachLine) {
     o.scan_direction = direction;
     SyntheticSeries s(o);
     const ScanTiming& t = s.scan_timing();
-    std::vector<DriftSample> samples;
-    for (std::size_t k = 0; k < 3; ++k)
-      for (int l = 0; l < t.lines(); l += 3) {
-        const double tl = t.line_mid_time(k, l);
-        samples.push_back({tl, s.drift_at(tl).x, s.drift_at(tl).y, 1.0});
-      }
-    DriftPathSettings ps;
-    ps.knot_spacing = choose_knot_spacing(t.frame_time(), 10);
-    ScanModel m;
-    m.path = DriftPath::fit(samples, 0.0, t.frame_start(3), ps);
-    m.jitter.assign(3, std::vector<double>(static_cast<std::size_t>(t.lines())));
-    for (std::size_t k = 0; k < 3; ++k)
-      for (int l = 0; l < t.lines(); ++l) m.jitter[k][static_cast<std::size_t>(l)] = 0.05 * ((l * 7) % 5 - 2);
+    const ScanModel m = model_near_truth(s, 3);
     const bool rotated = direction == ScanDirection::rotated90;
     double worst = 0;
     int wrong_line = 0;

@@ -7,6 +7,8 @@
 // elsewhere. Agrees with sample_bspline() to float rounding (~1e-7 relative).
 #include <cstddef>
 
+#include "driftscan/cubic_bspline.hpp"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -72,19 +74,16 @@ inline void bspline_taps_gradient(const float* p, std::size_t stride, float fx, 
 #else  // no SSE2: the same arithmetic in plain loops
 
 namespace detail {
+// The reference weights (cubic_bspline.hpp), in float.
 inline void bspline_weights4(float t, float w[4]) {
-  const float u = 1.0f - t, t2 = t * t, t3 = t2 * t;
-  w[0] = u * u * u / 6.0f;
-  w[1] = (4.0f - 6.0f * t2 + 3.0f * t3) / 6.0f;
-  w[2] = (1.0f + 3.0f * t + 3.0f * t2 - 3.0f * t3) / 6.0f;
-  w[3] = t3 / 6.0f;
+  double d[4];
+  bspline_weights(t, d);
+  for (int i = 0; i < 4; ++i) w[i] = static_cast<float>(d[i]);
 }
 inline void bspline_weight_derivatives4(float t, float w[4]) {
-  const float u = 1.0f - t, t2 = t * t;
-  w[0] = -0.5f * u * u;
-  w[1] = -2.0f * t + 1.5f * t2;
-  w[2] = 0.5f + t - 1.5f * t2;
-  w[3] = 0.5f * t2;
+  double d[4];
+  bspline_weight_derivatives(t, d);
+  for (int i = 0; i < 4; ++i) w[i] = static_cast<float>(d[i]);
 }
 }  // namespace detail
 
