@@ -13,12 +13,13 @@
 // B-splines), so interpolation smoothing favours none. Each average is scored by fitting it to the clean specimen with
 // an affine map plus gain and offset (so the choice of reference frame costs nothing) and taking the residual RMS over
 // the specimen region every frame covers (in counts). Also printed: per-line drift and jitter error (and the line
-// fits' own predicted precision, a floor for the jitter error), rounds, wall time
+// fits' own predicted precision, a floor for the jitter error), each line's fast-axis position error (path and jitter
+// together: what the average sees, whichever of the two carries it), rounds, wall time
 // and process CPU time (the honest figure on a shared machine with --threads 1)
 // of the estimate against the rigid run.
 //
 //   bench_scan_distortion [--threads N] [--cases 1,2,..] [--frames N] [--size N] [--rounds N] [--band-lines N]
-//                         [--smoothing S] [--no-jitter]
+//                         [--smoothing S] [--no-jitter] [--no-template-filter]
 #include <omp.h>
 #include <unistd.h>
 
@@ -155,6 +156,7 @@ ScanModel oracle_model(const SyntheticSeries& s) {
 
 struct Errors {
   double line_drift = 0, rigid_line_drift = 0, jitter = 0, jitter_zero = 0;
+  double position = 0;  // each line's fast-axis position, path plus jitter (what the average sees)
 };
 
 Errors line_errors(const SyntheticSeries& s, const ScanModel& m, const std::vector<Point>& rigid) {
@@ -193,6 +195,22 @@ Errors line_errors(const SyntheticSeries& s, const ScanModel& m, const std::vect
   }
   e.jitter = std::sqrt(sum / static_cast<double>(count));
   e.jitter_zero = std::sqrt(sum0 / static_cast<double>(count));
+  // Position: the path and the jitter together along the fast axis (gauge: the mean removed).
+  const Point fast = t.fast_axis();
+  std::vector<double> dp;
+  double mean = 0;
+  for (std::size_t k = 0; k < s.frame_count(); ++k)
+    for (int l = 0; l < t.lines(); ++l) {
+      const double tm = t.line_mid_time(k, l);
+      const Point est = m.path.at(tm), truth = s.drift_at(tm);
+      const double j = m.jitter.empty() ? 0.0 : m.jitter[k][static_cast<std::size_t>(l)];
+      dp.push_back((est.x - truth.x) * fast.x + (est.y - truth.y) * fast.y + j - s.line_jitter(k, l));
+      mean += dp.back();
+    }
+  mean /= static_cast<double>(dp.size());
+  double sp = 0;
+  for (const double v : dp) sp += (v - mean) * (v - mean);
+  e.position = std::sqrt(sp / static_cast<double>(dp.size()));
   return e;
 }
 
@@ -249,6 +267,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) settings.max_rounds = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--band-lines") && i + 1 < argc) settings.band_lines = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--no-jitter")) settings.estimate_jitter = false;
+    else if (!std::strcmp(argv[i], "--no-template-filter")) settings.filter_template = false;
     else if (!std::strcmp(argv[i], "--smoothing") && i + 1 < argc) settings.smoothing = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--cases") && i + 1 < argc) {
       for (char* tok = std::strtok(argv[++i], ","); tok; tok = std::strtok(nullptr, ","))
@@ -256,7 +275,8 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: bench_scan_distortion [--threads N] [--cases 1,2] [--frames N] [--size N] [--rounds N] "
-                   "[--band-lines N] [--smoothing S (0: chosen from the data)] [--no-jitter]\n");
+                   "[--band-lines N] [--smoothing S (0: chosen from the data)] [--no-jitter] "
+                   "[--no-template-filter]\n");
       return 2;
     }
   }
@@ -340,11 +360,13 @@ int main(int argc, char** argv) {
                 r_oracle, r_corr, 100.0 * (r_corr / r_oracle - 1.0), r_rigid, 100.0 * (r_rigid / r_oracle - 1.0));
     std::printf(
         "%-52s  per-line drift error %.4f px (rigid %.4f)  jitter error %.4f px (%.4f if 0, line fit precision %.4f)"
+        "  fast-axis line position error %.4f px"
         "  rounds %zu converged %d"
         "  wall rigid %.2f s + correction %.2f s = %.2fx rigid  (cpu %.2f s + %.2f s = %.2fx)  region %zu px\n",
-        "", e.line_drift, e.rigid_line_drift, e.jitter, e.jitter_zero, est.jitter_precision_px, est.rounds.size(),
-        est.converged ? 1 : 0, rigid_wall, corrected_wall, (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu,
-        corrected_cpu, (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
+        "", e.line_drift, e.rigid_line_drift, e.jitter, e.jitter_zero, est.jitter_precision_px, e.position,
+        est.rounds.size(), est.converged ? 1 : 0, rigid_wall, corrected_wall,
+        (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu, corrected_cpu,
+        (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
     std::fflush(stdout);
   }
   return 0;

@@ -38,7 +38,7 @@ void together(RunContext& ctx, Body&& body) {
 // frames, each rank's sums added up (on every rank, or on rank 0 only).
 SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timing, const ScanModel& model,
                                std::size_t lo, std::size_t hi, RunContext& ctx, bool everywhere,
-                               std::size_t& progress_done) {
+                               std::size_t& progress_done, AverageNoise* noise = nullptr) {
   SpecimenExtent extent;
   together(ctx, [&] {
     for (std::size_t k = lo; k < hi; ++k) extent.merge(frame_extent(FrameScanMap(timing, model, k), timing));
@@ -47,28 +47,44 @@ SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timi
   MPI_Allreduce(MPI_IN_PLACE, bounds, 4, MPI_DOUBLE, MPI_MAX, ctx.comm);
   extent = {-bounds[0], bounds[1], -bounds[2], bounds[3]};
   SpecimenGrid grid;
+  // Sums and coverage of the even frames, then (with `noise`) of the odd
+  // ones: by the frame's own index, so the halves are the same for any ranks.
+  const std::size_t halves = noise ? 2 : 1;
   std::vector<double> sums;
   together(ctx, [&] {
     grid = SpecimenGrid::covering(extent, timing);
     const std::size_t size = static_cast<std::size_t>(grid.width) * static_cast<std::size_t>(grid.height);
-    sums.assign(2 * size, 0.0);
-    std::vector<double> sum(size, 0.0), coverage(size, 0.0);
+    sums.assign(2 * halves * size, 0.0);
+    std::vector<std::vector<double>> sum(halves, std::vector<double>(size, 0.0)), coverage = sum;
     for (std::size_t k = lo; k < hi; ++k) {
       ctx.cancel.throw_if_cancelled();
-      accumulate_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid, sum, coverage);
+      const std::size_t half = k % halves;
+      accumulate_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid, sum[half],
+                                         coverage[half]);
       ctx.progress.advance(++progress_done);
     }
-    std::copy(sum.begin(), sum.end(), sums.begin());
-    std::copy(coverage.begin(), coverage.end(), sums.begin() + static_cast<long>(size));
+    for (std::size_t h = 0; h < halves; ++h) {
+      std::copy(sum[h].begin(), sum[h].end(), sums.begin() + static_cast<long>(2 * h * size));
+      std::copy(coverage[h].begin(), coverage[h].end(), sums.begin() + static_cast<long>((2 * h + 1) * size));
+    }
   });
   const int count = static_cast<int>(sums.size());
   if (everywhere) MPI_Allreduce(MPI_IN_PLACE, sums.data(), count, MPI_DOUBLE, MPI_SUM, ctx.comm);
   else if (ctx.rank == 0) MPI_Reduce(MPI_IN_PLACE, sums.data(), count, MPI_DOUBLE, MPI_SUM, 0, ctx.comm);
   else MPI_Reduce(sums.data(), nullptr, count, MPI_DOUBLE, MPI_SUM, 0, ctx.comm);
   if (!everywhere && ctx.rank != 0) return {};
-  const std::size_t size = sums.size() / 2;
-  const std::vector<double> sum(sums.begin(), sums.begin() + static_cast<long>(size));
-  const std::vector<double> coverage(sums.begin() + static_cast<long>(size), sums.end());
+  const std::size_t size = sums.size() / (2 * halves);
+  auto part = [&](std::size_t i) {
+    return std::vector<double>(sums.begin() + static_cast<long>(i * size),
+                               sums.begin() + static_cast<long>((i + 1) * size));
+  };
+  std::vector<double> sum = part(0), coverage = part(1);
+  if (noise) {
+    const std::size_t n = frames.frame_count();
+    const std::vector<double> odd_sum = part(2), odd_coverage = part(3);
+    *noise = average_noise(grid, sum, coverage, odd_sum, odd_coverage, (n + 1) / 2, n / 2);
+    for (std::size_t i = 0; i < size; ++i) sum[i] += odd_sum[i], coverage[i] += odd_coverage[i];
+  }
   return finish_specimen_average(grid, sum, coverage);
 }
 
@@ -106,7 +122,9 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
   std::size_t done = 0;
   for (int round = 0; round < settings.max_rounds; ++round) {
     const auto started = std::chrono::steady_clock::now();
-    steps->set_template(combined_average(frames, timing, out.model, lo, hi, ctx, true, done), out.model.path);
+    AverageNoise noise;
+    const SpecimenImage average = combined_average(frames, timing, out.model, lo, hi, ctx, true, done, &noise);
+    together(ctx, [&] { steps->set_template(average, out.model.path, noise); });
     std::vector<DriftSample> samples;
     double precision[2] = {0.0, 0.0};
     together(ctx, [&] {

@@ -32,6 +32,7 @@
 #include "driftscan/frame.hpp"
 #include "driftscan/frame_source.hpp"
 #include "driftscan/scan_timing.hpp"
+#include "driftscan/template_wiener_filter.hpp"
 #include "driftscan/transform.hpp"
 
 namespace driftscan {
@@ -48,6 +49,9 @@ struct ScanDistortionSettings {
   bool estimate_jitter = true;
   double jitter_prior = 0.5;  // px: upper bound of the jitter's std dev (the prior itself is estimated from the data)
   double max_jitter = 2.0;    // px: bound on a line's jitter
+  // Fit against the template through its Wiener filter (TemplateWienerFilter:
+  // the noise measured from the even and odd frames' averages).
+  bool filter_template = true;
 };
 
 // The per-line model: what p(x, y, k) needs.
@@ -203,6 +207,17 @@ void accumulate_in_specimen_coordinates(const Frame& frame, const FrameScanMap& 
 SpecimenImage finish_specimen_average(const SpecimenGrid& grid, const std::vector<double>& sum,
                                       const std::vector<double>& coverage);
 
+// The noise of an average: the average of its even frames minus that of its
+// odd ones (0 where either is missing). The specimen cancels; the noise and
+// the frames' misplacements stay, with their spectrum.
+struct AverageNoise {
+  Frame half_difference;
+  std::size_t even = 0, odd = 0;  // frames in each half
+};
+AverageNoise average_noise(const SpecimenGrid& grid, const std::vector<double>& even_sum,
+                           const std::vector<double>& even_coverage, const std::vector<double>& odd_sum,
+                           const std::vector<double>& odd_coverage, std::size_t even, std::size_t odd);
+
 // Steps 2 and 4 against one average, for one frame at a time.
 class ScanDistortionSteps {
  public:
@@ -223,8 +238,10 @@ class ScanDistortionSteps {
   DriftPath fit_path(std::vector<DriftSample> samples) const;
 
   // Makes `average`, built under a model with this path, the template of the
-  // next steps (coverage threshold: a quarter of the frames).
-  void set_template(const SpecimenImage& average, const DriftPath& built_with);
+  // next steps (coverage threshold: a quarter of the frames). With its noise
+  // (both halves non-empty) and settings().filter_template, the fits sample
+  // it through a TemplateWienerFilter.
+  void set_template(const SpecimenImage& average, const DriftPath& built_with, const AverageNoise& noise = {});
   // Steps 2 and 4 for frame k against the template under `model`: its bands
   // registered, then (when jitter is estimated) each line's jitter by 1-D
   // matching, each line placed where its band's fit put it (the band
@@ -272,9 +289,10 @@ class ScanDistortionSteps {
 
 // Averages the frames in specimen coordinates under `model`: for every
 // specimen pixel, each frame is sampled (cubic B-spline) at the pixel that
-// shows it. The image covers every frame's footprint.
+// shows it. The image covers every frame's footprint. With `noise`, also the
+// difference of the even and odd frames' averages.
 SpecimenImage average_in_specimen_coordinates(const FrameSource& frames, const ScanTiming& timing,
-                                              const ScanModel& model);
+                                              const ScanModel& model, AverageNoise* noise = nullptr);
 
 // Estimates the per-line model from `frames` scanned with `timing`, starting
 // from the rigid drift of each frame (drift.csv convention: frame k at pixel

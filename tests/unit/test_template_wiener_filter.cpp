@@ -1,0 +1,133 @@
+// The template's Wiener filter (template_wiener_filter.hpp): it must take the
+// noise out of an average of a lattice, leave a noise-free average alone,
+// keep little of an average that is all noise, and treat broadband content
+// by how far it stands above the noise.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "driftscan/error.hpp"
+#include "driftscan/template_wiener_filter.hpp"
+
+using namespace driftscan;
+
+namespace {
+
+// A hexagonal lattice of Gaussian atoms, period 9 px, on an awkward size.
+Frame lattice(int w, int h) {
+  Frame f(w, h, 1.0f);
+  const double a = 9.0, r = a * std::sqrt(3.0) / 2;
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      double v = 0;
+      for (int j = -1; j <= static_cast<int>(h / r) + 1; ++j)
+        for (int i = -1; i <= static_cast<int>(w / a) + 1; ++i) {
+          const double cx = i * a + (j % 2 ? a / 2 : 0), cy = j * r;
+          const double d2 = (x - cx) * (x - cx) + (y - cy) * (y - cy);
+          if (d2 < 36) v += std::exp(-d2 / (2 * 1.5 * 1.5));
+        }
+      f.at(x, y) += static_cast<float>(4 * v);
+    }
+  return f;
+}
+
+struct Halves {
+  Frame average, half_difference;
+};
+
+// The averages of 12 even and 12 odd frames of `clean` with white noise of
+// `sigma` per frame.
+Halves noisy_halves(const Frame& clean, double sigma, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> noise(0.0, sigma / std::sqrt(12.0));
+  Halves h{clean, clean};
+  for (std::size_t i = 0; i < clean.pixels.size(); ++i) {
+    const double even = clean.pixels[i] + noise(rng), odd = clean.pixels[i] + noise(rng);
+    h.average.pixels[i] = static_cast<float>(0.5 * (even + odd));
+    h.half_difference.pixels[i] = static_cast<float>(even - odd);
+  }
+  return h;
+}
+
+double rms_difference(const Frame& a, const Frame& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.pixels.size(); ++i) s += std::pow(a.pixels[i] - b.pixels[i], 2);
+  return std::sqrt(s / static_cast<double>(a.pixels.size()));
+}
+
+}  // namespace
+
+TEST(TemplateWienerFilter, TakesTheNoiseOutOfALatticeAverage) {
+  const Frame clean = lattice(131, 97);  // 131 is prime: the transform is padded
+  const Halves h = noisy_halves(clean, 2.0, 1);
+  const TemplateWienerFilter filter(h.average, h.half_difference, 12, 12);
+  Frame filtered = h.average;
+  filter.apply(filtered);
+  const double before = rms_difference(h.average, clean), after = rms_difference(filtered, clean);
+  std::printf("lattice average, noise RMS %.4f -> %.4f after the filter (kept power %.3f)\n", before, after,
+              filter.kept_power());
+  EXPECT_LT(after, 0.5 * before);
+  EXPECT_GT(filter.transform_width(), 131);
+}
+
+TEST(TemplateWienerFilter, LeavesANoiseFreeAverageAlone) {
+  const Frame clean = lattice(64, 60);
+  const Frame zero(64, 60, 0.0f);
+  const TemplateWienerFilter filter(clean, zero, 5, 4);
+  Frame filtered = clean;
+  filter.apply(filtered);
+  EXPECT_LT(rms_difference(filtered, clean), 1e-4);
+  EXPECT_NEAR(filter.kept_power(), 1.0, 1e-6);
+}
+
+TEST(TemplateWienerFilter, KeepsLittleOfAnAverageThatIsAllNoise) {
+  const Frame flat(80, 72, 3.0f);
+  const Halves h = noisy_halves(flat, 2.0, 2);
+  const TemplateWienerFilter filter(h.average, h.half_difference, 12, 12);
+  Frame filtered = h.average;
+  filter.apply(filtered);
+  EXPECT_LT(filter.kept_power(), 0.1);
+  EXPECT_LT(rms_difference(filtered, flat), 0.4 * rms_difference(h.average, flat));
+}
+
+TEST(TemplateWienerFilter, BroadbandContentKeepsWhatStandsAboveTheNoise) {
+  // Smooth random content (strong at low frequencies, weak at high): the
+  // gain falls with frequency, from ~1 near the centre to ~0 at the corner.
+  const int w = 96, hgt = 96;
+  std::mt19937 rng(3);
+  std::normal_distribution<double> n01(0.0, 1.0);
+  Frame content(w, hgt, 0.0f);
+  for (int k = 0; k < 40; ++k) {
+    const double fx = 0.02 * n01(rng), fy = 0.02 * n01(rng), ph = 6.28 * n01(rng);
+    for (int y = 0; y < hgt; ++y)
+      for (int x = 0; x < w; ++x) content.at(x, y) += static_cast<float>(std::cos(6.2832 * (fx * x + fy * y) + ph));
+  }
+  const Halves h = noisy_halves(content, 2.0, 4);
+  const TemplateWienerFilter filter(h.average, h.half_difference, 12, 12);
+  // Mean gains: below 0.05 cycles/px (where the content is) and above 0.3.
+  double low = 0, low_n = 0, high = 0, high_n = 0;
+  const int tw = filter.transform_width(), th = filter.transform_height();
+  for (int v = 0; v < th; ++v)
+    for (int u = 0; u <= tw / 2; ++u) {
+      const double fx = static_cast<double>(u) / tw, fy = static_cast<double>(v <= th / 2 ? v : th - v) / th;
+      const double f = std::hypot(fx, fy);
+      if (f > 0 && f < 0.05) low += filter.gain(u, v), low_n += 1;
+      if (f > 0.3) high += filter.gain(u, v), high_n += 1;
+    }
+  std::printf("broadband content: mean gain %.3f below 0.05 cycles/px, %.3f above 0.3\n", low / low_n, high / high_n);
+  EXPECT_GT(low / low_n, 0.8);
+  EXPECT_LT(high / high_n, 0.2);
+  Frame filtered = h.average;
+  filter.apply(filtered);
+  EXPECT_LT(rms_difference(filtered, content), rms_difference(h.average, content));
+}
+
+TEST(TemplateWienerFilter, SizesThatDifferAreAnError) {
+  const Frame a(40, 30, 1.0f), b(41, 30, 0.0f);
+  EXPECT_THROW(TemplateWienerFilter(a, b, 3, 3), Error);
+  EXPECT_THROW(TemplateWienerFilter(a, Frame(40, 30, 0.0f), 3, 0), Error);
+  const TemplateWienerFilter f(a, Frame(40, 30, 0.0f), 3, 3);
+  Frame other(30, 40, 1.0f);
+  EXPECT_THROW(f.apply(other), Error);
+}
