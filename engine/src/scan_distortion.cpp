@@ -381,12 +381,22 @@ void accumulate_in_specimen_coordinates(const Frame& frame, const FrameScanMap& 
   bspline_prefilter(coeffs);
   const int w = frame.width, h = frame.height;
   const std::size_t stride = static_cast<std::size_t>(w);
+  // Only the grid pixels in the frame's footprint (the box its border maps
+  // to, with a margin): the grid spans the whole series' drift, up to twice
+  // a frame's area, and outside the footprint every inverse is wasted.
+  SpecimenExtent box;
+  for (int x = 0; x < w; ++x) box.add(map.probed(x, 0)), box.add(map.probed(x, h - 1));
+  for (int y = 0; y < h; ++y) box.add(map.probed(0, y)), box.add(map.probed(w - 1, y));
+  const int i0 = std::max(0, static_cast<int>(std::floor(box.xmin - grid.origin.x)) - 2);
+  const int i1 = std::min(grid.width, static_cast<int>(std::ceil(box.xmax - grid.origin.x)) + 3);
+  const int j0 = std::max(0, static_cast<int>(std::floor(box.ymin - grid.origin.y)) - 2);
+  const int j1 = std::min(grid.height, static_cast<int>(std::ceil(box.ymax - grid.origin.y)) + 3);
 #pragma omp parallel for schedule(static)
-  for (int j = 0; j < grid.height; ++j) {
+  for (int j = j0; j < j1; ++j) {
     // Along an output row the pixel stays on one line for long runs: each
     // inverse starts from its neighbour's line.
     int line = 0;
-    for (int i = 0; i < grid.width; ++i) {
+    for (int i = i0; i < i1; ++i) {
       const Point p = map.pixel_showing_near({grid.origin.x + i, grid.origin.y + j}, line);
       if (p.x < 0.0 || p.y < 0.0 || p.x > w - 1 || p.y > h - 1) continue;
       const std::size_t at = static_cast<std::size_t>(j) * static_cast<std::size_t>(grid.width) + i;
