@@ -372,9 +372,8 @@ SpecimenGrid SpecimenGrid::covering(const SpecimenExtent& extent, const ScanTimi
   return g;
 }
 
-void accumulate_in_specimen_coordinates(const Frame& frame, const FrameScanMap& map_with_jitter,
-                                        const SpecimenGrid& grid, std::vector<double>& sum,
-                                        std::vector<double>& coverage) {
+FrameContribution sample_in_specimen_coordinates(const Frame& frame, const FrameScanMap& map_with_jitter,
+                                                 const SpecimenGrid& grid) {
   // Each line at its own fast-axis position first, then the smooth map.
   Frame coeffs = map_with_jitter.lines_aligned(frame);
   const FrameScanMap map = map_with_jitter.without_jitter();
@@ -387,29 +386,47 @@ void accumulate_in_specimen_coordinates(const Frame& frame, const FrameScanMap& 
   SpecimenExtent box;
   for (int x = 0; x < w; ++x) box.add(map.probed(x, 0)), box.add(map.probed(x, h - 1));
   for (int y = 0; y < h; ++y) box.add(map.probed(0, y)), box.add(map.probed(w - 1, y));
-  const int i0 = std::max(0, static_cast<int>(std::floor(box.xmin - grid.origin.x)) - 2);
-  const int i1 = std::min(grid.width, static_cast<int>(std::ceil(box.xmax - grid.origin.x)) + 3);
-  const int j0 = std::max(0, static_cast<int>(std::floor(box.ymin - grid.origin.y)) - 2);
-  const int j1 = std::min(grid.height, static_cast<int>(std::ceil(box.ymax - grid.origin.y)) + 3);
+  FrameContribution c;
+  c.i0 = std::max(0, static_cast<int>(std::floor(box.xmin - grid.origin.x)) - 2);
+  c.j0 = std::max(0, static_cast<int>(std::floor(box.ymin - grid.origin.y)) - 2);
+  c.width = std::max(0, std::min(grid.width, static_cast<int>(std::ceil(box.xmax - grid.origin.x)) + 3) - c.i0);
+  c.height = std::max(0, std::min(grid.height, static_cast<int>(std::ceil(box.ymax - grid.origin.y)) + 3) - c.j0);
+  c.value.assign(static_cast<std::size_t>(c.width) * static_cast<std::size_t>(c.height),
+                 std::numeric_limits<float>::quiet_NaN());
 #pragma omp parallel for schedule(static)
-  for (int j = j0; j < j1; ++j) {
+  for (int j = 0; j < c.height; ++j) {
     // Along an output row the pixel stays on one line for long runs: each
     // inverse starts from its neighbour's line.
     int line = 0;
-    for (int i = i0; i < i1; ++i) {
-      const Point p = map.pixel_showing_near({grid.origin.x + i, grid.origin.y + j}, line);
+    float* row = c.value.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(c.width);
+    for (int i = 0; i < c.width; ++i) {
+      const Point p = map.pixel_showing_near({grid.origin.x + c.i0 + i, grid.origin.y + c.j0 + j}, line);
       if (p.x < 0.0 || p.y < 0.0 || p.x > w - 1 || p.y > h - 1) continue;
-      const std::size_t at = static_cast<std::size_t>(j) * static_cast<std::size_t>(grid.width) + i;
       const int ix = static_cast<int>(p.x), iy = static_cast<int>(p.y);  // p >= 0: truncation is floor
       if (ix >= 1 && iy >= 1 && ix + 2 < w && iy + 2 < h) {
-        sum[at] += bspline_taps_value(coeffs.row(iy - 1) + ix - 1, stride, static_cast<float>(p.x - ix),
-                                      static_cast<float>(p.y - iy));
+        row[i] = bspline_taps_value(coeffs.row(iy - 1) + ix - 1, stride, static_cast<float>(p.x - ix),
+                                    static_cast<float>(p.y - iy));
       } else {
-        sum[at] += sample_bspline(coeffs, p.x, p.y);  // edge taps clamped
+        row[i] = static_cast<float>(sample_bspline(coeffs, p.x, p.y));  // edge taps clamped
       }
-      coverage[at] += 1.0;
     }
   }
+  return c;
+}
+
+void add_contribution(const FrameContribution& c, const SpecimenGrid& grid, std::vector<double>& sum,
+                      std::vector<double>& coverage) {
+  for (int j = 0; j < c.height; ++j) {
+    const float* row = c.value.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(c.width);
+    const std::size_t at = static_cast<std::size_t>(c.j0 + j) * static_cast<std::size_t>(grid.width) + c.i0;
+    for (int i = 0; i < c.width; ++i)
+      if (!std::isnan(row[i])) sum[at + i] += row[i], coverage[at + i] += 1.0;
+  }
+}
+
+void accumulate_in_specimen_coordinates(const Frame& frame, const FrameScanMap& map, const SpecimenGrid& grid,
+                                        std::vector<double>& sum, std::vector<double>& coverage) {
+  add_contribution(sample_in_specimen_coordinates(frame, map, grid), grid, sum, coverage);
 }
 
 SpecimenImage finish_specimen_average(const SpecimenGrid& grid, const std::vector<double>& sum,
@@ -442,7 +459,8 @@ AverageNoise average_noise(const SpecimenGrid& grid, const std::vector<double>& 
 }
 
 SpecimenImage average_in_specimen_coordinates(const FrameSource& frames, const ScanTiming& timing,
-                                              const ScanModel& model, AverageNoise* noise) {
+                                              const ScanModel& model, AverageNoise* noise,
+                                              std::vector<FrameContribution>* kept) {
   const std::size_t n = frames.frame_count();
   SpecimenExtent extent;
   for (std::size_t k = 0; k < n; ++k) extent.merge(frame_extent(FrameScanMap(timing, model, k), timing));
@@ -451,10 +469,12 @@ SpecimenImage average_in_specimen_coordinates(const FrameSource& frames, const S
   // Even and odd frames apart (their difference is the noise), then added.
   std::vector<double> sum[2] = {std::vector<double>(size, 0.0), std::vector<double>(noise ? size : 0, 0.0)};
   std::vector<double> coverage[2] = {sum[0], sum[1]};
+  ContributionBudget budget(kept);
   for (std::size_t k = 0; k < n; ++k) {
     const std::size_t half = noise ? k % 2 : 0;
-    accumulate_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid, sum[half],
-                                       coverage[half]);
+    FrameContribution c = sample_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid);
+    add_contribution(c, grid, sum[half], coverage[half]);
+    budget.keep(std::move(c));
   }
   if (!noise) return finish_specimen_average(grid, sum[0], coverage[0]);
   *noise = average_noise(grid, sum[0], coverage[0], sum[1], coverage[1], (n + 1) / 2, n / 2);
@@ -550,7 +570,10 @@ DriftPath ScanDistortionSteps::fit_path(std::vector<DriftSample> samples) const 
 }
 
 void ScanDistortionSteps::set_template(const SpecimenImage& average, const DriftPath& built_with,
-                                       const AverageNoise& noise) {
+                                       const AverageNoise& noise, std::vector<FrameContribution> own,
+                                       std::size_t own_first) {
+  own_ = std::move(own);
+  own_first_ = own_first;
   auto t = std::make_shared<Template>();
   t->average = average;
   t->path = built_with;
@@ -569,21 +592,27 @@ std::shared_ptr<const ScanDistortionSteps::Template> ScanDistortionSteps::templa
   if (frames_ < 2) return template_;  // nothing else to compare against
   const SpecimenImage& full = template_->average;
   const SpecimenGrid grid{full.origin, full.image.width, full.image.height};
-  const std::size_t size = full.image.pixels.size();
-  std::vector<double> own(size, 0.0), own_coverage(size, 0.0);
-  accumulate_in_specimen_coordinates(frame, FrameScanMap(timing_, template_->path, jitter, k), grid, own, own_coverage);
+  // The frame's own samples: kept from the average's pass (the same model),
+  // else sampled again.
+  FrameContribution sampled;
+  const std::size_t at = k - own_first_;
+  const bool kept = k >= own_first_ && at < own_.size() && !own_[at].value.empty();
+  if (!kept) sampled = sample_in_specimen_coordinates(frame, FrameScanMap(timing_, template_->path, jitter, k), grid);
+  const FrameContribution& own = kept ? own_[at] : sampled;
   auto t = std::make_shared<Template>();
   t->average = full;
   t->path = template_->path;
   t->filter = template_->filter;
 #pragma omp parallel for schedule(static)
-  for (std::size_t i = 0; i < size; ++i) {
-    if (own_coverage[i] == 0.0) continue;
-    const double c = full.coverage.pixels[i];
-    t->average.coverage.pixels[i] = static_cast<float>(std::max(0.0, c - own_coverage[i]));
-    if (c > own_coverage[i])
-      t->average.image.pixels[i] = static_cast<float>((full.image.pixels[i] * c - own[i]) / (c - own_coverage[i]));
-  }
+  for (int j = 0; j < own.height; ++j)
+    for (int i = 0; i < own.width; ++i) {
+      const float v = own.value[static_cast<std::size_t>(j) * static_cast<std::size_t>(own.width) + i];
+      if (std::isnan(v)) continue;
+      const std::size_t g = static_cast<std::size_t>(own.j0 + j) * static_cast<std::size_t>(grid.width) + own.i0 + i;
+      const double c = full.coverage.pixels[g];
+      t->average.coverage.pixels[g] = static_cast<float>(std::max(0.0, c - 1.0));
+      if (c > 1.0) t->average.image.pixels[g] = static_cast<float>((full.image.pixels[g] * c - v) / (c - 1.0));
+    }
   t->coeffs = t->average.image;
   if (template_->filter) template_->filter->apply(t->coeffs);
   bspline_prefilter(t->coeffs);
@@ -725,8 +754,9 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
   for (int round = 0; round < settings.max_rounds; ++round) {
     const auto started = std::chrono::steady_clock::now();
     AverageNoise noise;
-    const SpecimenImage average = average_in_specimen_coordinates(frames, timing, model, &noise);
-    steps.set_template(average, model.path, noise);
+    std::vector<FrameContribution> own;
+    const SpecimenImage average = average_in_specimen_coordinates(frames, timing, model, &noise, &own);
+    steps.set_template(average, model.path, noise, std::move(own));
     std::vector<DriftSample> samples;
     double precision[2] = {0.0, 0.0};
     const std::size_t batch = 2 * static_cast<std::size_t>(std::max(1, omp_get_max_threads()));

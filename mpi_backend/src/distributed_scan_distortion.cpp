@@ -38,7 +38,8 @@ void together(RunContext& ctx, Body&& body) {
 // frames, each rank's sums added up (on every rank, or on rank 0 only).
 SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timing, const ScanModel& model,
                                std::size_t lo, std::size_t hi, RunContext& ctx, bool everywhere,
-                               std::size_t& progress_done, AverageNoise* noise = nullptr) {
+                               std::size_t& progress_done, AverageNoise* noise = nullptr,
+                               std::vector<FrameContribution>* kept = nullptr) {
   SpecimenExtent extent;
   together(ctx, [&] {
     for (std::size_t k = lo; k < hi; ++k) extent.merge(frame_extent(FrameScanMap(timing, model, k), timing));
@@ -56,11 +57,13 @@ SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timi
     const std::size_t size = static_cast<std::size_t>(grid.width) * static_cast<std::size_t>(grid.height);
     sums.assign(2 * halves * size, 0.0);
     std::vector<std::vector<double>> sum(halves, std::vector<double>(size, 0.0)), coverage = sum;
+    ContributionBudget budget(kept);
     for (std::size_t k = lo; k < hi; ++k) {
       ctx.cancel.throw_if_cancelled();
       const std::size_t half = k % halves;
-      accumulate_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid, sum[half],
-                                         coverage[half]);
+      FrameContribution c = sample_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid);
+      add_contribution(c, grid, sum[half], coverage[half]);
+      budget.keep(std::move(c));
       ctx.progress.advance(++progress_done);
     }
     for (std::size_t h = 0; h < halves; ++h) {
@@ -123,8 +126,9 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
   for (int round = 0; round < settings.max_rounds; ++round) {
     const auto started = std::chrono::steady_clock::now();
     AverageNoise noise;
-    const SpecimenImage average = combined_average(frames, timing, out.model, lo, hi, ctx, true, done, &noise);
-    together(ctx, [&] { steps->set_template(average, out.model.path, noise); });
+    std::vector<FrameContribution> own;  // this rank's frames', for their leave-one-out templates
+    const SpecimenImage average = combined_average(frames, timing, out.model, lo, hi, ctx, true, done, &noise, &own);
+    together(ctx, [&] { steps->set_template(average, out.model.path, noise, std::move(own), lo); });
     std::vector<DriftSample> samples;
     double precision[2] = {0.0, 0.0};
     together(ctx, [&] {

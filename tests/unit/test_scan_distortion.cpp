@@ -336,3 +336,56 @@ TEST(ScanDistortion, SerpentineAndRotatedScansToo) {
     EXPECT_LT(jitter_rms(s, r.model), jitter_rms(s, r.model, true)) << to_string(direction);
   }
 }
+
+TEST(ScanDistortion, KeptContributionsGiveTheSameFitsAsSamplingAgain) {
+  SyntheticSeries s(scanned_series());
+  const ScanTiming& t = s.scan_timing();
+  const std::size_t n = 6;
+  std::vector<Frame> frames;
+  for (std::size_t k = 0; k < n; ++k) frames.push_back(s.frame(k));
+  FrameVector source(frames);
+  const ScanModel model = model_near_truth(s, n);
+  AverageNoise noise;
+  std::vector<FrameContribution> own;
+  const SpecimenImage average = average_in_specimen_coordinates(source, t, model, &noise, &own);
+  ASSERT_EQ(own.size(), n);
+  // What the pass kept for a frame is what sampling it alone gives.
+  const SpecimenGrid grid{average.origin, average.image.width, average.image.height};
+  const FrameContribution again = sample_in_specimen_coordinates(frames[3], FrameScanMap(t, model, 3), grid);
+  ASSERT_EQ(again.value.size(), own[3].value.size());
+  EXPECT_EQ(again.i0, own[3].i0);
+  EXPECT_EQ(again.j0, own[3].j0);
+  for (std::size_t i = 0; i < again.value.size(); ++i)
+    ASSERT_TRUE(again.value[i] == own[3].value[i] || (std::isnan(again.value[i]) && std::isnan(own[3].value[i])));
+
+  ScanDistortionSettings settings;
+  ScanDistortionSteps kept(t, settings, n), sampled(t, settings, n);
+  // Frames 2.. kept, as a rank of frames 2..5 holds them; frames 0 and 1 sampled again.
+  kept.set_template(average, model.path, noise, std::vector<FrameContribution>(own.begin() + 2, own.end()), 2);
+  sampled.set_template(average, model.path, noise);
+  for (std::size_t k : {std::size_t{0}, std::size_t{3}, std::size_t{5}}) {
+    const auto a = kept.fit_frame(frames[k], k, model), b = sampled.fit_frame(frames[k], k, model);
+    ASSERT_EQ(a.bands.size(), b.bands.size());
+    for (std::size_t i = 0; i < a.bands.size(); ++i) {
+      EXPECT_EQ(a.bands[i].dx, b.bands[i].dx);
+      EXPECT_EQ(a.bands[i].dy, b.bands[i].dy);
+    }
+    EXPECT_EQ(a.jitter, b.jitter) << "frame " << k;
+  }
+}
+
+TEST(ScanDistortion, ContributionBudgetKeepsFramesInOrderUntilFull) {
+  std::vector<FrameContribution> kept;
+  ContributionBudget budget(&kept, 10 * sizeof(float));
+  for (int k = 0; k < 4; ++k) {
+    FrameContribution c;
+    c.width = 2, c.height = 2;
+    c.value.assign(4, static_cast<float>(k));
+    budget.keep(std::move(c));
+  }
+  ASSERT_EQ(kept.size(), 4u);
+  EXPECT_EQ(kept[0].value.size(), 4u);
+  EXPECT_EQ(kept[1].value.size(), 4u);
+  EXPECT_TRUE(kept[2].value.empty());  // 12 floats would be over 10
+  EXPECT_TRUE(kept[3].value.empty());  // and none after the first that did not fit
+}

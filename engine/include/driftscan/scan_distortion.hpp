@@ -197,12 +197,50 @@ struct SpecimenGrid {
   static SpecimenGrid covering(const SpecimenExtent& extent, const ScanTiming& timing);
 };
 
-// Step 1 for one frame: adds frame k sampled (cubic B-spline) at the pixel
-// showing each specimen grid point to `sum`, and 1 to `coverage` there.
-// `sum` and `coverage` are grid-sized; doubles, so that partial sums from
-// several ranks add up in any order to the same float after rounding.
+// One frame sampled on the specimen grid: the box of its footprint
+// (grid pixels i0.., j0..), NaN where the frame does not cover.
+struct FrameContribution {
+  int i0 = 0, j0 = 0, width = 0, height = 0;
+  std::vector<float> value;
+  std::size_t bytes() const { return value.size() * sizeof(float); }
+};
+// Step 1 for one frame: frame k sampled (cubic B-spline) at the pixel
+// showing each specimen grid point of its footprint.
+FrameContribution sample_in_specimen_coordinates(const Frame& frame, const FrameScanMap& map, const SpecimenGrid& grid);
+// Adds a contribution to `sum` and 1 to `coverage` where it covers. `sum`
+// and `coverage` are grid-sized; doubles, so that partial sums from several
+// ranks add up in any order to the same float after rounding.
+void add_contribution(const FrameContribution& c, const SpecimenGrid& grid, std::vector<double>& sum,
+                      std::vector<double>& coverage);
+// Both at once.
 void accumulate_in_specimen_coordinates(const Frame& frame, const FrameScanMap& map, const SpecimenGrid& grid,
                                         std::vector<double>& sum, std::vector<double>& coverage);
+
+// Keeps the contributions of a template's averaging pass, in frame order,
+// while they fit a memory budget (later ones are kept empty, and sampled
+// again when a fit needs them): a frame's leave-one-out template subtracts
+// exactly what the pass added for it, under the same model, so sampling it
+// twice was two fifths of all the sampling.
+class ContributionBudget {
+ public:
+  static constexpr std::size_t kDefaultBytes = std::size_t{512} << 20;
+  explicit ContributionBudget(std::vector<FrameContribution>* kept, std::size_t bytes = kDefaultBytes)
+      : kept_(kept), left_(bytes) {}
+  void keep(FrameContribution&& c) {
+    if (!kept_) return;
+    if (c.bytes() <= left_) {
+      left_ -= c.bytes();
+      kept_->push_back(std::move(c));
+    } else {
+      left_ = 0;  // in frame order: once one does not fit, none after it is kept
+      kept_->emplace_back();
+    }
+  }
+
+ private:
+  std::vector<FrameContribution>* kept_;
+  std::size_t left_;
+};
 // The image from the accumulated sums (uncovered pixels take the mean).
 SpecimenImage finish_specimen_average(const SpecimenGrid& grid, const std::vector<double>& sum,
                                       const std::vector<double>& coverage);
@@ -241,7 +279,11 @@ class ScanDistortionSteps {
   // next steps (coverage threshold: a quarter of the frames). With its noise
   // (both halves non-empty) and settings().filter_template, the fits sample
   // it through a TemplateWienerFilter.
-  void set_template(const SpecimenImage& average, const DriftPath& built_with, const AverageNoise& noise = {});
+  // `own`: the contributions of frames own_first, own_first + 1, ... from
+  // the pass that built `average` (ContributionBudget; empty ones are
+  // sampled again).
+  void set_template(const SpecimenImage& average, const DriftPath& built_with, const AverageNoise& noise = {},
+                    std::vector<FrameContribution> own = {}, std::size_t own_first = 0);
   // Steps 2 and 4 for frame k against the template under `model`: its bands
   // registered, then (when jitter is estimated) each line's jitter by 1-D
   // matching, each line placed where its band's fit put it (the band
@@ -285,14 +327,18 @@ class ScanDistortionSteps {
   std::vector<std::pair<int, int>> band_lines_;  // each band's first line and one past its last
   std::vector<double> band_time_;                // each band's mean acquisition time from its frame's start
   std::shared_ptr<const Template> template_;
+  std::vector<FrameContribution> own_;  // of frames own_first_, ... in the template's pass
+  std::size_t own_first_ = 0;
 };
 
 // Averages the frames in specimen coordinates under `model`: for every
 // specimen pixel, each frame is sampled (cubic B-spline) at the pixel that
 // shows it. The image covers every frame's footprint. With `noise`, also the
-// difference of the even and odd frames' averages.
+// difference of the even and odd frames' averages; with `kept`, the frames'
+// contributions (ContributionBudget).
 SpecimenImage average_in_specimen_coordinates(const FrameSource& frames, const ScanTiming& timing,
-                                              const ScanModel& model, AverageNoise* noise = nullptr);
+                                              const ScanModel& model, AverageNoise* noise = nullptr,
+                                              std::vector<FrameContribution>* kept = nullptr);
 
 // Estimates the per-line model from `frames` scanned with `timing`, starting
 // from the rigid drift of each frame (drift.csv convention: frame k at pixel
