@@ -416,6 +416,7 @@ FrameContribution sample_in_specimen_coordinates(const Frame& frame, const Frame
 
 void add_contribution(const FrameContribution& c, const SpecimenGrid& grid, std::vector<double>& sum,
                       std::vector<double>& coverage) {
+#pragma omp parallel for schedule(static) if (c.value.size() >= 65536)
   for (int j = 0; j < c.height; ++j) {
     const float* row = c.value.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(c.width);
     const std::size_t at = static_cast<std::size_t>(c.j0 + j) * static_cast<std::size_t>(grid.width) + c.i0;
