@@ -336,6 +336,8 @@ std::vector<JobField> make_table() {
           .member<C, &Scan::direction>(),
       Row("scan", "correct_distortion", T::boolean, "Correct the drift during each scanned frame, line by line")
           .flag("--scan-distortion", reg).is_switch().editor("Scan distortion").member<C, &Scan::correct_distortion>(),
+      Row("scan", "auto_distortion", T::boolean, "Correct the scan distortion, unasked, of a series whose file records its scan clock (DM DigiScan, Velox Scan)")
+          .flag("--auto-scan-distortion", reg).member<C, &Scan::auto_distortion>(),
       Row("scan", "band_lines", T::integer, "Scan lines per band registered against the average")
           .flag("--band-lines", reg).at_least(4).at_most(4096).editor("Band lines").spin(4, 4096)
           .enabled_when("scan.correct_distortion", "true").member<C, &Scan::band_lines>(),

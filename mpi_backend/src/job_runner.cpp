@@ -531,7 +531,47 @@ void commit_outputs(RunContext& ctx, std::optional<OutputSet>& set) {
                      "a cancel request arrived after the outputs were complete: they are kept, and the run is done");
 }
 
-int run_job(const Job& job, RunContext& ctx) {
+namespace {
+
+// scan.auto_distortion: a register run over a series whose file records its
+// scan clock corrects the scan distortion unless told not to (on the
+// benchmark the correction is never worse than rigid). Decided once, from
+// the file's index alone, so that every phase and rank sees the same job.
+// `said` gets the line that tells the user why (empty: nothing changed).
+Job with_scan_distortion_decided(const Job& job, std::string& said) {
+  if (job.command != "register" || job.follow.enabled || job.scan.correct_distortion || !job.scan.auto_distortion)
+    return job;
+  std::unique_ptr<FrameSource> frames;
+  try {
+    frames = open_job_input(job);
+  } catch (const std::exception&) {
+    return job;  // the preflight names what is wrong with the input
+  }
+  const RecordedScan recorded = frames->recorded_scan();
+  if (!job.scan.corrects_distortion(recorded, frames->frame_count())) return job;
+  Job out = job;
+  out.scan.correct_distortion = true;
+  const int w = frames->width(), h = frames->height();
+  try {
+    // What an asked-for run would refuse (bands that do not fit a frame, an
+    // impossible recorded timing) keeps the rigid result here, with a warning.
+    const ScanTiming timing(out.scan.timing(recorded, w, h, nullptr), w, h);
+    const ScanDistortionSteps check(timing, out.scan.distortion(), frames->frame_count());
+  } catch (const Error& e) {
+    said = std::string("the scan distortion is not corrected although the file records its scan clock: ") + e.what();
+    return job;
+  }
+  said = "the file records its scan clock (" + recorded.source +
+         "): the scan distortion is corrected (scan.auto_distortion; --auto-scan-distortion off for the rigid "
+         "result alone)";
+  return out;
+}
+
+}  // namespace
+
+int run_job(const Job& given, RunContext& ctx) {
+  std::string said;
+  const Job job = with_scan_distortion_decided(given, said);
   preflight(job, ctx);  // before OpenMP sees the thread count, before any frame is read
   omp_set_num_threads(job.execution.threads);
   nlohmann::json details{{"ranks", ctx.size},
@@ -540,6 +580,8 @@ int run_job(const Job& job, RunContext& ctx) {
                          {"input", job.input},
                          {"output", job.output}};
   if (ctx.rank == 0) ctx.progress.start(job.command, details);
+  if (ctx.rank == 0 && !said.empty())
+    ctx.progress.log(job.scan.correct_distortion ? LogLevel::info : LogLevel::warning, said);
   if (job.command == "synth") return run_synth(job, ctx);
   if (job.command == "register") return run_register(job, ctx);
   if (job.command == "average" && !job.averaging.lines.empty()) return run_average_with_lines(job, ctx);

@@ -232,3 +232,17 @@ TEST(ScanTiming, RecordedTimingFillsWhatTheJobLeavesUnset) {
 
   EXPECT_EQ((job.timing(RecordedScan{}, 100, 100, &note), note), "");  // nothing recorded: nothing said
 }
+
+TEST(ScanSettings, CorrectsDistortionWhenAskedOrWhenTheFileRecordsTheScanClock) {
+  RecordedScan none, digiscan;
+  digiscan.dwell = 3.5e-6;
+  digiscan.source = "DigiScan tags";
+  ScanSettings s;  // defaults: not asked, auto on
+  EXPECT_TRUE(s.corrects_distortion(digiscan, 10));
+  EXPECT_FALSE(s.corrects_distortion(digiscan, 1));  // one frame: nothing to average
+  EXPECT_FALSE(s.corrects_distortion(none, 10));     // TIFF, MRC, SER: no clock recorded
+  s.auto_distortion = false;
+  EXPECT_FALSE(s.corrects_distortion(digiscan, 10));
+  s.correct_distortion = true;  // asked: always
+  EXPECT_TRUE(s.corrects_distortion(none, 10));
+}

@@ -43,6 +43,9 @@ struct ScanSettings {
   double frame_flyback = 0.0;  // fraction of a frame's active time (lines x line time)
   ScanDirection direction = ScanDirection::normal;
   bool correct_distortion = false;  // register: per-line drift and jitter, average in specimen coordinates
+  // register: correct without being asked when the file records its scan
+  // clock (DM DigiScan tags, Velox Scan metadata) and there are 2+ frames
+  bool auto_distortion = true;
   int band_lines = 16;
   int rounds = 2;
   double smoothing = 0.0;  // 0: chosen per axis from the data (cross-validation)
@@ -58,6 +61,12 @@ struct ScanSettings {
   // receives one line saying what was taken from the file, or "".
   ScanTimingSettings timing(const RecordedScan& recorded, int width, int height, std::string* note) const;
   ScanDistortionSettings distortion() const;
+  // Whether register corrects a series of `frames` frames whose file records
+  // `recorded`: when asked, or (auto_distortion) when the file records its
+  // scan clock and there are 2+ frames to average.
+  bool corrects_distortion(const RecordedScan& recorded, std::size_t frames) const {
+    return correct_distortion || (auto_distortion && recorded.known() && frames >= 2);
+  }
 };
 
 // register --follow: registering a series while it is written (live
