@@ -541,8 +541,13 @@ namespace {
 Job with_scan_distortion_decided(const Job& job, std::string& said) {
   if (job.command != "register" || job.follow.enabled || job.scan.correct_distortion || !job.scan.auto_distortion)
     return job;
+  // Only DM and EMD files record a scan clock that is read here: a TIFF,
+  // MRC or SER series (its index can take a second to read) is not opened
+  // an extra time.
   std::unique_ptr<FrameSource> frames;
   try {
+    const SeriesFormat format = detect_series_format(job.input);
+    if (format != SeriesFormat::dm && format != SeriesFormat::emd) return job;
     frames = open_job_input(job);
   } catch (const std::exception&) {
     return job;  // the preflight names what is wrong with the input
