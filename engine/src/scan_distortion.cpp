@@ -349,12 +349,19 @@ void SpecimenExtent::merge(const SpecimenExtent& o) {
   ymax = std::max(ymax, o.ymax);
 }
 
-SpecimenExtent frame_extent(const FrameScanMap& map, const ScanTiming& timing) {
+namespace {
+// The box the border of a w x h frame maps to: the footprint's box, the map
+// being continuous.
+SpecimenExtent border_extent(const FrameScanMap& map, int w, int h) {
   SpecimenExtent e;
-  const int w = timing.width(), h = timing.height();
   for (int x = 0; x < w; ++x) e.add(map.probed(x, 0)), e.add(map.probed(x, h - 1));
   for (int y = 0; y < h; ++y) e.add(map.probed(0, y)), e.add(map.probed(w - 1, y));
   return e;
+}
+}  // namespace
+
+SpecimenExtent frame_extent(const FrameScanMap& map, const ScanTiming& timing) {
+  return border_extent(map, timing.width(), timing.height());
 }
 
 SpecimenGrid SpecimenGrid::covering(const SpecimenExtent& extent, const ScanTiming& timing) {
@@ -383,9 +390,7 @@ FrameContribution sample_in_specimen_coordinates(const Frame& frame, const Frame
   // Only the grid pixels in the frame's footprint (the box its border maps
   // to, with a margin): the grid spans the whole series' drift, up to twice
   // a frame's area, and outside the footprint every inverse is wasted.
-  SpecimenExtent box;
-  for (int x = 0; x < w; ++x) box.add(map.probed(x, 0)), box.add(map.probed(x, h - 1));
-  for (int y = 0; y < h; ++y) box.add(map.probed(0, y)), box.add(map.probed(w - 1, y));
+  const SpecimenExtent box = border_extent(map, w, h);
   FrameContribution c;
   c.i0 = std::max(0, static_cast<int>(std::floor(box.xmin - grid.origin.x)) - 2);
   c.j0 = std::max(0, static_cast<int>(std::floor(box.ymin - grid.origin.y)) - 2);
@@ -447,16 +452,17 @@ SpecimenImage finish_specimen_average(const SpecimenGrid& grid, const std::vecto
   return out;
 }
 
-AverageNoise average_noise(const SpecimenGrid& grid, const std::vector<double>& even_sum,
-                           const std::vector<double>& even_coverage, const std::vector<double>& odd_sum,
-                           const std::vector<double>& odd_coverage, std::size_t even, std::size_t odd) {
-  AverageNoise out;
-  out.even = even, out.odd = odd;
-  out.half_difference = Frame(grid.width, grid.height, 0.0f);
-  for (std::size_t i = 0; i < out.half_difference.pixels.size(); ++i)
-    if (even_coverage[i] > 0 && odd_coverage[i] > 0)
-      out.half_difference.pixels[i] = static_cast<float>(even_sum[i] / even_coverage[i] - odd_sum[i] / odd_coverage[i]);
-  return out;
+SpecimenImage finish_split_average(const SpecimenGrid& grid, std::vector<double> sum[2],
+                                   std::vector<double> coverage[2], std::size_t even, std::size_t odd,
+                                   AverageNoise& noise) {
+  noise.even = even, noise.odd = odd;
+  noise.half_difference = Frame(grid.width, grid.height, 0.0f);
+  for (std::size_t i = 0; i < noise.half_difference.pixels.size(); ++i) {
+    if (coverage[0][i] > 0 && coverage[1][i] > 0)
+      noise.half_difference.pixels[i] = static_cast<float>(sum[0][i] / coverage[0][i] - sum[1][i] / coverage[1][i]);
+    sum[0][i] += sum[1][i], coverage[0][i] += coverage[1][i];
+  }
+  return finish_specimen_average(grid, sum[0], coverage[0]);
 }
 
 SpecimenImage average_in_specimen_coordinates(const FrameSource& frames, const ScanTiming& timing,
@@ -478,9 +484,7 @@ SpecimenImage average_in_specimen_coordinates(const FrameSource& frames, const S
     budget.keep(std::move(c));
   }
   if (!noise) return finish_specimen_average(grid, sum[0], coverage[0]);
-  *noise = average_noise(grid, sum[0], coverage[0], sum[1], coverage[1], (n + 1) / 2, n / 2);
-  for (std::size_t i = 0; i < size; ++i) sum[0][i] += sum[1][i], coverage[0][i] += coverage[1][i];
-  return finish_specimen_average(grid, sum[0], coverage[0]);
+  return finish_split_average(grid, sum, coverage, (n + 1) / 2, n / 2, *noise);
 }
 
 struct ScanDistortionSteps::Template : driftscan::Template {

@@ -81,14 +81,11 @@ SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timi
     return std::vector<double>(sums.begin() + static_cast<long>(i * size),
                                sums.begin() + static_cast<long>((i + 1) * size));
   };
-  std::vector<double> sum = part(0), coverage = part(1);
-  if (noise) {
-    const std::size_t n = frames.frame_count();
-    const std::vector<double> odd_sum = part(2), odd_coverage = part(3);
-    *noise = average_noise(grid, sum, coverage, odd_sum, odd_coverage, (n + 1) / 2, n / 2);
-    for (std::size_t i = 0; i < size; ++i) sum[i] += odd_sum[i], coverage[i] += odd_coverage[i];
-  }
-  return finish_specimen_average(grid, sum, coverage);
+  std::vector<double> sum[2] = {part(0), noise ? part(2) : std::vector<double>{}};
+  std::vector<double> coverage[2] = {part(1), noise ? part(3) : std::vector<double>{}};
+  if (!noise) return finish_specimen_average(grid, sum[0], coverage[0]);
+  const std::size_t n = frames.frame_count();
+  return finish_split_average(grid, sum, coverage, (n + 1) / 2, n / 2, *noise);
 }
 
 }  // namespace

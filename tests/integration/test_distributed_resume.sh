@@ -32,9 +32,8 @@ check "uninterrupted 2x2 run" "[ -s full/drift.csv ] && [ -z \"\$(ls full/checkp
 full_apps=$(applications full/report.json)
 
 # --- kill -9 the ranks once part of the scan is in the checkpoints. The
-# scan saves ~5,000 outputs a second and the kill lands 0.1-0.2 s after the
-# first are seen (660-950 of 1,500 here), but once it landed after all of
-# them: a kill that misses is tried again, up to three times.
+# kill lands after 660-950 of the 1,500 outputs here, but once (in CI) after
+# all of them: a kill that misses is tried again, up to three times.
 for attempt in 1 2 3; do
   rm -rf part
   "${MPIRUN[@]}" -np 2 "$ENGINE" register s.tif --out part --threads 2 --checkpoint-interval 0.05 --progress json \

@@ -252,9 +252,12 @@ struct AverageNoise {
   Frame half_difference;
   std::size_t even = 0, odd = 0;  // frames in each half
 };
-AverageNoise average_noise(const SpecimenGrid& grid, const std::vector<double>& even_sum,
-                           const std::vector<double>& even_coverage, const std::vector<double>& odd_sum,
-                           const std::vector<double>& odd_coverage, std::size_t even, std::size_t odd);
+// The average from sums kept apart for the even [0] and odd [1] frames
+// (`even` and `odd` of them), and its noise; the odd sums are added into
+// the even ones.
+SpecimenImage finish_split_average(const SpecimenGrid& grid, std::vector<double> sum[2],
+                                   std::vector<double> coverage[2], std::size_t even, std::size_t odd,
+                                   AverageNoise& noise);
 
 // Steps 2 and 4 against one average, for one frame at a time.
 class ScanDistortionSteps {
