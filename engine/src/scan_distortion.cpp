@@ -175,21 +175,6 @@ double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>
   return j;
 }
 
-// v minus its moving average over `window` lines (centred, shrunk at the ends).
-std::vector<double> high_pass(const std::vector<double>& v, int window) {
-  const long n = static_cast<long>(v.size()), half = window / 2;
-  std::vector<double> prefix(v.size() + 1, 0.0), out(v.size());
-  for (long i = 0; i < n; ++i)
-    prefix[static_cast<std::size_t>(i + 1)] = prefix[static_cast<std::size_t>(i)] + v[static_cast<std::size_t>(i)];
-  for (long i = 0; i < n; ++i) {
-    const long a = std::max(0L, i - half), b = std::min(n, i + half + 1);
-    out[static_cast<std::size_t>(i)] =
-        v[static_cast<std::size_t>(i)] -
-        (prefix[static_cast<std::size_t>(b)] - prefix[static_cast<std::size_t>(a)]) / static_cast<double>(b - a);
-  }
-  return out;
-}
-
 // The pixels of each line of a frame, in scan order of lines.
 std::vector<std::vector<std::pair<int, int>>> pixels_by_line(const ScanTiming& timing) {
   std::vector<std::vector<std::pair<int, int>>> lines(static_cast<std::size_t>(timing.lines()));
@@ -694,24 +679,52 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
   double spread_sum = 0.0, inverse_sum = 0.0;
   for (std::size_t l = 0; l < raw.size(); ++l) spread_sum += split[2 * l], inverse_sum += split[2 * l + 1];
   const double scale = inverse_sum > 0 ? std::max(noise, spread_sum / inverse_sum) : noise;
-  std::vector<double> variance(raw.size());
-  for (std::size_t l = 0; l < raw.size(); ++l)
-    variance[l] = information[l] > 0 ? scale / information[l] : std::numeric_limits<double>::infinity();
-  // Shrinkage with the jitter's variance estimated from the frame itself
-  // (empirical Bayes): the spread of the raw estimates minus what their
-  // noise explains. A series without jitter gets ~0, not noise fitted as
-  // jitter; the prior setting only bounds it.
-  const std::vector<double> fast_raw = high_pass(raw, settings_.band_lines);
-  double spread = 0.0, noise_part = 0.0, count = 0.0;
-  for (std::size_t l = 0; l < raw.size(); ++l)
-    if (std::isfinite(variance[l])) spread += fast_raw[l] * fast_raw[l], noise_part += variance[l], count += 1;
-  out.precision_sum = noise_part, out.precision_count = count;
-  const double tau2 =
-      count > 0 ? std::clamp((spread - noise_part) / count, 0.0, settings_.jitter_prior * settings_.jitter_prior) : 0.0;
-  for (std::size_t l = 0; l < raw.size(); ++l)
-    jitter[l] = std::isfinite(variance[l]) && tau2 > 0 ? fast_raw[l] * tau2 / (tau2 + variance[l]) : 0.0;
-  out.jitter = std::move(jitter);
+  // Each line's whole fast-axis offset from the template's path: its band's
+  // share and its own fit (finish_jitter() takes the new path's share out).
+  out.line_offset.resize(raw.size());
+  out.line_variance.resize(raw.size());
+  for (std::size_t l = 0; l < raw.size(); ++l) {
+    const Point d = band_offset(static_cast<int>(l));
+    out.line_offset[l] = d.x * fast.x + d.y * fast.y + raw[l];
+    out.line_variance[l] = information[l] > 0 ? scale / information[l] : std::numeric_limits<double>::infinity();
+    if (std::isfinite(out.line_variance[l])) out.precision_sum += out.line_variance[l], out.precision_count += 1;
+  }
   return out;
+}
+
+std::vector<double> ScanDistortionSteps::finish_jitter(const FrameFit& fit, std::size_t k, const DriftPath& before,
+                                                       const DriftPath& after) const {
+  const std::size_t lines = static_cast<std::size_t>(timing_.lines());
+  std::vector<double> jitter(lines, 0.0);
+  if (fit.line_offset.size() != lines) return jitter;
+  // What the new path does not explain of each line's offset. Its frame
+  // mean is the gauge between the two (the path's constant shift, d(0) = 0),
+  // not jitter.
+  const Point fast = timing_.fast_axis();
+  std::vector<double> u(lines);
+  double mean = 0.0, count = 0.0;
+  for (std::size_t l = 0; l < lines; ++l) {
+    const double t = timing_.line_mid_time(k, static_cast<int>(l));
+    const Point a = after.at(t), b = before.at(t);
+    u[l] = fit.line_offset[l] - ((a.x - b.x) * fast.x + (a.y - b.y) * fast.y);
+    if (std::isfinite(fit.line_variance[l])) mean += u[l], count += 1;
+  }
+  if (count == 0) return jitter;
+  mean /= count;
+  // Shrinkage with the jitter's variance estimated from the frame itself
+  // (empirical Bayes): the spread of the offsets minus what their noise
+  // explains. A series without jitter gets ~0, not noise fitted as jitter;
+  // the prior setting only bounds it.
+  double spread = 0.0, noise_part = 0.0;
+  for (std::size_t l = 0; l < lines; ++l)
+    if (std::isfinite(fit.line_variance[l]))
+      spread += (u[l] - mean) * (u[l] - mean), noise_part += fit.line_variance[l];
+  const double tau2 = std::clamp((spread - noise_part) / count, 0.0, settings_.jitter_prior * settings_.jitter_prior);
+  for (std::size_t l = 0; l < lines; ++l)
+    if (std::isfinite(fit.line_variance[l]) && tau2 > 0)
+      jitter[l] =
+          std::clamp((u[l] - mean) * tau2 / (tau2 + fit.line_variance[l]), -settings_.max_jitter, settings_.max_jitter);
+  return jitter;
 }
 
 std::vector<ScanDistortionSteps::FrameFit> ScanDistortionSteps::fit_frames(const std::vector<Frame>& frames,
@@ -764,6 +777,7 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
     steps.set_template(average, model.path, noise, std::move(own));
     std::vector<DriftSample> samples;
     double precision[2] = {0.0, 0.0};
+    std::vector<ScanDistortionSteps::FrameFit> lines(n);  // each frame's line offsets, for its next jitter
     const std::size_t batch = 2 * static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
     for (std::size_t k0 = 0; k0 < n; k0 += batch) {
       std::vector<Frame> held;
@@ -771,13 +785,15 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
       std::vector<ScanDistortionSteps::FrameFit> fits = steps.fit_frames(held, k0, model);
       for (std::size_t i = 0; i < fits.size(); ++i) {
         samples.insert(samples.end(), fits[i].bands.begin(), fits[i].bands.end());
-        // Frame k's fits read only its own jitter: the next model's can go in now.
-        if (settings.estimate_jitter) model.jitter[k0 + i] = std::move(fits[i].jitter);
         precision[0] += fits[i].precision_sum, precision[1] += fits[i].precision_count;
+        fits[i].bands.clear(), fits[i].bands.shrink_to_fit();
+        lines[k0 + i] = std::move(fits[i]);
       }
     }
     const DriftPath previous = model.path;
     model.path = steps.fit_path(samples);
+    if (settings.estimate_jitter)
+      for (std::size_t k = 0; k < n; ++k) model.jitter[k] = steps.finish_jitter(lines[k], k, previous, model.path);
     if (settings.estimate_jitter)
       result.jitter_precision_px = precision[1] > 0 ? std::sqrt(precision[0] / precision[1]) : 0.0;
     ScanDistortionRound r;

@@ -128,6 +128,7 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
     together(ctx, [&] { steps->set_template(average, out.model.path, noise, std::move(own), lo); });
     std::vector<DriftSample> samples;
     double precision[2] = {0.0, 0.0};
+    std::vector<ScanDistortionSteps::FrameFit> lines(mine);  // this rank's frames' line offsets, for their jitter
     together(ctx, [&] {
       // A batch of frames at a time, one a thread (fit_frames).
       const std::size_t batch = 2 * static_cast<std::size_t>(std::max(1, threads));
@@ -138,16 +139,21 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
         std::vector<ScanDistortionSteps::FrameFit> fits = steps->fit_frames(held, k0, out.model);
         for (std::size_t i = 0; i < fits.size(); ++i) {
           samples.insert(samples.end(), fits[i].bands.begin(), fits[i].bands.end());
-          // Frame k's fits read only its own jitter: the next model's can go in now.
-          if (settings.estimate_jitter) out.model.jitter[k0 + i] = std::move(fits[i].jitter);
           precision[0] += fits[i].precision_sum, precision[1] += fits[i].precision_count;
+          fits[i].bands.clear(), fits[i].bands.shrink_to_fit();
+          lines[k0 + i - lo] = std::move(fits[i]);
           ctx.progress.advance(++done);
         }
       }
     });
     samples = allgather_records(ctx.comm, samples);
     const DriftPath previous = out.model.path;
-    together(ctx, [&] { out.model.path = steps->fit_path(samples); });
+    together(ctx, [&] {
+      out.model.path = steps->fit_path(samples);
+      if (settings.estimate_jitter)
+        for (std::size_t k = lo; k < hi; ++k)
+          out.model.jitter[k] = steps->finish_jitter(lines[k - lo], k, previous, out.model.path);
+    });
     MPI_Allreduce(MPI_IN_PLACE, precision, 2, MPI_DOUBLE, MPI_SUM, ctx.comm);
     out.jitter_precision_px = precision[1] > 0 ? std::sqrt(precision[0] / precision[1]) : 0.0;
     ScanDistortionRound r;

@@ -370,7 +370,7 @@ TEST(ScanDistortion, KeptContributionsGiveTheSameFitsAsSamplingAgain) {
       EXPECT_EQ(a.bands[i].dx, b.bands[i].dx);
       EXPECT_EQ(a.bands[i].dy, b.bands[i].dy);
     }
-    EXPECT_EQ(a.jitter, b.jitter) << "frame " << k;
+    EXPECT_EQ(a.line_offset, b.line_offset) << "frame " << k;
   }
 }
 
