@@ -340,7 +340,9 @@ class ScanDistortionSteps {
   std::size_t frames_;
   std::vector<std::vector<std::pair<int, int>>> lines_, bands_;
   std::vector<std::pair<int, int>> band_lines_;  // each band's first line and one past its last
-  std::vector<double> band_time_;                // each band's mean acquisition time from its frame's start
+  // Each line's band and where its pixels start among the band's.
+  std::vector<std::pair<std::size_t, std::size_t>> line_in_band_;
+  std::vector<double> band_time_;  // each band's mean acquisition time from its frame's start
   std::shared_ptr<const Template> template_;
   std::vector<FrameContribution> own_;  // of frames own_first_, ... in the template's pass
   std::size_t own_first_ = 0;
