@@ -56,7 +56,7 @@ const nlohmann::json kPrint = {{"input", "/x/s.tif"}, {"frames", 10}, {"width", 
 
 TEST(DistributedCheckpoint, MergesEveryFileOfTheFolder) {
   fs::path dir = scratch("merge");
-  RegisterCheckpoint a{kPrint, {}, {}}, b{kPrint, {}, {}}, serial{kPrint, {}, {}};
+  RegisterCheckpoint a{kPrint, {}, {}, {}}, b{kPrint, {}, {}, {}}, serial{kPrint, {}, {}, {}};
   for (std::uint64_t k = 0; k < 5; ++k) a.elements.push_back(element(k, 1.0 + k));
   for (std::uint64_t k = 0; k < 3; ++k) a.prefix.push_back(output(k, 10.0 + k));
   for (std::uint64_t k = 5; k < 10; ++k) b.elements.push_back(element(k, 1.0 + k));
@@ -96,7 +96,7 @@ TEST(DistributedCheckpoint, RefusesAnotherSeriesOrBadRecords) {
   fs::path dir = scratch("refuse");
   nlohmann::json other = kPrint;
   other["frames"] = 11;
-  save_checkpoint(RegisterCheckpoint{other, {element(0, 0)}, {}}, rank_checkpoint_path(dir.string(), 0));
+  save_checkpoint(RegisterCheckpoint{other, {element(0, 0)}, {}, {}}, rank_checkpoint_path(dir.string(), 0));
   try {
     load_checkpoints(dir.string(), kPrint, 10);
     FAIL() << "a checkpoint of another series was accepted";
@@ -106,11 +106,11 @@ TEST(DistributedCheckpoint, RefusesAnotherSeriesOrBadRecords) {
     EXPECT_NE(std::string(e.what()).find("another input"), std::string::npos) << e.what();
   }
   // A record for frame 12 of a 10-frame series, or an element that skips a frame.
-  save_checkpoint(RegisterCheckpoint{kPrint, {}, {output(12, 0)}}, rank_checkpoint_path(dir.string(), 0));
+  save_checkpoint(RegisterCheckpoint{kPrint, {}, {output(12, 0)}, {}}, rank_checkpoint_path(dir.string(), 0));
   EXPECT_THROW(load_checkpoints(dir.string(), kPrint, 10), Error);
   Registration skip = element(5, 0);
   skip.from = 3;
-  save_checkpoint(RegisterCheckpoint{kPrint, {skip}, {}}, rank_checkpoint_path(dir.string(), 0));
+  save_checkpoint(RegisterCheckpoint{kPrint, {skip}, {}, {}}, rank_checkpoint_path(dir.string(), 0));
   EXPECT_THROW(load_checkpoints(dir.string(), kPrint, 10), Error);
   std::ofstream(rank_checkpoint_path(dir.string(), 0), std::ios::trunc) << "garbage\n";
   EXPECT_THROW(load_checkpoints(dir.string(), kPrint, 10), Error);
@@ -133,7 +133,7 @@ TEST(DistributedCheckpoint, KeepsTheUncertaintyOfEveryFrameExactly) {
     if (u.singular) u.sigma_dx = u.sigma_dy = std::numeric_limits<double>::infinity();
     return u;
   };
-  RegisterCheckpoint a{kPrint, {}, {}}, b{kPrint, {}, {}};
+  RegisterCheckpoint a{kPrint, {}, {}, {}}, b{kPrint, {}, {}, {}};
   for (std::uint64_t k = 0; k < 10; ++k) {
     a.prefix.push_back(output(k, 1.0 * k));
     (k < 5 ? a : b).uncertainty.emplace_back(k, sigma(k));
@@ -161,7 +161,7 @@ TEST(DistributedCheckpoint, KeepsTheUncertaintyOfEveryFrameExactly) {
   EXPECT_EQ(s.files, 1u);
   EXPECT_FALSE(s.uncertainty[0].has_value());
   // An uncertainty for frame 12 of a 10-frame series is refused.
-  RegisterCheckpoint bad{kPrint, {}, {}};
+  RegisterCheckpoint bad{kPrint, {}, {}, {}};
   bad.uncertainty.emplace_back(12, sigma(0));
   save_checkpoint(bad, rank_checkpoint_path(dir.string(), 0));
   EXPECT_THROW(load_checkpoints(dir.string(), kPrint, 10), Error);

@@ -290,8 +290,9 @@ class ScanDistortionSteps {
                     std::vector<FrameContribution> own = {}, std::size_t own_first = 0);
   // Steps 2 and 4 for frame k against the template under `model`: its bands
   // registered, then (when jitter is estimated) each line's jitter by 1-D
-  // matching, each line placed where its band's fit put it (the band
-  // offsets interpolated between band centres). Both fits use the one
+  // matching, each line placed where its band's last step sampled the
+  // template (and its first step taken from those samples; a line of a band
+  // that did not register, between its neighbours'). Both fits use the one
   // template without frame k's own contribution: its own noise in the
   // template would pull every band and line toward where the model already
   // puts it (measured: jitter estimates 16-36% too small). Placing the lines
