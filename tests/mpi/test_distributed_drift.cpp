@@ -139,8 +139,9 @@ TEST(DriftOverRanks, CombinedFiguresEqualTheSerialOnes) {
     EXPECT_EQ(combined.warnings(), serial.warnings());
 
     EXPECT_EQ(to_json(summarize_uncertainty_over_ranks(MPI_COMM_WORLD, u, mine)), to_json(summarize_uncertainty(t.u)));
-    if (n > 10)  // the table's tie (frames n/5 and n-2) is only two frames apart from frame 0 then
+    if (n > 10) {  // the table's tie (frames n/5 and n-2) is only two frames apart from frame 0 then
       EXPECT_EQ(summarize_uncertainty_over_ranks(MPI_COMM_WORLD, u, mine).worst_frame, n / 5);
+    }
     const double noise0 = frame0_noise_over_ranks(MPI_COMM_WORLD, u, mine);
     EXPECT_EQ(noise0, frame_noise_variances(t.u)[0]);
 

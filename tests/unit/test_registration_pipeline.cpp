@@ -169,8 +169,11 @@ TEST(RegisterPipeline, BadFramesAreExcludedWithWarningsAndNoNaN) {
   EXPECT_EQ(text.find("nan"), std::string::npos);
   // inf only as the sigma of a frame without information, flagged so.
   std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);)
-    if (line.find("inf") != std::string::npos) EXPECT_NE(line.find("singular"), std::string::npos) << line;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("inf") != std::string::npos) {
+      EXPECT_NE(line.find("singular"), std::string::npos) << line;
+    }
+  }
 }
 
 TEST(RegisterPipeline, FramesThatLeaveFrameZeroAreFlaggedNotAveraged) {
