@@ -397,10 +397,10 @@ int main(int argc, char** argv) {
         "%-52s  per-line drift error %.4f px (rigid %.4f)  jitter error %.4f px (%.4f if 0, line fit precision %.4f,"
         " Cramer-Rao floor %.4f)"
         "  fast-axis line position error %.4f px"
-        "  rounds %zu converged %d"
+        "  rounds %zu converged %d not followed %zu"
         "  wall rigid %.2f s + correction %.2f s = %.2fx rigid  (cpu %.2f s + %.2f s = %.2fx)  region %zu px\n",
         "", e.line_drift, e.rigid_line_drift, e.jitter, e.jitter_zero, est.jitter_precision_px, jitter_floor(s),
-        e.position, est.rounds.size(), est.converged ? 1 : 0, rigid_wall, corrected_wall,
+        e.position, est.rounds.size(), est.converged ? 1 : 0, est.not_followed.size(), rigid_wall, corrected_wall,
         (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu, corrected_cpu,
         (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
     std::fflush(stdout);

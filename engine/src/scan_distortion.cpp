@@ -54,6 +54,9 @@ struct BandFit {
   Point delta;
   double weight = 0.0;  // inverse variance of delta along its worst direction
   double residual_var = 0.0;
+  // Whether the template explains part of the band: the residual's variance
+  // below the band's own (a frame of noise alone leaves more than it had).
+  bool explains = false;
   double t = 0.0;   // the band's mean acquisition time
   Point mean_path;  // mean of d(t) over the pixels used
   bool ok = false;
@@ -106,7 +109,7 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
   double c = 0.0;
   for (int iteration = 0; iteration < 3; ++iteration) {
     // Normal equations in (delta_x, delta_y, c).
-    double a[3][3] = {}, b[3] = {}, rr = 0.0, noise[5] = {};
+    double a[3][3] = {}, b[3] = {}, rr = 0.0, noise[5] = {}, ff[2] = {0.0, 0.0};
     std::size_t n = 0;
     fit.evaluated_at = fit.delta;
     for (std::size_t i = 0; i < pixels.size(); ++i) {
@@ -124,6 +127,8 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
         b[m] += g[m] * r;
       }
       rr += r * r;
+      const double fv = frame.at(pixels[i].first, pixels[i].second);
+      ff[0] += fv, ff[1] += fv * fv;
       noise[0] += 1.0, noise[1] += v, noise[2] += v * v, noise[3] += r * r, noise[4] += v * r * r;
       ++n;
     }
@@ -140,6 +145,8 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
     fit.delta.y = std::clamp(fit.delta.y + ddy, -max_offset, max_offset);
     c += (b[2] - a[2][0] * ddx - a[2][1] * ddy) / a[2][2];
     fit.residual_var = rr / static_cast<double>(n - 3);
+    const double nn = static_cast<double>(n);
+    fit.explains = fit.residual_var < (ff[1] - ff[0] * ff[0] / nn) / (nn - 1.0);
     // Confidence: the smaller eigenvalue of the information matrix, over the
     // residual variance (a featureless or noisy band weighs little).
     const double tr = s00 + s11, disc = std::sqrt(std::max(0.0, 0.25 * tr * tr - det));
@@ -515,24 +522,32 @@ SpecimenImage finish_split_average(const SpecimenGrid& grid, std::vector<double>
 
 SpecimenImage average_in_specimen_coordinates(const FrameSource& frames, const ScanTiming& timing,
                                               const ScanModel& model, AverageNoise* noise,
-                                              std::vector<FrameContribution>* kept) {
+                                              std::vector<FrameContribution>* kept, const std::vector<char>* left_out) {
   const std::size_t n = frames.frame_count();
+  auto out = [&](std::size_t k) { return left_out && k < left_out->size() && (*left_out)[k]; };
   SpecimenExtent extent;
-  for (std::size_t k = 0; k < n; ++k) extent.merge(frame_extent(FrameScanMap(timing, model, k), timing));
+  for (std::size_t k = 0; k < n; ++k)
+    if (!out(k)) extent.merge(frame_extent(FrameScanMap(timing, model, k), timing));
   const SpecimenGrid grid = SpecimenGrid::covering(extent, timing);
   const std::size_t size = static_cast<std::size_t>(grid.width) * static_cast<std::size_t>(grid.height);
   // Even and odd frames apart (their difference is the noise), then added.
   std::vector<double> sum[2] = {std::vector<double>(size, 0.0), std::vector<double>(noise ? size : 0, 0.0)};
   std::vector<double> coverage[2] = {sum[0], sum[1]};
   ContributionBudget budget(kept);
+  std::size_t counted[2] = {0, 0};
   for (std::size_t k = 0; k < n; ++k) {
+    if (out(k)) {
+      budget.keep(FrameContribution{});
+      continue;
+    }
     const std::size_t half = noise ? k % 2 : 0;
     FrameContribution c = sample_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid);
     add_contribution(c, grid, sum[half], coverage[half]);
     budget.keep(std::move(c));
+    ++counted[k % 2];
   }
   if (!noise) return finish_specimen_average(grid, sum[0], coverage[0]);
-  return finish_split_average(grid, sum, coverage, (n + 1) / 2, n / 2, *noise);
+  return finish_split_average(grid, sum, coverage, counted[0], counted[1], *noise);
 }
 
 struct ScanDistortionSteps::Template : driftscan::Template {
@@ -555,6 +570,7 @@ ScanDistortionSteps::ScanDistortionSteps(const ScanTiming& timing, const ScanDis
   require(settings.max_rounds >= 1, "max rounds must be >= 1");
   require(std::isfinite(settings.jitter_prior) && settings.jitter_prior > 0, "jitter prior must be > 0");
   require(std::isfinite(settings.smoothing) && settings.smoothing >= 0, "smoothing must be >= 0");
+  left_out_.assign(frames, 0);
   lines_ = pixels_by_line(timing);
   // Bands: consecutive lines; the remainder joins the last band.
   for (int l0 = 0; l0 < timing.lines(); l0 += settings.band_lines) {
@@ -598,7 +614,8 @@ ScanModel ScanDistortionSteps::initial_model(const std::vector<Point>& rigid_dri
     // frames is the drift within them), which is most of the distortion.
     std::vector<DriftSample> rigid;
     for (std::size_t k = 0; k < frames_; ++k)
-      rigid.push_back({timing_.frame_mid_time(k), rigid_drift[k].x, rigid_drift[k].y, 1.0});
+      if (!left_out(k)) rigid.push_back({timing_.frame_mid_time(k), rigid_drift[k].x, rigid_drift[k].y, 1.0});
+    if (rigid.size() < 2) throw bad_input("scan distortion: fewer than 2 frames are left to follow");
     // Rigid shifts are accurate (hundredths of a pixel): nearly interpolate
     // them rather than smooth them away.
     DriftPathSettings ps;
@@ -682,6 +699,7 @@ std::shared_ptr<const ScanDistortionSteps::Template> ScanDistortionSteps::templa
 ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame, std::size_t k,
                                                              const ScanModel& model) const {
   if (!template_) throw failure("scan distortion: fit_frame before set_template");
+  if (left_out(k)) return {};
   const std::vector<double>& current = k < model.jitter.size() ? model.jitter[k] : no_jitter;
   const auto tpl = template_without(frame, k, current);
   FrameFit out;
@@ -704,6 +722,7 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
     for (int m = 0; m < 5; ++m) noise_sums[m] += f.noise_sums[m];
     out.bands.push_back({f.t, f.mean_path.x + f.delta.x, f.mean_path.y + f.delta.y, f.weight});
     out.band_variance_sum += f.residual_var, out.band_count += 1;
+    if (f.explains) out.explained_count += 1;
     centre.push_back(0.5 * (band_lines_[b].first + band_lines_[b].second - 1));
     offset.push_back(f.delta);
   }
@@ -839,13 +858,16 @@ double ScanDistortionSteps::path_change(const DriftPath& a, const DriftPath& b) 
 
 ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const ScanTiming& timing,
                                               const std::vector<Point>& rigid_drift,
-                                              const ScanDistortionSettings& settings) {
+                                              const ScanDistortionSettings& settings,
+                                              const std::vector<std::size_t>& leave_out) {
   const std::size_t n = frames.frame_count();
   if (n >= 1 && (frames.width() != timing.width() || frames.height() != timing.height()))
     throw bad_input("scan distortion: the scan timing is for " + std::to_string(timing.width()) + "x" +
                     std::to_string(timing.height()) + " frames, the series has " + std::to_string(frames.width()) +
                     "x" + std::to_string(frames.height()));
   ScanDistortionSteps steps(timing, settings, n);
+  for (const std::size_t k : leave_out)
+    if (k < n) steps.leave_out(k);
   ScanDistortionResult result;
   ScanModel& model = result.model;
   model = steps.initial_model(rigid_drift);
@@ -853,7 +875,8 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
     const auto started = std::chrono::steady_clock::now();
     AverageNoise noise;
     std::vector<FrameContribution> own;
-    const SpecimenImage average = average_in_specimen_coordinates(frames, timing, model, &noise, &own);
+    const SpecimenImage average =
+        average_in_specimen_coordinates(frames, timing, model, &noise, &own, &steps.left_out_frames());
     steps.set_template(average, model.path, noise, std::move(own));
     std::vector<DriftSample> samples;
     double precision[2] = {0.0, 0.0};
@@ -861,9 +884,17 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
     const std::size_t batch = 2 * static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
     for (std::size_t k0 = 0; k0 < n; k0 += batch) {
       std::vector<Frame> held;
-      for (std::size_t k = k0; k < std::min(n, k0 + batch); ++k) held.push_back(frames.frame(k));
+      for (std::size_t k = k0; k < std::min(n, k0 + batch); ++k)
+        held.push_back(steps.left_out(k) ? Frame() : frames.frame(k));
       std::vector<ScanDistortionSteps::FrameFit> fits = steps.fit_frames(held, k0, model);
       for (std::size_t i = 0; i < fits.size(); ++i) {
+        const std::size_t k = k0 + i;
+        if (!steps.left_out(k) && !steps.followed(fits[i])) {
+          // Its few band samples would rather bend the path than follow it.
+          steps.leave_out(k);
+          result.not_followed.push_back(k);
+          fits[i] = {};
+        }
         samples.insert(samples.end(), fits[i].bands.begin(), fits[i].bands.end());
         precision[0] += fits[i].precision_sum, precision[1] += fits[i].precision_count;
         fits[i].bands.clear(), fits[i].bands.shrink_to_fit();
@@ -886,7 +917,9 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
       break;
     }
   }
-  result.average = average_in_specimen_coordinates(frames, timing, model);
+  result.average = average_in_specimen_coordinates(frames, timing, model, nullptr, nullptr, &steps.left_out_frames());
+  for (std::size_t k = 0; k < n; ++k)
+    if (steps.left_out(k)) result.left_out.push_back(k);
   return result;
 }
 

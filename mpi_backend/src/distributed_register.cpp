@@ -634,8 +634,27 @@ void correct_distortion(RegisterRun& run) {
   std::vector<Point> rigid;
   rigid.reserve(run.n);
   for (const Transform& t : run.transforms) rigid.push_back(t.displacement(centre));
+  // The frames the rigid average leaves out stay out of this one: failed
+  // registrations (their drift is no start), those over averaging.max_sigma
+  // and those the user excluded.
+  std::vector<std::size_t> leave_out = job.averaging.exclude_frames;
+  const std::vector<std::size_t> failed = run.failures.failed();
+  leave_out.insert(leave_out.end(), failed.begin(), failed.end());
+  leave_out.insert(leave_out.end(), run.above_sigma.begin(), run.above_sigma.end());
   run.distortion =
-      correct_scan_distortion(*run.frames, *run.timing, rigid, job.scan.distortion(), run.ctx, run.threads);
+      correct_scan_distortion(*run.frames, *run.timing, rigid, job.scan.distortion(), run.ctx, run.threads, leave_out);
+  if (run.ctx.rank == 0 && !run.distortion->not_followed.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < run.distortion->not_followed.size() && i < 20; ++i)
+      list += (i ? ", " : "") + std::to_string(run.distortion->not_followed[i]);
+    if (run.distortion->not_followed.size() > 20) list += ", ...";
+    const std::string said = "scan distortion: " + std::to_string(run.distortion->not_followed.size()) +
+                             " frame(s) could not be followed (fewer than half their bands registered against the "
+                             "average): " +
+                             list + "; left out of average.tif (report: scan_distortion.not_followed)";
+    run.ctx.progress.log(LogLevel::warning, said);
+    run.res.warnings.push_back(said);
+  }
   if (run.ctx.rank == 0 && !run.distortion->converged && run.distortion->rounds.size() > 1)
     run.ctx.progress.log(LogLevel::info, "scan distortion: the drift path still moved by " +
                                              message_number(run.distortion->rounds.back().path_change) +
@@ -683,6 +702,8 @@ nlohmann::json write_distortion_outputs(RegisterRun& run, OutputSet& set) {
           {"band_samples", d.band_samples.size()},
           {"jitter_rms_px", lines > 0 ? std::sqrt(jitter2 / lines) : 0.0},
           {"jitter_precision_px", d.jitter_precision_px},
+          {"left_out", d.left_out},
+          {"not_followed", d.not_followed},
           {"seconds", run.distortion_seconds},
           {"files",
            {{"average", files.average},

@@ -38,11 +38,12 @@ void together(RunContext& ctx, Body&& body) {
 // frames, each rank's sums added up (on every rank, or on rank 0 only).
 SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timing, const ScanModel& model,
                                std::size_t lo, std::size_t hi, RunContext& ctx, bool everywhere,
-                               std::size_t& progress_done, AverageNoise* noise = nullptr,
-                               std::vector<FrameContribution>* kept = nullptr) {
+                               std::size_t& progress_done, const std::vector<char>& left_out,
+                               AverageNoise* noise = nullptr, std::vector<FrameContribution>* kept = nullptr) {
   SpecimenExtent extent;
   together(ctx, [&] {
-    for (std::size_t k = lo; k < hi; ++k) extent.merge(frame_extent(FrameScanMap(timing, model, k), timing));
+    for (std::size_t k = lo; k < hi; ++k)
+      if (!left_out[k]) extent.merge(frame_extent(FrameScanMap(timing, model, k), timing));
   });
   double bounds[4] = {-extent.xmin, extent.xmax, -extent.ymin, extent.ymax};
   MPI_Allreduce(MPI_IN_PLACE, bounds, 4, MPI_DOUBLE, MPI_MAX, ctx.comm);
@@ -55,11 +56,17 @@ SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timi
   together(ctx, [&] {
     grid = SpecimenGrid::covering(extent, timing);
     const std::size_t size = static_cast<std::size_t>(grid.width) * static_cast<std::size_t>(grid.height);
-    sums.assign(2 * halves * size, 0.0);
+    sums.assign(2 * halves * size + 2, 0.0);  // + the frames counted in each half
     std::vector<std::vector<double>> sum(halves, std::vector<double>(size, 0.0)), coverage = sum;
     ContributionBudget budget(kept);
     for (std::size_t k = lo; k < hi; ++k) {
       ctx.cancel.throw_if_cancelled();
+      if (left_out[k]) {
+        budget.keep(FrameContribution{});
+        ctx.progress.advance(++progress_done);
+        continue;
+      }
+      sums[2 * halves * size + k % 2] += 1.0;
       const std::size_t half = k % halves;
       FrameContribution c = sample_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid);
       add_contribution(c, grid, sum[half], coverage[half]);
@@ -76,7 +83,9 @@ SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timi
   else if (ctx.rank == 0) MPI_Reduce(MPI_IN_PLACE, sums.data(), count, MPI_DOUBLE, MPI_SUM, 0, ctx.comm);
   else MPI_Reduce(sums.data(), nullptr, count, MPI_DOUBLE, MPI_SUM, 0, ctx.comm);
   if (!everywhere && ctx.rank != 0) return {};
-  const std::size_t size = sums.size() / (2 * halves);
+  const std::size_t size = (sums.size() - 2) / (2 * halves);
+  const std::size_t counted[2] = {static_cast<std::size_t>(sums[2 * halves * size]),
+                                  static_cast<std::size_t>(sums[2 * halves * size + 1])};
   auto part = [&](std::size_t i) {
     return std::vector<double>(sums.begin() + static_cast<long>(i * size),
                                sums.begin() + static_cast<long>((i + 1) * size));
@@ -84,15 +93,15 @@ SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timi
   std::vector<double> sum[2] = {part(0), noise ? part(2) : std::vector<double>{}};
   std::vector<double> coverage[2] = {part(1), noise ? part(3) : std::vector<double>{}};
   if (!noise) return finish_specimen_average(grid, sum[0], coverage[0]);
-  const std::size_t n = frames.frame_count();
-  return finish_split_average(grid, sum, coverage, (n + 1) / 2, n / 2, *noise);
+  return finish_split_average(grid, sum, coverage, counted[0], counted[1], *noise);
 }
 
 }  // namespace
 
 DistributedDistortion correct_scan_distortion(const FrameSource& frames, const ScanTiming& timing,
                                               const std::vector<Point>& rigid_drift,
-                                              const ScanDistortionSettings& settings, RunContext& ctx, int threads) {
+                                              const ScanDistortionSettings& settings, RunContext& ctx, int threads,
+                                              const std::vector<std::size_t>& leave_out) {
   const std::size_t n = frames.frame_count();
   const std::size_t ranks = static_cast<std::size_t>(ctx.size), rank = static_cast<std::size_t>(ctx.rank);
   const std::size_t lo = n * rank / ranks, hi = n * (rank + 1) / ranks;
@@ -111,6 +120,8 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
                       std::to_string(timing.height()) + " frames, the series has " + std::to_string(frames.width()) +
                       "x" + std::to_string(frames.height()));
     steps.emplace(timing, settings, n);
+    for (const std::size_t k : leave_out)
+      if (k < n) steps->leave_out(k);
     out.model = steps->initial_model(rigid_drift);
   });
   // Only this rank's frames' jitter is kept (the others' is not needed here).
@@ -124,7 +135,8 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
     const auto started = std::chrono::steady_clock::now();
     AverageNoise noise;
     std::vector<FrameContribution> own;  // this rank's frames', for their leave-one-out templates
-    const SpecimenImage average = combined_average(frames, timing, out.model, lo, hi, ctx, true, done, &noise, &own);
+    const SpecimenImage average =
+        combined_average(frames, timing, out.model, lo, hi, ctx, true, done, steps->left_out_frames(), &noise, &own);
     together(ctx, [&] { steps->set_template(average, out.model.path, noise, std::move(own), lo); });
     std::vector<DriftSample> samples;
     double precision[2] = {0.0, 0.0};
@@ -135,9 +147,15 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
       for (std::size_t k0 = lo; k0 < hi; k0 += batch) {
         ctx.cancel.throw_if_cancelled();
         std::vector<Frame> held;
-        for (std::size_t k = k0; k < std::min(hi, k0 + batch); ++k) held.push_back(frames.frame(k));
+        for (std::size_t k = k0; k < std::min(hi, k0 + batch); ++k)
+          held.push_back(steps->left_out(k) ? Frame() : frames.frame(k));
         std::vector<ScanDistortionSteps::FrameFit> fits = steps->fit_frames(held, k0, out.model);
         for (std::size_t i = 0; i < fits.size(); ++i) {
+          if (!steps->left_out(k0 + i) && !steps->followed(fits[i])) {
+            // Its few band samples would rather bend the path than follow it.
+            steps->leave_out(k0 + i);
+            fits[i] = {};
+          }
           samples.insert(samples.end(), fits[i].bands.begin(), fits[i].bands.end());
           precision[0] += fits[i].precision_sum, precision[1] += fits[i].precision_count;
           fits[i].bands.clear(), fits[i].bands.shrink_to_fit();
@@ -146,6 +164,12 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
         }
       }
     });
+    // Every rank learns which frames the others left out (the flags of one
+    // rank's frames are its own).
+    std::vector<unsigned char> flags(steps->left_out_frames().begin(), steps->left_out_frames().end());
+    MPI_Allreduce(MPI_IN_PLACE, flags.data(), static_cast<int>(n), MPI_UNSIGNED_CHAR, MPI_MAX, ctx.comm);
+    for (std::size_t k = 0; k < n; ++k)
+      if (flags[k] && !steps->left_out(k)) steps->leave_out(k);
     samples = allgather_records(ctx.comm, samples);
     const DriftPath previous = out.model.path;
     together(ctx, [&] {
@@ -166,7 +190,15 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
       break;
     }
   }
-  out.average = combined_average(frames, timing, out.model, lo, hi, ctx, false, done);
+  out.average = combined_average(frames, timing, out.model, lo, hi, ctx, false, done, steps->left_out_frames());
+  std::vector<char> given(n, 0);
+  for (const std::size_t k : leave_out)
+    if (k < n) given[k] = 1;
+  for (std::size_t k = 0; k < n; ++k)
+    if (steps->left_out(k)) {
+      out.left_out.push_back(k);
+      if (!given[k]) out.not_followed.push_back(k);
+    }
 
   // Every frame's jitter to rank 0, in frame order (ranks hold consecutive blocks).
   const std::size_t lines = static_cast<std::size_t>(timing.lines());

@@ -51,6 +51,21 @@ assert files["average"].endswith("/average.tif") and files["average_rigid"].ends
 assert files["lines"].endswith("/lines.csv") and files["coverage"].endswith("/coverage.tif"), files
 PY
 
+# A frame the user excludes stays out of the corrected average too, on 1 and
+# 3 ranks alike (the ranks agree on which frames are out).
+"$ENGINE" register s.tif --out ex1 --threads 2 --scan-distortion --exclude 4 "${TIMING[@]}" --progress none
+"${MPIRUN[@]}" -np 3 "$ENGINE" register s.tif --out ex3 --threads 1 --scan-distortion --exclude 4 "${TIMING[@]}" \
+  --progress none
+python3 - <<'PY' || die "an excluded frame in the corrected average, or ranks disagree"
+import csv, json
+for d in ("ex1", "ex3"):
+    r = json.load(open(f"{d}/report.json"))["scan_distortion"]
+    assert r["left_out"] == [4] and r["not_followed"] == [], (d, r["left_out"], r["not_followed"])
+one, three = list(csv.DictReader(open("ex1/lines.csv"))), list(csv.DictReader(open("ex3/lines.csv")))
+worst = max(abs(float(a[k]) - float(b[k])) for a, b in zip(one, three) for k in ("dx", "dy", "jitter"))
+assert worst <= 0.01, f"1 and 3 ranks differ by {worst} px with frame 4 left out"
+PY
+
 # average --lines: the same per-line model applied again (what another
 # detector of the same scan gets) reproduces the corrected average.
 "$ENGINE" average s.tif --lines one/lines.csv "${TIMING[@]}" --out relines --progress none

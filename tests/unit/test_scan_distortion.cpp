@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -428,4 +429,50 @@ TEST(ScanDistortion, LineFitPrecisionMatchesItsScatterUnderShotNoise) {
   const double ratio = std::sqrt(error / predicted);
   EXPECT_GT(ratio, 0.8) << "the lines scatter less than predicted";
   EXPECT_LT(ratio, 1.25) << "the lines scatter more than predicted";
+}
+
+// A frame with nothing of the specimen in it (here: noise only) cannot be
+// followed: fewer than half its bands register, it is flagged and left out
+// of the average, and the others' drift is not bent by it. Frames the caller
+// leaves out are in no average either.
+TEST(ScanDistortion, FramesThatCannotBeFollowedAreLeftOut) {
+  SyntheticSeries s(scanned_series());
+  const ScanTiming& t = s.scan_timing();
+  const std::size_t n = s.frame_count();
+  std::vector<Frame> frames;
+  for (std::size_t k = 0; k < n; ++k) frames.push_back(s.frame(k));
+  // Frame 6: the same mean counts, no specimen.
+  double mean = 0;
+  for (float v : frames[6].pixels) mean += v;
+  mean /= static_cast<double>(frames[6].pixels.size());
+  std::mt19937 generator(3);
+  std::poisson_distribution<int> counts(mean);
+  for (float& v : frames[6].pixels) v = static_cast<float>(counts(generator));
+  FrameVector source(frames);
+  // The true drift at each frame's mid time as the rigid start (the pipeline
+  // would flag frame 6 itself; here the correction must).
+  std::vector<Point> start;
+  const Point d0 = s.drift_at(t.frame_mid_time(0));
+  for (std::size_t k = 0; k < n; ++k) {
+    const Point d = s.drift_at(t.frame_mid_time(k));
+    start.push_back({d.x - d0.x, d.y - d0.y});
+  }
+  ScanDistortionSettings settings;
+  settings.max_band_offset = 0.3 * 9.0;
+  const ScanDistortionResult r = estimate_scan_distortion(source, t, start, settings, {2});
+  EXPECT_EQ(r.not_followed, std::vector<std::size_t>{6});
+  EXPECT_EQ(r.left_out, (std::vector<std::size_t>{2, 6}));
+  // The average holds the other frames only: its coverage is at most n - 2.
+  float most = 0;
+  for (float c : r.average.coverage.pixels) most = std::max(most, c);
+  EXPECT_EQ(most, static_cast<float>(n - 2));
+  // The path is as good as with frame 6 left out from the start (its band
+  // samples, had they been kept, would have bent it).
+  const ScanDistortionResult clean = estimate_scan_distortion(s, t, start, settings, {2, 6});
+  const double err = line_drift_rms(s, [&](std::size_t k, int l) { return r.model.path.at(t.line_mid_time(k, l)); });
+  const double err_clean =
+      line_drift_rms(s, [&](std::size_t k, int l) { return clean.model.path.at(t.line_mid_time(k, l)); });
+  std::printf("frame 6 of noise: per-line drift error %.4f px (left out from the start: %.4f px)\n", err, err_clean);
+  EXPECT_TRUE(clean.not_followed.empty());
+  EXPECT_LT(err, err_clean + 0.02);
 }

@@ -177,6 +177,9 @@ struct ScanDistortionResult {
   // pixel noise, over the line's information): what no jitter estimate of
   // these frames can beat, whatever the path. 0 without jitter estimation.
   double jitter_precision_px = 0.0;
+  // Frames left out of the average: those the caller left out and those
+  // that could not be followed (fewer than half their bands registered).
+  std::vector<std::size_t> left_out, not_followed;
 };
 
 // The specimen region a set of frames covers: origin and size of the grid
@@ -273,11 +276,18 @@ class ScanDistortionSteps {
   double t_end() const { return timing_.frame_start(frames_); }
 
   // The start: a path nearly through the rigid shifts at the frames' mid times
-  // (drift.csv convention), in the gauge d(0) = 0, and zero jitter.
+  // (drift.csv convention; frames left out are not used), in the gauge
+  // d(0) = 0, and zero jitter.
   ScanModel initial_model(const std::vector<Point>& rigid_drift) const;
   // Step 3: the path through all band samples (any order; the fit sorts
   // them), in the gauge d(0) = 0.
   DriftPath fit_path(std::vector<DriftSample> samples) const;
+
+  // Frames left out: of every average, fit and band sample from now on (a
+  // frame the caller leaves out, or one that could not be followed).
+  void leave_out(std::size_t k) { left_out_.at(k) = 1; }
+  bool left_out(std::size_t k) const { return k < left_out_.size() && left_out_[k]; }
+  const std::vector<char>& left_out_frames() const { return left_out_; }
 
   // Makes `average`, built under a model with this path, the template of the
   // next steps (coverage threshold: a quarter of the frames). With its noise
@@ -308,12 +318,14 @@ class ScanDistortionSteps {
     std::vector<DriftSample> bands;  // one sample per registered band (t, displacement, confidence)
     double band_variance_sum = 0.0;  // the registered bands' residual variances, summed
     double band_count = 0.0;         // and counted
+    double explained_count = 0.0;    // of those, the bands the template explains part of
     // Per line (empty: jitter not estimated): its whole fast-axis offset
     // from the template's path, as fitted, and that fit's variance.
     std::vector<double> line_offset, line_variance;
     double precision_sum = 0.0;    // the lines' fit variances, summed
     double precision_count = 0.0;  // and counted (ScanDistortionResult::jitter_precision_px)
   };
+  // A frame left out gets an empty fit.
   FrameFit fit_frame(const Frame& frame, std::size_t k, const ScanModel& model) const;
   // Step 4's end, once the path is fitted: frame k's jitter for the next
   // model, what the path `after` does not explain of the lines' offsets from
@@ -326,6 +338,11 @@ class ScanDistortionSteps {
   // The results are in frame order, so they combine the same for any thread
   // count; the first failure is rethrown after all threads have finished.
   std::vector<FrameFit> fit_frames(const std::vector<Frame>& frames, std::size_t first, const ScanModel& model) const;
+  // Whether a frame's fit followed it: at least half its bands registered
+  // against the average and explained by it in part (fewer, and its band
+  // samples are more likely a featureless or damaged frame's chance matches
+  // than its drift).
+  bool followed(const FrameFit& fit) const { return 2.0 * fit.explained_count >= static_cast<double>(bands_.size()); }
 
   // The largest change of d at any line's mid time between two paths.
   double path_change(const DriftPath& a, const DriftPath& b) const;
@@ -345,6 +362,7 @@ class ScanDistortionSteps {
   std::vector<std::pair<std::size_t, std::size_t>> line_in_band_;
   std::vector<double> band_time_;  // each band's mean acquisition time from its frame's start
   std::shared_ptr<const Template> template_;
+  std::vector<char> left_out_;
   std::vector<FrameContribution> own_;  // of frames own_first_, ... in the template's pass
   std::size_t own_first_ = 0;
 };
@@ -354,9 +372,12 @@ class ScanDistortionSteps {
 // shows it. The image covers every frame's footprint. With `noise`, also the
 // difference of the even and odd frames' averages; with `kept`, the frames'
 // contributions (ContributionBudget).
+// Frames with left_out[k] != 0 are not in it (an empty contribution is kept
+// for them).
 SpecimenImage average_in_specimen_coordinates(const FrameSource& frames, const ScanTiming& timing,
                                               const ScanModel& model, AverageNoise* noise = nullptr,
-                                              std::vector<FrameContribution>* kept = nullptr);
+                                              std::vector<FrameContribution>* kept = nullptr,
+                                              const std::vector<char>* left_out = nullptr);
 
 // Estimates the per-line model from `frames` scanned with `timing`, starting
 // from the rigid drift of each frame (drift.csv convention: frame k at pixel
@@ -364,8 +385,11 @@ SpecimenImage average_in_specimen_coordinates(const FrameSource& frames, const S
 // Error (one line, naming the setting) for settings that cannot work (bands
 // of fewer than 4 lines or more lines than a frame has, a rigid drift per
 // frame missing, ...).
+// Frames in `leave_out` (rigid registrations that failed, frames the user
+// excluded) are in no average nor fit.
 ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const ScanTiming& timing,
                                               const std::vector<Point>& rigid_drift,
-                                              const ScanDistortionSettings& settings = {});
+                                              const ScanDistortionSettings& settings = {},
+                                              const std::vector<std::size_t>& leave_out = {});
 
 }  // namespace driftscan

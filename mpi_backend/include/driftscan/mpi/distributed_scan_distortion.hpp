@@ -20,13 +20,19 @@ struct DistributedDistortion {
   std::vector<ScanDistortionRound> rounds;
   bool converged = false;
   double jitter_precision_px = 0.0;  // ScanDistortionResult's, over every rank's lines
+  // Frames in no average: those in `leave_out` and those that could not be
+  // followed (ScanDistortionSteps::followed), on every rank.
+  std::vector<std::size_t> left_out, not_followed;
 };
 
 // Collective. `rigid_drift` (drift.csv convention, one per frame) must be the
 // same on every rank. Errors on any rank end it on every rank with that
 // rank's one-line message; cancellation likewise.
+// Frames in `leave_out` (failed rigid registrations, frames the user
+// excluded) are in no average nor fit.
 DistributedDistortion correct_scan_distortion(const FrameSource& frames, const ScanTiming& timing,
                                               const std::vector<Point>& rigid_drift,
-                                              const ScanDistortionSettings& settings, RunContext& ctx, int threads);
+                                              const ScanDistortionSettings& settings, RunContext& ctx, int threads,
+                                              const std::vector<std::size_t>& leave_out = {});
 
 }  // namespace driftscan::mpi
