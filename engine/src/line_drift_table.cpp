@@ -75,9 +75,11 @@ LineDriftReader::LineDriftReader(const std::string& path, const ScanTiming& timi
 
 LineDriftReader::~LineDriftReader() = default;
 
-bool LineDriftReader::next_frame(std::size_t& frame, std::vector<Point>& drift, std::vector<double>& jitter) {
+bool LineDriftReader::next_frame(std::size_t& frame, std::vector<Point>& drift, std::vector<double>& jitter,
+                                 bool* registered) {
   Impl& m = *impl_;
   const int lines = m.timing->lines();
+  if (registered) *registered = false;
   drift.assign(static_cast<std::size_t>(lines), Point{});
   jitter.assign(static_cast<std::size_t>(lines), 0.0);
   std::string text;
@@ -111,6 +113,7 @@ bool LineDriftReader::next_frame(std::size_t& frame, std::vector<Point>& drift, 
                       "--frame-flyback, --scan-direction)");
     drift[static_cast<std::size_t>(l)] = {number(3), number(4)};
     jitter[static_cast<std::size_t>(l)] = number(5);
+    if (registered && number(6) > 0) *registered = true;
   }
   frame = m.next++;
   return true;

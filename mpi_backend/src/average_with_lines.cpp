@@ -33,13 +33,17 @@ int run_average_with_lines(const Job& job, RunContext& ctx) {
       std::vector<double> jitter;
       std::size_t k = 0;
       // Pass 1: the specimen region every frame covers (the table streamed, never held).
+      // Frames none of whose bands registered were left out of the run's
+      // average (rigid failures, --exclude, frames not followed): here too.
       SpecimenExtent extent;
-      std::size_t rows = 0;
+      std::size_t rows = 0, left_out = 0;
+      bool registered = false;
       {
         LineDriftReader reader(table, timing);
-        while (reader.next_frame(k, drift, jitter)) {
+        while (reader.next_frame(k, drift, jitter, &registered)) {
           if (k >= frames->frame_count()) break;
-          extent.merge(frame_extent(FrameScanMap::from_lines(timing, drift, jitter), timing));
+          if (registered) extent.merge(frame_extent(FrameScanMap::from_lines(timing, drift, jitter), timing));
+          else ++left_out;
           ++rows;
         }
       }
@@ -52,10 +56,14 @@ int run_average_with_lines(const Job& job, RunContext& ctx) {
       omp_set_num_threads(std::max(1, job.execution.threads));
       ctx.progress.phase("average", rows);
       LineDriftReader reader(table, timing);
-      while (reader.next_frame(k, drift, jitter) && k < rows) {
+      if (left_out > 0)
+        ctx.progress.log(LogLevel::info, std::to_string(left_out) + " frame(s) of " + table +
+                                             " have no registered band (left out of that run's average): left out");
+      while (reader.next_frame(k, drift, jitter, &registered) && k < rows) {
         ctx.cancel.throw_if_cancelled();
-        accumulate_in_specimen_coordinates(frames->frame(k), FrameScanMap::from_lines(timing, drift, jitter), grid, sum,
-                                           coverage);
+        if (registered)
+          accumulate_in_specimen_coordinates(frames->frame(k), FrameScanMap::from_lines(timing, drift, jitter), grid,
+                                             sum, coverage);
         ctx.progress.advance(k + 1);
       }
       const SpecimenImage average = finish_specimen_average(grid, sum, coverage);

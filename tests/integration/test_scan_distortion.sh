@@ -69,6 +69,8 @@ PY
 # average --lines: the same per-line model applied again (what another
 # detector of the same scan gets) reproduces the corrected average.
 "$ENGINE" average s.tif --lines one/lines.csv "${TIMING[@]}" --out relines --progress none
+# ... and leaves out what the run left out (frame 4: no registered band in ex1/lines.csv).
+"$ENGINE" average s.tif --lines ex1/lines.csv "${TIMING[@]}" --out relines_ex --progress none
 python3 - <<'PY' || die "average --lines differs from the corrected average"
 import struct
 def read_tiff_f32(path):  # the engine's own uncompressed float32 writer: one image, one strip per row or block
@@ -89,13 +91,16 @@ def read_tiff_f32(path):  # the engine's own uncompressed float32 writer: one im
         per = (w * h) // cnt
         data = b"".join(b[o: o + 4 * per] for o in offs)
     return w, h, struct.unpack(e + "f" * (w * h), data[: 4 * w * h])
-wa, ha, a = read_tiff_f32("one/average.tif")
-wb, hb, b = read_tiff_f32("relines/average.tif")
-assert (wa, ha) == (wb, hb), f"sizes {wa}x{ha} vs {wb}x{hb}"
-scale = max(abs(v) for v in a)
-diff = sum(abs(x - y) for x, y in zip(a, b)) / len(a)
-print(f"average --lines vs register: mean |difference| {diff:.5f} (peak {scale:.2f})")
-assert diff < 0.01 * scale
+for run, again in (("one", "relines"), ("ex1", "relines_ex")):
+    wa, ha, a = read_tiff_f32(f"{run}/average.tif")
+    wb, hb, b = read_tiff_f32(f"{again}/average.tif")
+    assert (wa, ha) == (wb, hb), f"{run}: sizes {wa}x{ha} vs {wb}x{hb}"
+    scale = max(abs(v) for v in a)
+    diff = sum(abs(x - y) for x, y in zip(a, b)) / len(a)
+    print(f"average --lines vs register ({run}): mean |difference| {diff:.5f} (peak {scale:.2f})")
+    assert diff < 0.01 * scale
+_, _, c = read_tiff_f32("relines_ex/coverage.tif")
+assert max(c) == 11, f"coverage {max(c)}: the left-out frame was averaged"
 PY
 set +e
 "$ENGINE" average s.tif --lines one/lines.csv --out wrongtiming --progress none 2> wrong.err; rc=$?

@@ -33,8 +33,11 @@ class LineDriftReader {
   LineDriftReader(const LineDriftReader&) = delete;
   LineDriftReader& operator=(const LineDriftReader&) = delete;
   // The next frame's rows: d at each line's mid time and the jitter; false
-  // at the end of the table.
-  bool next_frame(std::size_t& frame, std::vector<Point>& drift, std::vector<double>& jitter);
+  // at the end of the table. `registered` (if given): whether some band of
+  // the frame registered (weight > 0); a frame with none was left out of
+  // the run's average (ScanDistortionResult::left_out).
+  bool next_frame(std::size_t& frame, std::vector<Point>& drift, std::vector<double>& jitter,
+                  bool* registered = nullptr);
 
  private:
   struct Impl;
