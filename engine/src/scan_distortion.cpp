@@ -721,7 +721,7 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
     if (!f.ok) continue;
     for (int m = 0; m < 5; ++m) noise_sums[m] += f.noise_sums[m];
     out.bands.push_back({f.t, f.mean_path.x + f.delta.x, f.mean_path.y + f.delta.y, f.weight});
-    out.band_variance_sum += f.residual_var, out.band_count += 1;
+    out.band_count += 1;
     if (f.explains) out.explained_count += 1;
     centre.push_back(0.5 * (band_lines_[b].first + band_lines_[b].second - 1));
     offset.push_back(f.delta);

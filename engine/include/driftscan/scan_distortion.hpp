@@ -316,8 +316,7 @@ class ScanDistortionSteps {
   // fast part alone was kept).
   struct FrameFit {
     std::vector<DriftSample> bands;  // one sample per registered band (t, displacement, confidence)
-    double band_variance_sum = 0.0;  // the registered bands' residual variances, summed
-    double band_count = 0.0;         // and counted
+    double band_count = 0.0;         // bands registered
     double explained_count = 0.0;    // of those, the bands the template explains part of
     // Per line (empty: jitter not estimated): its whole fast-axis offset
     // from the template's path, as fitted, and that fit's variance.
