@@ -151,11 +151,7 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
           held.push_back(steps->left_out(k) ? Frame() : frames.frame(k));
         std::vector<ScanDistortionSteps::FrameFit> fits = steps->fit_frames(held, k0, out.model);
         for (std::size_t i = 0; i < fits.size(); ++i) {
-          if (!steps->left_out(k0 + i) && !steps->followed(fits[i])) {
-            // Its few band samples would rather bend the path than follow it.
-            steps->leave_out(k0 + i);
-            fits[i] = {};
-          }
+          steps->leave_out_unless_followed(k0 + i, fits[i]);
           samples.insert(samples.end(), fits[i].bands.begin(), fits[i].bands.end());
           precision[0] += fits[i].precision_sum, precision[1] += fits[i].precision_count;
           fits[i].bands.clear(), fits[i].bands.shrink_to_fit();

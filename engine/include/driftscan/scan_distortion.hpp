@@ -342,6 +342,15 @@ class ScanDistortionSteps {
   // samples are more likely a featureless or damaged frame's chance matches
   // than its drift).
   bool followed(const FrameFit& fit) const { return 2.0 * fit.explained_count >= static_cast<double>(bands_.size()); }
+  // A frame fitted but not followed is left out from now on and its fit
+  // emptied (its few band samples would rather bend the path than follow
+  // it); true if that happened.
+  bool leave_out_unless_followed(std::size_t k, FrameFit& fit) {
+    if (left_out(k) || followed(fit)) return false;
+    leave_out(k);
+    fit = {};
+    return true;
+  }
 
   // The largest change of d at any line's mid time between two paths.
   double path_change(const DriftPath& a, const DriftPath& b) const;
