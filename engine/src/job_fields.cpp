@@ -188,15 +188,18 @@ constexpr auto C = &Job::scan;
 constexpr auto F = &Job::follow;
 constexpr unsigned scanned = avg | syn;
 
-std::vector<JobField> make_table() {
-  using Reg = RegistrationSettings;
-  using Avg = AveragingOptions;
-  using Syn = SynthOptions;
-  using Exe = ExecutionSettings;
-  using Scan = ScanSettings;
-  using Fol = FollowSettings;
-  // One row per field, its aspects read as a sentence: kept as written.
-  // clang-format off
+using Reg = RegistrationSettings;
+using Avg = AveragingOptions;
+using Syn = SynthOptions;
+using Exe = ExecutionSettings;
+using Scan = ScanSettings;
+using Fol = FollowSettings;
+
+// One row per field, its aspects read as a sentence: kept as written. A
+// function per block of the job file, in the order of --help and the editor.
+// clang-format off
+// The command and its input and output.
+std::vector<JobField> command_rows() {
   return {
       Row("", "command", T::text, "register, average, spectrum or synth").choices(job_command_names())
           .top<&Job::command>(),
@@ -204,8 +207,12 @@ std::vector<JobField> make_table() {
           .flag("--input,-i", all).editor("Input").placeholder("series.tif, a folder or a glob").top<&Job::input>(),
       Row("", "output", T::text, "Results folder (synth: folder, or the series .tif path)")
           .flag("--output,--out,-o", all).editor("Output").placeholder("results folder").top<&Job::output>(),
+  };
+}
 
-      // registration
+// registration
+std::vector<JobField> registration_rows() {
+  return {
       Row("registration", "model", T::choice, "Motion model between frames").choices(enum_names<MotionModel>())
           .flag("--model", reg).editor("Model").member<R, &Reg::model>(),
       Row("registration", "roi", T::rectangle, "x,y,w,h in pixels of frame 0").shape("[x, y, w, h] or null")
@@ -242,8 +249,12 @@ std::vector<JobField> make_table() {
                   }),
       Row("registration", "max_shift", T::optional_number, "Bound on consecutive-pair shifts (pixels)")
           .flag("--max-shift", reg).at_least(0).said("positive or null").member<R, &Reg::max_shift>(),
+  };
+}
 
-      // averaging
+// averaging
+std::vector<JobField> averaging_rows() {
+  return {
       Row("averaging", "method", T::choice, "Average of the registered frames (clipped: sigma-clipped mean)").choices(enum_names<AverageMethod>())
           .flag("--method,--average", avg).editor("Method").member<A, &Avg::method>(),
       Row("averaging", "clip_sigma", T::number, "Sigma of the clipped mean").flag("--clip-sigma", avg).above(0)
@@ -273,15 +284,23 @@ std::vector<JobField> make_table() {
       Row("averaging", "lines", T::optional_text,
           "lines.csv of a --scan-distortion run: average in specimen coordinates with its per-line drift (another detector of the same scan)")
           .flag("--lines", for_average).member<A, &Avg::lines>(),
+  };
+}
 
-      // spectrum
+// spectrum
+std::vector<JobField> spectrum_rows() {
+  return {
       Row("spectrum", "frame", T::integer, "Frame whose power spectrum is written").flag("--frame", spec)
           .at_least(0).member<P, &SpectrumSettings::frame>(),
       Row("spectrum", "max_frames", T::count,
           "Bin the time axis of the 3-D spectrum to at most this many planes (0: every frame)")
           .flag("--spectrum-max-frames", spec).member<P, &SpectrumSettings::max_frames>(),
+  };
+}
 
-      // synth (checked only for the synth command: other commands carry the defaults along)
+// synth (checked only for the synth command: other commands carry the defaults along)
+std::vector<JobField> synth_rows() {
+  return {
       Row("synth", "frames", T::count, "Number of frames").flag("--frames", syn).at_least(1).checked_for(syn)
           .member<S, &Syn::frames>(),
       Row("synth", "width", T::integer, "Frame width (pixels)").flag("--width", syn).at_least(8).checked_for(syn)
@@ -320,8 +339,12 @@ std::vector<JobField> make_table() {
           .flag("--drift-wobble", syn).at_least(0).checked_for(syn).member<S, &Syn::drift_wobble>(),
       Row("synth", "drift_wobble_period", T::number, "Period of the drift wobble (frame times)")
           .flag("--wobble-period", syn).above(0).checked_for(syn).member<S, &Syn::drift_wobble_period>(),
+  };
+}
 
-      // scan: STEM raster timing (synth scans with it when dwell > 0) and the scan-distortion correction
+// scan: STEM raster timing (synth scans with it when dwell > 0) and the scan-distortion correction
+std::vector<JobField> scan_rows() {
+  return {
       Row("scan", "dwell", T::number, "Pixel dwell time (s); 0: unknown (1 us assumed, with a warning)")
           .flag("--scan-dwell", scanned).at_least(0).editor("Dwell time", "s").spin(0.0, 1.0, 9, 1e-7)
           .member<C, &Scan::dwell>(),
@@ -349,8 +372,12 @@ std::vector<JobField> make_table() {
           .flag("--line-jitter", reg).member<C, &Scan::line_jitter>(),
       Row("scan", "max_band_offset", T::number, "Bound on a band's move from the rigid drift (px; < half a lattice period)")
           .flag("--max-band-offset", reg).above(0).member<C, &Scan::max_band_offset>(),
+  };
+}
 
-      // follow: register a series while it is being written
+// follow: register a series while it is being written
+std::vector<JobField> follow_rows() {
+  return {
       Row("follow", "enabled", T::boolean, "Register the series while it is written: frames as they complete (a growing TIFF, a folder or glob)")
           .flag("--follow", reg).is_switch().editor("Follow while written").member<F, &Fol::enabled>(),
       Row("follow", "until_frames", T::count, "Follow: stop after this many frames (0: no bound)")
@@ -367,8 +394,12 @@ std::vector<JobField> make_table() {
           .flag("--average-every-frames", reg).at_least(1).editor("Average every", "frames").spin(1, 1e6).member<F, &Fol::average_every_frames>(),
       Row("follow", "average_every_s", T::number, "Follow: or after this many seconds with new frames")
           .flag("--average-every-s", reg).above(0).editor("or every", "s").spin(0.1, 3600, 1, 0.5).member<F, &Fol::average_every_s>(),
+  };
+}
 
-      // execution
+// execution
+std::vector<JobField> execution_rows() {
+  return {
       Row("execution", "profile", T::text, "Launch profile recorded in the job (driftscan-launch)")
           .flag("--profile", all).editor("Profile").listed().member<E, &Exe::profile>(),
       Row("execution", "ranks", T::integer, "MPI ranks (recorded by the launcher)").at_least(1)
@@ -387,15 +418,30 @@ std::vector<JobField> make_table() {
           .flag("--checkpoint-interval", reg).at_least(0).said("0 (off) or more").member<E, &Exe::checkpoint_interval_s>(),
       Row("execution", "resume", T::boolean, "Continue from the checkpoints in the output folder (any rank count)")
           .flag("--resume", reg).is_switch().member<E, &Exe::resume>(),
+  };
+}
 
-      // signals of a multi-signal input (DM, EMD, SER/EMI)
+// signals of a multi-signal input (DM, EMD, SER/EMI)
+std::vector<JobField> signal_rows() {
+  return {
       Row("", "signal", T::optional_text, "Signal (detector) of the input to read: a name from `info`, or its index; default the first")
           .flag("--signal", reg | avg | spec).top<&Job::signal>(),
       Row("", "apply_to", T::optional_text,
           "register: other signals averaged with the drift found on `signal` (NAME,NAME,... or all): average_<name>.tif each")
           .flag("--apply-to", reg).value_name("NAME,...|all").top<&Job::apply_to>(),
   };
-  // clang-format on
+}
+
+// clang-format on
+
+std::vector<JobField> make_table() {
+  std::vector<JobField> table;
+  for (auto rows : {command_rows, registration_rows, averaging_rows, spectrum_rows, synth_rows, scan_rows, follow_rows,
+                    execution_rows, signal_rows}) {
+    std::vector<JobField> block = rows();
+    table.insert(table.end(), std::make_move_iterator(block.begin()), std::make_move_iterator(block.end()));
+  }
+  return table;
 }
 
 std::string number_text(double v) {
