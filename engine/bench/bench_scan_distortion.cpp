@@ -8,7 +8,9 @@
 //   corrected — the scan-distortion estimate started from the rigid drift,
 //               averaged in specimen coordinates;
 //   oracle    — the same frames averaged in specimen coordinates with the
-//               true per-line drift and jitter.
+//               true per-line drift and jitter (and fly-back hysteresis).
+// The hysteresis case runs twice: without and with the line field (8 knots),
+// and prints the fields' error against the truth.
 // All three are averaged the same way (specimen coordinates, cubic
 // B-splines), so interpolation smoothing favours none. Each average is scored by fitting it to the clean specimen with
 // an affine map plus gain and offset (so the choice of reference frame costs nothing) and taking the residual RMS over
@@ -19,7 +21,8 @@
 // of the estimate against the rigid run.
 //
 //   bench_scan_distortion [--threads N] [--cases 1,2,..] [--frames N] [--size N] [--rounds N] [--band-lines N]
-//                         [--smoothing S] [--no-jitter] [--no-template-filter]
+//                         [--smoothing S] [--no-jitter] [--no-template-filter] [--line-field KNOTS]
+//                         [--line-field-extent FRACTION] [--line-field-prior PX]
 #include <omp.h>
 #include <unistd.h>
 
@@ -54,6 +57,7 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 struct Case {
   std::string name;
   SynthOptions synth;
+  int line_field_knots = -1;  // -1: the command line's (--line-field)
 };
 
 // An average and where specimen point q falls in its pixels: pixel = q - origin.
@@ -152,6 +156,17 @@ ScanModel oracle_model(const SyntheticSeries& s) {
   m.jitter.assign(n, std::vector<double>(static_cast<std::size_t>(t.lines())));
   for (std::size_t k = 0; k < n; ++k)
     for (int l = 0; l < t.lines(); ++l) m.jitter[k][static_cast<std::size_t>(l)] = s.line_jitter(k, l);
+  if (s.options().scan_hysteresis != 0.0) {
+    // The true hysteresis on a fine basis over the whole line (a knot every
+    // 2 samples; the coefficients are the truth at their centres: its
+    // decay length is tens of samples, so the spline is within 0.1% of it).
+    const int samples = t.samples_per_line();
+    m.field_basis = LineFieldBasis(samples, samples / 2, samples);
+    m.field.assign(n, std::vector<double>(static_cast<std::size_t>(m.field_basis.knots())));
+    for (std::size_t k = 0; k < n; ++k)
+      for (int c = 0; c < m.field_basis.knots(); ++c)
+        m.field[k][static_cast<std::size_t>(c)] = s.line_field(k, std::max(0.0, m.field_basis.centre(c)));
+  }
   return m;
 }
 
@@ -285,6 +300,16 @@ std::vector<Case> make_cases(std::size_t frames, int size) {
   cases.back().name = "hex p14 drift 5px/frame wobble jitter 0.3 dose 4";
   add("hex drift 1px/frame no jitter dose 10", 1.0, 0.5, 0.5, 0.2, 0.0, 10, false);
   add("real ABF content drift 3px/frame jitter 0.5 dose 10", 3.0, 1.5, 1.5, 0.3, 0.5, 10, true);
+  // Fly-back hysteresis: each line's start bent along the fast axis by
+  // 2 px x (0.5 to 1.5, drawn per frame), decaying over 8% of the line;
+  // corrected without and with the line field.
+  add("hex drift 3px/frame jitter 0.3 dose 10 hysteresis 2px", 3.0, 1.5, 1.5, 0.3, 0.3, 10, false);
+  cases.back().synth.scan_hysteresis = 2.0;
+  cases.back().synth.scan_hysteresis_length = 0.08 * size;
+  cases.back().line_field_knots = 0;
+  cases.push_back(cases.back());
+  cases.back().name += ", line field";
+  cases.back().line_field_knots = 8;
   return cases;
 }
 
@@ -303,15 +328,21 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--band-lines") && i + 1 < argc) settings.band_lines = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--no-jitter")) settings.estimate_jitter = false;
     else if (!std::strcmp(argv[i], "--no-template-filter")) settings.filter_template = false;
+    else if (!std::strcmp(argv[i], "--line-field") && i + 1 < argc) settings.line_field_knots = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--line-field-extent") && i + 1 < argc)
+      settings.line_field_extent = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--line-field-prior") && i + 1 < argc)
+      settings.line_field_prior = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--smoothing") && i + 1 < argc) settings.smoothing = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--cases") && i + 1 < argc) {
       for (char* tok = std::strtok(argv[++i], ","); tok; tok = std::strtok(nullptr, ","))
         only.push_back(std::atoi(tok));
     } else {
-      std::fprintf(stderr,
-                   "usage: bench_scan_distortion [--threads N] [--cases 1,2] [--frames N] [--size N] [--rounds N] "
-                   "[--band-lines N] [--smoothing S (0: chosen from the data)] [--no-jitter] "
-                   "[--no-template-filter]\n");
+      std::fprintf(
+          stderr,
+          "usage: bench_scan_distortion [--threads N] [--cases 1,2] [--frames N] [--size N] [--rounds N] "
+          "[--band-lines N] [--smoothing S (0: chosen from the data)] [--no-jitter] "
+          "[--no-template-filter] [--line-field KNOTS] [--line-field-extent FRACTION] [--line-field-prior PX]\n");
       return 2;
     }
   }
@@ -346,7 +377,9 @@ int main(int argc, char** argv) {
 
     t0 = Clock::now();
     c0 = std::clock();
-    ScanDistortionResult est = estimate_scan_distortion(frames_in_memory, timing, rigid, settings);
+    ScanDistortionSettings case_settings = settings;
+    if (c.line_field_knots >= 0) case_settings.line_field_knots = c.line_field_knots;
+    ScanDistortionResult est = estimate_scan_distortion(frames_in_memory, timing, rigid, case_settings);
     const double corrected_wall = seconds_since(t0);
     const double corrected_cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
 
@@ -403,6 +436,41 @@ int main(int argc, char** argv) {
         e.position, est.rounds.size(), est.converged ? 1 : 0, est.not_followed.size(), rigid_wall, corrected_wall,
         (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu, corrected_cpu,
         (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
+    if (s.options().scan_hysteresis != 0.0) {
+      // Each frame's line field against the truth over its first quarter
+      // line (where hysteresis lives); and apart, the mean over the frames
+      // (the shared part) and each frame's deviation from it.
+      const int samples = timing.samples_per_line(), first = std::max(1, samples / 4);
+      const std::size_t n = s.frame_count();
+      std::vector<std::vector<double>> fit(n), truth(n);
+      std::vector<double> mean_est(static_cast<std::size_t>(first), 0.0), mean_truth = mean_est;
+      for (std::size_t k = 0; k < n; ++k) {
+        fit[k] =
+            k < est.model.field.size() ? est.model.field_basis.tabulate(est.model.field[k]) : std::vector<double>{};
+        fit[k].resize(static_cast<std::size_t>(samples), 0.0);
+        truth[k].resize(static_cast<std::size_t>(first));
+        for (int x = 0; x < first; ++x) {
+          truth[k][static_cast<std::size_t>(x)] = s.line_field(k, x);
+          mean_est[static_cast<std::size_t>(x)] += fit[k][static_cast<std::size_t>(x)] / static_cast<double>(n);
+          mean_truth[static_cast<std::size_t>(x)] += truth[k][static_cast<std::size_t>(x)] / static_cast<double>(n);
+        }
+      }
+      double err = 0, zero = 0, shared_err = 0, shared_zero = 0, own_err = 0, own_zero = 0;
+      for (std::size_t k = 0; k < n; ++k)
+        for (std::size_t x = 0; x < static_cast<std::size_t>(first); ++x) {
+          const double e = fit[k][x], t = truth[k][x], de = e - mean_est[x], dt = t - mean_truth[x];
+          err += (e - t) * (e - t), zero += t * t, own_err += (de - dt) * (de - dt), own_zero += dt * dt;
+          if (k == 0)
+            shared_err += (mean_est[x] - mean_truth[x]) * (mean_est[x] - mean_truth[x]),
+                shared_zero += mean_truth[x] * mean_truth[x];
+        }
+      const double count = static_cast<double>(n) * first;
+      std::printf(
+          "%-52s  line field error %.4f px (%.4f if none) over each line's first %d samples: shared part %.4f px "
+          "(%.4f if none), each frame's own %.4f px (%.4f if none)\n",
+          "", std::sqrt(err / count), std::sqrt(zero / count), first, std::sqrt(shared_err / first),
+          std::sqrt(shared_zero / first), std::sqrt(own_err / count), std::sqrt(own_zero / count));
+    }
     std::fflush(stdout);
   }
   return 0;

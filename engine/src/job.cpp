@@ -297,6 +297,9 @@ ScanDistortionSettings ScanSettings::distortion() const {
   d.smoothing = smoothing;
   d.estimate_jitter = line_jitter;
   d.max_band_offset = max_band_offset;
+  d.line_field_knots = line_field_knots;
+  d.line_field_extent = line_field_extent;
+  d.line_field_prior = line_field_prior;
   return d;
 }
 

@@ -339,6 +339,10 @@ std::vector<JobField> synth_rows() {
           .flag("--drift-wobble", syn).at_least(0).checked_for(syn).member<S, &Syn::drift_wobble>(),
       Row("synth", "drift_wobble_period", T::number, "Period of the drift wobble (frame times)")
           .flag("--wobble-period", syn).above(0).checked_for(syn).member<S, &Syn::drift_wobble_period>(),
+      Row("synth", "scan_hysteresis", T::number, "Fly-back hysteresis: a line's first samples displaced along the fast axis by up to this (pixels, x 0.5-1.5 per frame; scanned series only)")
+          .flag("--scan-hysteresis", syn).checked_for(syn).member<S, &Syn::scan_hysteresis>(),
+      Row("synth", "scan_hysteresis_length", T::number, "Decay length of the fly-back hysteresis (samples)")
+          .flag("--hysteresis-length", syn).above(0).checked_for(syn).member<S, &Syn::scan_hysteresis_length>(),
   };
 }
 
@@ -372,6 +376,13 @@ std::vector<JobField> scan_rows() {
           .flag("--line-jitter", reg).member<C, &Scan::line_jitter>(),
       Row("scan", "max_band_offset", T::number, "Bound on a band's move from the rigid drift (px; < half a lattice period)")
           .flag("--max-band-offset", reg).above(0).member<C, &Scan::max_band_offset>(),
+      Row("scan", "line_field_knots", T::integer, "Each frame's displacement along the fast axis by place in a line's first samples (fly-back hysteresis): B-spline coefficients; 0: none, else 3 or more")
+          .flag("--line-field-knots", reg).at_least(0).at_most(1024).editor("Line field knots").spin(0, 1024)
+          .member<C, &Scan::line_field_knots>(),
+      Row("scan", "line_field_extent", T::number, "The line field's extent: this fraction of each line, from its first sample")
+          .flag("--line-field-extent", reg).above(0).at_most(1).member<C, &Scan::line_field_extent>(),
+      Row("scan", "line_field_prior", T::number, "Prior std dev of a frame's line field about the series' shared one (px)")
+          .flag("--line-field-prior", reg).above(0).member<C, &Scan::line_field_prior>(),
   };
 }
 

@@ -46,6 +46,15 @@ struct Template {
     if (image->coverage.at(nx, ny) < min_coverage) return false;
     return sample_with_gradient(coeffs, x, y, v, gx, gy);
   }
+  // The same wherever any frame covers q, with the coverage c.
+  bool covered_at(Point q, double& v, double& gx, double& gy, double& c) const {
+    const double x = q.x - image->origin.x, y = q.y - image->origin.y;
+    if (!(x >= -0.5 && y >= -0.5)) return false;
+    const int nx = static_cast<int>(x + 0.5), ny = static_cast<int>(y + 0.5);  // NOLINT(bugprone-incorrect-roundings)
+    if (nx >= image->coverage.width || ny >= image->coverage.height) return false;
+    c = image->coverage.at(nx, ny);
+    return c >= 1.0 && sample_with_gradient(coeffs, x, y, v, gx, gy);
+  }
 };
 
 // One band's registration against the template: the shift delta that makes
@@ -245,6 +254,59 @@ double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>
   return j;
 }
 
+// One line's sums for the line field's normal equations. The regressors: x_m = g b_m (the gradient along the fast axis
+// times coefficient m's basis at the pixel's sample); the line's nuisances: an intensity offset (1) and a shift (g),
+// fitted with the field and taken out.
+struct FieldSums {
+  explicit FieldSums(int knots = 0)
+      : s(static_cast<std::size_t>(knots), 0.0), sg(s.size(), 0.0), q(s.size(), 0.0), p(s.size() * s.size(), 0.0) {}
+  std::vector<double> s, sg, q, p;  // sum w x_m, sum w x_m g, sum w x_m e, sum w x_m x_n
+  double nuisance[3] = {};          // sum w, sum w g, sum w g^2
+  double nuisance_rhs[2] = {};      // sum w e, sum w g e
+
+  // Adds the line's normal equations for the field, its nuisances
+  // eliminated (Schur complement), to a and b; false if it has none.
+  bool add_to(std::vector<double>& a, std::vector<double>& b) const {
+    const std::size_t n = s.size();
+    const double det = nuisance[0] * nuisance[2] - nuisance[1] * nuisance[1];
+    if (!(nuisance[0] > 0) || !(det > 1e-9 * nuisance[0] * nuisance[2])) return false;
+    // N^-1 of [[sum w, sum w g], [sum w g, sum w g^2]].
+    const double i00 = nuisance[2] / det, i01 = -nuisance[1] / det, i11 = nuisance[0] / det;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double ci0 = s[i] * i00 + sg[i] * i01, ci1 = s[i] * i01 + sg[i] * i11;  // (C N^-1)_i
+      b[i] += q[i] - ci0 * nuisance_rhs[0] - ci1 * nuisance_rhs[1];
+      for (std::size_t j = 0; j < n; ++j) a[i * n + j] += p[i * n + j] - ci0 * s[j] - ci1 * sg[j];
+    }
+    return true;
+  }
+};
+
+// Solves a small symmetric positive definite system in place (Cholesky);
+// false if it is not.
+bool solve_spd(std::vector<double>& a, std::vector<double>& b) {
+  const std::size_t n = b.size();
+  for (std::size_t j = 0; j < n; ++j) {
+    double d = a[j * n + j];
+    for (std::size_t k = 0; k < j; ++k) d -= a[j * n + k] * a[j * n + k];
+    if (!(d > 0)) return false;
+    a[j * n + j] = std::sqrt(d);
+    for (std::size_t i = j + 1; i < n; ++i) {
+      double v = a[i * n + j];
+      for (std::size_t k = 0; k < j; ++k) v -= a[i * n + k] * a[j * n + k];
+      a[i * n + j] = v / a[j * n + j];
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t k = 0; k < i; ++k) b[i] -= a[i * n + k] * b[k];
+    b[i] /= a[i * n + i];
+  }
+  for (std::size_t i = n; i-- > 0;) {
+    for (std::size_t k = i + 1; k < n; ++k) b[i] -= a[k * n + i] * b[k];
+    b[i] /= a[i * n + i];
+  }
+  return true;
+}
+
 // The pixels of each line of a frame, in scan order of lines.
 std::vector<std::vector<std::pair<int, int>>> pixels_by_line(const ScanTiming& timing) {
   std::vector<std::vector<std::pair<int, int>>> lines(static_cast<std::size_t>(timing.lines()));
@@ -275,10 +337,11 @@ const std::vector<double> no_jitter;
 }
 
 FrameScanMap::FrameScanMap(const ScanTiming& timing, const ScanModel& model, std::size_t frame)
-    : FrameScanMap(timing, model.path, frame < model.jitter.size() ? model.jitter[frame] : no_jitter, frame) {}
+    : FrameScanMap(timing, model.path, frame < model.jitter.size() ? model.jitter[frame] : no_jitter, frame,
+                   frame < model.field.size() ? model.field_basis.tabulate(model.field[frame]) : no_jitter) {}
 
 FrameScanMap::FrameScanMap(const ScanTiming& timing, const DriftPath& path, const std::vector<double>& jitter,
-                           std::size_t frame) {
+                           std::size_t frame, const std::vector<double>& field) {
   copy_geometry(timing);
   const int lines = timing.lines(), samples = timing.samples_per_line();
   const Point fast = timing.fast_axis();
@@ -295,6 +358,9 @@ FrameScanMap::FrameScanMap(const ScanTiming& timing, const DriftPath& path, cons
   }
   mid_ = path.at(timing.frame_mid_time(frame));
   if (has_jitter && std::any_of(jitter.begin(), jitter.end(), [](double j) { return j != 0.0; })) jitter_ = jitter;
+  if (field.size() == static_cast<std::size_t>(samples) &&
+      std::any_of(field.begin(), field.end(), [](double c) { return c != 0.0; }))
+    field_ = field;
 }
 
 FrameScanMap FrameScanMap::rigid(const ScanTiming& timing, Point offset) {
@@ -307,7 +373,7 @@ FrameScanMap FrameScanMap::rigid(const ScanTiming& timing, Point offset) {
 }
 
 FrameScanMap FrameScanMap::from_lines(const ScanTiming& timing, const std::vector<Point>& mid_drift,
-                                      const std::vector<double>& jitter) {
+                                      const std::vector<double>& jitter, const std::vector<double>& field) {
   const std::size_t lines = static_cast<std::size_t>(timing.lines());
   if (mid_drift.size() != lines || jitter.size() != lines)
     throw bad_input("scan distortion: a table of " + std::to_string(mid_drift.size()) + " lines for frames of " +
@@ -330,6 +396,9 @@ FrameScanMap FrameScanMap::from_lines(const ScanTiming& timing, const std::vecto
   }
   m.mid_ = mid_drift[lines / 2];
   if (std::any_of(jitter.begin(), jitter.end(), [](double j) { return j != 0.0; })) m.jitter_ = jitter;
+  if (field.size() == static_cast<std::size_t>(timing.samples_per_line()) &&
+      std::any_of(field.begin(), field.end(), [](double c) { return c != 0.0; }))
+    m.field_ = field;
   return m;
 }
 
@@ -339,11 +408,12 @@ FrameScanMap FrameScanMap::without_jitter() const {
   for (std::size_t l = 0; l < jitter_.size(); ++l)
     m.start_[l].x -= jitter_[l] * fast.x, m.start_[l].y -= jitter_[l] * fast.y;
   m.jitter_.clear();
+  m.field_.clear();
   return m;
 }
 
 Frame FrameScanMap::lines_aligned(const Frame& frame) const {
-  if (jitter_.empty()) return frame;
+  if (jitter_.empty() && field_.empty()) return frame;
   // Lines as rows (a 90°-rotated scan's lines are columns). Pixel x of line l
   // shows what the jitter-free line shows at x + j: the aligned line at x is
   // the line at x - j.
@@ -351,13 +421,39 @@ Frame FrameScanMap::lines_aligned(const Frame& frame) const {
   Frame coeffs = detail::transposed(rows);
   detail::bspline_prefilter_columns(coeffs);  // along each line only
   coeffs = detail::transposed(coeffs);
-  const int n = rows.width, lines = std::min(rows.height, static_cast<int>(jitter_.size()));
+  const int n = rows.width,
+            lines = jitter_.empty() ? rows.height : std::min(rows.height, static_cast<int>(jitter_.size()));
 #pragma omp parallel for schedule(static)
   for (int l = 0; l < lines; ++l) {
-    const double shift = -jitter_[static_cast<std::size_t>(l)];
-    if (shift == 0.0) continue;
+    const double shift = jitter_.empty() ? 0.0 : -jitter_[static_cast<std::size_t>(l)];
     const float* c = coeffs.row(l);
     float* out = rows.row(l);
+    if (!field_.empty()) {
+      // Pixel x shows what the field-free line shows at x + j + h(s(x)):
+      // the aligned line at u is the line at the x solving that (h is
+      // smooth and far below a pixel per pixel: three fixed-point steps).
+      const bool reversed = serpentine_ && (l & 1);
+      for (int u = 0; u < n; ++u) {
+        double x = u + shift;
+        for (int step = 0; step < 3; ++step) {
+          const double along = std::clamp(x, 0.0, static_cast<double>(n - 1));
+          x = u + shift - field_at(reversed ? last_sample_ - along : along);
+        }
+        const int whole = static_cast<int>(std::floor(x));
+        double w[4];
+        bspline_weights(x - whole, w);
+        double v = 0.0;
+        for (int i = 0; i < 4; ++i) {
+          int at = whole - 1 + i;
+          if (at < 0) at = -at;
+          if (at >= n) at = 2 * (n - 1) - at;
+          v += w[i] * c[std::clamp(at, 0, n - 1)];
+        }
+        out[u] = static_cast<float>(v);
+      }
+      continue;
+    }
+    if (shift == 0.0) continue;
     const int whole = static_cast<int>(std::floor(shift));
     double w[4];
     bspline_weights(shift - whole, w);
@@ -435,7 +531,7 @@ SpecimenGrid SpecimenGrid::covering(const SpecimenExtent& extent, const ScanTimi
 }
 
 FrameContribution sample_in_specimen_coordinates(const Frame& frame, const FrameScanMap& map_with_jitter,
-                                                 const SpecimenGrid& grid) {
+                                                 const SpecimenGrid& grid, double from_sample) {
   // Each line at its own fast-axis position first, then the smooth map.
   Frame coeffs = map_with_jitter.lines_aligned(frame);
   const FrameScanMap map = map_with_jitter.without_jitter();
@@ -462,6 +558,7 @@ FrameContribution sample_in_specimen_coordinates(const Frame& frame, const Frame
     for (int i = 0; i < c.width; ++i) {
       const Point p = map.pixel_showing_near({grid.origin.x + c.i0 + i, grid.origin.y + c.j0 + j}, line);
       if (p.x < 0.0 || p.y < 0.0 || p.x > w - 1 || p.y > h - 1) continue;
+      if (from_sample > 0.0 && map.sample_at(p) < from_sample) continue;
       const int ix = static_cast<int>(p.x), iy = static_cast<int>(p.y);  // p >= 0: truncation is floor
       if (ix >= 1 && iy >= 1 && ix + 2 < w && iy + 2 < h) {
         row[i] = bspline_taps_value(coeffs.row(iy - 1) + ix - 1, stride, static_cast<float>(p.x - ix),
@@ -522,7 +619,8 @@ SpecimenImage finish_split_average(const SpecimenGrid& grid, std::vector<double>
 
 SpecimenImage average_in_specimen_coordinates(const FrameSource& frames, const ScanTiming& timing,
                                               const ScanModel& model, AverageNoise* noise,
-                                              std::vector<FrameContribution>* kept, const std::vector<char>* left_out) {
+                                              std::vector<FrameContribution>* kept, const std::vector<char>* left_out,
+                                              double from_sample) {
   const std::size_t n = frames.frame_count();
   auto out = [&](std::size_t k) { return left_out && k < left_out->size() && (*left_out)[k]; };
   SpecimenExtent extent;
@@ -541,7 +639,8 @@ SpecimenImage average_in_specimen_coordinates(const FrameSource& frames, const S
       continue;
     }
     const std::size_t half = noise ? k % 2 : 0;
-    FrameContribution c = sample_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid);
+    FrameContribution c =
+        sample_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid, from_sample);
     add_contribution(c, grid, sum[half], coverage[half]);
     budget.keep(std::move(c));
     ++counted[k % 2];
@@ -571,6 +670,14 @@ ScanDistortionSteps::ScanDistortionSteps(const ScanTiming& timing, const ScanDis
   require(std::isfinite(settings.jitter_prior) && settings.jitter_prior > 0, "jitter prior must be > 0");
   require(std::isfinite(settings.smoothing) && settings.smoothing >= 0, "smoothing must be >= 0");
   left_out_.assign(frames, 0);
+  require(settings.line_field_knots == 0 || settings.line_field_knots >= 3,
+          "line field knots must be 0 (none) or at least 3 (got " + std::to_string(settings.line_field_knots) + ")");
+  require(settings.line_field_extent > 0 && settings.line_field_extent <= 1,
+          "line field extent must be in (0, 1] of a line");
+  require(std::isfinite(settings.line_field_prior) && settings.line_field_prior > 0, "line field prior must be > 0");
+  if (settings.line_field_knots > 0)
+    field_basis_ = LineFieldBasis(timing.samples_per_line(), settings.line_field_knots,
+                                  settings.line_field_extent * timing.samples_per_line());
   lines_ = pixels_by_line(timing);
   // Bands: consecutive lines; the remainder joins the last band.
   for (int l0 = 0; l0 < timing.lines(); l0 += settings.band_lines) {
@@ -663,7 +770,7 @@ void ScanDistortionSteps::set_template(const SpecimenImage& average, const Drift
 }
 
 std::shared_ptr<const ScanDistortionSteps::Template> ScanDistortionSteps::template_without(
-    const Frame& frame, std::size_t k, const std::vector<double>& jitter) const {
+    const Frame& frame, std::size_t k, const std::vector<double>& jitter, const std::vector<double>& field) const {
   if (frames_ < 2) return template_;  // nothing else to compare against
   const SpecimenImage& full = template_->average;
   const SpecimenGrid grid{full.origin, full.image.width, full.image.height};
@@ -672,7 +779,9 @@ std::shared_ptr<const ScanDistortionSteps::Template> ScanDistortionSteps::templa
   FrameContribution sampled;
   const std::size_t at = k - own_first_;
   const bool kept = k >= own_first_ && at < own_.size() && !own_[at].value.empty();
-  if (!kept) sampled = sample_in_specimen_coordinates(frame, FrameScanMap(timing_, template_->path, jitter, k), grid);
+  if (!kept)
+    sampled = sample_in_specimen_coordinates(frame, FrameScanMap(timing_, template_->path, jitter, k, field), grid,
+                                             template_from_sample());
   const FrameContribution& own = kept ? own_[at] : sampled;
   auto t = std::make_shared<Template>();
   t->average = full;
@@ -701,11 +810,13 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
   if (!template_) throw failure("scan distortion: fit_frame before set_template");
   if (left_out(k)) return {};
   const std::vector<double>& current = k < model.jitter.size() ? model.jitter[k] : no_jitter;
-  const auto tpl = template_without(frame, k, current);
+  const std::vector<double>& coefficients = k < model.field.size() ? model.field[k] : no_jitter;
+  const std::vector<double> field = field_basis_.tabulate(coefficients);
+  const auto tpl = template_without(frame, k, current, field);
   FrameFit out;
   std::vector<BandFit> fits(bands_.size());
   {
-    const FrameScanMap map(timing_, model.path, current, k);
+    const FrameScanMap map(timing_, model.path, current, k, field);
 #pragma omp parallel for schedule(dynamic, 1)
     for (long b = 0; b < static_cast<long>(bands_.size()); ++b)
       fits[static_cast<std::size_t>(b)] = fit_band(frame, bands_[static_cast<std::size_t>(b)],
@@ -742,7 +853,7 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
   };
   const NoiseModel noise_model = NoiseModel::fit(noise_sums);
   // Lines without their jitter (the unknown); the fits start from the current one.
-  const FrameScanMap map(timing_, model.path, no_jitter, k);
+  const FrameScanMap map(timing_, model.path, no_jitter, k, field);
   std::vector<double> jitter = current;
   jitter.resize(static_cast<std::size_t>(timing_.lines()), 0.0);
   const Point fast = timing_.fast_axis();
@@ -750,6 +861,43 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
   // previous round) and its variance.
   std::vector<double> raw(jitter.size()), information(jitter.size()), split(2 * jitter.size());
   std::vector<Point> placed(jitter.size());  // each line's offset from the model where it was fitted
+  std::vector<FieldSums> field_sums(field_basis_.empty() ? 0 : jitter.size());
+  // A line's weighted sums for the field's normal equations, over its
+  // samples up to twice the field's extent (beyond, a sample says nothing of
+  // the field and little more of the line's shift): the residual against the
+  // template at the line's fitted offset `j`. Each sample is weighed by the
+  // template's share of the noise too: a template of c frames (frame k's own
+  // taken out) adds 1 / c of a frame's noise variance, so where few others
+  // saw the specimen clear of their line starts a sample says less. Where
+  // none did, it says nothing.
+  const double field_reach =
+      field_basis_.empty() ? 0.0 : std::min<double>(timing_.samples_per_line(), 2.0 * field_basis_.extent() + 4.0);
+  auto line_field_sums = [&](const std::vector<std::pair<int, int>>& pixels, const std::vector<Point>& q, double j) {
+    const int n = field_basis_.knots();
+    FieldSums out_sums(n);
+    for (std::size_t i = 0; i < pixels.size(); ++i) {
+      const double sample = timing_.sample_of(pixels[i].first, pixels[i].second);
+      if (sample >= field_reach) continue;
+      double v, gx, gy, c;
+      if (!tpl->covered_at({q[i].x + j * fast.x, q[i].y + j * fast.y}, v, gx, gy, c)) continue;
+      const double g = gx * fast.x + gy * fast.y;
+      const double w = noise_model.weight(v) * c / (c + 1.0);
+      const double e = frame.at(pixels[i].first, pixels[i].second) - v;
+      double b[4];
+      const int m0 = field_basis_.weights(sample, b);
+      out_sums.nuisance[0] += w, out_sums.nuisance[1] += w * g, out_sums.nuisance[2] += w * g * g;
+      out_sums.nuisance_rhs[0] += w * e, out_sums.nuisance_rhs[1] += w * g * e;
+      for (int a = 0; a < 4; ++a) {
+        if (b[a] == 0.0) continue;  // beyond the field's extent (its index may be too)
+        const std::size_t m = static_cast<std::size_t>(m0) + static_cast<std::size_t>(a);
+        const double xa = g * b[a];
+        out_sums.s[m] += w * xa, out_sums.sg[m] += w * xa * g, out_sums.q[m] += w * xa * e;
+        for (int d = 0; d < 4; ++d)
+          if (b[d] != 0.0) out_sums.p[m * static_cast<std::size_t>(n) + m0 + d] += w * xa * g * b[d];
+      }
+    }
+    return out_sums;
+  };
 #pragma omp parallel for schedule(dynamic, 8)
   for (int l = 0; l < timing_.lines(); ++l) {
     const std::size_t at = static_cast<std::size_t>(l);
@@ -772,6 +920,19 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
     raw[at] = fit_line_jitter(frame, pixels, q, fast, *tpl, noise_model, jitter[at], settings_.max_jitter,
                               information[at], &split[2 * at], reuse ? f.value.data() + first : nullptr,
                               reuse ? f.gradient.data() + first : nullptr);
+    if (!field_basis_.empty()) field_sums[at] = line_field_sums(pixels, q, raw[at]);
+  }
+  if (!field_basis_.empty()) {
+    // The change of the field: least squares over every line of the frame
+    // (in line order: the same sums for any thread count), each line's
+    // intensity offset and shift fitted with it (the shift is the line's
+    // jitter: the field is what the line's start does apart from it).
+    const std::size_t n = static_cast<std::size_t>(field_basis_.knots());
+    std::vector<double> a(n * n, 0.0), b(n, 0.0);
+    int used = 0;
+    for (const FieldSums& f : field_sums)
+      if (f.add_to(a, b)) ++used;
+    if (used >= 4) out.field_normal = std::move(a), out.field_rhs = std::move(b);
   }
   // The estimates' variance scale from the two halves of every line (in line
   // order: the same sum for any thread count); the noise model's (1: the
@@ -826,6 +987,103 @@ std::vector<double> ScanDistortionSteps::finish_jitter(const FrameFit& fit, std:
   return jitter;
 }
 
+namespace {
+
+// The data's normal equations at `current` as absolute coefficients: A and
+// y = A current + b (A c = y: the coefficients the data alone ask for).
+void absolute_normal_equations(const ScanDistortionSteps::FrameFit& fit, const std::vector<double>& current,
+                               std::size_t n, std::vector<double>& a, std::vector<double>& y) {
+  a.assign(n * n, 0.0), y.assign(n, 0.0);
+  if (fit.field_normal.size() != n * n || fit.field_rhs.size() != n) return;
+  a = fit.field_normal;
+  for (std::size_t i = 0; i < n; ++i) {
+    y[i] = fit.field_rhs[i];
+    for (std::size_t j = 0; j < n && j < current.size(); ++j) y[i] += a[i * n + j] * current[j];
+  }
+}
+
+// The inverse of a small symmetric positive definite matrix (Cholesky,
+// column by column); false if it is not.
+bool invert_spd(const std::vector<double>& a, std::size_t n, std::vector<double>& inverse) {
+  inverse.assign(n * n, 0.0);
+  for (std::size_t c = 0; c < n; ++c) {
+    std::vector<double> m = a, e(n, 0.0);
+    e[c] = 1.0;
+    if (!solve_spd(m, e)) return false;
+    for (std::size_t r = 0; r < n; ++r) inverse[r * n + c] = e[r];
+  }
+  return true;
+}
+
+}  // namespace
+
+std::size_t ScanDistortionSteps::field_pool_size() const {
+  const std::size_t n = static_cast<std::size_t>(field_basis_.knots());
+  return n * n + n;
+}
+
+// With deviations e_k ~ N(0, tau^2) about the shared field g: for a frame,
+// M = (A + I / tau^2)^-1; the shared field's equations, with e_k eliminated,
+// are (sum M A / tau^2) g = sum M y / tau^2.
+void ScanDistortionSteps::pool_field(const FrameFit& fit, const std::vector<double>& current,
+                                     std::vector<double>& pool) const {
+  const std::size_t n = static_cast<std::size_t>(field_basis_.knots());
+  if (n == 0 || fit.field_normal.size() != n * n) return;
+  pool.resize(field_pool_size(), 0.0);
+  std::vector<double> a, y, m;
+  absolute_normal_equations(fit, current, n, a, y);
+  const double lambda = 1.0 / (settings_.line_field_prior * settings_.line_field_prior);
+  std::vector<double> shifted = a;
+  for (std::size_t i = 0; i < n; ++i) shifted[i * n + i] += lambda;
+  if (!invert_spd(shifted, n, m)) return;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      double v = 0.0;
+      for (std::size_t l = 0; l < n; ++l) v += m[i * n + l] * a[l * n + j];
+      pool[i * n + j] += lambda * v;
+    }
+    double v = 0.0;
+    for (std::size_t l = 0; l < n; ++l) v += m[i * n + l] * y[l];
+    pool[n * n + i] += lambda * v;
+  }
+}
+
+std::vector<double> ScanDistortionSteps::shared_field(const std::vector<double>& pool) const {
+  const std::size_t n = static_cast<std::size_t>(field_basis_.knots());
+  std::vector<double> g(n, 0.0);
+  if (n == 0 || pool.size() != field_pool_size()) return g;
+  std::vector<double> a(pool.begin(), pool.begin() + static_cast<long>(n * n));
+  std::vector<double> b(pool.begin() + static_cast<long>(n * n), pool.end());
+  // A prior on the shared field (1 px), so that where no frame could be
+  // measured (a line's first samples, when the drift never carried the
+  // specimen they show past every frame's line starts) it stays near none.
+  for (std::size_t i = 0; i < n; ++i) a[i * n + i] += 1.0;
+  if (solve_spd(a, b)) g = std::move(b);
+  return g;
+}
+
+std::vector<double> ScanDistortionSteps::finish_field(const FrameFit& fit, const std::vector<double>& current,
+                                                      const std::vector<double>& shared) const {
+  const std::size_t n = static_cast<std::size_t>(field_basis_.knots());
+  if (n == 0) return {};
+  std::vector<double> next = shared;
+  next.resize(n, 0.0);
+  if (fit.field_normal.size() != n * n) return next;
+  // e = (A + I / tau^2)^-1 (y - A g).
+  std::vector<double> a, y;
+  absolute_normal_equations(fit, current, n, a, y);
+  std::vector<double> e(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    e[i] = y[i];
+    for (std::size_t j = 0; j < n; ++j) e[i] -= a[i * n + j] * next[j];
+  }
+  const double lambda = 1.0 / (settings_.line_field_prior * settings_.line_field_prior);
+  for (std::size_t i = 0; i < n; ++i) a[i * n + i] += lambda;
+  if (solve_spd(a, e))
+    for (std::size_t i = 0; i < n; ++i) next[i] += e[i];
+  return next;
+}
+
 std::vector<ScanDistortionSteps::FrameFit> ScanDistortionSteps::fit_frames(const std::vector<Frame>& frames,
                                                                            std::size_t first,
                                                                            const ScanModel& model) const {
@@ -875,8 +1133,8 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
     const auto started = std::chrono::steady_clock::now();
     AverageNoise noise;
     std::vector<FrameContribution> own;
-    const SpecimenImage average =
-        average_in_specimen_coordinates(frames, timing, model, &noise, &own, &steps.left_out_frames());
+    const SpecimenImage average = average_in_specimen_coordinates(
+        frames, timing, model, &noise, &own, &steps.left_out_frames(), steps.template_from_sample());
     steps.set_template(average, model.path, noise, std::move(own));
     std::vector<DriftSample> samples;
     double precision[2] = {0.0, 0.0};
@@ -899,6 +1157,14 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
     model.path = steps.fit_path(samples);
     if (settings.estimate_jitter)
       for (std::size_t k = 0; k < n; ++k) model.jitter[k] = steps.finish_jitter(lines[k], k, previous, model.path);
+    if (!steps.field_basis().empty()) {
+      model.field_basis = steps.field_basis();
+      model.field.resize(n);
+      std::vector<double> pool(steps.field_pool_size(), 0.0);
+      for (std::size_t k = 0; k < n; ++k) steps.pool_field(lines[k], model.field[k], pool);
+      const std::vector<double> shared = steps.shared_field(pool);
+      for (std::size_t k = 0; k < n; ++k) model.field[k] = steps.finish_field(lines[k], model.field[k], shared);
+    }
     if (settings.estimate_jitter)
       result.jitter_precision_px = precision[1] > 0 ? std::sqrt(precision[0] / precision[1]) : 0.0;
     ScanDistortionRound r;

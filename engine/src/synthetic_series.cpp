@@ -28,7 +28,7 @@ std::uint64_t hash(std::uint64_t seed, std::uint64_t stream, std::uint64_t a, st
 }
 double unit(std::uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }  // [0, 1)
 
-enum Stream : std::uint64_t { kWalk = 1, kOrigin, kSite, kJitter, kNoise, kWobble };
+enum Stream : std::uint64_t { kWalk = 1, kOrigin, kSite, kJitter, kNoise, kWobble, kHysteresis };
 
 // splitmix64 as a standard random bit generator: free to seed, so every row
 // of every frame gets its own stream (deterministic whatever the threads).
@@ -99,6 +99,9 @@ struct SyntheticSeries::Model {
     y = std::clamp(y + content_offset.y, 0.0, content.height - 1.0);
     return sample_bspline(content, x, y);
   }
+
+  // Frame k's hysteresis amplitude factor, uniform in [0.5, 1.5].
+  double hysteresis_factor(std::uint64_t k) const { return 0.5 + unit(hash(o.seed, kHysteresis, k, 0)); }
 
   // The standard normal deviate of line `line` of frame k's jitter.
   double line_jitter_deviate(std::uint64_t k, int line) const {
@@ -320,6 +323,9 @@ SyntheticSeries::SyntheticSeries(const SynthOptions& options) : options_(options
   check(std::isfinite(o.intensity_spread) && o.intensity_spread >= 0 && o.intensity_spread < 1,
         "intensity spread must be in [0, 1)");
   check(std::isfinite(o.scan_dwell) && o.scan_dwell >= 0, "scan dwell must be >= 0 (0: frames drawn at one instant)");
+  check(std::isfinite(o.scan_hysteresis) && (o.scan_hysteresis == 0.0 || o.scan_dwell > 0),
+        "scan hysteresis needs raster timing (scan dwell > 0)");
+  check(std::isfinite(o.scan_hysteresis_length) && o.scan_hysteresis_length > 0, "scan hysteresis length must be > 0");
   if (o.scan_dwell > 0) {
     check(o.rotation_step_deg == 0.0, "rotation drift is not modelled with raster timing (scan dwell > 0)");
     check(std::isfinite(o.drift_wobble) && o.drift_wobble >= 0, "drift wobble must be >= 0");
@@ -469,10 +475,18 @@ double SyntheticSeries::line_jitter(std::size_t k, int line) const {
   return options_.jitter > 0 ? options_.jitter * model_->line_jitter_deviate(k, line) : 0.0;
 }
 
+double SyntheticSeries::line_field(std::size_t k, double s) const {
+  scan_timing();
+  const SynthOptions& o = options_;
+  if (!(o.scan_hysteresis != 0.0)) return 0.0;
+  return o.scan_hysteresis * model_->hysteresis_factor(k) * std::exp(-s / o.scan_hysteresis_length);
+}
+
 Point SyntheticSeries::probed(std::size_t k, double x, double y) const {
   const ScanTiming& timing = scan_timing();
   const Point d = drift_at(timing.time_of(k, x, y));
-  const double j = line_jitter(k, timing.line_of(static_cast<int>(std::lround(x)), static_cast<int>(std::lround(y))));
+  const double j = line_jitter(k, timing.line_of(static_cast<int>(std::lround(x)), static_cast<int>(std::lround(y)))) +
+                   line_field(k, timing.sample_of(x, y));
   const Point fast = timing.fast_axis();
   return {x + d.x + j * fast.x, y + d.y + j * fast.y};
 }
@@ -501,7 +515,7 @@ Frame SyntheticSeries::clean_frame(std::size_t k) const {
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x) {
       const Point d = drift_at(timing.time_of(k, x, y));
-      const double j = jitter[static_cast<std::size_t>(timing.line_of(x, y))];
+      const double j = jitter[static_cast<std::size_t>(timing.line_of(x, y))] + line_field(k, timing.sample_of(x, y));
       probed[static_cast<std::size_t>(y) * w + x] = {x + d.x + j * fast.x, y + d.y + j * fast.y};
     }
   return model_->render_probed(probed, w, h, counts_scale());

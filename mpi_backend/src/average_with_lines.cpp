@@ -8,6 +8,7 @@
 
 #include "driftscan/error.hpp"
 #include "driftscan/line_drift_table.hpp"
+#include "driftscan/line_field.hpp"
 #include "driftscan/mpi/job_runner.hpp"
 #include "driftscan/scan_distortion.hpp"
 #include "driftscan/tiff_writer.hpp"
@@ -29,6 +30,18 @@ int run_average_with_lines(const Job& job, RunContext& ctx) {
                               frames->width(), frames->height());
       if (!note.empty()) ctx.progress.log(LogLevel::info, note);
       const std::string& table = job.averaging.lines;
+      // The frames' line fields, where the register run estimated them
+      // (line_field.csv beside lines.csv): a few numbers a frame.
+      const fs::path field_table = fs::path(table).parent_path() / "line_field.csv";
+      LineFieldTable fields;
+      if (fs::exists(field_table)) {
+        fields = read_line_field_csv(field_table.string(), frames->frame_count(), timing.samples_per_line());
+        ctx.progress.log(LogLevel::info, "line fields from " + field_table.string());
+      }
+      // A frame's field at every sample of a line (empty: none).
+      auto field_of = [&](std::size_t frame) {
+        return frame < fields.fields.size() ? fields.basis.tabulate(fields.fields[frame]) : std::vector<double>{};
+      };
       std::vector<Point> drift;
       std::vector<double> jitter;
       std::size_t k = 0;
@@ -42,7 +55,8 @@ int run_average_with_lines(const Job& job, RunContext& ctx) {
         LineDriftReader reader(table, timing);
         while (reader.next_frame(k, drift, jitter, &registered)) {
           if (k >= frames->frame_count()) break;
-          if (registered) extent.merge(frame_extent(FrameScanMap::from_lines(timing, drift, jitter), timing));
+          if (registered)
+            extent.merge(frame_extent(FrameScanMap::from_lines(timing, drift, jitter, field_of(k)), timing));
           else ++left_out;
           ++rows;
         }
@@ -62,8 +76,8 @@ int run_average_with_lines(const Job& job, RunContext& ctx) {
       while (reader.next_frame(k, drift, jitter, &registered) && k < rows) {
         ctx.cancel.throw_if_cancelled();
         if (registered)
-          accumulate_in_specimen_coordinates(frames->frame(k), FrameScanMap::from_lines(timing, drift, jitter), grid,
-                                             sum, coverage);
+          accumulate_in_specimen_coordinates(
+              frames->frame(k), FrameScanMap::from_lines(timing, drift, jitter, field_of(k)), grid, sum, coverage);
         ctx.progress.advance(k + 1);
       }
       const SpecimenImage average = finish_specimen_average(grid, sum, coverage);

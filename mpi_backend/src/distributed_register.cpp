@@ -18,6 +18,7 @@
 
 #include "driftscan/error.hpp"
 #include "driftscan/line_drift_table.hpp"
+#include "driftscan/line_field.hpp"
 #include "driftscan/mpi/allgather_records.hpp"
 #include "driftscan/mpi/distributed_average.hpp"
 #include "driftscan/mpi/distributed_checkpoint.hpp"
@@ -681,6 +682,13 @@ nlohmann::json write_distortion_outputs(RegisterRun& run, OutputSet& set) {
   set.write("lines.csv", [&](const std::string& path) {
     write_line_drift_csv(path, *run.timing, run.n, d.model, d.band_samples, job.scan.band_lines);
   });
+  double field2 = 0.0, field_samples = 0.0;
+  if (!d.model.field.empty()) {
+    set.write("line_field.csv",
+              [&](const std::string& path) { write_line_field_csv(path, d.model.field_basis, d.model.field); });
+    for (const auto& f : d.model.field)
+      for (double v : d.model.field_basis.tabulate(f)) field2 += v * v, field_samples += 1;
+  }
   double jitter2 = 0.0, lines = 0.0;
   for (const auto& row : d.model.jitter)
     for (double j : row) jitter2 += j * j, lines += 1;
@@ -704,11 +712,14 @@ nlohmann::json write_distortion_outputs(RegisterRun& run, OutputSet& set) {
           {"jitter_precision_px", d.jitter_precision_px},
           {"left_out", d.left_out},
           {"not_followed", d.not_followed},
+          {"line_field_knots", job.scan.line_field_knots},
+          {"line_field_rms_px", field_samples > 0 ? std::sqrt(field2 / field_samples) : 0.0},
           {"seconds", run.distortion_seconds},
           {"files",
            {{"average", files.average},
             {"coverage", files.coverage},
             {"lines", files.lines},
+            {"line_field", d.model.field.empty() ? std::string() : set.final_path("line_field.csv")},
             {"average_rigid", files.average_rigid},
             {"coverage_rigid", set.final_path("coverage_rigid.tif")}}}};
 }

@@ -39,7 +39,8 @@ void together(RunContext& ctx, Body&& body) {
 SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timing, const ScanModel& model,
                                std::size_t lo, std::size_t hi, RunContext& ctx, bool everywhere,
                                std::size_t& progress_done, const std::vector<char>& left_out,
-                               AverageNoise* noise = nullptr, std::vector<FrameContribution>* kept = nullptr) {
+                               AverageNoise* noise = nullptr, std::vector<FrameContribution>* kept = nullptr,
+                               double from_sample = 0.0) {
   SpecimenExtent extent;
   together(ctx, [&] {
     for (std::size_t k = lo; k < hi; ++k)
@@ -68,7 +69,8 @@ SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timi
       }
       sums[2 * halves * size + k % 2] += 1.0;
       const std::size_t half = k % halves;
-      FrameContribution c = sample_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid);
+      FrameContribution c =
+          sample_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid, from_sample);
       add_contribution(c, grid, sum[half], coverage[half]);
       budget.keep(std::move(c));
       ctx.progress.advance(++progress_done);
@@ -136,7 +138,8 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
     AverageNoise noise;
     std::vector<FrameContribution> own;  // this rank's frames', for their leave-one-out templates
     const SpecimenImage average =
-        combined_average(frames, timing, out.model, lo, hi, ctx, true, done, steps->left_out_frames(), &noise, &own);
+        combined_average(frames, timing, out.model, lo, hi, ctx, true, done, steps->left_out_frames(), &noise, &own,
+                         steps->template_from_sample());
     together(ctx, [&] { steps->set_template(average, out.model.path, noise, std::move(own), lo); });
     std::vector<DriftSample> samples;
     double precision[2] = {0.0, 0.0};
@@ -174,6 +177,17 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
         for (std::size_t k = lo; k < hi; ++k)
           out.model.jitter[k] = steps->finish_jitter(lines[k - lo], k, previous, out.model.path);
     });
+    if (!steps->field_basis().empty()) {
+      // The shared field from every rank's frames; this rank's frames' own.
+      out.model.field_basis = steps->field_basis();
+      out.model.field.resize(n);
+      std::vector<double> pool(steps->field_pool_size(), 0.0);
+      for (std::size_t k = lo; k < hi; ++k) steps->pool_field(lines[k - lo], out.model.field[k], pool);
+      MPI_Allreduce(MPI_IN_PLACE, pool.data(), static_cast<int>(pool.size()), MPI_DOUBLE, MPI_SUM, ctx.comm);
+      const std::vector<double> shared = steps->shared_field(pool);
+      for (std::size_t k = lo; k < hi; ++k)
+        out.model.field[k] = steps->finish_field(lines[k - lo], out.model.field[k], shared);
+    }
     MPI_Allreduce(MPI_IN_PLACE, precision, 2, MPI_DOUBLE, MPI_SUM, ctx.comm);
     out.jitter_precision_px = precision[1] > 0 ? std::sqrt(precision[0] / precision[1]) : 0.0;
     ScanDistortionRound r;
@@ -215,6 +229,31 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
     for (std::size_t k = 0; k < n; ++k)
       out.model.jitter[k].assign(all.begin() + static_cast<long>(k * lines),
                                  all.begin() + static_cast<long>((k + 1) * lines));
+  // The same for the line fields.
+  const std::size_t knots = static_cast<std::size_t>(steps->field_basis().knots());
+  if (knots > 0) {
+    flat.clear();
+    for (std::size_t k = lo; k < hi; ++k) {
+      std::vector<double> f = k < out.model.field.size() ? out.model.field[k] : std::vector<double>{};
+      f.resize(knots, 0.0);
+      flat.insert(flat.end(), f.begin(), f.end());
+    }
+    const int field_count = static_cast<int>(flat.size());
+    MPI_Gather(&field_count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, ctx.comm);
+    if (ctx.rank == 0) {
+      long total = 0;
+      for (std::size_t r = 0; r < ranks; ++r) displs[r] = static_cast<int>(total), total += counts[r];
+      all.assign(static_cast<std::size_t>(total), 0.0);
+    }
+    MPI_Gatherv(flat.data(), field_count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, 0,
+                ctx.comm);
+    if (ctx.rank == 0 && all.size() == n * knots) {
+      out.model.field.resize(n);
+      for (std::size_t k = 0; k < n; ++k)
+        out.model.field[k].assign(all.begin() + static_cast<long>(k * knots),
+                                  all.begin() + static_cast<long>((k + 1) * knots));
+    }
+  }
   return out;
 }
 

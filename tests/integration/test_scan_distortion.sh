@@ -66,6 +66,41 @@ worst = max(abs(float(a[k]) - float(b[k])) for a, b in zip(one, three) for k in 
 assert worst <= 0.01, f"1 and 3 ranks differ by {worst} px with frame 4 left out"
 PY
 
+# Fly-back hysteresis and the line field: line_field.csv beside lines.csv,
+# the same on 1 and 3 ranks, the series' hysteresis found (1 px x 0.5-1.5 at
+# a line's start: 20 frames, so that the drift carries the specimen the
+# first frames' line starts show past the field's extent in the last ones),
+# and average --lines applies it (reads it beside lines.csv; compared with
+# the register run's average below).
+"$ENGINE" synth --frames 20 --size 128x128 --dose 10 --drift-linear 3,1.5 --drift-wobble 1 --wobble-period 4 \
+  --jitter 0.1 --seed 3 --scan-hysteresis 1 --hysteresis-length 8 "${TIMING[@]}" --out h.tif --progress none
+"$ENGINE" register h.tif --out h1 --threads 2 --scan-distortion --line-field-knots 8 "${TIMING[@]}" --progress none
+"${MPIRUN[@]}" -np 3 "$ENGINE" register h.tif --out h3 --threads 1 --scan-distortion --line-field-knots 8 \
+  "${TIMING[@]}" --progress none
+"$ENGINE" average h.tif --lines h1/lines.csv "${TIMING[@]}" --out hre --progress plain 2> hre.err >/dev/null
+grep -q "line fields from .*line_field.csv" hre.err || die "average --lines did not read line_field.csv: $(cat hre.err)"
+python3 - <<'PY' || die "line field"
+import csv, json
+one, three = list(csv.DictReader(open("h1/line_field.csv"))), list(csv.DictReader(open("h3/line_field.csv")))
+assert len(one) == 20 * 8 and [r["frame"] for r in one] == [r["frame"] for r in three], len(one)
+worst = max(abs(float(a["dx"]) - float(b["dx"])) for a, b in zip(one, three))
+assert worst <= 0.01, f"1 and 3 ranks' line fields differ by {worst} px"
+# The field at a line's first sample (a cubic B-spline: knots 0, 1, 2 weigh 1/6, 4/6, 1/6), averaged over frames.
+c = {(int(r["frame"]), int(r["knot"])): float(r["dx"]) for r in one}
+start = sum((c[k, 0] + 4 * c[k, 1] + c[k, 2]) / 6 for k in range(20)) / 20
+print(f"line field at a line's first sample, mean over frames: {start:.3f} px (truth about 1)")
+assert 0.8 < start < 1.2, start
+report = json.load(open("h1/report.json"))["scan_distortion"]
+assert report["line_field_knots"] == 8 and report["files"]["line_field"].endswith("/line_field.csv"), report
+assert not __import__("os").path.exists("one/line_field.csv"), "a run without the field wrote line_field.csv"
+PY
+set +e
+"$ENGINE" register h.tif --out hbad --scan-distortion --line-field-knots 2 "${TIMING[@]}" --progress none 2> hbad.err
+rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q "line field knots" hbad.err && [ ! -e hbad/report.json ] ||
+  die "2 line field knots: rc $rc, $(cat hbad.err)"
+
 # average --lines: the same per-line model applied again (what another
 # detector of the same scan gets) reproduces the corrected average.
 "$ENGINE" average s.tif --lines one/lines.csv "${TIMING[@]}" --out relines --progress none
@@ -91,7 +126,7 @@ def read_tiff_f32(path):  # the engine's own uncompressed float32 writer: one im
         per = (w * h) // cnt
         data = b"".join(b[o: o + 4 * per] for o in offs)
     return w, h, struct.unpack(e + "f" * (w * h), data[: 4 * w * h])
-for run, again in (("one", "relines"), ("ex1", "relines_ex")):
+for run, again in (("one", "relines"), ("ex1", "relines_ex"), ("h1", "hre")):
     wa, ha, a = read_tiff_f32(f"{run}/average.tif")
     wb, hb, b = read_tiff_f32(f"{again}/average.tif")
     assert (wa, ha) == (wb, hb), f"{run}: sizes {wa}x{ha} vs {wb}x{hb}"

@@ -476,3 +476,134 @@ TEST(ScanDistortion, FramesThatCannotBeFollowedAreLeftOut) {
   EXPECT_TRUE(clean.not_followed.empty());
   EXPECT_LT(err, err_clean + 0.02);
 }
+
+// A frame's line field displaces each sample along the fast axis by place in
+// the line, in acquisition order (reversed on a serpentine scan's odd
+// lines); lines_aligned() undoes it with the jitter, so the field-free map
+// samples the specimen where it is.
+TEST(ScanDistortion, LineFieldMovesSamplesByPlaceInTheLine) {
+  for (ScanDirection direction : {ScanDirection::normal, ScanDirection::serpentine, ScanDirection::rotated90}) {
+    ScanTimingSettings ts;
+    ts.direction = direction;
+    const ScanTiming t(ts, 64, 40);
+    ScanModel m;
+    m.jitter.assign(1, std::vector<double>(static_cast<std::size_t>(t.lines())));
+    for (int l = 0; l < t.lines(); ++l) m.jitter[0][static_cast<std::size_t>(l)] = 0.3 * std::sin(1.7 * l);
+    m.field = {{0.9, 0.7, 0.5, 0.1, -0.1, -0.3, -0.2, 0.1}};
+    m.field_basis = LineFieldBasis(t.samples_per_line(), 8, 0.5 * t.samples_per_line());
+    const LineFieldBasis& basis = m.field_basis;
+    const std::vector<double> h = basis.tabulate(m.field[0]);
+    const FrameScanMap map(t, m, 0), jitter_only(t, m.path, m.jitter[0], 0);
+    const Point fast = t.fast_axis();
+    for (int y = 0; y < t.height(); y += 7)
+      for (int x = 0; x < t.width(); x += 5) {
+        const Point a = map.probed(x, y), b = jitter_only.probed(x, y);
+        const double s = t.sample_of(x, y);
+        EXPECT_NEAR((a.x - b.x) * fast.x + (a.y - b.y) * fast.y, h[static_cast<std::size_t>(s)], 1e-9);
+        EXPECT_NEAR((a.x - b.x) * fast.y + (a.y - b.y) * fast.x, 0.0, 1e-12);  // nothing across the line
+      }
+    auto specimen = [](double x, double y) {
+      return std::sin(2 * M_PI * x / 9.3) + 0.5 * std::cos(2 * M_PI * y / 7.1 + x / 13.0);
+    };
+    Frame frame(t.width(), t.height());
+    for (int y = 0; y < t.height(); ++y)
+      for (int x = 0; x < t.width(); ++x) {
+        const Point q = map.probed(x, y);
+        frame.at(x, y) = static_cast<float>(specimen(q.x, q.y));
+      }
+    const Frame aligned = map.lines_aligned(frame);
+    double worst = 0, unaligned = 0;
+    for (int y = 4; y < t.height() - 4; ++y)
+      for (int x = 4; x < t.width() - 4; ++x) {
+        worst = std::max(worst, std::fabs(aligned.at(x, y) - specimen(x, y)));
+        unaligned = std::max(unaligned, std::fabs(frame.at(x, y) - specimen(x, y)));
+      }
+    EXPECT_LT(worst, 0.03) << "direction " << static_cast<int>(direction);
+    EXPECT_GT(unaligned, 10 * worst);
+  }
+}
+
+// On frames whose lines start with a fly-back hysteresis (1 px x 0.5-1.5
+// per frame, decaying over 8 samples), the estimated line fields follow it:
+// over each line's first samples, the shared part and the whole. Every frame
+// here drifted less than the field's extent from the first, so no frame's
+// own part can be told from the others' (no other frame saw its line starts'
+// specimen clear of their own): each gets the shared field.
+TEST(ScanDistortion, LineFieldFollowsTheHysteresis) {
+  SynthOptions o = scanned_series();
+  o.jitter = 0.1;
+  o.scan_hysteresis = 1.0;
+  o.scan_hysteresis_length = 8.0;
+  SyntheticSeries s(o);
+  const ScanTiming& t = s.scan_timing();
+  const std::vector<Point> rigid = rigid_drift(s);
+  ScanDistortionSettings settings;
+  settings.max_band_offset = 0.3 * 9.0;
+  const ScanDistortionResult without = estimate_scan_distortion(s, t, rigid, settings);
+  settings.line_field_knots = 8;
+  const ScanDistortionResult r = estimate_scan_distortion(s, t, rigid, settings);
+  ASSERT_EQ(r.model.field.size(), s.frame_count());
+  EXPECT_TRUE(without.model.field.empty());
+  const std::size_t n = s.frame_count();
+  const int first = 16;
+  double err = 0, none = 0;
+  std::vector<double> mean_est(first, 0.0), mean_truth(first, 0.0);
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::vector<double> h = r.model.field_basis.tabulate(r.model.field[k]);
+    ASSERT_EQ(h.size(), static_cast<std::size_t>(t.samples_per_line()));
+    for (int x = 0; x < first; ++x) {
+      const double e = h[static_cast<std::size_t>(x)], truth = s.line_field(k, x);
+      err += (e - truth) * (e - truth), none += truth * truth;
+      mean_est[static_cast<std::size_t>(x)] += e / n, mean_truth[static_cast<std::size_t>(x)] += truth / n;
+    }
+    // Zero (with its slope) past its extent.
+    for (int x = static_cast<int>(std::ceil(r.model.field_basis.extent())); x < t.samples_per_line(); ++x)
+      ASSERT_EQ(h[static_cast<std::size_t>(x)], 0.0);
+  }
+  double shared_err = 0, shared_none = 0;
+  for (int x = 0; x < first; ++x) {
+    const double d = mean_est[static_cast<std::size_t>(x)] - mean_truth[static_cast<std::size_t>(x)];
+    shared_err += d * d,
+        shared_none += mean_truth[static_cast<std::size_t>(x)] * mean_truth[static_cast<std::size_t>(x)];
+  }
+  const double drift = line_drift_rms(s, [&](std::size_t k, int l) { return r.model.path.at(t.line_mid_time(k, l)); });
+  const double drift_without =
+      line_drift_rms(s, [&](std::size_t k, int l) { return without.model.path.at(t.line_mid_time(k, l)); });
+  std::printf(
+      "line field over the first %d samples: RMS error %.3f px (%.3f px if none), shared part %.3f px (%.3f px if "
+      "none); per-line drift error %.4f px (%.4f px without the field)\n",
+      first, std::sqrt(err / (first * n)), std::sqrt(none / (first * n)), std::sqrt(shared_err / first),
+      std::sqrt(shared_none / first), drift, drift_without);
+  EXPECT_LT(err, 0.25 * none);
+  EXPECT_LT(shared_err, 0.1 * shared_none);
+  EXPECT_LT(drift, drift_without + 0.01);
+}
+
+// A series without hysteresis keeps (nearly) no line field: the fields are
+// noise fitted, shrunk to the prior, and bend nothing.
+TEST(ScanDistortion, LineFieldStaysNearZeroWithoutHysteresis) {
+  SynthOptions o = scanned_series();
+  o.jitter = 0.1;
+  SyntheticSeries s(o);
+  const ScanTiming& t = s.scan_timing();
+  const std::vector<Point> rigid = rigid_drift(s);
+  ScanDistortionSettings settings;
+  settings.max_band_offset = 0.3 * 9.0;
+  settings.line_field_knots = 8;
+  const ScanDistortionResult r = estimate_scan_distortion(s, t, rigid, settings);
+  // Over the field's extent: every frame's, and their mean.
+  const std::size_t extent = static_cast<std::size_t>(r.model.field_basis.extent());
+  std::vector<double> mean(extent, 0.0);
+  double sum = 0;
+  for (const auto& f : r.model.field) {
+    const std::vector<double> h = r.model.field_basis.tabulate(f);
+    for (std::size_t x = 0; x < extent; ++x) sum += h[x] * h[x], mean[x] += h[x] / r.model.field.size();
+  }
+  double shared = 0;
+  for (double v : mean) shared += v * v;
+  const double rms = std::sqrt(sum / (extent * r.model.field.size())), shared_rms = std::sqrt(shared / extent);
+  std::printf("line field without hysteresis, over its extent: RMS %.4f px (the shared part %.4f px)\n", rms,
+              shared_rms);
+  EXPECT_LT(rms, 0.15);
+  EXPECT_LT(shared_rms, 0.1);
+}

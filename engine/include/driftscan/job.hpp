@@ -50,7 +50,10 @@ struct ScanSettings {
   int rounds = 2;
   double smoothing = 0.0;  // 0: chosen per axis from the data (cross-validation)
   bool line_jitter = true;
-  double max_band_offset = 2.0;  // px
+  double max_band_offset = 2.0;     // px
+  int line_field_knots = 0;         // each frame's line field (LineFieldBasis coefficients); 0: none
+  double line_field_extent = 0.25;  // over this fraction of each line's first samples
+  double line_field_prior = 0.25;   // px: a frame's field about the shared one (prior std dev)
 
   // The timing for the engine (dwell 0 -> 1 us: only ratios of times matter
   // to the correction, so a missing dwell changes nothing but the t column).

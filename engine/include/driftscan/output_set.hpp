@@ -38,7 +38,8 @@ inline constexpr const char* kOutputRecord = "report.json";
 
 // Whether `name` is one a DriftScan run writes in a results folder
 // (report.json, drift.csv, average*.tif, coverage*.tif, quality.csv,
-// lines.csv, spectrum*.tif): what a commit replaces or removes.
+// lines.csv, line_field.csv, spectrum*.tif): what a commit replaces or
+// removes.
 bool is_output_name(const std::string& name);
 
 class OutputSet {

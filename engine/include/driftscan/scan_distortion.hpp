@@ -24,6 +24,7 @@
 // combines them (sums of the average, all band samples); step 3 is cheap and
 // deterministic (sorted samples), so every rank fits the same path.
 // estimate_scan_distortion() is the serial driver of the same steps.
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <utility>
@@ -32,6 +33,7 @@
 #include "driftscan/drift_path.hpp"
 #include "driftscan/frame.hpp"
 #include "driftscan/frame_source.hpp"
+#include "driftscan/line_field.hpp"
 #include "driftscan/scan_timing.hpp"
 #include "driftscan/template_wiener_filter.hpp"
 #include "driftscan/transform.hpp"
@@ -53,12 +55,23 @@ struct ScanDistortionSettings {
   // Fit against the template through its Wiener filter (TemplateWienerFilter:
   // the noise measured from the even and odd frames' averages).
   bool filter_template = true;
+  // Each frame's line field (LineFieldBasis): the displacement along the fast
+  // axis by place in the line over its first samples (fly-back hysteresis),
+  // this many cubic B-spline coefficients per frame (0: none; else >= 3)
+  // over this fraction of the line.
+  int line_field_knots = 0;
+  double line_field_extent = 0.25;
+  double line_field_prior = 0.25;  // px: the prior std dev of a frame's coefficients about the shared field
 };
 
 // The per-line model: what p(x, y, k) needs.
 struct ScanModel {
   DriftPath path;                           // d(t), pixels; d(start of frame 0) = 0
   std::vector<std::vector<double>> jitter;  // [frame][line], pixels along the fast axis
+  // [frame][knot]: each frame's LineFieldBasis coefficients, the displacement
+  // along the fast axis by place in the line (empty: none).
+  std::vector<std::vector<double>> field;
+  LineFieldBasis field_basis;  // what `field`'s coefficients are of
 
   // The specimen point pixel (x, y) of frame k shows.
   Point probed(const ScanTiming& timing, std::size_t frame, double x, double y) const;
@@ -75,23 +88,33 @@ struct ScanModel {
 class FrameScanMap {
  public:
   FrameScanMap(const ScanTiming& timing, const ScanModel& model, std::size_t frame);
-  // The same from the path and frame k's jitter alone (empty: none).
-  FrameScanMap(const ScanTiming& timing, const DriftPath& path, const std::vector<double>& jitter, std::size_t frame);
+  // The same from the path, frame k's jitter and its line field at every
+  // sample of a line (LineFieldBasis::tabulate; each empty: none).
+  FrameScanMap(const ScanTiming& timing, const DriftPath& path, const std::vector<double>& jitter, std::size_t frame,
+               const std::vector<double>& field = {});
   // A rigid frame: every pixel shows pixel + offset (drift.csv convention), to
   // average rigid results the same way as corrected ones.
   static FrameScanMap rigid(const ScanTiming& timing, Point offset);
   // From a table of lines (lines.csv): d at each line's mid time and each
   // line's jitter; the drift within a line from the neighbouring lines.
   static FrameScanMap from_lines(const ScanTiming& timing, const std::vector<Point>& mid_drift,
-                                 const std::vector<double>& jitter);
+                                 const std::vector<double>& jitter, const std::vector<double>& field = {});
   // Inline: the averaging and the band fits call it for every pixel.
   Point probed(double x, double y) const {
     const double slow = rotated_ ? x : y, along = rotated_ ? y : x;
     const int l = nearest_line(slow);
     const double s = serpentine_ && (l & 1) ? last_sample_ - along : along;
     const Point a = start_[static_cast<std::size_t>(l)], v = per_sample_[static_cast<std::size_t>(l)];
-    return {x + a.x + s * v.x, y + a.y + s * v.y};
+    const double h = field_.empty() ? 0.0 : field_at(s);
+    return {x + a.x + s * v.x + (rotated_ ? 0.0 : h), y + a.y + s * v.y + (rotated_ ? h : 0.0)};
   }
+  // The sample (acquisition order along its line) of frame pixel p.
+  double sample_at(Point p) const {
+    const double along = rotated_ ? p.y : p.x;
+    return serpentine_ && (nearest_line(rotated_ ? p.x : p.y) & 1) ? last_sample_ - along : along;
+  }
+  // The inverse of probed() without the line field (pixel_showing_near()
+  // likewise): the averages sample through without_jitter(), which has none.
   Point pixel_showing(Point q) const;
   // The same, solved on a line: within one line the map is affine, so the
   // pixel of `line` showing q is one division away; then the line that pixel
@@ -112,10 +135,11 @@ class FrameScanMap {
   // The offset of a line at its start and its change per sample (dwell).
   Point line_offset(int line) const { return start_[static_cast<std::size_t>(line)]; }
 
-  // Whether some line has a jitter of its own.
-  bool has_jitter() const { return !jitter_.empty(); }
-  // The frame with each line moved by its jitter along the fast axis (1-D
-  // cubic B-spline along the line), to be sampled with without_jitter(). A
+  // Whether some line has a jitter of its own, or the frame a line field.
+  bool has_jitter() const { return !jitter_.empty() || !field_.empty(); }
+  // The frame with each line moved by its jitter and line field along the
+  // fast axis (1-D cubic B-spline along the line), to be sampled with
+  // without_jitter(). A
   // 2-D interpolation of the raw frame under this map would mix each line
   // with its neighbours at the wrong fast-axis positions (one line's jitter
   // applied to four), blurring what the jitter estimate should sharpen.
@@ -130,6 +154,13 @@ class FrameScanMap {
   int lines_ = 1;
   double last_sample_ = 0.0;
   std::vector<double> jitter_;  // per line, px along the fast axis (empty: none); included in start_
+  std::vector<double> field_;   // the line field at each sample, in acquisition order (empty: none)
+  double field_at(double s) const {
+    const double c = std::clamp(s, 0.0, last_sample_);
+    const std::size_t i = std::min(static_cast<std::size_t>(c), field_.size() - 1);
+    const double f = c - static_cast<double>(i);
+    return i + 1 < field_.size() ? field_[i] + f * (field_[i + 1] - field_[i]) : field_[i];
+  }
   void copy_geometry(const ScanTiming& timing);
   // The pixel of `line` (extended beyond the line) that shows q.
   Point pixel_on_line(Point q, int line) const {
@@ -210,7 +241,11 @@ struct FrameContribution {
 };
 // Step 1 for one frame: frame k sampled (cubic B-spline) at the pixel
 // showing each specimen grid point of its footprint.
-FrameContribution sample_in_specimen_coordinates(const Frame& frame, const FrameScanMap& map, const SpecimenGrid& grid);
+// Grid points shown by a line's samples before `from_sample` (acquisition
+// order) are left out: the template of the line-field fits holds none of the
+// samples a line field moves (ScanDistortionSteps::template_from_sample()).
+FrameContribution sample_in_specimen_coordinates(const Frame& frame, const FrameScanMap& map, const SpecimenGrid& grid,
+                                                 double from_sample = 0.0);
 // Adds a contribution to `sum` and 1 to `coverage` where it covers. `sum`
 // and `coverage` are grid-sized; doubles, so that partial sums from several
 // ranks add up in any order to the same float after rounding.
@@ -321,6 +356,10 @@ class ScanDistortionSteps {
     // Per line (empty: jitter not estimated): its whole fast-axis offset
     // from the template's path, as fitted, and that fit's variance.
     std::vector<double> line_offset, line_variance;
+    // The line field's normal equations at the frame's current coefficients
+    // (empty: none): A (knots x knots, row-major) and b, the change c of the
+    // coefficients the data alone ask for solving A c = b.
+    std::vector<double> field_normal, field_rhs;
     double precision_sum = 0.0;    // the lines' fit variances, summed
     double precision_count = 0.0;  // and counted (ScanDistortionResult::jitter_precision_px)
   };
@@ -331,6 +370,27 @@ class ScanDistortionSteps {
   // `before` (the template's), shrunk by its noise.
   std::vector<double> finish_jitter(const FrameFit& fit, std::size_t k, const DriftPath& before,
                                     const DriftPath& after) const;
+  // The next model's line fields, in two steps. Each frame's field is the
+  // series' shared field plus the frame's own deviation (prior std dev
+  // line_field_prior): a hysteresis that repeats from frame to frame is
+  // measured from all of them, and a frame whose line starts no other frame
+  // saw clear of its own starts (nothing to measure it against) keeps the
+  // shared one. pool_field() adds a frame's share of the shared field's
+  // equations to `pool` (field_pool_size() numbers, summed over frames and
+  // ranks in any order); shared_field() solves them; finish_field() gives
+  // the frame's field from the shared one.
+  std::size_t field_pool_size() const;
+  void pool_field(const FrameFit& fit, const std::vector<double>& current, std::vector<double>& pool) const;
+  std::vector<double> shared_field(const std::vector<double>& pool) const;
+  std::vector<double> finish_field(const FrameFit& fit, const std::vector<double>& current,
+                                   const std::vector<double>& shared) const;
+  const LineFieldBasis& field_basis() const { return field_basis_; }
+  // The first sample of a line the template is built from: with a line
+  // field, past its extent (and the interpolation's reach). The template
+  // then holds no fly-back hysteresis of any frame, and each frame's field
+  // is measured against the specimen itself, not against the other frames'
+  // fields (which would leave a smooth specimen warp free: see line_field.hpp).
+  double template_from_sample() const { return field_basis_.empty() ? 0.0 : field_basis_.extent() + 2.0; }
   // fit_frame() for frames first, first + 1, ... at once, one frame a thread
   // (a frame's own steps then run on one thread: per frame, the reads,
   // copies and transposes around them left a second thread mostly waiting).
@@ -359,8 +419,9 @@ class ScanDistortionSteps {
   struct Template;
   // The template without frame k's contribution (made with `jitter`, frame
   // k's jitter when the template was built).
-  std::shared_ptr<const Template> template_without(const Frame& frame, std::size_t k,
-                                                   const std::vector<double>& jitter) const;
+  std::shared_ptr<const Template> template_without(const Frame& frame, std::size_t k, const std::vector<double>& jitter,
+                                                   const std::vector<double>& field) const;
+  LineFieldBasis field_basis_;
   ScanTiming timing_;
   ScanDistortionSettings settings_;
   std::size_t frames_;
@@ -385,7 +446,7 @@ class ScanDistortionSteps {
 SpecimenImage average_in_specimen_coordinates(const FrameSource& frames, const ScanTiming& timing,
                                               const ScanModel& model, AverageNoise* noise = nullptr,
                                               std::vector<FrameContribution>* kept = nullptr,
-                                              const std::vector<char>* left_out = nullptr);
+                                              const std::vector<char>* left_out = nullptr, double from_sample = 0.0);
 
 // Estimates the per-line model from `frames` scanned with `timing`, starting
 // from the rigid drift of each frame (drift.csv convention: frame k at pixel

@@ -75,6 +75,13 @@ struct SynthOptions {
   ScanDirection scan_direction = ScanDirection::normal;
   double drift_wobble = 0.0;         // amplitude per axis, pixels
   double drift_wobble_period = 8.0;  // in frame times
+  // Fly-back hysteresis (raster timing only): sample s of every line (in
+  // acquisition order) is displaced along the fast axis by
+  // a_k exp(-s / scan_hysteresis_length), a_k drawn per frame uniformly in
+  // [0.5, 1.5] x scan_hysteresis: a scan coil that has not settled when a
+  // line starts, and settles differently from frame to frame.
+  double scan_hysteresis = 0.0;          // pixels
+  double scan_hysteresis_length = 30.0;  // samples
 };
 
 class SyntheticSeries : public FrameSource {
@@ -110,6 +117,9 @@ class SyntheticSeries : public FrameSource {
   const ScanTiming& scan_timing() const;
   Point drift_at(double t) const;                     // d(t), specimen-coordinate pixels; d(0) = 0
   double line_jitter(std::size_t k, int line) const;  // j_{k,line}, pixels along the fast axis (0 without jitter)
+  // Frame k's hysteresis at sample s of a line (acquisition order), pixels
+  // along the fast axis (0 without).
+  double line_field(std::size_t k, double s) const;
   // The specimen point pixel (x, y) of frame k shows (noise-free, with jitter):
   // (x, y) + d(time_of(k, x, y)) + j_{k,line} * fast axis.
   Point probed(std::size_t k, double x, double y) const;
