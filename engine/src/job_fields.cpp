@@ -379,8 +379,8 @@ std::vector<JobField> scan_rows() {
       Row("scan", "line_field_knots", T::integer, "Each frame's displacement along the fast axis by place in a line's first samples (fly-back hysteresis): B-spline coefficients; 0: none, else 3 or more")
           .flag("--line-field-knots", reg).at_least(0).at_most(1024).editor("Line field knots").spin(0, 1024)
           .member<C, &Scan::line_field_knots>(),
-      Row("scan", "line_field_extent", T::number, "The line field's extent: this fraction of each line, from its first sample")
-          .flag("--line-field-extent", reg).above(0).at_most(1).member<C, &Scan::line_field_extent>(),
+      Row("scan", "line_field_extent", T::number, "The line field's extent: this fraction of each line, from its first sample (at most 0.5)")
+          .flag("--line-field-extent", reg).above(0).at_most(0.5).member<C, &Scan::line_field_extent>(),
       Row("scan", "line_field_prior", T::number, "Prior std dev of a frame's line field about the series' shared one (px)")
           .flag("--line-field-prior", reg).above(0).member<C, &Scan::line_field_prior>(),
   };

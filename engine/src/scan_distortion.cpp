@@ -672,8 +672,10 @@ ScanDistortionSteps::ScanDistortionSteps(const ScanTiming& timing, const ScanDis
   left_out_.assign(frames, 0);
   require(settings.line_field_knots == 0 || settings.line_field_knots >= 3,
           "line field knots must be 0 (none) or at least 3 (got " + std::to_string(settings.line_field_knots) + ")");
-  require(settings.line_field_extent > 0 && settings.line_field_extent <= 1,
-          "line field extent must be in (0, 1] of a line");
+  // Past half the line, the template (built from each line's samples past
+  // the field's extent) would be too thin to register the bands against.
+  require(settings.line_field_extent > 0 && settings.line_field_extent <= 0.5,
+          "line field extent must be in (0, 0.5] of a line (got " + message_number(settings.line_field_extent) + ")");
   require(std::isfinite(settings.line_field_prior) && settings.line_field_prior > 0, "line field prior must be > 0");
   if (settings.line_field_knots > 0)
     field_basis_ = LineFieldBasis(timing.samples_per_line(), settings.line_field_knots,
@@ -1112,6 +1114,22 @@ double ScanDistortionSteps::path_change(const DriftPath& a, const DriftPath& b) 
       change = std::max(change, std::hypot(pa.x - pb.x, pa.y - pb.y));
     }
   return change;
+}
+
+int line_field_unseen_samples(const ScanTiming& timing, const ScanDistortionSettings& settings,
+                              const std::vector<Point>& rigid_drift, const std::vector<std::size_t>& left_out) {
+  if (settings.line_field_knots <= 0 || rigid_drift.empty()) return 0;
+  const double extent = settings.line_field_extent * timing.samples_per_line();
+  const Point fast = timing.fast_axis();
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (std::size_t k = 0; k < rigid_drift.size(); ++k) {
+    if (std::find(left_out.begin(), left_out.end(), k) != left_out.end()) continue;
+    const double along = rigid_drift[k].x * fast.x + rigid_drift[k].y * fast.y;
+    lo = std::min(lo, along), hi = std::max(hi, along);
+  }
+  if (!(hi >= lo)) return 0;
+  const double unseen = std::min(extent, extent + 2.0 - (hi - lo));  // template_from_sample(): extent + 2
+  return unseen > 0 ? static_cast<int>(std::ceil(unseen)) : 0;
 }
 
 ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const ScanTiming& timing,

@@ -344,6 +344,7 @@ struct RegisterRun {
   std::string timing_note;           // what of it came from the file's metadata
   std::optional<DistributedDistortion> distortion;
   double distortion_seconds = 0.0;
+  int line_field_unseen = 0;  // samples at each line's start no line field could be measured at
 
   // Of every frame, combined over ranks after the scan; the transforms (the
   // averaging and the distortion correction take every frame's) once the
@@ -642,6 +643,18 @@ void correct_distortion(RegisterRun& run) {
   const std::vector<std::size_t> failed = run.failures.failed();
   leave_out.insert(leave_out.end(), failed.begin(), failed.end());
   leave_out.insert(leave_out.end(), run.above_sigma.begin(), run.above_sigma.end());
+  run.line_field_unseen = line_field_unseen_samples(*run.timing, job.scan.distortion(), rigid, leave_out);
+  if (run.ctx.rank == 0 && run.line_field_unseen > 0) {
+    const ScanDistortionSettings s = job.scan.distortion();
+    const std::string said =
+        "scan distortion: the drift spans too little along the fast axis for the line field's " +
+        message_number(s.line_field_extent * run.timing->samples_per_line()) + "-sample extent: each line's first " +
+        std::to_string(run.line_field_unseen) +
+        " samples show specimen no other frame saw clear of its own line start, and the field there stays near "
+        "its prior (0); a shorter scan.line_field_extent or a series that drifts further measures them";
+    run.ctx.progress.log(LogLevel::warning, said);
+    run.res.warnings.push_back(said);
+  }
   run.distortion =
       correct_scan_distortion(*run.frames, *run.timing, rigid, job.scan.distortion(), run.ctx, run.threads, leave_out);
   if (run.ctx.rank == 0 && !run.distortion->not_followed.empty()) {
@@ -713,6 +726,7 @@ nlohmann::json write_distortion_outputs(RegisterRun& run, OutputSet& set) {
           {"left_out", d.left_out},
           {"not_followed", d.not_followed},
           {"line_field_knots", job.scan.line_field_knots},
+          {"line_field_unseen_samples", run.line_field_unseen},
           {"line_field_rms_px", field_samples > 0 ? std::sqrt(field2 / field_samples) : 0.0},
           {"seconds", run.distortion_seconds},
           {"files",

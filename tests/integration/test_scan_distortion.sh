@@ -94,6 +94,18 @@ report = json.load(open("h1/report.json"))["scan_distortion"]
 assert report["line_field_knots"] == 8 and report["files"]["line_field"].endswith("/line_field.csv"), report
 assert not __import__("os").path.exists("one/line_field.csv"), "a run without the field wrote line_field.csv"
 PY
+# A field over half the line: the 20 frames drift ~57 px along the fast
+# axis, less than its 64 samples (+2), so a line's first few samples cannot
+# be measured; the run says so.
+"$ENGINE" register h.tif --out hwide --threads 2 --scan-distortion --line-field-knots 8 --line-field-extent 0.5 \
+  "${TIMING[@]}" --progress plain 2> hwide.err >/dev/null
+grep -q "each line's first [0-9]* samples show specimen no other frame saw" hwide.err ||
+  die "no warning about the unmeasured line starts: $(grep -i warn hwide.err)"
+python3 -c "
+import json; u = json.load(open('hwide/report.json'))['scan_distortion']['line_field_unseen_samples']
+assert 0 < u < 20, u
+assert json.load(open('h1/report.json'))['scan_distortion']['line_field_unseen_samples'] == 0" ||
+  die "line_field_unseen_samples in report.json"
 set +e
 "$ENGINE" register h.tif --out hbad --scan-distortion --line-field-knots 2 "${TIMING[@]}" --progress none 2> hbad.err
 rc=$?

@@ -607,3 +607,24 @@ TEST(ScanDistortion, LineFieldStaysNearZeroWithoutHysteresis) {
   EXPECT_LT(rms, 0.15);
   EXPECT_LT(shared_rms, 0.1);
 }
+
+// The samples at a line's start no line field can be measured at: the
+// field's extent (+2, the template's margin) less the drift's span along
+// the fast axis, over the frames not left out; none without a field.
+TEST(ScanDistortion, LineFieldUnseenSamplesFollowTheDriftAlongTheFastAxis) {
+  ScanTimingSettings ts;
+  const ScanTiming t(ts, 128, 64);
+  ScanDistortionSettings s;
+  s.line_field_knots = 8;  // extent 0.25: 32 samples
+  const std::vector<Point> drift{{0, 0}, {10, 50}, {20, -40}};
+  EXPECT_EQ(line_field_unseen_samples(t, s, drift), 14);       // 34 - 20
+  EXPECT_EQ(line_field_unseen_samples(t, s, drift, {2}), 24);  // 34 - 10
+  EXPECT_EQ(line_field_unseen_samples(t, s, {{0, 0}, {40, 0}}), 0);
+  s.line_field_knots = 0;
+  EXPECT_EQ(line_field_unseen_samples(t, s, drift), 0);
+  // Lines as columns: the fast axis is y (128 x 64 frames: 64 samples a line, extent 16).
+  ts.direction = ScanDirection::rotated90;
+  const ScanTiming r(ts, 128, 64);
+  s.line_field_knots = 4;
+  EXPECT_EQ(line_field_unseen_samples(r, s, {{0, 0}, {40, 5}}), 13);  // 18 - 5
+}

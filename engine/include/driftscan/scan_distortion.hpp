@@ -436,6 +436,16 @@ class ScanDistortionSteps {
   std::size_t own_first_ = 0;
 };
 
+// How many samples at the start of every line no frame's line field can be
+// measured at (0 without a line field). A frame's sample s is measured where
+// another frame saw the same specimen point past the template's first
+// sample (ScanDistortionSteps::template_from_sample()), which takes a drift
+// along the fast axis of that sample minus s between the two frames: the
+// first samples go unmeasured when the series' drift along the fast axis
+// (`rigid_drift`, the frames not left out) spans less than that.
+int line_field_unseen_samples(const ScanTiming& timing, const ScanDistortionSettings& settings,
+                              const std::vector<Point>& rigid_drift, const std::vector<std::size_t>& left_out = {});
+
 // Averages the frames in specimen coordinates under `model`: for every
 // specimen pixel, each frame is sampled (cubic B-spline) at the pixel that
 // shows it. The image covers every frame's footprint. With `noise`, also the
