@@ -11,7 +11,8 @@
 #include <cmath>
 
 namespace {
-const QColor kDx(31, 119, 180), kDy(214, 39, 40), kJitter(148, 103, 189), kBoundary(170, 170, 170);
+const QColor kDx(31, 119, 180), kDy(214, 39, 40), kJitter(148, 103, 189), kBoundary(170, 170, 170),
+    kFieldMean(40, 40, 40);
 // Beyond this many frames the boundaries would paint the panel grey.
 constexpr int kMaxBoundaries = 300;
 // Frame numbers on the top axis up to this many frames (more would overlap).
@@ -52,7 +53,53 @@ LineDriftPlot::LineDriftPlot(QWidget* parent) : ChartView(parent) {
                              {jitter_, jitterFrames_}})
     linkXAxis(chart, axis);
   currentText_ = new QGraphicsSimpleTextItem(drift_);
+  // The line field's panel: its x axis is the place in a line, not time
+  // (it does not zoom with the others).
+  fieldChart_ = addChart();
+  fieldX_ = addValueAxis(fieldChart_, Qt::AlignBottom, "sample in the line (acquisition order)");
+  fieldY_ = addValueAxis(fieldChart_, Qt::AlignLeft, {});
+  fieldChart_->setTitle("Line field: each line's start displaced along the fast axis (fly-back hysteresis)");
   setSeries({}, {});
+}
+
+void LineDriftPlot::setLineField(driftscan::LineFieldTable field) {
+  field_ = std::move(field);
+  fieldMeanValues_.clear();
+  if (!field_.fields.empty()) {
+    // Over the field's extent (it is 0 beyond), as the mean over the frames.
+    const std::size_t n =
+        static_cast<std::size_t>(std::min<double>(field_.basis.samples(), std::ceil(field_.basis.extent()) + 1));
+    fieldMeanValues_.assign(n, 0.0);
+    for (const std::vector<double>& c : field_.fields) {
+      const std::vector<double> h = field_.basis.tabulate(c);
+      for (std::size_t s = 0; s < n && s < h.size(); ++s)
+        fieldMeanValues_[s] += h[s] / static_cast<double>(field_.fields.size());
+    }
+  }
+  rebuildField();
+  relayout();
+}
+
+void LineDriftPlot::rebuildField() {
+  fieldChart_->removeAllSeries();  // deletes them
+  fieldMean_ = fieldFrame_ = nullptr;
+  if (!hasLineField()) return;
+  const double k = cal_.scale();
+  fieldY_->setTitleText(QString("field (%1)").arg(cal_.lengthUnit()));
+  fieldMean_ = line(QString("mean over %1 frames").arg(field_.fields.size()), kFieldMean, 2.0);
+  for (std::size_t s = 0; s < fieldMeanValues_.size(); ++s) fieldMean_->append(double(s), fieldMeanValues_[s] * k);
+  addSeries(fieldChart_, fieldMean_, fieldX_, fieldY_, true);
+  fieldFrame_ = line("current frame", kJitter, 1.5);
+  addSeries(fieldChart_, fieldFrame_, fieldX_, fieldY_, true);
+  // y over every frame's field (and 0), symmetric ranges are not needed: the
+  // field's sign is its direction along the fast axis.
+  double lo = 0.0, hi = 0.0;
+  for (const std::vector<double>& c : field_.fields)
+    for (const double v : field_.basis.tabulate(c)) lo = std::min(lo, v), hi = std::max(hi, v);
+  pad(lo, hi);
+  setAxisRange(fieldY_, lo * k, hi * k);
+  setAxisRange(fieldX_, 0.0, std::max(1.0, double(fieldMeanValues_.size()) - 1.0));
+  showCurrent();
 }
 
 void LineDriftPlot::setSeries(LineDriftSeries lines, std::vector<DriftRow> rigid) {
@@ -171,6 +218,7 @@ void LineDriftPlot::rebuild() {
   overCurves_.clear();
   built_ = true;
   rebuildCurves();
+  rebuildField();
   showCurrent();
 }
 
@@ -310,6 +358,18 @@ void LineDriftPlot::showCurrent() {
     area->upperSeries()->append({{lines_.frameFirst[k], axis->max()}, {lines_.frameLast[k], axis->max()}});
     area->lowerSeries()->append({{lines_.frameFirst[k], axis->min()}, {lines_.frameLast[k], axis->min()}});
   }
+  if (fieldFrame_) {
+    fieldFrame_->clear();
+    if (current_ >= 0 && static_cast<std::size_t>(current_) < field_.fields.size()) {
+      const std::vector<double> h = field_.basis.tabulate(field_.fields[static_cast<std::size_t>(current_)]);
+      const double k = cal_.scale();
+      for (std::size_t s = 0; s < fieldMeanValues_.size() && s < h.size(); ++s)
+        fieldFrame_->append(double(s), h[s] * k);
+      fieldFrame_->setName(QString("frame %1").arg(current_));
+    } else {
+      fieldFrame_->setName("current frame");
+    }
+  }
   currentText_->setText(current_ >= 0 && current_ < lines_.frameCount()
                             ? QString("frame %1: %2 to %3 s")
                                   .arg(current_)
@@ -322,10 +382,19 @@ void LineDriftPlot::showCurrent() {
 void LineDriftPlot::layoutCharts(const QSizeF& s) {
   // Qt Charts squeezes the axes of a chart they would take 40% of: the jitter
   // panel (two axes) keeps 45% of the height.
-  const double driftH = std::max(200.0, s.height() * 0.55);
-  placeChart(drift_, QRectF(0, 0, s.width(), driftH));
-  placeChart(jitter_, QRectF(0, driftH, s.width(), std::max(200.0, s.height() - driftH)));
-  lineUp({drift_, jitter_});
+  if (hasLineField()) {
+    const double driftH = std::max(200.0, s.height() * 0.42), jitterH = std::max(160.0, s.height() * 0.25);
+    placeChart(drift_, QRectF(0, 0, s.width(), driftH));
+    placeChart(jitter_, QRectF(0, driftH, s.width(), jitterH));
+    placeChart(fieldChart_, QRectF(0, driftH + jitterH, s.width(), std::max(160.0, s.height() - driftH - jitterH)));
+    lineUp({drift_, jitter_, fieldChart_});
+  } else {
+    const double driftH = std::max(200.0, s.height() * 0.55);
+    placeChart(drift_, QRectF(0, 0, s.width(), driftH));
+    placeChart(jitter_, QRectF(0, driftH, s.width(), std::max(200.0, s.height() - driftH)));
+    placeChart(fieldChart_, QRectF(0, s.height() + 1, s.width(), 160));  // outside the scene: not shown
+    lineUp({drift_, jitter_});
+  }
   const QRectF area = drift_->plotArea();
   currentText_->setPos(area.right() - currentText_->boundingRect().width() - 8, area.top() + 6);
 }
@@ -348,6 +417,13 @@ int LineDriftPlot::frameAtX(double x) const {
 QString LineDriftPlot::readoutAt(QPointF pos) const {
   QChart* c = chartAt(pos);
   if (!c) return {};
+  if (c == fieldChart_) {
+    const QPointF v = valueAt(c, pos);
+    return QString("sample %1: line field %2 %3")
+        .arg(v.x(), 0, 'f', 0)
+        .arg(cal_.shown() ? QString::number(v.y(), 'g', 4) : QString::number(v.y(), 'f', 3))
+        .arg(cal_.lengthUnit());
+  }
   const QPointF v = valueAt(c, pos);
   return QString("t %1 s, frame %2: %3 %4 %5")
       .arg(v.x(), 0, 'g', 5)
@@ -358,7 +434,8 @@ QString LineDriftPlot::readoutAt(QPointF pos) const {
 }
 
 void LineDriftPlot::clickedAt(QPointF pos) {
-  if (!chartAt(pos)) return;
+  QChart* c = chartAt(pos);
+  if (!c || c == fieldChart_) return;  // the field's x is the place in a line, not time
   const int k = frameAtX(pos.x());
   if (k < 0) return;
   current_ = k;

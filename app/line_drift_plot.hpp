@@ -3,7 +3,9 @@
 // curves over acquisition time with the frame boundaries marked (and the
 // frames numbered above while they fit), the rigid one-shift-per-frame drift
 // as dots for comparison, and each line's fast-axis offset (jitter) in its
-// own panel. Clicking selects a frame.
+// own panel. Clicking selects a frame. With a line field (fly-back
+// hysteresis), a third panel: the field over a line's first samples, the
+// series' mean and the current frame's.
 //
 // A QLineSeries has no gaps: one series over all frames joins each frame's
 // last line to the next frame's first across the fly-back, a straight segment
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "chart_view.hpp"
+#include "driftscan/line_field.hpp"
 #include "line_drift_series.hpp"
 #include "pixel_calibration.hpp"
 #include "result_set.hpp"
@@ -31,6 +34,13 @@ class LineDriftPlot : public ChartView {
   // `rigid`: the run's drift.csv rows (frame 0 = 0); drawn at each frame's
   // mid-time, moved so that frame 0's dot sits on the curve there.
   void setSeries(LineDriftSeries lines, std::vector<DriftRow> rigid);
+  // The run's line fields (line_field.csv; empty: the panel is hidden).
+  void setLineField(driftscan::LineFieldTable field);
+  bool hasLineField() const { return !field_.fields.empty(); }
+  // The field panel's curves: the mean over the frames, the current frame's
+  // (empty when no frame is current), in the shown unit.
+  const QLineSeries* fieldMeanCurve() const { return fieldMean_; }
+  const QLineSeries* fieldFrameCurve() const { return fieldFrame_; }
   const LineDriftSeries& series() const { return lines_; }
   int pointCount() const { return static_cast<int>(lines_.t.size()); }
   // Frame boundaries drawn (none when there are too many frames to see them).
@@ -72,10 +82,15 @@ class LineDriftPlot : public ChartView {
   // Why frames [first, last] in view are drawn joined (empty: one series a frame).
   QString joinReason(std::pair<int, int> frames) const;
   void showCurrent();
+  // The field panel's curves for the current unit and frame.
+  void rebuildField();
   double frameMid(int k) const;
 
-  QChart *drift_, *jitter_;
-  QValueAxis *driftX_, *driftY_, *jitterX_, *jitterY_;
+  QChart *drift_, *jitter_, *fieldChart_;
+  QValueAxis *driftX_, *driftY_, *jitterX_, *jitterY_, *fieldX_, *fieldY_;
+  driftscan::LineFieldTable field_;
+  std::vector<double> fieldMeanValues_;  // the mean field at each sample (px)
+  QLineSeries *fieldMean_ = nullptr, *fieldFrame_ = nullptr;
   // Frames as categories of a top axis: its grid lines are the boundaries.
   QCategoryAxis *driftFrames_, *jitterFrames_;
   QAreaSeries *driftSpan_ = nullptr, *jitterSpan_ = nullptr;  // the current frame's span

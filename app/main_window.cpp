@@ -713,6 +713,7 @@ QStringList MainWindow::viewNames() {
 
 void MainWindow::showScanDistortion(const std::shared_ptr<const driftscan::Frame>& average) {
   lines_->setSeries(results_.lines, results_.drift);
+  lines_->setLineField(results_.lineField);
   std::shared_ptr<const driftscan::Frame> rigid;
   if (!results_.averageRigidPath.isEmpty() && results_.specimenCoordinates) {
     try {

@@ -197,5 +197,14 @@ ResultSet ResultSet::load(const QString& folder) {
       r.warnings << QString::fromStdString(e.what());
     }
   }
+  r.lineFieldPath = fromReport("line_field");
+  if (r.lineFieldPath.isEmpty()) r.lineFieldPath = path("line_field.csv");
+  if (!r.lineFieldPath.isEmpty()) {
+    try {
+      r.lineField = driftscan::read_line_field_csv(r.lineFieldPath.toStdString(), 0, 0);
+    } catch (const std::exception& e) {
+      r.warnings << QString::fromStdString(e.what());
+    }
+  }
   return r;
 }

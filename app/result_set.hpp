@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "driftscan/drift_table.hpp"
+#include "driftscan/line_field.hpp"
 #include "line_drift_series.hpp"
 
 struct DriftRow {
@@ -66,6 +67,9 @@ struct ResultSet {
   // and the per-line drift.
   QString averageRigidPath, linesPath;
   LineDriftSeries lines;
+  // With a line field (register --line-field-knots): line_field.csv.
+  QString lineFieldPath;
+  driftscan::LineFieldTable lineField;
   QPointF specimenOrigin;
   bool specimenCoordinates = false;
 

@@ -89,7 +89,7 @@ LineFieldTable read_line_field_csv(const std::string& path, std::size_t frames, 
     if (k == 0) centres.push_back(centre);
     table.fields.back().push_back(v);
   }
-  if (table.fields.size() != frames)
+  if (frames != 0 && table.fields.size() != frames)
     throw bad_input(path + ": " + std::to_string(table.fields.size()) + " frames, the series has " +
                     std::to_string(frames));
   for (const auto& f : table.fields)
@@ -98,7 +98,14 @@ LineFieldTable read_line_field_csv(const std::string& path, std::size_t frames, 
   if (centres.size() < 2) return table;
   const int knots = static_cast<int>(centres.size());
   const double spacing = centres[1] - centres[0];
-  table.basis = LineFieldBasis(samples, knots, spacing * knots);  // validates, one line
+  const double extent = spacing * knots;
+  if (samples <= 0 && std::isfinite(extent) && extent > 0 && extent < 1e7)
+    samples = static_cast<int>(std::ceil(extent)) + 1;  // through the first sample where it is 0
+  try {
+    table.basis = LineFieldBasis(samples, knots, extent);
+  } catch (const Error& e) {
+    throw bad_input(path + ": " + e.what());
+  }
   for (int m = 0; m < knots; ++m)
     if (std::fabs(table.basis.centre(m) - centres[static_cast<std::size_t>(m)]) > 1e-3)
       throw bad_input(path + ": knot " + std::to_string(m) + "'s sample does not follow the others' spacing");

@@ -210,6 +210,83 @@ class ScanDistortionViewsTest : public QObject {
     QVERIFY(!w.grabView("distortion").isNull());
   }
 
+  // A run with a line field (fly-back hysteresis): the drift tab's third
+  // panel shows the field over a line's first samples, the mean over the
+  // frames and the current frame's; a run without one hides the panel.
+  void lineFieldPanel() {
+    const QString hseries = tmp_.filePath("hysteresis.tif"), hresults = tmp_.filePath("hresults");
+    const QStringList timing{"--scan-dwell", "2e-6", "--line-flyback", "0.25"};
+    QString err;
+    QVERIFY2(run_engine(QStringList{"synth",
+                                    "--frames",
+                                    "12",
+                                    "--size",
+                                    QString("%1x%1").arg(size_),
+                                    "--dose",
+                                    "10",
+                                    "--drift-linear",
+                                    "3,1.5",
+                                    "--jitter",
+                                    "0.1",
+                                    "--seed",
+                                    "5",
+                                    "--scan-hysteresis",
+                                    "1.5",
+                                    "--hysteresis-length",
+                                    "6",
+                                    "--out",
+                                    hseries,
+                                    "--progress",
+                                    "none"} +
+                            timing,
+                        &err),
+             qPrintable(err));
+    QVERIFY2(run_engine(QStringList{"register", hseries, "--out", hresults, "--scan-distortion", "--line-field-knots",
+                                    "6", "--threads", "2", "--progress", "none"} +
+                            timing,
+                        &err),
+             qPrintable(err));
+    const ResultSet r = ResultSet::load(hresults);
+    QVERIFY2(r.warnings.isEmpty(), qPrintable(r.warnings.join("; ")));
+    QCOMPARE(int(r.lineField.fields.size()), 12);
+    QCOMPARE(r.lineField.basis.knots(), 6);
+    QCOMPARE(r.lineField.basis.extent(), 0.25 * size_);
+
+    MainWindow w;
+    w.setInteractive(false);
+    w.resize(1400, 900);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openResults(hresults));
+    LineDriftPlot* plot = w.lineDriftPlot();
+    QVERIFY(plot->hasLineField());
+    const QList<QPointF> mean = plot->fieldMeanCurve()->points();
+    QCOMPARE(int(mean.size()), int(std::ceil(0.25 * size_)) + 1);
+    // The hysteresis (1.5 px x 0.5-1.5 at a line's first sample) is there,
+    // and gone by the field's extent.
+    QVERIFY2(mean.front().y() > 0.5, qPrintable(QString("mean field at sample 0: %1").arg(mean.front().y())));
+    QVERIFY(std::abs(mean.back().y()) < 1e-9);
+    // The current frame's field is that frame's row of line_field.csv.
+    plot->setCurrentFrame(4);
+    const QList<QPointF> frame = plot->fieldFrameCurve()->points();
+    const std::vector<double> h = r.lineField.basis.tabulate(r.lineField.fields[4]);
+    QCOMPARE(int(frame.size()), int(mean.size()));
+    for (int s = 0; s < frame.size(); ++s) QVERIFY(std::abs(frame[s].y() - h[std::size_t(s)]) < 1e-9);
+    QVERIFY(plot->fieldFrameCurve()->name().contains("frame 4"));
+    QVERIFY(w.showView("lines"));
+    QApplication::processEvents();
+    QVERIFY(distinct_colours(plot->toImage(QSize(1000, 900))) > 8);
+    // Clicking in the field panel selects no frame (its x is a place in a line).
+    QSignalSpy picked(plot, &LineDriftPlot::frameSelected);
+    QTest::mouseClick(plot->viewport(), Qt::LeftButton, {}, QPoint(plot->width() / 2, plot->height() - 60));
+    QCOMPARE(picked.count(), 0);
+
+    // A run without a line field: no panel.
+    QVERIFY(w.openResults(results_));
+    QVERIFY(!plot->hasLineField());
+    QVERIFY(!plot->fieldMeanCurve());
+  }
+
   void averageVsFrameInSpecimenCoordinates() {
     // The corrected average is in specimen coordinates (its own size and
     // origin): Average vs frame warps frame k with the engine's warp onto that

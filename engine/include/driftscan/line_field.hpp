@@ -53,6 +53,8 @@ struct LineFieldTable {
 // Reads it for `frames` frames of `samples` samples a line; throws a
 // bad_input Error naming the file and row for a malformed row, frames or
 // knots out of order or missing, or knots that do not fit the lines.
+// frames 0: any number; samples 0: lines just past the field's extent
+// (a viewer that knows neither).
 LineFieldTable read_line_field_csv(const std::string& path, std::size_t frames, int samples);
 
 }  // namespace driftscan
