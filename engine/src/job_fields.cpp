@@ -376,8 +376,8 @@ std::vector<JobField> scan_rows() {
           .flag("--line-jitter", reg).member<C, &Scan::line_jitter>(),
       Row("scan", "max_band_offset", T::number, "Bound on a band's move from the rigid drift (px; < half a lattice period)")
           .flag("--max-band-offset", reg).above(0).member<C, &Scan::max_band_offset>(),
-      Row("scan", "line_field_knots", T::integer, "Each frame's displacement along the fast axis by place in a line's first samples (fly-back hysteresis): B-spline coefficients; 0: none, else 3 or more")
-          .flag("--line-field-knots", reg).at_least(0).at_most(1024).editor("Line field knots").spin(0, 1024)
+      Row("scan", "line_field_knots", T::integer, "Each frame's displacement along the fast axis by place in a line's first samples (fly-back hysteresis): B-spline coefficients; 0: none, else 3 to 64")
+          .flag("--line-field-knots", reg).at_least(0).at_most(64).editor("Line field knots").spin(0, 64)
           .member<C, &Scan::line_field_knots>(),
       Row("scan", "line_field_extent", T::number, "The line field's extent: this fraction of each line, from its first sample (at most 0.5)")
           .flag("--line-field-extent", reg).above(0).at_most(0.5).member<C, &Scan::line_field_extent>(),

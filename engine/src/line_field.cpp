@@ -81,12 +81,16 @@ LineFieldTable read_line_field_csv(const std::string& path, std::size_t frames, 
     const double centre = ok ? std::strtod(end + 1, &end) : 0.0;
     ok = ok && end && *end == ',';
     const double v = ok ? std::strtod(end + 1, &end) : 0.0;
+    ok = ok && end && (*end == '\0' || *end == '\r');  // nothing after dx
     if (!ok || !std::isfinite(v) || !std::isfinite(centre))
       throw bad_input(path + ":" + std::to_string(row) + ": expected frame,knot,sample,dx (numbers)");
     if (k == table.fields.size() && m == 0) table.fields.emplace_back();
     if (k + 1 != table.fields.size() || m != table.fields.back().size())
       throw bad_input(path + ":" + std::to_string(row) + ": frames and knots must come in order from 0");
     if (k == 0) centres.push_back(centre);
+    else if (m >= centres.size() || std::fabs(centre - centres[m]) > 1e-3)
+      throw bad_input(path + ":" + std::to_string(row) + ": knot " + std::to_string(m) +
+                      "'s sample differs from frame 0's");
     table.fields.back().push_back(v);
   }
   if (frames != 0 && table.fields.size() != frames)
@@ -95,7 +99,9 @@ LineFieldTable read_line_field_csv(const std::string& path, std::size_t frames, 
   for (const auto& f : table.fields)
     if (f.size() != table.fields.front().size())
       throw bad_input(path + ": every frame must have the same number of knots");
-  if (centres.size() < 2) return table;
+  if (table.fields.empty()) return table;
+  if (centres.size() < 3)
+    throw bad_input(path + ": " + std::to_string(centres.size()) + " knot(s) a frame; a line field has 3 or more");
   const int knots = static_cast<int>(centres.size());
   const double spacing = centres[1] - centres[0];
   const double extent = spacing * knots;

@@ -46,14 +46,20 @@ struct Template {
     if (image->coverage.at(nx, ny) < min_coverage) return false;
     return sample_with_gradient(coeffs, x, y, v, gx, gy);
   }
-  // The same wherever any frame covers q, with the coverage c.
+  // The same wherever frames cover every tap of the cubic B-spline at q
+  // (a tap on a pixel none covers holds the average's mean, and one frame
+  // k alone covered still holds frame k's value in its leave-one-out
+  // template: either would bend v), with the coverage c at q.
   bool covered_at(Point q, double& v, double& gx, double& gy, double& c) const {
     const double x = q.x - image->origin.x, y = q.y - image->origin.y;
-    if (!(x >= -0.5 && y >= -0.5)) return false;
-    const int nx = static_cast<int>(x + 0.5), ny = static_cast<int>(y + 0.5);  // NOLINT(bugprone-incorrect-roundings)
-    if (nx >= image->coverage.width || ny >= image->coverage.height) return false;
-    c = image->coverage.at(nx, ny);
-    return c >= 1.0 && sample_with_gradient(coeffs, x, y, v, gx, gy);
+    if (!(x >= 1.0 && y >= 1.0)) return false;
+    const int ix = static_cast<int>(x), iy = static_cast<int>(y);  // x, y >= 1: truncation is floor
+    if (ix + 2 >= image->coverage.width || iy + 2 >= image->coverage.height) return false;
+    for (int j = iy - 1; j <= iy + 2; ++j)
+      for (int i = ix - 1; i <= ix + 2; ++i)
+        if (image->coverage.at(i, j) < 1.0f) return false;
+    c = image->coverage.at(x - ix < 0.5 ? ix : ix + 1, y - iy < 0.5 ? iy : iy + 1);
+    return sample_with_gradient(coeffs, x, y, v, gx, gy);
   }
 };
 
@@ -257,12 +263,20 @@ double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>
 // One line's sums for the line field's normal equations. The regressors: x_m = g b_m (the gradient along the fast axis
 // times coefficient m's basis at the pixel's sample); the line's nuisances: an intensity offset (1) and a shift (g),
 // fitted with the field and taken out.
+// A pixel touches 4 consecutive coefficients, so sum w x_m x_n is a band
+// (|m - n| <= 3): 7 numbers a coefficient, not knots (a line's sums stay
+// O(knots) however fine the field).
 struct FieldSums {
+  static constexpr int kBand = 3;
   explicit FieldSums(int knots = 0)
-      : s(static_cast<std::size_t>(knots), 0.0), sg(s.size(), 0.0), q(s.size(), 0.0), p(s.size() * s.size(), 0.0) {}
-  std::vector<double> s, sg, q, p;  // sum w x_m, sum w x_m g, sum w x_m e, sum w x_m x_n
-  double nuisance[3] = {};          // sum w, sum w g, sum w g^2
-  double nuisance_rhs[2] = {};      // sum w e, sum w g e
+      : s(static_cast<std::size_t>(knots), 0.0),
+        sg(s.size(), 0.0),
+        q(s.size(), 0.0),
+        p(s.size() * (2 * kBand + 1), 0.0) {}
+  std::vector<double> s, sg, q, p;  // sum w x_m, sum w x_m g, sum w x_m e, sum w x_m x_n (band)
+  double& band(std::size_t m, std::size_t n) { return p[m * (2 * kBand + 1) + kBand + n - m]; }
+  double nuisance[3] = {};      // sum w, sum w g, sum w g^2
+  double nuisance_rhs[2] = {};  // sum w e, sum w g e
 
   // Adds the line's normal equations for the field, its nuisances
   // eliminated (Schur complement), to a and b; false if it has none.
@@ -272,10 +286,13 @@ struct FieldSums {
     if (!(nuisance[0] > 0) || !(det > 1e-9 * nuisance[0] * nuisance[2])) return false;
     // N^-1 of [[sum w, sum w g], [sum w g, sum w g^2]].
     const double i00 = nuisance[2] / det, i01 = -nuisance[1] / det, i11 = nuisance[0] / det;
+    const std::size_t width = 2 * kBand + 1;
     for (std::size_t i = 0; i < n; ++i) {
       const double ci0 = s[i] * i00 + sg[i] * i01, ci1 = s[i] * i01 + sg[i] * i11;  // (C N^-1)_i
       b[i] += q[i] - ci0 * nuisance_rhs[0] - ci1 * nuisance_rhs[1];
-      for (std::size_t j = 0; j < n; ++j) a[i * n + j] += p[i * n + j] - ci0 * s[j] - ci1 * sg[j];
+      for (std::size_t j = 0; j < n; ++j) a[i * n + j] -= ci0 * s[j] + ci1 * sg[j];
+      for (std::size_t j = i >= kBand ? i - kBand : 0; j < n && j <= i + kBand; ++j)
+        a[i * n + j] += p[i * width + kBand + j - i];
     }
     return true;
   }
@@ -323,6 +340,12 @@ Point ScanModel::probed(const ScanTiming& timing, std::size_t frame, double x, d
   if (frame < jitter.size() && !jitter[frame].empty()) {
     const int line = timing.line_of(static_cast<int>(std::lround(x)), static_cast<int>(std::lround(y)));
     j = jitter[frame][static_cast<std::size_t>(line)];
+  }
+  if (frame < field.size() && !field_basis.empty()) {
+    double w[4];
+    const int first = field_basis.weights(timing.sample_of(x, y), w);
+    for (int a = 0; a < 4; ++a)
+      if (w[a] != 0.0) j += w[a] * field[frame][static_cast<std::size_t>(first) + static_cast<std::size_t>(a)];
   }
   const Point fast = timing.fast_axis();
   return {x + d.x + j * fast.x, y + d.y + j * fast.y};
@@ -670,8 +693,8 @@ ScanDistortionSteps::ScanDistortionSteps(const ScanTiming& timing, const ScanDis
   require(std::isfinite(settings.jitter_prior) && settings.jitter_prior > 0, "jitter prior must be > 0");
   require(std::isfinite(settings.smoothing) && settings.smoothing >= 0, "smoothing must be >= 0");
   left_out_.assign(frames, 0);
-  require(settings.line_field_knots == 0 || settings.line_field_knots >= 3,
-          "line field knots must be 0 (none) or at least 3 (got " + std::to_string(settings.line_field_knots) + ")");
+  require(settings.line_field_knots == 0 || (settings.line_field_knots >= 3 && settings.line_field_knots <= 64),
+          "line field knots must be 0 (none) or 3 to 64 (got " + std::to_string(settings.line_field_knots) + ")");
   // Past half the line, the template (built from each line's samples past
   // the field's extent) would be too thin to register the bands against.
   require(settings.line_field_extent > 0 && settings.line_field_extent <= 0.5,
@@ -895,7 +918,8 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
         const double xa = g * b[a];
         out_sums.s[m] += w * xa, out_sums.sg[m] += w * xa * g, out_sums.q[m] += w * xa * e;
         for (int d = 0; d < 4; ++d)
-          if (b[d] != 0.0) out_sums.p[m * static_cast<std::size_t>(n) + m0 + d] += w * xa * g * b[d];
+          if (b[d] != 0.0)
+            out_sums.band(m, static_cast<std::size_t>(m0) + static_cast<std::size_t>(d)) += w * xa * g * b[d];
       }
     }
     return out_sums;

@@ -64,6 +64,18 @@ void write_lines_truth_csv(const SyntheticSeries& s, const std::string& path) {
   });
 }
 
+// One row per frame: its fly-back hysteresis (SyntheticSeries::line_field).
+void write_hysteresis_truth_csv(const SyntheticSeries& s, const std::string& path) {
+  write_text_file(path, [&](std::ostream& out) {
+    out << "frame,amplitude,decay\n";
+    char line[120];
+    for (std::size_t k = 0; k < s.frame_count(); ++k) {
+      std::snprintf(line, sizeof line, "%zu,%.6f,%.6f\n", k, s.line_field(k, 0.0), s.options().scan_hysteresis_length);
+      out << line;
+    }
+  });
+}
+
 }  // namespace
 
 SynthOutputs write_synthetic_series(const SynthOptions& options, const std::string& out_path, Progress* progress,
@@ -75,6 +87,7 @@ SynthOutputs write_synthetic_series(const SynthOptions& options, const std::stri
   outs.truth = stem + "_truth.csv";
   outs.reference = stem + "_reference.tif";
   if (series.scanned()) outs.lines_truth = stem + "_lines_truth.csv";
+  if (options.scan_hysteresis != 0.0) outs.hysteresis_truth = stem + "_hysteresis_truth.csv";
 
   // The stack goes to a temporary name first; the truth and the reference
   // are written next, and the stack is renamed into place last, so a run
@@ -103,6 +116,7 @@ SynthOutputs write_synthetic_series(const SynthOptions& options, const std::stri
   write_tiff(outs.reference, series.ideal_frame(0));
   write_truth_csv(series, outs.truth);
   if (series.scanned()) write_lines_truth_csv(series, outs.lines_truth);
+  if (!outs.hysteresis_truth.empty()) write_hysteresis_truth_csv(series, outs.hysteresis_truth);
   writer.commit();
   return outs;
 }

@@ -2,9 +2,12 @@
 #include <omp.h>
 
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "driftscan/error.hpp"
 #include "driftscan/line_drift_table.hpp"
@@ -15,6 +18,19 @@
 
 namespace driftscan::mpi {
 namespace fs = std::filesystem;
+
+namespace {
+// Whether the report beside a lines.csv says its run fitted line fields (a
+// report that is missing or unreadable says nothing).
+bool ran_with_line_field(const fs::path& report) {
+  std::ifstream in(report);
+  if (!in) return false;
+  const nlohmann::json r = nlohmann::json::parse(in, nullptr, false);
+  if (!r.is_object() || !r.contains("scan_distortion") || !r["scan_distortion"].is_object()) return false;
+  const nlohmann::json& d = r["scan_distortion"];
+  return d.contains("line_field_knots") && d["line_field_knots"].is_number() && d["line_field_knots"].get<int>() > 0;
+}
+}  // namespace
 
 int run_average_with_lines(const Job& job, RunContext& ctx) {
   nlohmann::json files;
@@ -37,6 +53,9 @@ int run_average_with_lines(const Job& job, RunContext& ctx) {
       if (fs::exists(field_table)) {
         fields = read_line_field_csv(field_table.string(), frames->frame_count(), timing.samples_per_line());
         ctx.progress.log(LogLevel::info, "line fields from " + field_table.string());
+      } else if (ran_with_line_field(fs::path(table).parent_path() / "report.json")) {
+        ctx.progress.log(LogLevel::warning, "the run that wrote " + table + " fitted line fields, but " +
+                                                field_table.string() + " is missing: averaging without them");
       }
       // A frame's field at every sample of a line (empty: none).
       auto field_of = [&](std::size_t frame) {

@@ -123,6 +123,8 @@ int run_synth(const Job& job, RunContext& ctx) {
     SynthOutputs out = write_synthetic_series(synth, series, &ctx.progress, &ctx.cancel);
     auto abs = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
     files = {{"series", abs(out.series)}, {"truth", abs(out.truth)}, {"reference", abs(out.reference)}};
+    if (!out.lines_truth.empty()) files["lines_truth"] = abs(out.lines_truth);
+    if (!out.hysteresis_truth.empty()) files["hysteresis_truth"] = abs(out.hysteresis_truth);
   });
   if (ctx.rank == 0) ctx.progress.result(files);
   report_peak_memory(ctx);

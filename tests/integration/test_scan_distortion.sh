@@ -106,6 +106,30 @@ import json; u = json.load(open('hwide/report.json'))['scan_distortion']['line_f
 assert 0 < u < 20, u
 assert json.load(open('h1/report.json'))['scan_distortion']['line_field_unseen_samples'] == 0" ||
   die "line_field_unseen_samples in report.json"
+# The synth's hysteresis truth; a run's line_field.csv missing (average
+# --lines warns: the run fitted fields) or malformed (one line naming the
+# file, exit 2, nothing written).
+python3 -c "
+import csv; rows = list(csv.DictReader(open('h_hysteresis_truth.csv')))
+assert len(rows) == 20 and all(0.5 <= float(r['amplitude']) <= 1.5 and float(r['decay']) == 8 for r in rows), rows" ||
+  die "h_hysteresis_truth.csv"
+mkdir -p nofield && cp h1/lines.csv h1/report.json nofield/
+"$ENGINE" average h.tif --lines nofield/lines.csv "${TIMING[@]}" --out hnofield --progress plain 2> hnofield.err >/dev/null
+grep -q "fitted line fields, but .*line_field.csv is missing" hnofield.err || die "no warning: $(cat hnofield.err)"
+for bad in oneknot junk; do
+  mkdir -p "$bad" && cp h1/lines.csv "$bad/"
+  if [ "$bad" = oneknot ]; then
+    { echo "frame,knot,sample,dx"; for k in $(seq 0 19); do echo "$k,0,-4.0,1.0"; done; } > "$bad/line_field.csv"
+  else
+    sed '2,$s/$/,junk/' h1/line_field.csv > "$bad/line_field.csv"
+  fi
+  set +e
+  "$ENGINE" average h.tif --lines "$bad/lines.csv" "${TIMING[@]}" --out "${bad}_out" --progress none 2> "$bad.err"
+  rc=$?
+  set -e
+  [ "$rc" = 2 ] && grep -q "$bad/line_field.csv" "$bad.err" && [ "$(wc -l < "$bad.err")" = 1 ] &&
+    [ ! -e "${bad}_out/average.tif" ] || die "$bad line_field.csv: rc $rc, $(cat "$bad.err")"
+done
 set +e
 "$ENGINE" register h.tif --out hbad --scan-distortion --line-field-knots 2 "${TIMING[@]}" --progress none 2> hbad.err
 rc=$?

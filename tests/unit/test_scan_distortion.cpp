@@ -517,6 +517,12 @@ TEST(ScanDistortion, LineFieldMovesSamplesByPlaceInTheLine) {
         const double s = t.sample_of(x, y);
         EXPECT_NEAR((a.x - b.x) * fast.x + (a.y - b.y) * fast.y, h[static_cast<std::size_t>(s)], 1e-9);
         EXPECT_NEAR((a.x - b.x) * fast.y + (a.y - b.y) * fast.x, 0.0, 1e-12);  // nothing across the line
+        // The model itself (not through a map) says the same, and the map's inverse undoes it.
+        const Point m_q = m.probed(t, 0, x, y), back = map.pixel_showing(a);
+        EXPECT_NEAR(m_q.x, a.x, 1e-9);
+        EXPECT_NEAR(m_q.y, a.y, 1e-9);
+        EXPECT_NEAR(back.x, x, 1e-3);  // 4 fixed-point steps; the field moves ~0.1 px a sample
+        EXPECT_NEAR(back.y, y, 1e-3);
       }
     const Frame frame = probed_specimen(map, t.width(), t.height());
     const auto [worst, unaligned] = worst_against_specimen(map.lines_aligned(frame), frame);

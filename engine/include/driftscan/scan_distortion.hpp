@@ -113,8 +113,9 @@ class FrameScanMap {
     const double along = rotated_ ? p.y : p.x;
     return serpentine_ && (nearest_line(rotated_ ? p.x : p.y) & 1) ? last_sample_ - along : along;
   }
-  // The inverse of probed() without the line field (pixel_showing_near()
-  // likewise): the averages sample through without_jitter(), which has none.
+  // The inverse of probed() (fixed-point steps). pixel_showing_near() below
+  // leaves the line field out: the averages sample through without_jitter(),
+  // which has none.
   Point pixel_showing(Point q) const;
   // The same, solved on a line: within one line the map is affine, so the
   // pixel of `line` showing q is one division away; then the line that pixel

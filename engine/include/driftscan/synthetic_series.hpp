@@ -149,10 +149,14 @@ class SyntheticSeries : public FrameSource {
 // jitter). With raster timing also OUT_lines_truth.csv: one row per scan line,
 // frame,line,t,dx,dy,jitter with t the line's mid time (seconds from the start
 // of frame 0), (dx, dy) = d(t) and the line's jitter along the fast axis.
+// With fly-back hysteresis also OUT_hysteresis_truth.csv: frame,amplitude,
+// decay — sample s of every line of the frame (acquisition order) displaced
+// along the fast axis by amplitude * exp(-s / decay) pixels.
 // Every file appears under its name only when complete; the series is
-// committed last. Returns the paths written (lines_truth empty when instant).
+// committed last. Returns the paths written (lines_truth empty when instant,
+// hysteresis_truth without hysteresis).
 struct SynthOutputs {
-  std::string series, truth, reference, lines_truth;
+  std::string series, truth, reference, lines_truth, hysteresis_truth;
 };
 SynthOutputs write_synthetic_series(const SynthOptions& options, const std::string& out_path,
                                     Progress* progress = nullptr, const CancelToken* cancel = nullptr);
