@@ -153,6 +153,19 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   connect(editor_, &JobEditor::changed, this, &MainWindow::updateRunState);
 
+  connectRun();
+  updateRunState();
+  resize(1500, 950);
+  // The views get the room; the run panel and the settings stay compact.
+  resizeDocks({runDock}, {190}, Qt::Vertical);
+  resizeDocks({settingsDock}, {440}, Qt::Horizontal);
+}
+
+MainWindow::~MainWindow() = default;
+
+// The run's events: the progress bar and phase, the log, a follow's live
+// views, and what a finished run opens or says.
+void MainWindow::connectRun() {
   connect(run_, &RunController::started, this, [this] {
     error_->hide();
     lastError_.clear();
@@ -204,14 +217,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             }
             emit runFinished(status, message);
           });
-  updateRunState();
-  resize(1500, 950);
-  // The views get the room; the run panel and the settings stay compact.
-  resizeDocks({runDock}, {190}, Qt::Vertical);
-  resizeDocks({settingsDock}, {440}, Qt::Horizontal);
 }
-
-MainWindow::~MainWindow() = default;
 
 QWidget* MainWindow::buildRunPanel() {
   auto* w = new QWidget;

@@ -114,6 +114,7 @@ class MainWindow : public QMainWindow {
   void exportDrift();
   void exportJob();
   void updateRunState();
+  void connectRun();
   void chooseFollowInput();
   // The follow has ended (status as RunController::finished): say how, show its results.
   void endFollow(const QString& status, const QString& message, const QString& folder);

@@ -354,6 +354,61 @@ std::vector<Case> make_cases(std::size_t frames, int size) {
   return cases;
 }
 
+// The rigid result averaged as the others (specimen coordinates, the same
+// interpolation), one offset per frame: frame 0 at d(its mid time).
+SpecimenImage rigid_average(const SyntheticSeries& s, const std::vector<Frame>& held, const std::vector<Point>& rigid) {
+  const ScanTiming& timing = s.scan_timing();
+  const Point d0 = s.drift_at(timing.frame_mid_time(0));
+  std::vector<FrameScanMap> maps;
+  SpecimenExtent extent;
+  for (std::size_t k = 0; k < s.frame_count(); ++k) {
+    maps.push_back(FrameScanMap::rigid(timing, {rigid[k].x + d0.x, rigid[k].y + d0.y}));
+    extent.merge(frame_extent(maps.back(), timing));
+  }
+  const SpecimenGrid grid = SpecimenGrid::covering(extent, timing);
+  std::vector<double> sum(static_cast<std::size_t>(grid.width) * grid.height), cover(sum.size());
+  for (std::size_t k = 0; k < s.frame_count(); ++k)
+    accumulate_in_specimen_coordinates(held[k], maps[k], grid, sum, cover);
+  return finish_specimen_average(grid, sum, cover);
+}
+
+// The line fields of `model` against the synthetic series' hysteresis.
+void print_line_field_errors(const SyntheticSeries& s, const ScanModel& model) {
+  const ScanTiming& timing = s.scan_timing();
+  // Each frame's line field against the truth over its first quarter
+  // line (where hysteresis lives); and apart, the mean over the frames
+  // (the shared part) and each frame's deviation from it.
+  const int samples = timing.samples_per_line(), first = std::max(1, samples / 4);
+  const std::size_t n = s.frame_count();
+  std::vector<std::vector<double>> fit(n), truth(n);
+  std::vector<double> mean_est(static_cast<std::size_t>(first), 0.0), mean_truth = mean_est;
+  for (std::size_t k = 0; k < n; ++k) {
+    fit[k] = k < model.field.size() ? model.field_basis.tabulate(model.field[k]) : std::vector<double>{};
+    fit[k].resize(static_cast<std::size_t>(samples), 0.0);
+    truth[k].resize(static_cast<std::size_t>(first));
+    for (int x = 0; x < first; ++x) {
+      truth[k][static_cast<std::size_t>(x)] = s.line_field(k, x);
+      mean_est[static_cast<std::size_t>(x)] += fit[k][static_cast<std::size_t>(x)] / static_cast<double>(n);
+      mean_truth[static_cast<std::size_t>(x)] += truth[k][static_cast<std::size_t>(x)] / static_cast<double>(n);
+    }
+  }
+  double err = 0, zero = 0, shared_err = 0, shared_zero = 0, own_err = 0, own_zero = 0;
+  for (std::size_t k = 0; k < n; ++k)
+    for (std::size_t x = 0; x < static_cast<std::size_t>(first); ++x) {
+      const double e = fit[k][x], t = truth[k][x], de = e - mean_est[x], dt = t - mean_truth[x];
+      err += (e - t) * (e - t), zero += t * t, own_err += (de - dt) * (de - dt), own_zero += dt * dt;
+      if (k == 0)
+        shared_err += (mean_est[x] - mean_truth[x]) * (mean_est[x] - mean_truth[x]),
+            shared_zero += mean_truth[x] * mean_truth[x];
+    }
+  const double count = static_cast<double>(n) * first;
+  std::printf(
+      "%-52s  line field error %.4f px (%.4f if none) over each line's first %d samples: shared part %.4f px "
+      "(%.4f if none), each frame's own %.4f px (%.4f if none)\n",
+      "", std::sqrt(err / count), std::sqrt(zero / count), first, std::sqrt(shared_err / first),
+      std::sqrt(shared_zero / first), std::sqrt(own_err / count), std::sqrt(own_zero / count));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -443,23 +498,7 @@ int main(int argc, char** argv) {
       std::printf("%-52s  skipped: the frames share only %zu px\n", c.name.c_str(), region.size());
       continue;
     }
-    // The rigid result averaged the same way (specimen coordinates, the same
-    // interpolation), one offset per frame: frame 0 at d(its mid time).
-    SpecimenImage rigid_specimen;
-    {
-      const Point d0 = s.drift_at(timing.frame_mid_time(0));
-      std::vector<FrameScanMap> maps;
-      SpecimenExtent extent;
-      for (std::size_t k = 0; k < s.frame_count(); ++k) {
-        maps.push_back(FrameScanMap::rigid(timing, {rigid[k].x + d0.x, rigid[k].y + d0.y}));
-        extent.merge(frame_extent(maps.back(), timing));
-      }
-      const SpecimenGrid grid = SpecimenGrid::covering(extent, timing);
-      std::vector<double> sum(static_cast<std::size_t>(grid.width) * grid.height), cover(sum.size());
-      for (std::size_t k = 0; k < s.frame_count(); ++k)
-        accumulate_in_specimen_coordinates(held[k], maps[k], grid, sum, cover);
-      rigid_specimen = finish_specimen_average(grid, sum, cover);
-    }
+    const SpecimenImage rigid_specimen = rigid_average(s, held, rigid);
     const PlacedAverage rigid_avg{rigid_specimen.image, rigid_specimen.origin};
     const double r_rigid = residual_to_specimen(s, rigid_avg, region);
     const double r_corr = residual_to_specimen(s, {est.average.image, est.average.origin}, region);
@@ -478,41 +517,7 @@ int main(int argc, char** argv) {
         std::hypot(floor, row_gauge_floor(s)), e.position, est.rounds.size(), est.converged ? 1 : 0,
         est.not_followed.size(), rigid_wall, corrected_wall, (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu,
         corrected_cpu, (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
-    if (s.options().scan_hysteresis != 0.0) {
-      // Each frame's line field against the truth over its first quarter
-      // line (where hysteresis lives); and apart, the mean over the frames
-      // (the shared part) and each frame's deviation from it.
-      const int samples = timing.samples_per_line(), first = std::max(1, samples / 4);
-      const std::size_t n = s.frame_count();
-      std::vector<std::vector<double>> fit(n), truth(n);
-      std::vector<double> mean_est(static_cast<std::size_t>(first), 0.0), mean_truth = mean_est;
-      for (std::size_t k = 0; k < n; ++k) {
-        fit[k] =
-            k < est.model.field.size() ? est.model.field_basis.tabulate(est.model.field[k]) : std::vector<double>{};
-        fit[k].resize(static_cast<std::size_t>(samples), 0.0);
-        truth[k].resize(static_cast<std::size_t>(first));
-        for (int x = 0; x < first; ++x) {
-          truth[k][static_cast<std::size_t>(x)] = s.line_field(k, x);
-          mean_est[static_cast<std::size_t>(x)] += fit[k][static_cast<std::size_t>(x)] / static_cast<double>(n);
-          mean_truth[static_cast<std::size_t>(x)] += truth[k][static_cast<std::size_t>(x)] / static_cast<double>(n);
-        }
-      }
-      double err = 0, zero = 0, shared_err = 0, shared_zero = 0, own_err = 0, own_zero = 0;
-      for (std::size_t k = 0; k < n; ++k)
-        for (std::size_t x = 0; x < static_cast<std::size_t>(first); ++x) {
-          const double e = fit[k][x], t = truth[k][x], de = e - mean_est[x], dt = t - mean_truth[x];
-          err += (e - t) * (e - t), zero += t * t, own_err += (de - dt) * (de - dt), own_zero += dt * dt;
-          if (k == 0)
-            shared_err += (mean_est[x] - mean_truth[x]) * (mean_est[x] - mean_truth[x]),
-                shared_zero += mean_truth[x] * mean_truth[x];
-        }
-      const double count = static_cast<double>(n) * first;
-      std::printf(
-          "%-52s  line field error %.4f px (%.4f if none) over each line's first %d samples: shared part %.4f px "
-          "(%.4f if none), each frame's own %.4f px (%.4f if none)\n",
-          "", std::sqrt(err / count), std::sqrt(zero / count), first, std::sqrt(shared_err / first),
-          std::sqrt(shared_zero / first), std::sqrt(own_err / count), std::sqrt(own_zero / count));
-    }
+    if (s.options().scan_hysteresis != 0.0) print_line_field_errors(s, est.model);
     std::fflush(stdout);
   }
   return 0;

@@ -98,6 +98,35 @@ SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timi
   return finish_split_average(grid, sum, coverage, counted[0], counted[1], *noise);
 }
 
+// Each frame's row of `width` numbers (rows[k], frames lo .. hi - 1 this
+// rank's; ranks hold consecutive blocks) to rank 0, in frame order: there
+// rows has every frame's (a row missing on its rank comes as zeros).
+void gather_frame_rows(RunContext& ctx, std::vector<std::vector<double>>& rows, std::size_t lo, std::size_t hi,
+                       std::size_t width) {
+  const std::size_t ranks = static_cast<std::size_t>(ctx.size);
+  std::vector<double> flat;
+  flat.reserve((hi - lo) * width);
+  for (std::size_t k = lo; k < hi; ++k) {
+    const std::size_t have = k < rows.size() ? std::min(rows[k].size(), width) : 0;
+    if (have > 0) flat.insert(flat.end(), rows[k].begin(), rows[k].begin() + static_cast<long>(have));
+    flat.resize(flat.size() + width - have, 0.0);
+  }
+  std::vector<int> counts(ranks), displs(ranks, 0);
+  const int my_count = static_cast<int>(flat.size());
+  MPI_Gather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, ctx.comm);
+  std::vector<double> all;
+  if (ctx.rank == 0) {
+    long total = 0;
+    for (std::size_t r = 0; r < ranks; ++r) displs[r] = static_cast<int>(total), total += counts[r];
+    all.resize(static_cast<std::size_t>(total));
+  }
+  MPI_Gatherv(flat.data(), my_count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, 0, ctx.comm);
+  if (ctx.rank != 0 || width == 0) return;
+  const std::size_t n = all.size() / width;
+  rows.resize(std::max(rows.size(), n));
+  for (std::size_t k = 0; k < n; ++k)
+    rows[k].assign(all.begin() + static_cast<long>(k * width), all.begin() + static_cast<long>((k + 1) * width));
+}
 }  // namespace
 
 DistributedDistortion correct_scan_distortion(const FrameSource& frames, const ScanTiming& timing,
@@ -210,50 +239,10 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
       if (!given[k]) out.not_followed.push_back(k);
     }
 
-  // Every frame's jitter to rank 0, in frame order (ranks hold consecutive blocks).
-  const std::size_t lines = static_cast<std::size_t>(timing.lines());
-  std::vector<double> flat;
-  flat.reserve(mine * lines);
-  for (std::size_t k = lo; k < hi; ++k) flat.insert(flat.end(), out.model.jitter[k].begin(), out.model.jitter[k].end());
-  std::vector<int> counts(ranks), displs(ranks, 0);
-  const int my_count = static_cast<int>(flat.size());
-  MPI_Gather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, ctx.comm);
-  std::vector<double> all;
-  if (ctx.rank == 0) {
-    long total = 0;
-    for (std::size_t r = 0; r < ranks; ++r) displs[r] = static_cast<int>(total), total += counts[r];
-    all.resize(static_cast<std::size_t>(total));
-  }
-  MPI_Gatherv(flat.data(), my_count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, 0, ctx.comm);
-  if (ctx.rank == 0 && all.size() == n * lines)
-    for (std::size_t k = 0; k < n; ++k)
-      out.model.jitter[k].assign(all.begin() + static_cast<long>(k * lines),
-                                 all.begin() + static_cast<long>((k + 1) * lines));
-  // The same for the line fields.
-  const std::size_t knots = static_cast<std::size_t>(steps->field_basis().knots());
-  if (knots > 0) {
-    flat.clear();
-    for (std::size_t k = lo; k < hi; ++k) {
-      std::vector<double> f = k < out.model.field.size() ? out.model.field[k] : std::vector<double>{};
-      f.resize(knots, 0.0);
-      flat.insert(flat.end(), f.begin(), f.end());
-    }
-    const int field_count = static_cast<int>(flat.size());
-    MPI_Gather(&field_count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, ctx.comm);
-    if (ctx.rank == 0) {
-      long total = 0;
-      for (std::size_t r = 0; r < ranks; ++r) displs[r] = static_cast<int>(total), total += counts[r];
-      all.assign(static_cast<std::size_t>(total), 0.0);
-    }
-    MPI_Gatherv(flat.data(), field_count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, 0,
-                ctx.comm);
-    if (ctx.rank == 0 && all.size() == n * knots) {
-      out.model.field.resize(n);
-      for (std::size_t k = 0; k < n; ++k)
-        out.model.field[k].assign(all.begin() + static_cast<long>(k * knots),
-                                  all.begin() + static_cast<long>((k + 1) * knots));
-    }
-  }
+  // Every frame's jitter and line field to rank 0.
+  gather_frame_rows(ctx, out.model.jitter, lo, hi, static_cast<std::size_t>(timing.lines()));
+  if (!steps->field_basis().empty())
+    gather_frame_rows(ctx, out.model.field, lo, hi, static_cast<std::size_t>(steps->field_basis().knots()));
   return out;
 }
 
