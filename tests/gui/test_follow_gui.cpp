@@ -349,12 +349,16 @@ class FollowGuiTest : public QObject {
   void secondStopCancelsTheFinish() {
     driftscan::SynthOptions o;
     o.frames = 300;
-    o.width = 192;
-    o.height = 192;
+    o.width = 256;
+    o.height = 256;
     o.period = 9.0;
     o.dose = 6.0;
     o.seed = 5;
-    // A finished file: the follow takes its frames as fast as it can.
+    // A finished file: the follow takes its frames as fast as it can. The
+    // Stop comes after 60 of them, so that the finish (a median of 60
+    // frames of 256² in 1 MB: many passes) outlasts the second Stop's way
+    // to the engine (once, on an idle machine, 30 frames of 192² finished
+    // first).
     const QString series = tmp_.filePath("long.tif"), out = tmp_.filePath("long_results");
     driftscan::write_synthetic_series(o, series.toStdString());
     MainWindow w;
@@ -371,7 +375,7 @@ class FollowGuiTest : public QObject {
     QSignalSpy finished(&w, &MainWindow::runFinished);
     QSignalSpy log(w.runController(), &RunController::logLine);
     QVERIFY2(w.followAcquisition(series, out), qPrintable(w.lastError()));
-    QTRY_VERIFY_WITH_TIMEOUT(w.followView()->framesRegistered() >= 30, 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(w.followView()->framesRegistered() >= 60, 60000);
     QCOMPARE(w.cancelButton()->text(), QString("Stop"));
     QTest::mouseClick(w.cancelButton(), Qt::LeftButton);
     QCOMPARE(w.cancelButton()->text(), QString("Cancel finishing"));
@@ -385,7 +389,7 @@ class FollowGuiTest : public QObject {
         if (const auto m = stopped.match(line.at(1).toString()); m.hasMatch()) taken = m.captured(1).toInt();
       if (taken < 0) log.wait(50);
     }
-    QVERIFY2(taken >= 30, "the engine did not say it was finishing the results");
+    QVERIFY2(taken >= 60, "the engine did not say it was finishing the results");
     QVERIFY2(finished.count() == 0, "the finish was over before the second Stop");
     QTest::mouseClick(w.cancelButton(), Qt::LeftButton);  // Cancel finishing
     QVERIFY2(finished.count() == 1 || finished.wait(30000), "the run did not end within 30 s of the second Stop");
