@@ -298,10 +298,9 @@ struct FieldSums {
   }
 };
 
-// Solves a small symmetric positive definite system in place (Cholesky);
-// false if it is not.
-bool solve_spd(std::vector<double>& a, std::vector<double>& b) {
-  const std::size_t n = b.size();
+// A small symmetric positive definite matrix (n x n, row-major) replaced by
+// its Cholesky factor L (lower triangle); false if it is not.
+bool cholesky(std::vector<double>& a, std::size_t n) {
   for (std::size_t j = 0; j < n; ++j) {
     double d = a[j * n + j];
     for (std::size_t k = 0; k < j; ++k) d -= a[j * n + k] * a[j * n + k];
@@ -313,14 +312,26 @@ bool solve_spd(std::vector<double>& a, std::vector<double>& b) {
       a[i * n + j] = v / a[j * n + j];
     }
   }
+  return true;
+}
+
+// Solves L L^T x = b in place (b: n numbers), L from cholesky().
+void cholesky_solve(const std::vector<double>& l, std::size_t n, double* b) {
   for (std::size_t i = 0; i < n; ++i) {
-    for (std::size_t k = 0; k < i; ++k) b[i] -= a[i * n + k] * b[k];
-    b[i] /= a[i * n + i];
+    for (std::size_t k = 0; k < i; ++k) b[i] -= l[i * n + k] * b[k];
+    b[i] /= l[i * n + i];
   }
   for (std::size_t i = n; i-- > 0;) {
-    for (std::size_t k = i + 1; k < n; ++k) b[i] -= a[k * n + i] * b[k];
-    b[i] /= a[i * n + i];
+    for (std::size_t k = i + 1; k < n; ++k) b[i] -= l[k * n + i] * b[k];
+    b[i] /= l[i * n + i];
   }
+}
+
+// Solves a small symmetric positive definite system in place (a is
+// overwritten by its factor); false if it is not.
+bool solve_spd(std::vector<double>& a, std::vector<double>& b) {
+  if (!cholesky(a, b.size())) return false;
+  cholesky_solve(a, b.size(), b.data());
   return true;
 }
 
@@ -1015,99 +1026,68 @@ std::vector<double> ScanDistortionSteps::finish_jitter(const FrameFit& fit, std:
 
 namespace {
 
-// The data's normal equations at `current` as absolute coefficients: A and
-// y = A current + b (A c = y: the coefficients the data alone ask for).
-void absolute_normal_equations(const ScanDistortionSteps::FrameFit& fit, const std::vector<double>& current,
-                               std::size_t n, std::vector<double>& a, std::vector<double>& y) {
-  a.assign(n * n, 0.0), y.assign(n, 0.0);
-  if (fit.field_normal.size() != n * n || fit.field_rhs.size() != n) return;
-  a = fit.field_normal;
-  for (std::size_t i = 0; i < n; ++i) {
-    y[i] = fit.field_rhs[i];
-    for (std::size_t j = 0; j < n && j < current.size(); ++j) y[i] += a[i * n + j] * current[j];
+// A frame's line-field equations, from its fit and current coefficients:
+// A, y = A current + b (A c = y: the coefficients the data alone ask for),
+// and the Cholesky factor of A + lambda I (lambda: the deviation's prior
+// precision). False if the frame has none.
+struct FrameFieldEquations {
+  std::vector<double> a, y, factor;
+  bool set(const ScanDistortionSteps::FrameFit& fit, const std::vector<double>& current, std::size_t n, double lambda) {
+    if (fit.field_normal.size() != n * n || fit.field_rhs.size() != n) return false;
+    a = fit.field_normal;
+    y = fit.field_rhs;
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < n && j < current.size(); ++j) y[i] += a[i * n + j] * current[j];
+    factor = a;
+    for (std::size_t i = 0; i < n; ++i) factor[i * n + i] += lambda;
+    return cholesky(factor, n);
   }
-}
-
-// The inverse of a small symmetric positive definite matrix (Cholesky,
-// column by column); false if it is not.
-bool invert_spd(const std::vector<double>& a, std::size_t n, std::vector<double>& inverse) {
-  inverse.assign(n * n, 0.0);
-  for (std::size_t c = 0; c < n; ++c) {
-    std::vector<double> m = a, e(n, 0.0);
-    e[c] = 1.0;
-    if (!solve_spd(m, e)) return false;
-    for (std::size_t r = 0; r < n; ++r) inverse[r * n + c] = e[r];
-  }
-  return true;
-}
+};
 
 }  // namespace
 
-std::size_t ScanDistortionSteps::field_pool_size() const {
+// With deviations e_k ~ N(0, tau^2) about the shared field g, and for a
+// frame M = (A + I / tau^2)^-1: the shared field's equations, the e_k
+// eliminated, are (sum M A / tau^2 + prior) g = sum M y / tau^2; then
+// e_k = M (y - A g).
+void ScanDistortionSteps::finish_fields(const std::vector<FrameFit>& fits, std::size_t first, ScanModel& model,
+                                        const std::function<void(std::vector<double>&)>& sum_over_ranks) const {
+  if (field_basis_.empty()) return;
   const std::size_t n = static_cast<std::size_t>(field_basis_.knots());
-  return n * n + n;
-}
-
-// With deviations e_k ~ N(0, tau^2) about the shared field g: for a frame,
-// M = (A + I / tau^2)^-1; the shared field's equations, with e_k eliminated,
-// are (sum M A / tau^2) g = sum M y / tau^2.
-void ScanDistortionSteps::pool_field(const FrameFit& fit, const std::vector<double>& current,
-                                     std::vector<double>& pool) const {
-  const std::size_t n = static_cast<std::size_t>(field_basis_.knots());
-  if (n == 0 || fit.field_normal.size() != n * n) return;
-  pool.resize(field_pool_size(), 0.0);
-  std::vector<double> a, y, m;
-  absolute_normal_equations(fit, current, n, a, y);
   const double lambda = 1.0 / (settings_.line_field_prior * settings_.line_field_prior);
-  std::vector<double> shifted = a;
-  for (std::size_t i = 0; i < n; ++i) shifted[i * n + i] += lambda;
-  if (!invert_spd(shifted, n, m)) return;
-  for (std::size_t i = 0; i < n; ++i) {
-    for (std::size_t j = 0; j < n; ++j) {
-      double v = 0.0;
-      for (std::size_t l = 0; l < n; ++l) v += m[i * n + l] * a[l * n + j];
-      pool[i * n + j] += lambda * v;
+  model.field_basis = field_basis_;
+  model.field.resize(frames_);
+  for (std::size_t i = 0; i < fits.size(); ++i) model.field[first + i].resize(n, 0.0);
+  // The shared field's equations: n x n, then n (one block, for one reduction).
+  std::vector<double> pool(n * n + n, 0.0), column(n);
+  FrameFieldEquations eq;
+  for (std::size_t i = 0; i < fits.size(); ++i) {
+    if (!eq.set(fits[i], model.field[first + i], n, lambda)) continue;
+    for (std::size_t j = 0; j <= n; ++j) {  // M times A's column j, then M y
+      for (std::size_t r = 0; r < n; ++r) column[r] = j < n ? eq.a[r * n + j] : eq.y[r];
+      cholesky_solve(eq.factor, n, column.data());
+      for (std::size_t r = 0; r < n; ++r) pool[j < n ? r * n + j : n * n + r] += lambda * column[r];
     }
-    double v = 0.0;
-    for (std::size_t l = 0; l < n; ++l) v += m[i * n + l] * y[l];
-    pool[n * n + i] += lambda * v;
   }
-}
-
-std::vector<double> ScanDistortionSteps::shared_field(const std::vector<double>& pool) const {
-  const std::size_t n = static_cast<std::size_t>(field_basis_.knots());
-  std::vector<double> g(n, 0.0);
-  if (n == 0 || pool.size() != field_pool_size()) return g;
+  if (sum_over_ranks) sum_over_ranks(pool);
   std::vector<double> a(pool.begin(), pool.begin() + static_cast<long>(n * n));
-  std::vector<double> b(pool.begin() + static_cast<long>(n * n), pool.end());
+  std::vector<double> shared(pool.begin() + static_cast<long>(n * n), pool.end());
   // A prior on the shared field (1 px), so that where no frame could be
   // measured (a line's first samples, when the drift never carried the
   // specimen they show past every frame's line starts) it stays near none.
-  for (std::size_t i = 0; i < n; ++i) a[i * n + i] += 1.0;
-  if (solve_spd(a, b)) g = std::move(b);
-  return g;
-}
-
-std::vector<double> ScanDistortionSteps::finish_field(const FrameFit& fit, const std::vector<double>& current,
-                                                      const std::vector<double>& shared) const {
-  const std::size_t n = static_cast<std::size_t>(field_basis_.knots());
-  if (n == 0) return {};
-  std::vector<double> next = shared;
-  next.resize(n, 0.0);
-  if (fit.field_normal.size() != n * n) return next;
-  // e = (A + I / tau^2)^-1 (y - A g).
-  std::vector<double> a, y;
-  absolute_normal_equations(fit, current, n, a, y);
-  std::vector<double> e(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    e[i] = y[i];
-    for (std::size_t j = 0; j < n; ++j) e[i] -= a[i * n + j] * next[j];
+  for (std::size_t r = 0; r < n; ++r) a[r * n + r] += 1.0;
+  if (!solve_spd(a, shared)) shared.assign(n, 0.0);
+  for (std::size_t i = 0; i < fits.size(); ++i) {
+    std::vector<double>& field = model.field[first + i];
+    const bool measured = eq.set(fits[i], field, n, lambda);
+    field = shared;
+    if (!measured) continue;  // nothing of its own: the shared field
+    std::vector<double> e = eq.y;
+    for (std::size_t r = 0; r < n; ++r)
+      for (std::size_t c = 0; c < n; ++c) e[r] -= eq.a[r * n + c] * shared[c];
+    cholesky_solve(eq.factor, n, e.data());
+    for (std::size_t r = 0; r < n; ++r) field[r] += e[r];
   }
-  const double lambda = 1.0 / (settings_.line_field_prior * settings_.line_field_prior);
-  for (std::size_t i = 0; i < n; ++i) a[i * n + i] += lambda;
-  if (solve_spd(a, e))
-    for (std::size_t i = 0; i < n; ++i) next[i] += e[i];
-  return next;
 }
 
 std::vector<ScanDistortionSteps::FrameFit> ScanDistortionSteps::fit_frames(const std::vector<Frame>& frames,
@@ -1152,7 +1132,7 @@ int line_field_unseen_samples(const ScanTiming& timing, const ScanDistortionSett
     lo = std::min(lo, along), hi = std::max(hi, along);
   }
   if (!(hi >= lo)) return 0;
-  const double unseen = std::min(extent, extent + 2.0 - (hi - lo));  // template_from_sample(): extent + 2
+  const double unseen = std::min(extent, extent + kLineFieldTemplateMargin - (hi - lo));
   return unseen > 0 ? static_cast<int>(std::ceil(unseen)) : 0;
 }
 
@@ -1199,14 +1179,7 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
     model.path = steps.fit_path(samples);
     if (settings.estimate_jitter)
       for (std::size_t k = 0; k < n; ++k) model.jitter[k] = steps.finish_jitter(lines[k], k, previous, model.path);
-    if (!steps.field_basis().empty()) {
-      model.field_basis = steps.field_basis();
-      model.field.resize(n);
-      std::vector<double> pool(steps.field_pool_size(), 0.0);
-      for (std::size_t k = 0; k < n; ++k) steps.pool_field(lines[k], model.field[k], pool);
-      const std::vector<double> shared = steps.shared_field(pool);
-      for (std::size_t k = 0; k < n; ++k) model.field[k] = steps.finish_field(lines[k], model.field[k], shared);
-    }
+    steps.finish_fields(lines, 0, model);
     if (settings.estimate_jitter)
       result.jitter_precision_px = precision[1] > 0 ? std::sqrt(precision[0] / precision[1]) : 0.0;
     ScanDistortionRound r;

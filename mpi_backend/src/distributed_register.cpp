@@ -643,20 +643,19 @@ void correct_distortion(RegisterRun& run) {
   const std::vector<std::size_t> failed = run.failures.failed();
   leave_out.insert(leave_out.end(), failed.begin(), failed.end());
   leave_out.insert(leave_out.end(), run.above_sigma.begin(), run.above_sigma.end());
-  run.line_field_unseen = line_field_unseen_samples(*run.timing, job.scan.distortion(), rigid, leave_out);
+  const ScanDistortionSettings settings = job.scan.distortion();
+  run.line_field_unseen = line_field_unseen_samples(*run.timing, settings, rigid, leave_out);
   if (run.ctx.rank == 0 && run.line_field_unseen > 0) {
-    const ScanDistortionSettings s = job.scan.distortion();
     const std::string said =
         "scan distortion: the drift spans too little along the fast axis for the line field's " +
-        message_number(s.line_field_extent * run.timing->samples_per_line()) + "-sample extent: each line's first " +
-        std::to_string(run.line_field_unseen) +
+        message_number(settings.line_field_extent * run.timing->samples_per_line()) +
+        "-sample extent: each line's first " + std::to_string(run.line_field_unseen) +
         " samples show specimen no other frame saw clear of its own line start, and the field there stays near "
         "its prior (0); a shorter scan.line_field_extent or a series that drifts further measures them";
     run.ctx.progress.log(LogLevel::warning, said);
     run.res.warnings.push_back(said);
   }
-  run.distortion =
-      correct_scan_distortion(*run.frames, *run.timing, rigid, job.scan.distortion(), run.ctx, run.threads, leave_out);
+  run.distortion = correct_scan_distortion(*run.frames, *run.timing, rigid, settings, run.ctx, run.threads, leave_out);
   if (run.ctx.rank == 0 && !run.distortion->not_followed.empty()) {
     std::string list;
     for (std::size_t i = 0; i < run.distortion->not_followed.size() && i < 20; ++i)

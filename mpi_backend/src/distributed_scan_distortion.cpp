@@ -206,17 +206,10 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
         for (std::size_t k = lo; k < hi; ++k)
           out.model.jitter[k] = steps->finish_jitter(lines[k - lo], k, previous, out.model.path);
     });
-    if (!steps->field_basis().empty()) {
-      // The shared field from every rank's frames; this rank's frames' own.
-      out.model.field_basis = steps->field_basis();
-      out.model.field.resize(n);
-      std::vector<double> pool(steps->field_pool_size(), 0.0);
-      for (std::size_t k = lo; k < hi; ++k) steps->pool_field(lines[k - lo], out.model.field[k], pool);
+    // The shared line field from every rank's frames; this rank's frames' own.
+    steps->finish_fields(lines, lo, out.model, [&](std::vector<double>& pool) {
       MPI_Allreduce(MPI_IN_PLACE, pool.data(), static_cast<int>(pool.size()), MPI_DOUBLE, MPI_SUM, ctx.comm);
-      const std::vector<double> shared = steps->shared_field(pool);
-      for (std::size_t k = lo; k < hi; ++k)
-        out.model.field[k] = steps->finish_field(lines[k - lo], out.model.field[k], shared);
-    }
+    });
     MPI_Allreduce(MPI_IN_PLACE, precision, 2, MPI_DOUBLE, MPI_SUM, ctx.comm);
     out.jitter_precision_px = precision[1] > 0 ? std::sqrt(precision[0] / precision[1]) : 0.0;
     ScanDistortionRound r;

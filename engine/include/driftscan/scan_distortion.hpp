@@ -26,6 +26,7 @@
 // estimate_scan_distortion() is the serial driver of the same steps.
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -39,6 +40,10 @@
 #include "driftscan/transform.hpp"
 
 namespace driftscan {
+
+// Samples past a line field's extent that the template also leaves out:
+// the reach of its cubic B-spline interpolation.
+constexpr double kLineFieldTemplateMargin = 2.0;
 
 struct ScanDistortionSettings {
   int band_lines = 16;           // scan lines per band (the last band of a frame takes the remainder)
@@ -371,27 +376,26 @@ class ScanDistortionSteps {
   // `before` (the template's), shrunk by its noise.
   std::vector<double> finish_jitter(const FrameFit& fit, std::size_t k, const DriftPath& before,
                                     const DriftPath& after) const;
-  // The next model's line fields, in two steps. Each frame's field is the
-  // series' shared field plus the frame's own deviation (prior std dev
-  // line_field_prior): a hysteresis that repeats from frame to frame is
+  // The next model's line fields of frames first, first + 1, ... (their
+  // fits `fits`); the other frames' are left as they are. Each frame's field
+  // is the series' shared field plus the frame's own deviation (prior std
+  // dev line_field_prior): a hysteresis that repeats from frame to frame is
   // measured from all of them, and a frame whose line starts no other frame
-  // saw clear of its own starts (nothing to measure it against) keeps the
-  // shared one. pool_field() adds a frame's share of the shared field's
-  // equations to `pool` (field_pool_size() numbers, summed over frames and
-  // ranks in any order); shared_field() solves them; finish_field() gives
-  // the frame's field from the shared one.
-  std::size_t field_pool_size() const;
-  void pool_field(const FrameFit& fit, const std::vector<double>& current, std::vector<double>& pool) const;
-  std::vector<double> shared_field(const std::vector<double>& pool) const;
-  std::vector<double> finish_field(const FrameFit& fit, const std::vector<double>& current,
-                                   const std::vector<double>& shared) const;
+  // saw clear of its own (nothing to measure it against) keeps the shared
+  // one. The shared field's equations are summed over these frames, then
+  // `sum_over_ranks` (when given) adds the other ranks' sums in place, so
+  // every rank solves the same ones. No line field: nothing is done.
+  void finish_fields(const std::vector<FrameFit>& fits, std::size_t first, ScanModel& model,
+                     const std::function<void(std::vector<double>&)>& sum_over_ranks = {}) const;
   const LineFieldBasis& field_basis() const { return field_basis_; }
   // The first sample of a line the template is built from: with a line
   // field, past its extent (and the interpolation's reach). The template
   // then holds no fly-back hysteresis of any frame, and each frame's field
   // is measured against the specimen itself, not against the other frames'
   // fields (which would leave a smooth specimen warp free: see line_field.hpp).
-  double template_from_sample() const { return field_basis_.empty() ? 0.0 : field_basis_.extent() + 2.0; }
+  double template_from_sample() const {
+    return field_basis_.empty() ? 0.0 : field_basis_.extent() + kLineFieldTemplateMargin;
+  }
   // fit_frame() for frames first, first + 1, ... at once, one frame a thread
   // (a frame's own steps then run on one thread: per frame, the reads,
   // copies and transposes around them left a second thread mostly waiting).
