@@ -9,7 +9,7 @@
 #include <cstdio>
 
 #include "main_window.hpp"
-#include "vtk_view_widget.hpp"
+#include "views/vtk_view_widget.hpp"
 
 namespace {
 // Waits until the window is on screen (no window manager under Xvfb: exposure,

@@ -5,9 +5,9 @@
 #include <QMainWindow>
 #include <memory>
 
-#include "driftscan/frame_source.hpp"
-#include "driftscan/job.hpp"
-#include "result_set.hpp"
+#include "driftscan/core/frame_source.hpp"
+#include "driftscan/job/job.hpp"
+#include "project/result_set.hpp"
 
 class SeriesViewer;
 class ComparisonView;

@@ -14,10 +14,11 @@
 #include <mpi.h>
 #include <CLI/CLI.hpp>
 
-#include "driftscan/error.hpp"
-#include "driftscan/mpi/cancel_relay.hpp"
-#include "driftscan/mpi/command.hpp"
-#include "driftscan/mpi/job_runner.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/mpi/jobs/job_runner.hpp"
+#include "driftscan/mpi/runtime/cancel_relay.hpp"
+#include "driftscan/mpi/runtime/command.hpp"
+#include "driftscan/mpi/runtime/job_input.hpp"
 
 namespace {
 driftscan::CancelToken g_cancel;

@@ -15,10 +15,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "driftscan/averaging.hpp"
-#include "driftscan/cubic_warp.hpp"
-#include "driftscan/power_spectrum.hpp"
-#include "driftscan/synthetic_series.hpp"
+#include "driftscan/averaging/averaging.hpp"
+#include "driftscan/averaging/cubic_warp.hpp"
+#include "driftscan/spectra/power_spectrum.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 
 using namespace driftscan;
 

@@ -24,12 +24,12 @@
 #include <string>
 #include <vector>
 
-#include "driftscan/drift_uncertainty.hpp"
-#include "driftscan/refinement.hpp"
-#include "driftscan/registration_operator.hpp"
-#include "driftscan/sequential_scan.hpp"
-#include "driftscan/synthetic_series.hpp"
-#include "driftscan/tiff_series.hpp"
+#include "driftscan/formats/tiff/tiff_series.hpp"
+#include "driftscan/registration/drift_uncertainty.hpp"
+#include "driftscan/registration/refinement.hpp"
+#include "driftscan/registration/registration_operator.hpp"
+#include "driftscan/registration/sequential_scan.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 
 using namespace driftscan;
 namespace fs = std::filesystem;

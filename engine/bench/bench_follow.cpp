@@ -37,8 +37,8 @@
 #include <thread>
 #include <vector>
 
-#include "driftscan/synthetic_series.hpp"
-#include "driftscan/tiff_page_appender.hpp"
+#include "driftscan/formats/tiff/tiff_page_appender.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 
 extern char** environ;
 

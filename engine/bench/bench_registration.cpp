@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "driftscan/pair_registration.hpp"
-#include "driftscan/register_pipeline.hpp"
-#include "driftscan/synthetic_series.hpp"
-#include "driftscan/tiff_series.hpp"
+#include "driftscan/formats/tiff/tiff_series.hpp"
+#include "driftscan/pipeline/register_pipeline.hpp"
+#include "driftscan/registration/pair_registration.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 
 using namespace driftscan;
 using Clock = std::chrono::steady_clock;

@@ -37,14 +37,14 @@
 #include <string>
 #include <vector>
 
-#include "driftscan/averaging.hpp"
-#include "driftscan/bspline_taps.hpp"
-#include "driftscan/cubic_bspline.hpp"
-#include "driftscan/progress.hpp"
-#include "driftscan/register_pipeline.hpp"
-#include "driftscan/scan_distortion.hpp"
-#include "driftscan/synthetic_series.hpp"
-#include "driftscan/tiff_series.hpp"
+#include "driftscan/averaging/averaging.hpp"
+#include "driftscan/core/bspline_taps.hpp"
+#include "driftscan/core/cubic_bspline.hpp"
+#include "driftscan/core/progress.hpp"
+#include "driftscan/formats/tiff/tiff_series.hpp"
+#include "driftscan/pipeline/register_pipeline.hpp"
+#include "driftscan/scan_distortion/scan_distortion.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 
 using namespace driftscan;
 using Clock = std::chrono::steady_clock;

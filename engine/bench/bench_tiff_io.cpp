@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "driftscan/tiff_series.hpp"
-#include "driftscan/tiff_writer.hpp"
+#include "driftscan/formats/tiff/tiff_series.hpp"
+#include "driftscan/formats/tiff/tiff_writer.hpp"
 
 using namespace driftscan;
 using Clock = std::chrono::steady_clock;

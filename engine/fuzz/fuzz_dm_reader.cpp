@@ -5,8 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "driftscan/dm_series.hpp"
-#include "driftscan/error.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/formats/dm_series.hpp"
 #include "fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -16,10 +16,10 @@
 #include <set>
 #include <string>
 
-#include "driftscan/enum_names.hpp"
-#include "driftscan/error.hpp"
-#include "driftscan/job.hpp"
-#include "driftscan/job_fields.hpp"
+#include "driftscan/core/enum_names.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/job/job.hpp"
+#include "driftscan/job/job_fields.hpp"
 #include "fuzz_input.hpp"
 
 namespace {

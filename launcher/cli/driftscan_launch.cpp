@@ -9,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "driftscan/error.hpp"
+#include "driftscan/core/error.hpp"
 #include "driftscan/launch/job_launcher.hpp"
 #include "driftscan/launch/profile.hpp"
 

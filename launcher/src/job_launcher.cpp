@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-#include "driftscan/error.hpp"
+#include "driftscan/core/error.hpp"
 #include "launch_backend.hpp"
 
 namespace driftscan::launch {

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "driftscan/job.hpp"
+#include "driftscan/job/job.hpp"
 #include "driftscan/launch/job_launcher.hpp"
 #include "driftscan/launch/profile.hpp"
 #include "subprocess.hpp"

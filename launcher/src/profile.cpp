@@ -13,8 +13,8 @@
 #include <fstream>
 #include <set>
 
-#include "driftscan/atomic_file.hpp"
-#include "driftscan/error.hpp"
+#include "driftscan/core/atomic_file.hpp"
+#include "driftscan/core/error.hpp"
 
 namespace driftscan::launch {
 namespace {

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <random>
 
-#include "driftscan/error.hpp"
+#include "driftscan/core/error.hpp"
 
 namespace driftscan::launch {
 namespace fs = std::filesystem;

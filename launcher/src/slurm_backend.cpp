@@ -17,7 +17,7 @@
 #include <fstream>
 #include <regex>
 
-#include "driftscan/error.hpp"
+#include "driftscan/core/error.hpp"
 #include "launch_backend.hpp"
 #include "remote_host.hpp"
 

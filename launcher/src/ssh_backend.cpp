@@ -1,7 +1,7 @@
 // The ssh profile: the job is staged into remote_workdir/<id>/ and run there
 // by one ssh whose output is the engine's event stream; cancel() is SIGUSR1
 // to the remote mpirun (by its pid file, over a second ssh).
-#include "driftscan/error.hpp"
+#include "driftscan/core/error.hpp"
 #include "launch_backend.hpp"
 #include "remote_host.hpp"
 

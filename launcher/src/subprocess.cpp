@@ -10,7 +10,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "driftscan/error.hpp"
+#include "driftscan/core/error.hpp"
 
 namespace driftscan::launch {
 

@@ -27,12 +27,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "driftscan/error.hpp"
-#include "driftscan/fftw_traits.hpp"
-#include "driftscan/mpi/command.hpp"
-#include "driftscan/mpi/dft_plan.hpp"
-#include "driftscan/mpi/dft_reshape.hpp"
-#include "driftscan/mpi/fftw_mpi_traits.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/core/fftw_traits.hpp"
+#include "driftscan/mpi/dft/dft_plan.hpp"
+#include "driftscan/mpi/dft/dft_reshape.hpp"
+#include "driftscan/mpi/runtime/command.hpp"
+#include "driftscan/mpi/runtime/fftw_mpi_traits.hpp"
 
 namespace driftscan::mpi {
 namespace {

@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "driftscan/error.hpp"
-#include "driftscan/mpi/command.hpp"
-#include "driftscan/series_opener.hpp"
-#include "driftscan/tiff_writer.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/formats/series_opener.hpp"
+#include "driftscan/formats/tiff/tiff_writer.hpp"
+#include "driftscan/mpi/runtime/command.hpp"
 
 namespace driftscan::mpi {
 namespace {

@@ -4,9 +4,9 @@
 #include <iostream>
 #include <memory>
 
-#include "driftscan/mpi/command.hpp"
-#include "driftscan/mpi/job_flags.hpp"
-#include "driftscan/mpi/job_runner.hpp"
+#include "driftscan/mpi/jobs/job_runner.hpp"
+#include "driftscan/mpi/runtime/command.hpp"
+#include "driftscan/mpi/runtime/job_flags.hpp"
 
 namespace driftscan::mpi {
 namespace {

@@ -29,9 +29,9 @@
 
 #include <omp.h>
 
-#include "driftscan/error.hpp"
-#include "driftscan/mpi/command.hpp"
-#include "driftscan/mpi/work_stealing_scan.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/mpi/runtime/command.hpp"
+#include "driftscan/mpi/scan/work_stealing_scan.hpp"
 
 namespace driftscan::mpi {
 namespace {

@@ -16,19 +16,19 @@
 #include <cmath>
 #include <set>
 
-#include "comparison_view.hpp"
-#include "drift_plot.hpp"
-#include "driftscan/job.hpp"
-#include "driftscan/synthetic_series.hpp"
-#include "driftscan/tiff_series.hpp"
-#include "frame_table.hpp"
-#include "image_view.hpp"
-#include "imbalance_view.hpp"
-#include "job_editor.hpp"
+#include "driftscan/formats/tiff/tiff_series.hpp"
+#include "driftscan/job/job.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 #include "main_window.hpp"
-#include "series_viewer.hpp"
-#include "volume_view.hpp"
-#include "vtk_view_widget.hpp"
+#include "plots/drift_plot.hpp"
+#include "plots/imbalance_view.hpp"
+#include "run/job_editor.hpp"
+#include "views/comparison_view.hpp"
+#include "views/frame_table.hpp"
+#include "views/image_view.hpp"
+#include "views/series_viewer.hpp"
+#include "views/volume_view.hpp"
+#include "views/vtk_view_widget.hpp"
 
 #include <vtkCubeAxesActor.h>
 #include <vtkOrientationMarkerWidget.h>

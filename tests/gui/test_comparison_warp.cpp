@@ -10,14 +10,14 @@
 #include <QtTest/QtTest>
 #include <cmath>
 
-#include "comparison_view.hpp"
-#include "driftscan/averaging.hpp"
-#include "driftscan/drift_table.hpp"
-#include "driftscan/synthetic_series.hpp"
-#include "image_view.hpp"
+#include "driftscan/averaging/averaging.hpp"
+#include "driftscan/registration/drift_table.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 #include "main_window.hpp"
-#include "series_viewer.hpp"
-#include "vtk_view_widget.hpp"
+#include "views/comparison_view.hpp"
+#include "views/image_view.hpp"
+#include "views/series_viewer.hpp"
+#include "views/vtk_view_widget.hpp"
 
 namespace {
 // RMS of (a - b) after each is brought to zero mean and unit deviation over

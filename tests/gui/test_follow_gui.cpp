@@ -24,17 +24,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "drift_plot.hpp"
-#include "driftscan/drift_table.hpp"
-#include "driftscan/job.hpp"
-#include "driftscan/synthetic_series.hpp"
-#include "driftscan/tiff_writer.hpp"
-#include "follow_monitor.hpp"
-#include "follow_view.hpp"
-#include "image_view.hpp"
-#include "job_editor.hpp"
+#include "driftscan/formats/tiff/tiff_writer.hpp"
+#include "driftscan/job/job.hpp"
+#include "driftscan/registration/drift_table.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 #include "main_window.hpp"
-#include "run_controller.hpp"
+#include "plots/drift_plot.hpp"
+#include "run/follow_monitor.hpp"
+#include "run/job_editor.hpp"
+#include "run/run_controller.hpp"
+#include "views/follow_view.hpp"
+#include "views/image_view.hpp"
 
 namespace {
 

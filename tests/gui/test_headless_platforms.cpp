@@ -10,7 +10,7 @@
 #include <QtTest/QtTest>
 #include <set>
 
-#include "driftscan/synthetic_series.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 
 class HeadlessPlatformsTest : public QObject {
   Q_OBJECT

@@ -17,16 +17,16 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "drift_plot.hpp"
-#include "driftscan/synthetic_series.hpp"
-#include "driftscan/tiff_series.hpp"
-#include "driftscan/tiff_writer.hpp"
-#include "frame_table.hpp"
-#include "image_view.hpp"
+#include "driftscan/formats/tiff/tiff_series.hpp"
+#include "driftscan/formats/tiff/tiff_writer.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 #include "main_window.hpp"
-#include "series_viewer.hpp"
-#include "spectrum_view.hpp"
-#include "volume_view.hpp"
+#include "plots/drift_plot.hpp"
+#include "views/frame_table.hpp"
+#include "views/image_view.hpp"
+#include "views/series_viewer.hpp"
+#include "views/spectrum_view.hpp"
+#include "views/volume_view.hpp"
 
 namespace {
 constexpr double kPixelNm = 0.25;

@@ -16,9 +16,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "drift_plot.hpp"
-#include "imbalance_view.hpp"
-#include "line_drift_plot.hpp"
+#include "plots/drift_plot.hpp"
+#include "plots/imbalance_view.hpp"
+#include "plots/line_drift_plot.hpp"
 
 namespace {
 void wheel(QWidget* w, QPointF at, int notches) {

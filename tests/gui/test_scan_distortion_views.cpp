@@ -15,19 +15,19 @@
 #include <cmath>
 #include <set>
 
-#include "comparison_view.hpp"
-#include "distortion_comparison_view.hpp"
-#include "drift_plot.hpp"
-#include "driftscan/error.hpp"
-#include "driftscan/interpolation.hpp"
-#include "image_view.hpp"
-#include "job_editor.hpp"
-#include "line_drift_plot.hpp"
-#include "line_drift_series.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/core/interpolation.hpp"
 #include "main_window.hpp"
-#include "result_set.hpp"
-#include "series_viewer.hpp"
-#include "vtk_view_widget.hpp"
+#include "plots/drift_plot.hpp"
+#include "plots/line_drift_plot.hpp"
+#include "project/line_drift_series.hpp"
+#include "project/result_set.hpp"
+#include "run/job_editor.hpp"
+#include "views/comparison_view.hpp"
+#include "views/distortion_comparison_view.hpp"
+#include "views/image_view.hpp"
+#include "views/series_viewer.hpp"
+#include "views/vtk_view_widget.hpp"
 
 namespace {
 int distinct_colours(const QImage& img) {

@@ -11,8 +11,8 @@
 
 #include <fftw3.h>
 
-#include "driftscan/error.hpp"
-#include "driftscan/mpi/dft_plan.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/mpi/dft/dft_plan.hpp"
 #include "hash_unit.hpp"
 #include "mpi_world.hpp"
 

@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "driftscan/averaging.hpp"
-#include "driftscan/error.hpp"
-#include "driftscan/mpi/distributed_average.hpp"
-#include "driftscan/synthetic_series.hpp"
-#include "driftscan/tiff_series.hpp"
-#include "driftscan/tiff_writer.hpp"
+#include "driftscan/averaging/averaging.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/formats/tiff/tiff_series.hpp"
+#include "driftscan/formats/tiff/tiff_writer.hpp"
+#include "driftscan/mpi/register/distributed_average.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 #include "mpi_world.hpp"
 
 using namespace driftscan;

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "driftscan/error.hpp"
-#include "driftscan/mpi/distributed_checkpoint.hpp"
-#include "driftscan/mpi/register_checkpoint.hpp"
-#include "driftscan/mpi/work_stealing_scan.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/mpi/register/distributed_checkpoint.hpp"
+#include "driftscan/mpi/register/register_checkpoint.hpp"
+#include "driftscan/mpi/scan/work_stealing_scan.hpp"
 #include "mpi_world.hpp"
 
 using namespace driftscan;

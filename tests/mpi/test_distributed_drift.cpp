@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "driftscan/mpi/distributed_drift.hpp"
-#include "driftscan/register_pipeline.hpp"
+#include "driftscan/mpi/register/distributed_drift.hpp"
+#include "driftscan/pipeline/register_pipeline.hpp"
 #include "mpi_world.hpp"
 
 using namespace driftscan;

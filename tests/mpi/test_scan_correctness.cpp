@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "driftscan/mpi/work_stealing_scan.hpp"
-#include "driftscan/sequential_scan.hpp"
+#include "driftscan/mpi/scan/work_stealing_scan.hpp"
+#include "driftscan/registration/sequential_scan.hpp"
 #include "mpi_world.hpp"
 
 using namespace driftscan;

@@ -22,13 +22,13 @@
 
 #include <fftw3.h>
 
-#include "driftscan/error.hpp"
-#include "driftscan/frame_source.hpp"
-#include "driftscan/job.hpp"
-#include "driftscan/mpi/job_runner.hpp"
-#include "driftscan/mpi/stack_spectrum.hpp"
-#include "driftscan/progress.hpp"
-#include "driftscan/tiff_series.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/core/frame_source.hpp"
+#include "driftscan/core/progress.hpp"
+#include "driftscan/formats/tiff/tiff_series.hpp"
+#include "driftscan/job/job.hpp"
+#include "driftscan/mpi/dft/stack_spectrum.hpp"
+#include "driftscan/mpi/jobs/job_runner.hpp"
 #include "hash_unit.hpp"
 #include "mpi_world.hpp"
 

@@ -24,9 +24,9 @@
 #include <string>
 #include <thread>
 
-#include "driftscan/error.hpp"
-#include "driftscan/tiff_page_appender.hpp"
-#include "driftscan/tiff_series.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/formats/tiff/tiff_page_appender.hpp"
+#include "driftscan/formats/tiff/tiff_series.hpp"
 
 namespace {
 

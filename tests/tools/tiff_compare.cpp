@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "driftscan/error.hpp"
-#include "driftscan/tiff_series.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/formats/tiff/tiff_series.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 3) {

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "../unit/format_test_files.hpp"
-#include "driftscan/synthetic_series.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 2) {

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "driftscan/atomic_file.hpp"
-#include "driftscan/error.hpp"
+#include "driftscan/core/atomic_file.hpp"
+#include "driftscan/core/error.hpp"
 #include "scratch_folder.hpp"
 #include "tiff_test_files.hpp"
 

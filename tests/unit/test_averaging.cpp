@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <limits>
 
-#include "driftscan/averaging.hpp"
-#include "driftscan/error.hpp"
-#include "driftscan/power_spectrum.hpp"
-#include "driftscan/synthetic_series.hpp"
+#include "driftscan/averaging/averaging.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/spectra/power_spectrum.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 
 using namespace driftscan;
 

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <random>
 
-#include "driftscan/bspline_taps.hpp"
-#include "driftscan/cubic_bspline.hpp"
+#include "driftscan/core/bspline_taps.hpp"
+#include "driftscan/core/cubic_bspline.hpp"
 
 using namespace driftscan;
 

@@ -10,10 +10,10 @@
 #include <limits>
 #include <random>
 
-#include "driftscan/averaging.hpp"
-#include "driftscan/cubic_warp.hpp"
-#include "driftscan/interpolation.hpp"
-#include "driftscan/synthetic_series.hpp"
+#include "driftscan/averaging/averaging.hpp"
+#include "driftscan/averaging/cubic_warp.hpp"
+#include "driftscan/core/interpolation.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 
 using namespace driftscan;
 

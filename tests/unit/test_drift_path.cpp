@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "driftscan/drift_path.hpp"
-#include "driftscan/error.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/scan_distortion/drift_path.hpp"
 
 using namespace driftscan;
 

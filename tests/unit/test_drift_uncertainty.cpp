@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "csv_test_file.hpp"
-#include "driftscan/drift_table.hpp"
-#include "driftscan/drift_uncertainty.hpp"
-#include "driftscan/error.hpp"
-#include "driftscan/frame_weights.hpp"
-#include "driftscan/register_pipeline.hpp"
-#include "driftscan/sequential_scan.hpp"
-#include "driftscan/synthetic_series.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/pipeline/register_pipeline.hpp"
+#include "driftscan/registration/drift_table.hpp"
+#include "driftscan/registration/drift_uncertainty.hpp"
+#include "driftscan/registration/frame_weights.hpp"
+#include "driftscan/registration/sequential_scan.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 
 using namespace driftscan;
 namespace fs = std::filesystem;

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "driftscan/error.hpp"
-#include "driftscan/series_opener.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/formats/series_opener.hpp"
 #include "format_test_files.hpp"
 
 using namespace driftscan;

@@ -6,8 +6,8 @@
 
 #include <filesystem>
 
-#include "driftscan/error.hpp"
-#include "driftscan/series_opener.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/formats/series_opener.hpp"
 
 using namespace driftscan;
 namespace fs = std::filesystem;

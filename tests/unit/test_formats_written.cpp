@@ -6,9 +6,9 @@
 #include <cmath>
 #include <filesystem>
 
-#include "driftscan/error.hpp"
-#include "driftscan/raw_pixels.hpp"
-#include "driftscan/series_opener.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/formats/raw_pixels.hpp"
+#include "driftscan/formats/series_opener.hpp"
 #include "format_test_files.hpp"
 
 using namespace driftscan;

@@ -9,11 +9,11 @@
 #include <fstream>
 #include <thread>
 
-#include "driftscan/error.hpp"
-#include "driftscan/growing_series.hpp"
-#include "driftscan/tiff_page_appender.hpp"
-#include "driftscan/tiff_series.hpp"
-#include "driftscan/tiff_writer.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/formats/growing_series.hpp"
+#include "driftscan/formats/tiff/tiff_page_appender.hpp"
+#include "driftscan/formats/tiff/tiff_series.hpp"
+#include "driftscan/formats/tiff/tiff_writer.hpp"
 #include "scratch_folder.hpp"
 
 using namespace driftscan;

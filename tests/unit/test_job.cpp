@@ -8,8 +8,8 @@
 #include <fstream>
 #include <functional>
 
-#include "driftscan/error.hpp"
-#include "driftscan/job.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/job/job.hpp"
 
 using driftscan::Error;
 using driftscan::ErrorKind;

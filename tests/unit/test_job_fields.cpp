@@ -5,9 +5,9 @@
 
 #include <set>
 
-#include "driftscan/enum_names.hpp"
-#include "driftscan/error.hpp"
-#include "driftscan/job_fields.hpp"
+#include "driftscan/core/enum_names.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/job/job_fields.hpp"
 
 using driftscan::Job;
 using driftscan::JobField;

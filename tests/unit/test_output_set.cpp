@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "driftscan/error.hpp"
-#include "driftscan/output_set.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/job/output_set.hpp"
 #include "scratch_folder.hpp"
 #include "tiff_test_files.hpp"
 

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <random>
 
-#include "driftscan/error.hpp"
-#include "driftscan/power_spectrum.hpp"
-#include "driftscan/synthetic_series.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/spectra/power_spectrum.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 
 using namespace driftscan;
 

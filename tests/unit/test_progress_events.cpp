@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "driftscan/progress.hpp"
+#include "driftscan/core/progress.hpp"
 
 using namespace driftscan;
 

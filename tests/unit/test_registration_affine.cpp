@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "csv_test_file.hpp"
-#include "driftscan/averaging.hpp"
-#include "driftscan/register_pipeline.hpp"
-#include "driftscan/synthetic_series.hpp"
+#include "driftscan/averaging/averaging.hpp"
+#include "driftscan/pipeline/register_pipeline.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 
 using namespace driftscan;
 namespace fs = std::filesystem;

@@ -15,12 +15,12 @@
 #include <nlohmann/json.hpp>
 
 #include "csv_test_file.hpp"
-#include "driftscan/error.hpp"
-#include "driftscan/pair_registration.hpp"
-#include "driftscan/register_pipeline.hpp"
-#include "driftscan/registration_failure.hpp"
-#include "driftscan/synthetic_series.hpp"
-#include "driftscan/tiff_series.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/formats/tiff/tiff_series.hpp"
+#include "driftscan/pipeline/register_pipeline.hpp"
+#include "driftscan/registration/pair_registration.hpp"
+#include "driftscan/registration/registration_failure.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 #include "scratch_folder.hpp"
 
 using namespace driftscan;

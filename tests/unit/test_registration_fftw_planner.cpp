@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "driftscan/fftw_planner.hpp"
+#include "driftscan/core/fftw_planner.hpp"
 
 using namespace driftscan;
 namespace fs = std::filesystem;

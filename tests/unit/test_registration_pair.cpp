@@ -5,9 +5,9 @@
 #include <cmath>
 #include <limits>
 
-#include "driftscan/error.hpp"
-#include "driftscan/pair_registration.hpp"
-#include "driftscan/synthetic_series.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/registration/pair_registration.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 
 using namespace driftscan;
 

@@ -14,11 +14,11 @@
 #include <nlohmann/json.hpp>
 
 #include "csv_test_file.hpp"
-#include "driftscan/error.hpp"
-#include "driftscan/power_spectrum.hpp"
-#include "driftscan/register_pipeline.hpp"
-#include "driftscan/synthetic_series.hpp"
-#include "driftscan/tiff_series.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/formats/tiff/tiff_series.hpp"
+#include "driftscan/pipeline/register_pipeline.hpp"
+#include "driftscan/spectra/power_spectrum.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 #include "scratch_folder.hpp"
 
 using namespace driftscan;

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <filesystem>
 
-#include "driftscan/power_spectrum.hpp"
-#include "driftscan/register_pipeline.hpp"
-#include "driftscan/tiff_series.hpp"
+#include "driftscan/formats/tiff/tiff_series.hpp"
+#include "driftscan/pipeline/register_pipeline.hpp"
+#include "driftscan/spectra/power_spectrum.hpp"
 
 using namespace driftscan;
 namespace fs = std::filesystem;

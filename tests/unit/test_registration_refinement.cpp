@@ -7,9 +7,9 @@
 
 #include <cmath>
 
-#include "driftscan/error.hpp"
-#include "driftscan/refinement.hpp"
-#include "driftscan/synthetic_series.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/registration/refinement.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 
 using namespace driftscan;
 

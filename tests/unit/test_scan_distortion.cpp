@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "driftscan/error.hpp"
-#include "driftscan/frame_source.hpp"
-#include "driftscan/progress.hpp"
-#include "driftscan/register_pipeline.hpp"
-#include "driftscan/scan_distortion.hpp"
-#include "driftscan/synthetic_series.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/core/frame_source.hpp"
+#include "driftscan/core/progress.hpp"
+#include "driftscan/pipeline/register_pipeline.hpp"
+#include "driftscan/scan_distortion/scan_distortion.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 
 using namespace driftscan;
 namespace fs = std::filesystem;

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "driftscan/error.hpp"
-#include "driftscan/job.hpp"
-#include "driftscan/scan_timing.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/core/scan_timing.hpp"
+#include "driftscan/job/job.hpp"
 
 using namespace driftscan;
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "csv_test_file.hpp"
-#include "driftscan/error.hpp"
-#include "driftscan/synthetic_series.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 
 using namespace driftscan;
 

@@ -12,9 +12,9 @@
 #include <fstream>
 #include <numeric>
 
-#include "driftscan/error.hpp"
-#include "driftscan/synthetic_series.hpp"
-#include "driftscan/tiff_series.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/formats/tiff/tiff_series.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
 
 using namespace driftscan;
 

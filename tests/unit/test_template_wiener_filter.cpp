@@ -7,8 +7,8 @@
 #include <cmath>
 #include <random>
 
-#include "driftscan/error.hpp"
-#include "driftscan/template_wiener_filter.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/scan_distortion/template_wiener_filter.hpp"
 
 using namespace driftscan;
 

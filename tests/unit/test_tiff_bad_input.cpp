@@ -6,8 +6,8 @@
 
 #include <fstream>
 
-#include "driftscan/error.hpp"
-#include "driftscan/tiff_series.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/formats/tiff/tiff_series.hpp"
 #include "tiff_test_files.hpp"
 
 using namespace driftscan;

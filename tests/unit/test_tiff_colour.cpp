@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "driftscan/tiff_series.hpp"
+#include "driftscan/formats/tiff/tiff_series.hpp"
 #include "tiff_test_files.hpp"
 
 using namespace driftscan;

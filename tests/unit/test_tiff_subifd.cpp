@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "driftscan/error.hpp"
-#include "driftscan/tiff_series.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/formats/tiff/tiff_series.hpp"
 #include "tiff_test_files.hpp"
 
 using namespace driftscan;

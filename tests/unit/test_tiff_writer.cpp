@@ -6,9 +6,9 @@
 #include <cmath>
 #include <limits>
 
-#include "driftscan/error.hpp"
-#include "driftscan/tiff_series.hpp"
-#include "driftscan/tiff_writer.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/formats/tiff/tiff_series.hpp"
+#include "driftscan/formats/tiff/tiff_writer.hpp"
 #include "tiff_test_files.hpp"
 
 using namespace driftscan;

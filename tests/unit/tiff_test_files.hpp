@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "driftscan/frame.hpp"
+#include "driftscan/core/frame.hpp"
 
 namespace tifftest {
 

@@ -40,7 +40,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "driftscan/job.hpp"
+#include "driftscan/job/job.hpp"
 #include "driftscan/launch/profile.hpp"
 
 namespace driftscan::launch {

@@ -1,0 +1,357 @@
+#include "run/job_editor.hpp"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include "driftscan/core/error.hpp"
+#include "driftscan/job/job_fields.hpp"
+
+using driftscan::Job;
+
+QLabel* JobEditor::messageLabel() {
+  auto* l = new QLabel;
+  l->setWordWrap(true);
+  l->setStyleSheet("color: #c0392b;");
+  l->hide();
+  return l;
+}
+
+JobEditor::JobEditor(QWidget* parent) : QWidget(parent) {
+  auto* top = new QVBoxLayout(this);
+  static const std::map<std::string, QString> titles{{"", "Series and results"},
+                                                     {"registration", "Registration"},
+                                                     {"averaging", "Averaging"},
+                                                     {"scan", "Scan timing and distortion"},
+                                                     {"follow", "Follow an acquisition (File > Follow acquisition...)"},
+                                                     {"execution", "Where to run"}};
+  std::vector<std::string> blocks{""};
+  for (const auto& b : driftscan::job_blocks()) blocks.push_back(b);
+  for (const auto& block : blocks) {
+    std::vector<const driftscan::JobField*> shown;
+    for (const auto& f : driftscan::job_fields())
+      if (f.block == block && f.editor.label) shown.push_back(&f);
+    if (shown.empty()) continue;
+    auto* g = new QGroupBox(titles.count(block) ? titles.at(block) : QString::fromStdString(block));
+    auto* form = new QFormLayout(g);
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    top->addWidget(g);
+    const driftscan::JobField* roiField = nullptr;
+    for (const auto* f : shown) {
+      QString label = f->editor.label;
+      if (f->editor.unit) label += QString(" (%1)").arg(f->editor.unit);
+      if (f->type == driftscan::FieldType::rectangle) {
+        roiField = f;  // after the block's messages, with its own
+      } else if (f->type == driftscan::FieldType::number_pair) {
+        // On/off and two periods: "[x] band-pass  2.0 to 64.0 px".
+        auto dspin = [f](double step) {
+          auto* s = new QDoubleSpinBox;
+          s->setRange(f->editor.lo, f->editor.hi);
+          s->setDecimals(f->editor.decimals);
+          s->setSingleStep(step);
+          return s;
+        };
+        bandpassOn_ = new QCheckBox("band-pass");
+        bandLow_ = dspin(f->editor.step);
+        bandHigh_ = dspin(2 * f->editor.step);
+        auto* band = new QHBoxLayout;
+        band->addWidget(bandpassOn_);
+        band->addWidget(bandLow_);
+        band->addWidget(new QLabel("to"));
+        band->addWidget(bandHigh_);
+        band->addWidget(new QLabel(f->editor.unit));
+        form->addRow(f->editor.label, band);  // the unit is at the end of the row
+      } else {
+        QWidget* w = makeWidget(*f);
+        fields_.push_back({f, w});
+        form->addRow(label, w);
+      }
+    }
+    QLabel* msg = messageLabel();
+    form->addRow(msg);
+    blockMsg_[block] = msg;
+    if (roiField) {
+      roiWhole_ = new QCheckBox("whole frame");
+      auto* roiRow = new QHBoxLayout;
+      const char* names[4] = {"x", "y", "w", "h"};
+      for (int i = 0; i < 4; ++i) {
+        roi_[i] = new QSpinBox;
+        roi_[i]->setRange(0, 1 << 20);
+        roi_[i]->setPrefix(QString(names[i]) + " ");
+        roiRow->addWidget(roi_[i]);
+      }
+      form->addRow(roiField->editor.label, roiWhole_);
+      form->addRow("", roiRow);
+      roiMsg_ = messageLabel();
+      form->addRow(roiMsg_);
+    }
+  }
+  inputMsg_ = blockMsg_.at("");
+  registrationMsg_ = blockMsg_.at("registration");
+  averagingMsg_ = blockMsg_.at("averaging");
+  executionMsg_ = blockMsg_.at("execution");
+  jobMsg_ = messageLabel();
+  top->addWidget(jobMsg_);
+  top->addStretch(1);
+
+  setJob(Job{});
+  auto notify = [this] {
+    updateEnabled();
+    if (!loading_) {
+      revalidate();
+      emit changed();
+    }
+  };
+  for (const auto& fw : fields_) {
+    if (auto* e = qobject_cast<QLineEdit*>(fw.widget)) connect(e, &QLineEdit::textChanged, this, notify);
+    else if (auto* c = qobject_cast<QComboBox*>(fw.widget))
+      connect(c, qOverload<int>(&QComboBox::currentIndexChanged), this, notify);
+    else if (auto* s = qobject_cast<QSpinBox*>(fw.widget))
+      connect(s, qOverload<int>(&QSpinBox::valueChanged), this, notify);
+    else if (auto* d = qobject_cast<QDoubleSpinBox*>(fw.widget))
+      connect(d, qOverload<double>(&QDoubleSpinBox::valueChanged), this, notify);
+    else if (auto* b = qobject_cast<QCheckBox*>(fw.widget)) connect(b, &QCheckBox::toggled, this, notify);
+  }
+  for (auto* s : {bandLow_, bandHigh_}) connect(s, qOverload<double>(&QDoubleSpinBox::valueChanged), this, notify);
+  connect(bandpassOn_, &QCheckBox::toggled, this, [this, notify](bool on) {
+    bandLow_->setEnabled(on);
+    bandHigh_->setEnabled(on);
+    notify();
+  });
+  auto roiChanged = [this, notify] {
+    const bool whole = roiWhole_->isChecked();
+    for (auto* s : roi_) s->setEnabled(!whole);
+    if (!loading_) {
+      if (whole) emit roiEdited(0, 0, 0, 0);
+      else emit roiEdited(roi_[0]->value(), roi_[1]->value(), roi_[2]->value(), roi_[3]->value());
+    }
+    notify();
+  };
+  connect(roiWhole_, &QCheckBox::toggled, this, roiChanged);
+  for (auto* s : roi_) connect(s, qOverload<int>(&QSpinBox::valueChanged), this, roiChanged);
+}
+
+QWidget* JobEditor::makeWidget(const driftscan::JobField& f) {
+  using driftscan::FieldType;
+  switch (f.type) {
+    case FieldType::integer:
+    case FieldType::count:
+    case FieldType::seed: {
+      auto* s = new QSpinBox;
+      s->setRange(int(f.editor.lo), int(f.editor.hi));
+      return s;
+    }
+    case FieldType::number:
+    case FieldType::optional_number: {
+      auto* s = new QDoubleSpinBox;
+      s->setRange(f.editor.lo, f.editor.hi);
+      s->setDecimals(f.editor.decimals);
+      s->setSingleStep(f.editor.step);
+      return s;
+    }
+    case FieldType::choice: {
+      auto* c = new QComboBox;
+      for (const auto& name : f.choices) c->addItem(QString::fromStdString(name));
+      return c;
+    }
+    case FieldType::boolean: return new QCheckBox;
+    default: break;
+  }
+  if (f.editor.listed) {
+    profile_ = new QComboBox;
+    profile_->addItem("local");
+    return profile_;
+  }
+  auto* e = new QLineEdit;
+  if (f.editor.placeholder) e->setPlaceholderText(f.editor.placeholder);
+  return e;
+}
+
+void JobEditor::showValue(const FieldWidget& fw, const nlohmann::json& v) {
+  if (auto* e = qobject_cast<QLineEdit*>(fw.widget)) {
+    e->setText(v.is_string() ? QString::fromStdString(v.get<std::string>()) : QString());
+  } else if (auto* c = qobject_cast<QComboBox*>(fw.widget)) {
+    const QString name = v.is_string() ? QString::fromStdString(v.get<std::string>()) : QString();
+    if (c->findText(name) < 0 && fw.field->editor.listed) c->addItem(name);  // a profile this machine lacks
+    c->setCurrentIndex(c->findText(name));
+  } else if (auto* s = qobject_cast<QSpinBox*>(fw.widget)) {
+    s->setValue(v.is_number() ? v.get<int>() : 0);
+  } else if (auto* d = qobject_cast<QDoubleSpinBox*>(fw.widget)) {
+    d->setValue(v.is_number() ? v.get<double>() : 0.0);
+  } else if (auto* b = qobject_cast<QCheckBox*>(fw.widget)) {
+    b->setChecked(v.is_boolean() && v.get<bool>());
+  }
+}
+
+nlohmann::json JobEditor::valueOf(const FieldWidget& fw) const {
+  if (auto* e = qobject_cast<QLineEdit*>(fw.widget)) return e->text().trimmed().toStdString();
+  if (auto* c = qobject_cast<QComboBox*>(fw.widget)) return c->currentText().toStdString();
+  if (auto* s = qobject_cast<QSpinBox*>(fw.widget)) return s->value();
+  if (auto* d = qobject_cast<QDoubleSpinBox*>(fw.widget)) return d->value();
+  if (auto* b = qobject_cast<QCheckBox*>(fw.widget)) return b->isChecked();
+  return nullptr;
+}
+
+const JobEditor::FieldWidget* JobEditor::fieldWidget(const std::string& path) const {
+  for (const auto& fw : fields_)
+    if (fw.field->path() == path) return &fw;
+  return nullptr;
+}
+
+// A field that only matters while another has a given value (the clipped
+// mean's sigma) is disabled otherwise.
+void JobEditor::updateEnabled() {
+  for (const auto& fw : fields_) {
+    const auto& hints = fw.field->editor;
+    if (!hints.enabled_by) continue;
+    const FieldWidget* by = fieldWidget(hints.enabled_by);
+    if (!by) continue;
+    // A choice compares as its name, a switch as "true" / "false".
+    const nlohmann::json v = valueOf(*by);
+    fw.widget->setEnabled((v.is_string() ? v.get<std::string>() : v.dump()) == hints.enabled_value);
+  }
+}
+
+void JobEditor::setProfiles(const QStringList& names) {
+  const QString current = profile_->currentText();
+  loading_ = true;
+  profile_->clear();
+  profile_->addItems(names.isEmpty() ? QStringList{"local"} : names);
+  const int i = profile_->findText(current);
+  profile_->setCurrentIndex(i >= 0 ? i : 0);
+  loading_ = false;
+  revalidate();
+}
+
+void JobEditor::setJob(const Job& job) {
+  loading_ = true;
+  base_ = job;
+  for (const auto& fw : fields_) showValue(fw, fw.field->get(job));
+  const auto& r = job.registration.roi;
+  roiWhole_->setChecked(r.whole_frame());
+  roi_[0]->setValue(r.x);
+  roi_[1]->setValue(r.y);
+  roi_[2]->setValue(r.w);
+  roi_[3]->setValue(r.h);
+  for (auto* s : roi_) s->setEnabled(!r.whole_frame());
+  const bool band = job.registration.bandpass_low > 0 || job.registration.bandpass_high > 0;
+  bandpassOn_->setChecked(band);
+  bandLow_->setValue(band ? job.registration.bandpass_low : 2.0);
+  bandHigh_->setValue(band ? job.registration.bandpass_high : 64.0);
+  bandLow_->setEnabled(band);
+  bandHigh_->setEnabled(band);
+  updateEnabled();
+  loading_ = false;
+  revalidate();
+  emit changed();  // views bound to job fields (the frame table's sigma limit) follow
+}
+
+Job JobEditor::job() const {
+  Job j = base_;
+  for (const auto& fw : fields_) fw.field->set(j, valueOf(fw));
+  if (roiWhole_->isChecked()) j.registration.roi = driftscan::Roi{};
+  else j.registration.roi = driftscan::Roi{roi_[0]->value(), roi_[1]->value(), roi_[2]->value(), roi_[3]->value()};
+  j.registration.bandpass_low = bandpassOn_->isChecked() ? bandLow_->value() : 0.0;
+  j.registration.bandpass_high = bandpassOn_->isChecked() ? bandHigh_->value() : 0.0;
+  return j;
+}
+
+void JobEditor::setFrameSize(int width, int height) {
+  frameW_ = width;
+  frameH_ = height;
+  revalidate();
+}
+
+void JobEditor::setInput(const QString& path) { qobject_cast<QLineEdit*>(fieldWidget("input")->widget)->setText(path); }
+
+void JobEditor::setRoi(int x, int y, int w, int h) {
+  loading_ = true;
+  roiWhole_->setChecked(w <= 0 || h <= 0);
+  roi_[0]->setValue(x);
+  roi_[1]->setValue(y);
+  roi_[2]->setValue(w);
+  roi_[3]->setValue(h);
+  for (auto* s : roi_) s->setEnabled(w > 0 && h > 0);
+  loading_ = false;
+  revalidate();
+  emit changed();
+}
+
+QStringList JobEditor::validationErrors() const {
+  QStringList all;
+  for (auto* l : {inputMsg_, registrationMsg_, roiMsg_, averagingMsg_, executionMsg_, jobMsg_})
+    if (!l->text().isEmpty()) all << l->text();
+  return all;
+}
+
+void JobEditor::revalidate() {
+  QStringList in, reg, roi, avg, exe;
+  const Job j = job();
+  if (j.input.empty()) in << "Open a series (the input is empty).";
+  else if (j.input.find('*') == std::string::npos && !QFileInfo::exists(QString::fromStdString(j.input)) &&
+           // A followed TIFF not yet created is waited for; its folder must exist.
+           !(j.follow.enabled && QFileInfo(QString::fromStdString(j.input)).absoluteDir().exists()))
+    in << QString("Input %1 does not exist.").arg(QString::fromStdString(j.input));
+  if (j.output.empty()) in << "Choose a results folder.";
+  // The ranges of the job-field table, for the fields shown and in use.
+  std::map<std::string, QStringList> ranges;
+  for (const auto& fw : fields_) {
+    const auto& f = *fw.field;
+    const nlohmann::json v = valueOf(fw);
+    if (!f.has_range() || !v.is_number() || !fw.widget->isEnabledTo(this)) continue;
+    if (!f.in_range(v.get<double>()))
+      ranges[f.block] << QString("%1 must be %2.").arg(f.editor.label).arg(QString::fromStdString(f.range_text()));
+  }
+  in << ranges[""];
+  reg << ranges["registration"];
+  if (bandpassOn_->isChecked() && bandLow_->value() >= bandHigh_->value())
+    reg << "Band-pass: the shortest period kept must be below the longest.";
+  if (bandpassOn_->isChecked() && bandLow_->value() < 2.0)
+    reg << "Band-pass: periods below 2 px do not exist (Nyquist).";
+  if (!roiWhole_->isChecked()) {
+    const auto& r = j.registration.roi;
+    if (r.w < 8 || r.h < 8) roi << "ROI must be at least 8 x 8 pixels.";
+    if (frameW_ > 0 && (r.x + r.w > frameW_ || r.y + r.h > frameH_))
+      roi << QString("ROI %1,%2 %3x%4 exceeds the %5x%6 frame.")
+                 .arg(r.x)
+                 .arg(r.y)
+                 .arg(r.w)
+                 .arg(r.h)
+                 .arg(frameW_)
+                 .arg(frameH_);
+  }
+  if (j.averaging.interpolation == driftscan::Interpolation::fourier &&
+      j.registration.model != driftscan::MotionModel::translation)
+    avg << "Fourier interpolation only applies to the translation model.";
+  avg << ranges["averaging"];
+  if (j.execution.profile.empty()) exe << "Choose a launcher profile.";
+  exe << ranges["execution"];
+  QString engineMsg;
+  if (in.isEmpty() && reg.isEmpty() && roi.isEmpty() && avg.isEmpty() && exe.isEmpty()) {
+    // The engine's own rules, so the GUI never accepts what the engine rejects.
+    try {
+      driftscan::validate(j);
+    } catch (const driftscan::Error& e) {
+      engineMsg = QString::fromStdString(e.what());
+    }
+  }
+  auto show = [](QLabel* l, const QStringList& m) {
+    l->setText(m.join("\n"));
+    l->setVisible(!m.isEmpty());
+  };
+  show(inputMsg_, in);
+  show(registrationMsg_, reg);
+  show(roiMsg_, roi);
+  show(averagingMsg_, avg);
+  show(executionMsg_, exe);
+  show(jobMsg_, engineMsg.isEmpty() ? QStringList{} : QStringList{engineMsg});
+}

@@ -1,0 +1,209 @@
+// Per-frame drift uncertainty; see drift_uncertainty.hpp.
+#include "driftscan/registration/drift_uncertainty.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "driftscan/core/error.hpp"
+#include "driftscan/registration/frame_weights.hpp"
+
+namespace driftscan {
+
+bool looks_like_counts(const Frame& f) {
+  for (float v : f.pixels)
+    if (!(v >= 0.0f) || v != std::floor(v)) return false;
+  return !f.pixels.empty();
+}
+
+double reference_noise_share(const RefineInformation& info, bool counts) {
+  if (!counts) return 0.5;
+  // Poisson: var f = mean f; the moving frame enters as alpha g + beta with
+  // var = alpha^2 mean g = alpha (mean f - beta).
+  const double vf = std::max(0.0, info.reference_mean);
+  const double vg = std::max(0.0, info.alpha * (info.reference_mean - info.beta));
+  return vf + vg > 0 ? vf / (vf + vg) : 0.5;
+}
+
+DriftUncertainty drift_uncertainty(const RefineInformation& info, const Transform& t, Point c, double share) {
+  DriftUncertainty u;
+  const double inf = std::numeric_limits<double>::infinity();
+  if (info.singular) {
+    u.singular = true;
+    u.sigma_dx = u.sigma_dy = u.sigma_angle_deg = u.common_sigma_dx = u.common_sigma_dy = inf;
+    u.sigma_affine.fill(inf);
+    return u;
+  }
+  const auto& C = info.covariance;
+  auto quad = [&](const std::array<double, 6>& g, const std::array<double, 6>& h) {
+    double v = 0;
+    for (std::size_t i = 0; i < 6; ++i)
+      for (std::size_t j = 0; j < 6; ++j) v += g[i] * C[i * 6 + j] * h[j];
+    return v;
+  };
+  // dx = (a-1) cx + b cy + tx, dy = c cx + (d-1) cy + ty; angle = atan2(c-b, a+d).
+  const std::array<double, 6> gx{c.x, c.y, 0, 0, 1, 0}, gy{0, 0, c.x, c.y, 0, 1};
+  const double p = t.c - t.b, q = t.a + t.d, n2 = std::max(1e-300, p * p + q * q), deg = 180.0 / M_PI;
+  const std::array<double, 6> ga{-p / n2 * deg, -q / n2 * deg, q / n2 * deg, -p / n2 * deg, 0, 0};
+  const double vx = std::max(0.0, quad(gx, gx)), vy = std::max(0.0, quad(gy, gy));
+  u.sigma_dx = std::sqrt(vx);
+  u.sigma_dy = std::sqrt(vy);
+  u.cov_dxdy = quad(gx, gy);
+  u.sigma_angle_deg = std::sqrt(std::max(0.0, quad(ga, ga)));
+  for (std::size_t i = 0; i < 6; ++i) u.sigma_affine[i] = std::sqrt(std::max(0.0, C[i * 7]));
+  share = std::clamp(share, 0.0, 1.0);
+  const double r2 = info.residual_rms * info.residual_rms;
+  u.noise_variance = (1.0 - share) * r2 / std::max(1e-300, info.alpha * info.alpha);
+  u.reference_noise_variance = share * r2;
+  u.common_sigma_dx = std::sqrt(share * vx);
+  u.common_sigma_dy = std::sqrt(share * vy);
+  u.common_cov_dxdy = share * u.cov_dxdy;
+  return u;
+}
+
+std::vector<DriftUncertainty> estimate_drift_uncertainty(const RegistrationOperator& op,
+                                                         const std::vector<Registration>& registrations,
+                                                         std::size_t begin, std::size_t end, int threads,
+                                                         Progress* progress, const CancelToken* cancel) {
+  end = std::min(end, registrations.size());
+  std::vector<DriftUncertainty> out(end > begin ? end - begin : 0);
+  if (out.empty()) return out;
+  const FrameSource& frames = op.frames();
+  const bool counts = looks_like_counts(frames.frame(0));
+  const Point centre{(frames.width() - 1) / 2.0, (frames.height() - 1) / 2.0};
+  const long n = static_cast<long>(out.size());
+  std::string error;
+  ErrorKind kind = ErrorKind::failure;
+  std::size_t done = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(std::max(1, threads))
+  for (long i = 0; i < n; ++i) {
+    try {
+      if (cancel) cancel->throw_if_cancelled();
+      const Registration& r = registrations[begin + static_cast<std::size_t>(i)];
+      const RefineInformation info = op.information(r);
+      out[static_cast<std::size_t>(i)] =
+          drift_uncertainty(info, r.transform, centre, reference_noise_share(info, counts));
+    } catch (const Error& e) {
+#pragma omp critical(drift_uncertainty_error)
+      if (error.empty() || e.kind() == ErrorKind::cancelled) {
+        error = e.what();
+        kind = e.kind();
+      }
+    }
+#pragma omp critical(drift_uncertainty_progress)
+    if (progress) progress->advance(++done);
+  }
+  if (!error.empty()) throw Error(kind, error);
+  return out;
+}
+
+UncertaintySample sample_uncertainty(const std::vector<DriftUncertainty>& block, std::size_t first_frame) {
+  UncertaintySample s;
+  for (std::size_t i = first_frame == 0 ? 1 : 0; i < block.size(); ++i) {  // frame 0 is exact
+    const std::size_t k = first_frame + i;
+    const DriftUncertainty& u = block[i];
+    if (u.singular || !std::isfinite(u.sigma())) {
+      s.singular_frames.push_back(k);
+      continue;
+    }
+    s.sigma.push_back(u.sigma());
+    s.common_sigma_dx.push_back(u.common_sigma_dx);
+    s.common_sigma_dy.push_back(u.common_sigma_dy);
+    s.common_cov_dxdy.push_back(u.common_cov_dxdy);
+    if (u.sigma() > s.worst_sigma) {
+      s.worst_sigma = u.sigma();
+      s.worst_frame = k;
+    }
+  }
+  return s;
+}
+
+UncertaintySummary summarize_uncertainty(const std::vector<DriftUncertainty>& frames) {
+  UncertaintySample v = sample_uncertainty(frames, 0);
+  UncertaintySummary s;
+  auto median = [](std::vector<double>& v) {
+    if (v.empty()) return 0.0;
+    auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+    std::nth_element(v.begin(), mid, v.end());
+    return *mid;
+  };
+  s.median_sigma = median(v.sigma);
+  s.common_sigma_dx = median(v.common_sigma_dx);
+  s.common_sigma_dy = median(v.common_sigma_dy);
+  s.common_cov_dxdy = median(v.common_cov_dxdy);
+  s.worst_sigma = v.worst_sigma;
+  s.worst_frame = v.worst_frame;
+  s.singular_frames = std::move(v.singular_frames);
+  return s;
+}
+
+nlohmann::json to_json(const UncertaintySummary& s) {
+  return {
+      {"method",
+       "Fisher information of the final refinement of 0 -> k (Gauss-Newton normal matrix, noise from the residual "
+       "with its spatial correlation); sigma = max(sigma_dx, sigma_dy) per frame, px"},
+      {"common", {{"sigma_dx", s.common_sigma_dx}, {"sigma_dy", s.common_sigma_dy}, {"cov_dxdy", s.common_cov_dxdy}}},
+      {"median_sigma", s.median_sigma},
+      {"worst_sigma", s.worst_sigma},
+      {"worst_frame", s.worst_frame},
+      {"singular_frames", s.singular_frames}};
+}
+
+std::vector<std::size_t> frames_above_sigma(const std::vector<double>& sigma, double max_sigma,
+                                            std::size_t first_frame) {
+  std::vector<std::size_t> out;
+  if (!(max_sigma > 0)) return out;
+  for (std::size_t i = first_frame == 0 ? 1 : 0; i < sigma.size(); ++i)
+    if (!(sigma[i] <= max_sigma)) out.push_back(first_frame + i);
+  return out;
+}
+
+std::string above_sigma_warning(const std::vector<std::size_t>& frames, double max_sigma) {
+  if (frames.empty()) return {};
+  std::string list;
+  for (std::size_t i = 0; i < frames.size() && i < 10; ++i) list += (i ? ", " : "") + std::to_string(frames[i]);
+  if (frames.size() > 10) list += ", ...";
+  return std::to_string(frames.size()) + " frame(s) with a drift sigma above max_sigma " + message_number(max_sigma) +
+         " px excluded from the average (frames " + list + ")";
+}
+
+std::vector<double> reference_noise_views(const std::vector<DriftUncertainty>& frames) {
+  std::vector<double> ref;
+  for (const DriftUncertainty& u : frames)
+    if (!u.singular && u.reference_noise_variance > 0) ref.push_back(u.reference_noise_variance);
+  return ref;
+}
+
+std::vector<double> frame_noise_variances(const std::vector<DriftUncertainty>& frames) {
+  std::vector<double> noise, ref = reference_noise_views(frames);
+  noise.reserve(frames.size());
+  for (const DriftUncertainty& u : frames) noise.push_back(u.noise_variance);
+  if (!noise.empty() && !ref.empty()) {
+    std::nth_element(ref.begin(), ref.begin() + static_cast<std::ptrdiff_t>(ref.size() / 2), ref.end());
+    noise[0] = ref[ref.size() / 2];
+  }
+  return noise;
+}
+
+std::vector<double> uncertainty_weights(const std::vector<DriftUncertainty>& frames) {
+  std::vector<double> sigma;
+  sigma.reserve(frames.size());
+  for (const DriftUncertainty& u : frames)
+    sigma.push_back(u.singular ? std::numeric_limits<double>::infinity() : u.sigma());
+  return inverse_variance_weights(sigma, frame_noise_variances(frames));
+}
+
+std::string singular_warning(const UncertaintySummary& s) {
+  if (s.singular_frames.empty()) return {};
+  std::string list;
+  for (std::size_t i = 0; i < s.singular_frames.size() && i < 10; ++i)
+    list += (i ? ", " : "") + std::to_string(s.singular_frames[i]);
+  if (s.singular_frames.size() > 10) list += ", ...";
+  return std::to_string(s.singular_frames.size()) +
+         " frame(s) carry no information on their drift (blank, constant or a single edge direction): sigma = inf "
+         "(frames " +
+         list + ")";
+}
+
+}  // namespace driftscan

@@ -1,0 +1,894 @@
+// Intensity-based refinement (inverse-compositional Gauss-Newton with
+// gain/offset and LM damping); see refinement.hpp.
+#include "driftscan/registration/refinement.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "driftscan/core/cubic_bspline.hpp"
+#include "driftscan/core/error.hpp"
+
+namespace driftscan {
+
+namespace {
+
+// Clamped separable convolution with a symmetric kernel k[0..r].
+Frame convolve_separable(const Frame& f, const std::vector<float>& k, int threads = 1) {
+  const int r = static_cast<int>(k.size()) - 1, w = f.width, h = f.height;
+  Frame tmp(w, h), out(w, h);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && h > 32)
+  for (int y = 0; y < h; ++y) {
+    const float* in = f.row(y);
+    float* o = tmp.row(y);
+    for (int x = 0; x < w; ++x) {
+      float s = k[0] * in[x];
+      if (x >= r && x + r < w) {
+        for (int i = 1; i <= r; ++i) s += k[static_cast<std::size_t>(i)] * (in[x - i] + in[x + i]);
+      } else {
+        for (int i = 1; i <= r; ++i)
+          s += k[static_cast<std::size_t>(i)] * (in[std::max(0, x - i)] + in[std::min(w - 1, x + i)]);
+      }
+      o[x] = s;
+    }
+  }
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && h > 32)
+  for (int y = 0; y < h; ++y) {
+    float* o = out.row(y);
+    const float* c = tmp.row(y);
+    for (int x = 0; x < w; ++x) o[x] = k[0] * c[x];
+    for (int i = 1; i <= r; ++i) {
+      const float* up = tmp.row(std::max(0, y - i));
+      const float* dn = tmp.row(std::min(h - 1, y + i));
+      const float ki = k[static_cast<std::size_t>(i)];
+      for (int x = 0; x < w; ++x) o[x] += ki * (up[x] + dn[x]);
+    }
+  }
+  return out;
+}
+
+// Burt's 5-tap kernel then every other pixel: level L pixel i sits at 2^L i.
+Frame downsample(const Frame& f, int threads = 1) {
+  Frame blurred = convolve_separable(f, {6.0f / 16, 4.0f / 16, 1.0f / 16}, threads);
+  Frame out((f.width + 1) / 2, (f.height + 1) / 2);
+  for (int y = 0; y < out.height; ++y)
+    for (int x = 0; x < out.width; ++x) out.at(x, y) = blurred.at(2 * x, 2 * y);
+  return out;
+}
+
+void gradients(const Frame& f, Frame& gx, Frame& gy, int threads = 1) {
+  gx = Frame(f.width, f.height);
+  gy = Frame(f.width, f.height);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && f.height > 32)
+  for (int y = 0; y < f.height; ++y)
+    for (int x = 0; x < f.width; ++x) {
+      int xl = std::max(0, x - 1), xr = std::min(f.width - 1, x + 1);
+      int yu = std::max(0, y - 1), yd = std::min(f.height - 1, y + 1);
+      gx.at(x, y) = (f.at(xr, y) - f.at(xl, y)) / static_cast<float>(std::max(1, xr - xl));
+      gy.at(x, y) = (f.at(x, yd) - f.at(x, yu)) / static_cast<float>(std::max(1, yd - yu));
+    }
+}
+
+// Cholesky succeeds: the symmetric n x n matrix is positive definite.
+bool positive_definite(int n, const std::array<double, 36>& a) {
+  double l[6][6] = {};
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j <= i; ++j) {
+      double v = a[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)];
+      for (int k = 0; k < j; ++k) v -= l[i][k] * l[j][k];
+      if (i == j) {
+        if (!(v > 0)) return false;
+        l[i][i] = std::sqrt(v);
+      } else {
+        l[i][j] = v / l[j][j];
+      }
+    }
+  return true;
+}
+
+// out[i] = sum of in[i + d], lo <= d <= hi, over the n samples `step`
+// apart (zero outside): a running sum, O(n) whatever the window.
+void window_sum(const float* in, float* out, int n, std::ptrdiff_t step, int lo, int hi) {
+  double acc = 0;
+  for (int k = lo; k <= hi; ++k)
+    if (k >= 0 && k < n) acc += in[k * step];
+  for (int i = 0; i < n; ++i) {
+    out[i * step] = static_cast<float>(acc);
+    if (i + hi + 1 < n && i + hi + 1 >= 0) acc += in[(i + hi + 1) * step];
+    if (i + lo >= 0 && i + lo < n) acc -= in[(i + lo) * step];
+  }
+}
+
+// v (w x h) replaced by its sum over the offsets lo <= dx, dy <= hi around
+// every pixel (zero outside): running sums, along rows in place, down the
+// columns a row at a time (sequential memory on big frames). With lo = -R,
+// hi = R, sum_q u_i(q) box(u_j)(q) is the lag sum sum_q sum_|d|<=R u_i(q)
+// u_j(q+d) in O(pixels) instead of O(pixels x lags).
+void box_sum(std::vector<float>& v, int w, int h, int lo, int hi) {
+  const auto W = static_cast<std::ptrdiff_t>(w);
+  std::vector<float> line(static_cast<std::size_t>(w));
+  for (int y = 0; y < h; ++y) {
+    window_sum(v.data() + y * W, line.data(), w, 1, lo, hi);
+    std::copy(line.begin(), line.end(), v.begin() + y * W);
+  }
+  std::vector<float> out(v.size());
+  std::vector<double> acc(static_cast<std::size_t>(w), 0.0);
+  auto add_row = [&](int y, double sign) {
+    if (y < 0 || y >= h) return;
+    const float* r = v.data() + y * W;
+    for (int x = 0; x < w; ++x) acc[static_cast<std::size_t>(x)] += sign * r[x];
+  };
+  for (int k = lo; k <= hi; ++k) add_row(k, 1.0);
+  for (int y = 0; y < h; ++y) {
+    float* o = out.data() + y * W;
+    for (int x = 0; x < w; ++x) o[x] = static_cast<float>(acc[static_cast<std::size_t>(x)]);
+    add_row(y + hi + 1, 1.0);
+    add_row(y + lo, -1.0);
+  }
+  v.swap(out);
+}
+
+int param_count(MotionModel m) { return m == MotionModel::translation ? 2 : m == MotionModel::rigid ? 3 : 6; }
+
+// Solves (H + lambda diag H) x = b for n <= 6 by Gaussian elimination with
+// partial pivoting; false when singular.
+bool solve(int n, const std::array<double, 36>& H, const std::array<double, 6>& b, double lambda,
+           std::array<double, 6>& x) {
+  double m[6][7];
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) m[i][j] = H[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)];
+    m[i][i] *= 1.0 + lambda;
+    m[i][n] = b[static_cast<std::size_t>(i)];
+  }
+  for (int c = 0; c < n; ++c) {
+    int p = c;
+    for (int r = c + 1; r < n; ++r)
+      if (std::abs(m[r][c]) > std::abs(m[p][c])) p = r;
+    if (!(std::abs(m[p][c]) > 1e-300)) return false;
+    if (p != c)
+      for (int j = 0; j <= n; ++j) std::swap(m[p][j], m[c][j]);
+    for (int r = c + 1; r < n; ++r) {
+      double f = m[r][c] / m[c][c];
+      for (int j = c; j <= n; ++j) m[r][j] -= f * m[c][j];
+    }
+  }
+  for (int i = n - 1; i >= 0; --i) {
+    double s = m[i][n];
+    for (int j = i + 1; j < n; ++j) s -= m[i][j] * x[static_cast<std::size_t>(j)];
+    x[static_cast<std::size_t>(i)] = s / m[i][i];
+    if (!std::isfinite(x[static_cast<std::size_t>(i)])) return false;
+  }
+  return true;
+}
+
+struct Span {
+  int y, x0, x1;  // inclusive
+};
+
+}  // namespace
+
+struct Refinement::Prepared {
+  std::vector<Frame> level, gx, gy;  // samples (+ gradients for a reference)
+  std::vector<Frame> coeff;          // cubic B-spline coefficients (for a moving frame)
+};
+
+RefineOptions RefineOptions::from(const RegistrationSettings& s) {
+  RefineOptions o;
+  o.model = s.model;
+  o.roi = s.roi;
+  o.pyramid_levels = s.pyramid_levels;
+  o.max_iterations = s.max_iterations;
+  o.tolerance = s.tolerance;
+  return o;
+}
+
+Frame gaussian_smooth(const Frame& f, double sigma, int threads) {
+  if (!(sigma > 0) || f.empty()) return f;
+  int r = std::max(1, static_cast<int>(std::ceil(3.0 * sigma)));
+  std::vector<float> k(static_cast<std::size_t>(r) + 1);
+  double sum = 0;
+  for (int i = 0; i <= r; ++i) {
+    k[static_cast<std::size_t>(i)] = static_cast<float>(std::exp(-0.5 * i * i / (sigma * sigma)));
+    sum += (i == 0 ? 1 : 2) * k[static_cast<std::size_t>(i)];
+  }
+  for (auto& v : k) v = static_cast<float>(v / sum);
+  return convolve_separable(f, k, threads);
+}
+
+Refinement::Refinement(int width, int height, const RefineOptions& options)
+    : width_(width), height_(height), options_(options) {
+  roi_ = options.roi.whole_frame() ? Roi{0, 0, width, height} : options.roi;
+  if (roi_.x < 0 || roi_.y < 0 || roi_.x + roi_.w > width || roi_.y + roi_.h > height)
+    throw bad_input("ROI " + std::to_string(roi_.x) + "," + std::to_string(roi_.y) + "," + std::to_string(roi_.w) +
+                    "," + std::to_string(roi_.h) + " lies outside the " + std::to_string(width) + "x" +
+                    std::to_string(height) + " frame");
+  if (roi_.w < 8 || roi_.h < 8) throw bad_input("ROI smaller than 8x8 pixels cannot be registered");
+  if (options.mask && (options.mask->width != width || options.mask->height != height))
+    throw bad_input("mask is " + std::to_string(options.mask->width) + "x" + std::to_string(options.mask->height) +
+                    ", frames are " + std::to_string(width) + "x" + std::to_string(height));
+  if (options.max_iterations < 1) throw bad_input("max_iterations must be at least 1");
+  if (!(options.tolerance > 0)) throw bad_input("tolerance must be positive");
+  levels_ = 1;
+  int w = roi_.w, h = roi_.h;  // the ROI, not the frame, must stay big enough
+  while (levels_ < std::max(1, options.pyramid_levels) && (w + 1) / 2 >= options.min_level_size &&
+         (h + 1) / 2 >= options.min_level_size) {
+    w = (w + 1) / 2;
+    h = (h + 1) / 2;
+    ++levels_;
+  }
+  if (options.mask) {
+    auto masks = std::make_shared<std::vector<Frame>>();
+    Frame m(width, height);
+    for (std::size_t i = 0; i < m.size(); ++i) m.pixels[i] = options.mask->pixels[i] != 0.0f ? 1.0f : 0.0f;
+    masks->push_back(m);
+    for (int l = 1; l < levels_; ++l) masks->push_back(downsample(masks->back()));
+    level_masks_ = std::move(masks);
+  }
+}
+
+int Refinement::levels_for(double init_uncertainty) const {
+  int start = init_uncertainty >= 2.0 ? static_cast<int>(std::floor(std::log2(init_uncertainty))) : 0;
+  return std::clamp(start, 0, levels_ - 1) + 1;
+}
+
+std::shared_ptr<const Refinement::Prepared> Refinement::prepare(const Frame& f, bool as_reference, int levels) const {
+  if (f.width != width_ || f.height != height_ || f.size() != static_cast<std::size_t>(width_) * height_)
+    throw bad_input("refinement: frame is " + std::to_string(f.width) + "x" + std::to_string(f.height) + ", expected " +
+                    std::to_string(width_) + "x" + std::to_string(height_));
+  for (std::size_t i = 0; i < f.size(); ++i)
+    if (!std::isfinite(f.pixels[i]))
+      throw bad_input("refinement: non-finite pixel at (" + std::to_string(i % width_) + ", " +
+                      std::to_string(i / width_) + ")");
+  auto p = std::make_shared<Prepared>();
+  const int n = levels <= 0 ? levels_ : std::min(levels, levels_);
+  const int t = std::max(1, options_.threads);
+  p->level.push_back(gaussian_smooth(f, options_.prefilter_sigma, t));
+  for (int l = 1; l < n; ++l) p->level.push_back(downsample(p->level.back(), t));
+  for (const Frame& l : p->level) {
+    p->coeff.push_back(l);
+    bspline_prefilter(p->coeff.back());
+  }
+  if (!as_reference) {
+    p->level.clear();  // a moving frame is only ever sampled through its coefficients
+    p->level.shrink_to_fit();
+  } else {
+    p->gx.resize(p->level.size());
+    p->gy.resize(p->level.size());
+    for (std::size_t l = 0; l < p->level.size(); ++l) gradients(p->level[l], p->gx[l], p->gy[l], t);
+  }
+  return p;
+}
+
+RefineResult Refinement::execute(const Frame& reference, const Frame& moving, const Transform& init,
+                                 double init_uncertainty) const {
+  return execute(*prepare(reference, true, levels_for(init_uncertainty)),
+                 *prepare(moving, false, levels_for(init_uncertainty)), init, init_uncertainty);
+}
+
+namespace {
+
+// One level of the inverse-compositional Gauss-Newton.
+class LevelSolver {
+ public:
+  LevelSolver(const Frame& ref, const Frame& gx, const Frame& gy, const Frame& mov, const Frame* mask,
+              MotionModel model, double rx0, double ry0, double rx1, double ry1, int threads)
+      : ref_(ref),
+        gx_(gx),
+        gy_(gy),
+        mov_(mov),
+        mask_(mask),
+        model_(model),
+        np_(param_count(model)),
+        threads_(std::max(1, threads)) {
+    qx0_ = std::max(1, static_cast<int>(std::ceil(rx0)));
+    qy0_ = std::max(1, static_cast<int>(std::ceil(ry0)));
+    qx1_ = std::min(ref.width - 2, static_cast<int>(std::floor(rx1)));
+    qy1_ = std::min(ref.height - 2, static_cast<int>(std::floor(ry1)));
+    cx_ = 0.5 * (qx0_ + qx1_);
+    cy_ = 0.5 * (qy0_ + qy1_);
+    radius_ = std::max(1.0, 0.5 * std::max(qx1_ - qx0_, qy1_ - qy0_));
+  }
+
+  // Overlap at S with `margin` px of slack inside the safe sampling zone.
+  void build_set(const Transform& S, double margin) {
+    spans_.clear();
+    set_S_ = S;
+    const double lox = 1 + margin, hix = mov_.width - 3 - margin;
+    const double loy = 1 + margin, hiy = mov_.height - 3 - margin;
+    for (int y = qy0_; y <= qy1_; ++y) {
+      double a = qx0_, b = qx1_;
+      auto clip = [&](double slope, double offset, double lo, double hi) {
+        // lo <= slope * x + offset <= hi
+        if (std::abs(slope) < 1e-12) {
+          if (offset < lo || offset > hi) a = 1, b = 0;
+          return;
+        }
+        double u = (lo - offset) / slope, v = (hi - offset) / slope;
+        if (u > v) std::swap(u, v);
+        a = std::max(a, u);
+        b = std::min(b, v);
+      };
+      clip(S.a, S.b * y + S.tx, lox, hix);
+      clip(S.c, S.d * y + S.ty, loy, hiy);
+      int x0 = static_cast<int>(std::ceil(a)), x1 = static_cast<int>(std::floor(b));
+      if (x0 <= x1) spans_.push_back({y, x0, x1});
+    }
+    // Constants of the set: sums over it that do not depend on S. Per-span
+    // partial sums added in span order: the same result for any thread count.
+    struct Part {
+      double n = 0, sf = 0, sff = 0;
+      std::array<double, 6> ssd{}, ssdf{};
+      std::array<double, 21> h{};  // lower triangle
+    };
+    std::vector<Part> parts(spans_.size());
+    const long ns = static_cast<long>(spans_.size());
+#pragma omp parallel for schedule(static) num_threads(threads_) if (threads_ > 1 && ns > 16)
+    for (long si = 0; si < ns; ++si) {
+      const Span& s = spans_[static_cast<std::size_t>(si)];
+      Part& pt = parts[static_cast<std::size_t>(si)];
+      for (int x = s.x0; x <= s.x1; ++x) {
+        if (mask_ && mask_->at(x, s.y) < 0.5f) continue;
+        double f = ref_.at(x, s.y);
+        std::array<double, 6> sd;
+        steepest(x, s.y, sd);
+        pt.n += 1;
+        pt.sf += f;
+        pt.sff += f * f;
+        for (int i = 0, t = 0; i < np_; ++i) {
+          pt.ssd[static_cast<std::size_t>(i)] += sd[static_cast<std::size_t>(i)];
+          pt.ssdf[static_cast<std::size_t>(i)] += sd[static_cast<std::size_t>(i)] * f;
+          for (int j = 0; j <= i; ++j, ++t)
+            pt.h[static_cast<std::size_t>(t)] += sd[static_cast<std::size_t>(i)] * sd[static_cast<std::size_t>(j)];
+        }
+      }
+    }
+    n_ = sf_ = sff_ = 0;
+    H_.fill(0);
+    ssd_.fill(0);
+    ssdf_.fill(0);
+    for (const Part& pt : parts) {
+      n_ += pt.n;
+      sf_ += pt.sf;
+      sff_ += pt.sff;
+      for (int i = 0, t = 0; i < np_; ++i) {
+        ssd_[static_cast<std::size_t>(i)] += pt.ssd[static_cast<std::size_t>(i)];
+        ssdf_[static_cast<std::size_t>(i)] += pt.ssdf[static_cast<std::size_t>(i)];
+        for (int j = 0; j <= i; ++j, ++t)
+          H_[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] += pt.h[static_cast<std::size_t>(t)];
+      }
+    }
+    for (int i = 0; i < np_; ++i)
+      for (int j = i + 1; j < np_; ++j)
+        H_[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] =
+            H_[static_cast<std::size_t>(j) * 6 + static_cast<std::size_t>(i)];
+  }
+
+  double pixels() const { return n_; }
+  double reference_mean() const { return n_ > 0 ? sf_ / n_ : 0.0; }
+  const Transform& set_transform() const { return set_S_; }
+
+  struct Pass {
+    double cost = 1, ncc = 0;
+    double alpha = 1, beta = 0;  // the gain and offset fitted at S
+    std::array<double, 6> b{};
+  };
+
+  // Samples the moving frame at S over the set; returns cost and the GN right-hand side.
+  Pass evaluate(const Transform& S) {
+    struct Part {
+      double sg = 0, sgg = 0, sfg = 0;
+      std::array<double, 6> ssdg{};
+    };
+    std::vector<Part> parts(spans_.size());
+    const long ns = static_cast<long>(spans_.size());
+#pragma omp parallel num_threads(threads_) if (threads_ > 1 && ns > 16)
+    {
+      std::vector<float> g, col;
+#pragma omp for schedule(static)
+      for (long si = 0; si < ns; ++si) {
+        const Span& s = spans_[static_cast<std::size_t>(si)];
+        Part& pt = parts[static_cast<std::size_t>(si)];
+        const int len = s.x1 - s.x0 + 1;
+        g.resize(static_cast<std::size_t>(len));
+        sample_span(S, s, g.data(), col);
+        const float* fr = ref_.row(s.y);
+        const float* gxr = gx_.row(s.y);
+        const float* gyr = gy_.row(s.y);
+        const float* mr = mask_ ? mask_->row(s.y) : nullptr;
+        if (model_ == MotionModel::translation && !mr) {
+          double a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0;
+          for (int i = 0; i < len; ++i) {
+            const int x = s.x0 + i;
+            const double gv = g[static_cast<std::size_t>(i)];
+            a0 += gv;
+            a1 += gv * gv;
+            a2 += gv * fr[x];
+            a3 += gv * gxr[x];
+            a4 += gv * gyr[x];
+          }
+          pt.sg = a0, pt.sgg = a1, pt.sfg = a2, pt.ssdg[0] = a3, pt.ssdg[1] = a4;
+        } else {
+          for (int i = 0; i < len; ++i) {
+            const int x = s.x0 + i;
+            if (mr && mr[x] < 0.5f) continue;
+            const double gv = g[static_cast<std::size_t>(i)];
+            pt.sg += gv;
+            pt.sgg += gv * gv;
+            pt.sfg += gv * fr[x];
+            std::array<double, 6> sd;
+            steepest(x, s.y, sd);
+            for (int k = 0; k < np_; ++k) pt.ssdg[static_cast<std::size_t>(k)] += sd[static_cast<std::size_t>(k)] * gv;
+          }
+        }
+      }
+    }
+    double sg = 0, sgg = 0, sfg = 0;
+    std::array<double, 6> ssdg{};
+    for (const Part& pt : parts) {
+      sg += pt.sg, sgg += pt.sgg, sfg += pt.sfg;
+      for (int k = 0; k < np_; ++k) ssdg[static_cast<std::size_t>(k)] += pt.ssdg[static_cast<std::size_t>(k)];
+    }
+    Pass p;
+    const double n = n_;
+    const double mf = sf_ / n, mg = sg / n;
+    const double vf = sff_ / n - mf * mf, vg = sgg / n - mg * mg, cov = sfg / n - mf * mg;
+    if (!(vf > 1e-20) || !(vg > 1e-20)) throw bad_input("refinement: a frame is blank over the overlap");
+    const double alpha = cov / vg, beta = mf - alpha * mg;
+    p.ncc = cov / std::sqrt(vf * vg);
+    p.alpha = alpha;
+    p.beta = beta;
+    p.cost = std::max(0.0, 1.0 - p.ncc * p.ncc);
+    for (int k = 0; k < np_; ++k) {
+      auto kk = static_cast<std::size_t>(k);
+      p.b[kk] = alpha * ssdg[kk] + beta * ssd_[kk] - ssdf_[kk];
+    }
+    return p;
+  }
+
+  // The two matrices of the estimate's covariance A^-1 M A^-T at S. The
+  // estimating equation is b = sum J_f r = 0 (J_f: the reference's
+  // steepest-descent images, r = alpha g(S(q)) + beta - f the residual); its
+  // derivative along the increment is A = alpha sum J_f J_g^T, J_g from the
+  // gradient of the warped moving frame: at low dose the noise of the two
+  // frames' gradients is independent and drops out of A, where it would
+  // inflate the normal matrix H (and a blurred moving frame gives a small A,
+  // a large sigma). M = sum_q sum_|d|<=R u(q) u(q+d)^T, u = J_f r: the lag sum
+  // carries the correlation the prefilter and the spline interpolation give
+  // the noise, the local r(q) r(q+d) the Poisson (signal-dependent) variance
+  // and any misfit. Outer sum of M on every `stride`-th pixel (u is smooth at
+  // the prefilter's scale). Call after build_set(S) and evaluate(S).
+  void noise_information(const Transform& S, const Pass& pass, int R, int stride, std::array<double, 36>& A,
+                         std::array<double, 36>& M, double& residual_ss) const {
+    const int w = ref_.width;
+    const std::size_t npx = static_cast<std::size_t>(w) * ref_.height;
+    std::vector<float> G(npx, 0.0f);
+    std::vector<unsigned char> in(npx, 0);
+    std::vector<float> g, col;
+    for (const Span& s : spans_) {
+      const int len = s.x1 - s.x0 + 1;
+      g.resize(static_cast<std::size_t>(len));
+      sample_span(S, s, g.data(), col);
+      for (int i = 0; i < len; ++i) {
+        const std::size_t at = static_cast<std::size_t>(s.y) * w + s.x0 + i;
+        G[at] = g[static_cast<std::size_t>(i)];
+        in[at] = mask_ && mask_->at(s.x0 + i, s.y) < 0.5f ? 2 : 1;  // 2: sampled, not used
+      }
+    }
+    // d(g o S)/dq by the differences the reference's gradients use.
+    auto diff = [&](std::size_t at, std::size_t lo, std::size_t hi, bool has_lo, bool has_hi) {
+      has_lo = has_lo && in[lo];
+      has_hi = has_hi && in[hi];
+      if (has_lo && has_hi) return 0.5 * (G[hi] - G[lo]);
+      if (has_hi) return static_cast<double>(G[hi] - G[at]);
+      if (has_lo) return static_cast<double>(G[at] - G[lo]);
+      return 0.0;
+    };
+    std::vector<std::vector<float>> u(static_cast<std::size_t>(np_), std::vector<float>(npx, 0.0f));
+    residual_ss = 0;
+    A.fill(0);
+    for (const Span& s : spans_)
+      for (int x = s.x0; x <= s.x1; ++x) {
+        const std::size_t at = static_cast<std::size_t>(s.y) * w + x;
+        if (in[at] != 1) continue;
+        const double r = pass.alpha * G[at] + pass.beta - ref_.at(x, s.y);
+        residual_ss += r * r;
+        std::array<double, 6> sf, sg;
+        steepest(x, s.y, sf);
+        const double ggx = diff(at, at - 1, at + 1, x > 0, x + 1 < w);
+        const double ggy = diff(at, at - w, at + w, s.y > 0, s.y + 1 < ref_.height);
+        steepest_from(x, s.y, ggx, ggy, sg);
+        for (int i = 0; i < np_; ++i) {
+          u[static_cast<std::size_t>(i)][at] = static_cast<float>(sf[static_cast<std::size_t>(i)] * r);
+          for (int j = 0; j < np_; ++j)
+            A[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] +=
+                pass.alpha * sf[static_cast<std::size_t>(i)] * sg[static_cast<std::size_t>(j)];
+        }
+      }
+    const double area = static_cast<double>(stride) * stride;
+    auto entry = [](int i, int j) { return static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j); };
+    M.fill(0);
+    std::vector<float> win;  // one boxed channel at a time: big frames need no more
+    for (int j = 0; j < np_; ++j) {
+      win = u[static_cast<std::size_t>(j)];
+      box_sum(win, w, ref_.height, -R, R);
+      for (int i = 0; i < np_; ++i) {
+        const std::vector<float>& ui = u[static_cast<std::size_t>(i)];
+        double acc = 0;
+        for (int y = qy0_; y <= qy1_; y += stride)
+          for (int x = qx0_; x <= qx1_; x += stride) {
+            const std::size_t at = static_cast<std::size_t>(y) * w + x;
+            acc += static_cast<double>(ui[at]) * win[at];
+          }
+        M[entry(i, j)] += 0.5 * area * acc;  // symmetrised: the subgrid breaks the exact symmetry
+        M[entry(j, i)] += 0.5 * area * acc;
+      }
+    }
+    // A structured misfit (a blurred frame's lost lattice) can make the
+    // plain lag sum indefinite. The triangular weights (1 - |dx|/(R+1))
+    // (1 - |dy|/(R+1)) cannot: that lag sum is the Gram matrix
+    // sum_p b_i(p) b_j(p) / (R+1)^2 of u boxed over the offsets [0, R]^2,
+    // p over the frame padded by R above and left (where b still sees u).
+    if (!positive_definite(np_, M)) {
+      const int pw = w + R, ph = ref_.height + R;
+      for (auto& uj : u) {  // u is not needed after this: each channel becomes its padded box
+        std::vector<float> padded(static_cast<std::size_t>(pw) * ph, 0.0f);
+        for (int y = 0; y < ref_.height; ++y)
+          std::copy(uj.begin() + static_cast<std::ptrdiff_t>(y) * w,
+                    uj.begin() + static_cast<std::ptrdiff_t>(y + 1) * w,
+                    padded.begin() + static_cast<std::ptrdiff_t>(y + R) * pw + R);
+        box_sum(padded, pw, ph, 0, R);
+        uj.swap(padded);
+      }
+      const double norm = 1.0 / ((R + 1.0) * (R + 1.0));
+      for (int i = 0; i < np_; ++i)
+        for (int j = 0; j <= i; ++j) {
+          double acc = 0;
+          const std::vector<float>& bi = u[static_cast<std::size_t>(i)];
+          const std::vector<float>& bj = u[static_cast<std::size_t>(j)];
+          for (std::size_t at = 0; at < bi.size(); ++at) acc += static_cast<double>(bi[at]) * bj[at];
+          M[entry(i, j)] = M[entry(j, i)] = norm * acc;
+        }
+    }
+  }
+
+  // The warp increment W(delta) as an affine map of level coordinates.
+  Transform increment(const std::array<double, 6>& d) const {
+    if (model_ == MotionModel::translation) return Transform::translation(d[0], d[1]);
+    if (model_ == MotionModel::rigid) return Transform::rigid(d[0], d[1], d[2], Point{cx_, cy_});
+    Transform m{1 + d[0] / radius_, d[1] / radius_, d[2] / radius_, 1 + d[3] / radius_, 0, 0};
+    m.tx = cx_ - (m.a * cx_ + m.b * cy_) + d[4];
+    m.ty = cy_ - (m.c * cx_ + m.d * cy_) + d[5];
+    return m;
+  }
+
+  // Largest displacement of the ROI corners under m (level px).
+  double corner_motion(const Transform& m, const Transform& base) const {
+    double worst = 0;
+    for (double x : {double(qx0_), double(qx1_)})
+      for (double y : {double(qy0_), double(qy1_)}) {
+        Point p = m.apply(x, y), q = base.apply(x, y);
+        worst = std::max(worst, std::hypot(p.x - q.x, p.y - q.y));
+      }
+    return worst;
+  }
+
+  const std::array<double, 36>& hessian() const { return H_; }
+  int params() const { return np_; }
+  Point centre() const { return {cx_, cy_}; }
+
+ private:
+  void steepest(int x, int y, std::array<double, 6>& sd) const { steepest_from(x, y, gx_.at(x, y), gy_.at(x, y), sd); }
+  void steepest_from(int x, int y, double gx, double gy, std::array<double, 6>& sd) const {
+    if (model_ == MotionModel::translation) {
+      sd[0] = gx, sd[1] = gy;
+    } else if (model_ == MotionModel::rigid) {
+      sd[0] = -(y - cy_) * gx + (x - cx_) * gy;
+      sd[1] = gx, sd[2] = gy;
+    } else {
+      const double u = (x - cx_) / radius_, v = (y - cy_) / radius_;
+      sd[0] = u * gx, sd[1] = v * gx, sd[2] = u * gy, sd[3] = v * gy, sd[4] = gx, sd[5] = gy;
+    }
+  }
+
+  void sample_span(const Transform& S, const Span& s, float* out, std::vector<float>& col_) const {
+    const int len = s.x1 - s.x0 + 1;
+    if (model_ == MotionModel::translation) {
+      // Same fractional offset for every pixel: separable 4+4 taps.
+      const double sy = s.y + S.ty;
+      const int iy = static_cast<int>(std::floor(sy));
+      const int ftx = static_cast<int>(std::floor(S.tx));
+      double wy[4], wx[4];
+      bspline_weights(sy - iy, wy);
+      bspline_weights(S.tx - ftx, wx);
+      const int base = s.x0 + ftx - 1;
+      col_.resize(static_cast<std::size_t>(len) + 3);
+      const float* r0 = mov_.row(iy - 1) + base;
+      const float* r1 = mov_.row(iy) + base;
+      const float* r2 = mov_.row(iy + 1) + base;
+      const float* r3 = mov_.row(iy + 2) + base;
+      const float w0 = static_cast<float>(wy[0]), w1 = static_cast<float>(wy[1]), w2 = static_cast<float>(wy[2]),
+                  w3 = static_cast<float>(wy[3]);
+      for (int i = 0; i < len + 3; ++i)
+        col_[static_cast<std::size_t>(i)] = w0 * r0[i] + w1 * r1[i] + w2 * r2[i] + w3 * r3[i];
+      const float v0 = static_cast<float>(wx[0]), v1 = static_cast<float>(wx[1]), v2 = static_cast<float>(wx[2]),
+                  v3 = static_cast<float>(wx[3]);
+      const float* c = col_.data();
+      for (int i = 0; i < len; ++i) out[i] = v0 * c[i] + v1 * c[i + 1] + v2 * c[i + 2] + v3 * c[i + 3];
+      return;
+    }
+    // General map: positions advance by (a, c) along the row; the set keeps
+    // every position inside [1, size-3], so all 4x4 taps are in the frame.
+    const Point p0 = S.apply(s.x0, s.y);
+    const int stride = mov_.width;
+    for (int i = 0; i < len; ++i) {
+      const double x = p0.x + S.a * i, y = p0.y + S.c * i;
+      const int ix = static_cast<int>(x), iy = static_cast<int>(y);  // positive: truncation is floor
+      double wx[4], wy[4];
+      bspline_weights(x - ix, wx);
+      bspline_weights(y - iy, wy);
+      const float* r = mov_.pixels.data() + static_cast<std::size_t>(iy - 1) * stride + (ix - 1);
+      double v = 0;
+      for (int j = 0; j < 4; ++j, r += stride) v += wy[j] * (wx[0] * r[0] + wx[1] * r[1] + wx[2] * r[2] + wx[3] * r[3]);
+      out[i] = static_cast<float>(v);
+    }
+  }
+
+  const Frame &ref_, &gx_, &gy_, &mov_;
+  const Frame* mask_;
+  MotionModel model_;
+  int np_;
+  int qx0_, qy0_, qx1_, qy1_;
+  double cx_, cy_, radius_;
+  std::vector<Span> spans_;
+  Transform set_S_;
+  double n_ = 0, sf_ = 0, sff_ = 0;
+  std::array<double, 36> H_{};
+  std::array<double, 6> ssd_{}, ssdf_{};
+  int threads_ = 1;
+};
+
+Transform scale_translation(Transform t, double s) {
+  t.tx *= s;
+  t.ty *= s;
+  return t;
+}
+
+// Keeps a rigid estimate rigid: rotation part re-orthonormalised about `c`.
+Transform make_rigid(const Transform& t, Point c) {
+  Point pc = t.apply(c);
+  double th = t.angle(), cs = std::cos(th), sn = std::sin(th);
+  Transform r{cs, -sn, sn, cs, 0, 0};
+  r.tx = pc.x - (cs * c.x - sn * c.y);
+  r.ty = pc.y - (sn * c.x + cs * c.y);
+  return r;
+}
+
+}  // namespace
+
+RefineResult Refinement::execute(const Prepared& reference, const Prepared& moving, const Transform& init,
+                                 double init_uncertainty) const {
+  const int avail = static_cast<int>(std::min({reference.level.size(), moving.coeff.size(), reference.gx.size()}));
+  if (avail < 1) throw bad_input("refinement: frame not prepared (a reference needs gradients)");
+  const int start = std::min(levels_for(init_uncertainty), avail) - 1;
+  const MotionModel model = options_.model;
+
+  RefineResult res;
+  res.start_level = start;
+  // S maps reference coordinates to moving coordinates: S = T_{i,k}^{-1}.
+  if (!std::isfinite(init.a + init.b + init.c + init.d + init.tx + init.ty) || !(std::abs(init.determinant()) > 1e-9))
+    throw bad_input("refinement: the initial transform is not invertible");
+  Transform S = init.inverse();
+  if (model == MotionModel::translation) S = Transform::translation(S.tx, S.ty);
+
+  for (int L = start; L >= 0; --L) {
+    const double scale = std::ldexp(1.0, L);
+    const Frame* mask = level_masks_ ? &(*level_masks_)[static_cast<std::size_t>(L)] : nullptr;
+    LevelSolver solver(reference.level[static_cast<std::size_t>(L)], reference.gx[static_cast<std::size_t>(L)],
+                       reference.gy[static_cast<std::size_t>(L)], moving.coeff[static_cast<std::size_t>(L)], mask,
+                       model, roi_.x / scale, roi_.y / scale, (roi_.x + roi_.w - 1) / scale,
+                       (roi_.y + roi_.h - 1) / scale, options_.threads);
+    Transform SL = scale_translation(S, 1.0 / scale);
+    const double margin = 2.0;
+    solver.build_set(SL, margin);
+    // At least 2% of the ROI (and 16 px) must overlap to estimate anything.
+    const double min_pixels = std::max(16.0, 0.02 * (roi_.w / scale) * (roi_.h / scale));
+    auto check_overlap = [&] {
+      if (solver.pixels() < min_pixels)
+        throw bad_input("refinement: the frames overlap by only " + std::to_string(static_cast<long>(solver.pixels())) +
+                        " pixels at the guessed transform (level " + std::to_string(L) + ")");
+    };
+    check_overlap();
+    const double tol = L == 0 ? options_.tolerance : std::max(options_.tolerance, 0.05 * scale);
+    double lambda = 0;
+    bool have_prev = false;
+    Transform S_prev = SL;
+    LevelSolver::Pass prev;
+    bool converged = false;
+    for (int it = 0; it < options_.max_iterations; ++it) {
+      LevelSolver::Pass pass = solver.evaluate(SL);
+      ++res.iterations;
+      if (have_prev && pass.cost > prev.cost * (1 + 1e-9) + 1e-15) {
+        // The step raised the cost: back to the previous estimate, damp harder.
+        SL = S_prev;
+        pass = prev;
+        lambda = lambda > 0 ? lambda * 10 : 1e-3;
+        if (lambda > 1e8) {
+          converged = true;  // no descent direction left: a minimum to our resolution
+          break;
+        }
+      } else {
+        lambda = lambda > 1e-6 ? lambda / 10 : 0;
+        S_prev = SL;
+        prev = pass;
+        have_prev = true;
+      }
+      res.cost = pass.cost;
+      res.ncc = pass.ncc;
+      std::array<double, 6> delta{};
+      if (!solve(solver.params(), solver.hessian(), pass.b, lambda, delta))
+        throw bad_input("refinement: no gradient information in the overlap (flat or blank frames)");
+      Transform W = solver.increment(delta);
+      SL = compose(SL, W.inverse());
+      if (model == MotionModel::rigid) SL = make_rigid(SL, solver.centre());
+      const double step = solver.corner_motion(W, Transform::identity()) * scale;
+      if (solver.corner_motion(SL, solver.set_transform()) > margin - 0.25) {
+        solver.build_set(SL, margin);  // moved far: new overlap
+        check_overlap();
+        have_prev = false;
+        lambda = 0;
+      }
+      if (step < tol) {
+        converged = true;
+        break;
+      }
+    }
+    if (L == 0) {
+      res.converged = converged;
+      res.pixels = static_cast<std::size_t>(solver.pixels());
+    }
+    S = scale_translation(SL, scale);
+  }
+  res.transform = S.inverse();
+  if (model == MotionModel::translation) res.transform = Transform::translation(res.transform.tx, res.transform.ty);
+  return res;
+}
+
+namespace {
+
+// Inverse of a general n x n matrix B, scaled by the diagonal of the
+// symmetric positive `scale` (the normal matrix); false when a pivot is below
+// 1e-9 (B carries no information along some direction).
+bool invert_general(int n, const std::array<double, 36>& B, const std::array<double, 36>& scale,
+                    std::array<double, 36>& out) {
+  std::array<double, 6> s{};
+  for (int i = 0; i < n; ++i) {
+    const double d = scale[static_cast<std::size_t>(i) * 7];
+    if (!(d > 0) || !std::isfinite(d)) return false;
+    s[static_cast<std::size_t>(i)] = 1.0 / std::sqrt(d);
+  }
+  double m[6][12] = {};
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j)
+      m[i][j] = B[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] * s[static_cast<std::size_t>(i)] *
+                s[static_cast<std::size_t>(j)];
+    m[i][n + i] = 1.0;
+  }
+  for (int c = 0; c < n; ++c) {
+    int p = c;
+    for (int r = c + 1; r < n; ++r)
+      if (std::abs(m[r][c]) > std::abs(m[p][c])) p = r;
+    if (!(std::abs(m[p][c]) > 1e-9)) return false;
+    if (p != c)
+      for (int j = 0; j < 2 * n; ++j) std::swap(m[p][j], m[c][j]);
+    const double piv = m[c][c];
+    for (int j = 0; j < 2 * n; ++j) m[c][j] /= piv;
+    for (int r = 0; r < n; ++r) {
+      if (r == c) continue;
+      const double f = m[r][c];
+      for (int j = 0; j < 2 * n; ++j) m[r][j] -= f * m[c][j];
+    }
+  }
+  out.fill(0);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j)
+      out[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] =
+          m[i][n + j] * s[static_cast<std::size_t>(i)] * s[static_cast<std::size_t>(j)];
+  return std::isfinite(out[0]);
+}
+
+std::array<double, 6> entries(const Transform& t) { return {t.a, t.b, t.c, t.d, t.tx, t.ty}; }
+
+}  // namespace
+
+RefineInformation Refinement::information(const Prepared& reference, const Prepared& moving, const Transform& T) const {
+  RefineInformation out;
+  const MotionModel model = options_.model;
+  const int np = param_count(model);
+  auto singular = [&] {
+    out.singular = true;
+    out.covariance.fill(0.0);
+    for (std::size_t i = 0; i < 6; ++i) out.covariance[i * 7] = std::numeric_limits<double>::infinity();
+    return out;
+  };
+  if (reference.level.empty() || reference.gx.empty() || moving.coeff.empty())
+    throw bad_input("refinement: frame not prepared (a reference needs gradients)");
+  if (!std::isfinite(T.a + T.b + T.c + T.d + T.tx + T.ty) || !(std::abs(T.determinant()) > 1e-9)) return singular();
+  const Frame* mask = level_masks_ ? &(*level_masks_)[0] : nullptr;
+  LevelSolver solver(reference.level[0], reference.gx[0], reference.gy[0], moving.coeff[0], mask, model, roi_.x, roi_.y,
+                     roi_.x + roi_.w - 1, roi_.y + roi_.h - 1, 1);
+  Transform S = T.inverse();
+  if (model == MotionModel::translation) S = Transform::translation(S.tx, S.ty);
+  solver.build_set(S, 2.0);
+  out.pixels = static_cast<std::size_t>(solver.pixels());
+  if (solver.pixels() < std::max(16.0, 0.02 * roi_.w * roi_.h)) return singular();
+  LevelSolver::Pass pass;
+  try {
+    pass = solver.evaluate(S);
+  } catch (const Error&) {
+    return singular();  // a frame blank over the overlap
+  }
+  out.alpha = pass.alpha;
+  out.beta = pass.beta;
+  out.reference_mean = solver.reference_mean();
+  std::array<double, 36> Hinv{}, Ainv{}, A{}, M{};
+  const bool invertible = invert_general(np, solver.hessian(), solver.hessian(), Hinv);
+  // Lags out to where the prefiltered noise's correlation has died (< 1%).
+  const double sigma = std::max(0.5, options_.prefilter_sigma);
+  const int R = std::clamp(static_cast<int>(std::ceil(3.5 * sigma)), 2, 12);
+  // The lag sums' outer sum on a subgrid of at most ~256^2 points: enough for
+  // their noise, and it keeps this pass cheap next to the refinement on big frames.
+  const int stride = std::max(
+      {1, static_cast<int>(std::floor(sigma)), static_cast<int>(std::ceil(std::sqrt(solver.pixels() / 65536.0)))});
+  double rss = 0;
+  solver.noise_information(S, pass, R, stride, A, M, rss);
+  out.residual_rms = std::sqrt(rss / std::max(1.0, solver.pixels()));
+  if (!invertible || !invert_general(np, A, solver.hessian(), Ainv)) return singular();
+  // Covariance of the increment's parameters A^-1 M A^-T, then of T's
+  // entries through T(delta) = W(delta) o T (the increment composes on
+  // S = T^-1 from the right).
+  std::array<double, 36> CS{}, tmp{};
+  for (int i = 0; i < np; ++i)
+    for (int j = 0; j < np; ++j) {
+      double v = 0;
+      for (int k = 0; k < np; ++k)
+        v += Ainv[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(k)] *
+             M[static_cast<std::size_t>(k) * 6 + static_cast<std::size_t>(j)];
+      tmp[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] = v;
+    }
+  for (int i = 0; i < np; ++i)
+    for (int j = 0; j < np; ++j) {
+      double v = 0;
+      for (int k = 0; k < np; ++k)
+        v += tmp[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(k)] *
+             Ainv[static_cast<std::size_t>(j) * 6 + static_cast<std::size_t>(k)];
+      CS[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] = v;
+    }
+  double J[6][6] = {};  // d entries(T(delta)) / d delta
+  const double step = 1e-4;
+  for (int p = 0; p < np; ++p) {
+    std::array<double, 6> d{};
+    d[static_cast<std::size_t>(p)] = step;
+    const auto plus = entries(compose(solver.increment(d), T));
+    d[static_cast<std::size_t>(p)] = -step;
+    const auto minus = entries(compose(solver.increment(d), T));
+    for (int e = 0; e < 6; ++e)
+      J[e][p] = (plus[static_cast<std::size_t>(e)] - minus[static_cast<std::size_t>(e)]) / (2 * step);
+  }
+  for (int a = 0; a < 6; ++a)
+    for (int b = 0; b < 6; ++b) {
+      double v = 0;
+      for (int p = 0; p < np; ++p)
+        for (int q = 0; q < np; ++q)
+          v += J[a][p] * CS[static_cast<std::size_t>(p) * 6 + static_cast<std::size_t>(q)] * J[b][q];
+      out.covariance[static_cast<std::size_t>(a) * 6 + static_cast<std::size_t>(b)] = v;
+    }
+  for (std::size_t i = 0; i < 6; ++i)
+    if (!(out.covariance[i * 7] >= 0) || !std::isfinite(out.covariance[i * 7])) return singular();
+  return out;
+}
+
+}  // namespace driftscan

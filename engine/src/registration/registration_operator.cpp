@@ -1,0 +1,298 @@
+// The scan element and operator; see registration_operator.hpp.
+#include "driftscan/registration/registration_operator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "driftscan/core/error.hpp"
+#include "driftscan/formats/tiff/tiff_series.hpp"
+#include "driftscan/spectra/power_spectrum.hpp"
+
+namespace driftscan {
+
+static_assert(sizeof(Registration) == Registration::byte_size, "Registration must have no padding");
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0);
+
+}  // namespace
+
+std::string unusable_frame_reason(const Frame& f) {
+  if (f.empty()) return "empty";
+  double sum = 0, sum2 = 0;
+  for (float v : f.pixels) {
+    if (!std::isfinite(v)) return "has non-finite (NaN/Inf) pixels";
+    sum += v;
+    sum2 += static_cast<double>(v) * v;
+  }
+  double n = static_cast<double>(f.size()), mean = sum / n, var = sum2 / n - mean * mean;
+  if (!(var > 1e-12 * std::max(1.0, mean * mean))) return "is blank (constant)";
+  return {};
+}
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::size_t prepared_bytes(const Frame& level0, int levels, bool reference) {
+  // a pyramid is at most 4/3 of its base; a moving frame keeps spline
+  // coefficients, a reference also samples and two gradients
+  double base = static_cast<double>(level0.size()) * sizeof(float) * (levels > 1 ? 4.0 / 3.0 : 1.0);
+  return static_cast<std::size_t>(base * (reference ? 4 : 1));
+}
+
+}  // namespace
+
+std::array<unsigned char, Registration::byte_size> Registration::to_bytes() const {
+  std::array<unsigned char, byte_size> out;
+  std::memcpy(out.data(), this, byte_size);
+  return out;
+}
+
+Registration Registration::from_bytes(const unsigned char* data, std::size_t size) {
+  if (size != byte_size)
+    throw failure("registration element of " + std::to_string(size) + " bytes received, expected " +
+                  std::to_string(byte_size));
+  Registration r;
+  std::memcpy(static_cast<void*>(&r), data, byte_size);
+  return r;
+}
+
+std::shared_ptr<const Frame> load_registration_mask(const std::string& path, int width, int height) {
+  auto series = TiffSeries::open(path);
+  if (series->frame_count() < 1) throw bad_input(path + ": the mask file has no image");
+  if (series->width() != width || series->height() != height)
+    throw bad_input(path + ": the mask is " + std::to_string(series->width()) + "x" + std::to_string(series->height()) +
+                    ", the frames are " + std::to_string(width) + "x" + std::to_string(height));
+  auto mask = std::make_shared<Frame>(series->frame(0));
+  std::size_t used = 0;
+  for (float v : mask->pixels) used += v != 0.0f;
+  if (used < 64) throw bad_input(path + ": the mask selects fewer than 64 pixels");
+  return mask;
+}
+
+namespace {
+
+RefineOptions refine_options(const FrameSource& frames, const RegistrationSettings& settings, int threads,
+                             double sigma) {
+  RefineOptions o = RefineOptions::from(settings);
+  o.threads = std::max(1, threads);
+  o.prefilter_sigma = sigma;
+  if (!settings.mask.empty()) o.mask = load_registration_mask(settings.mask, frames.width(), frames.height());
+  return o;
+}
+
+PairRegistrationOptions pair_options(const RegistrationSettings& settings, double sigma) {
+  PairRegistrationOptions o = PairRegistrationOptions::from(settings);
+  o.smooth_sigma = sigma;
+  return o;
+}
+
+double reference_sigma(const FrameSource& frames) {
+  if (frames.frame_count() == 0) return 1.0;
+  Frame f0 = frames.frame(0);
+  if (!unusable_frame_reason(f0).empty()) return 1.0;  // reported by whoever registers it
+  return choose_smoothing_sigma(f0);
+}
+
+// Frame 0's autocorrelation, once: its lattice bounds every pair search (a
+// lattice does not change along a series) and its central lobe is the area
+// of one independent sample, the null of every significance test.
+PairRegistrationOptions with_reference(const FrameSource& frames, PairRegistrationOptions o) {
+  if (frames.frame_count() < 1) return o;
+  Frame f0 = frames.frame(0);
+  if (!unusable_frame_reason(f0).empty()) return o;
+  try {
+    const PairShift self = PairRegistrationPlan(frames.width(), frames.height(), o).execute(f0, f0);
+    if (o.lattice_bound && !(o.lattice_vector > 0)) o.lattice_vector = self.lattice_vector;
+    if (!(o.sample_area > 0)) o.sample_area = self.lobe_area;
+  } catch (const Error&) {
+    // left to the pair registrations themselves
+  }
+  return o;
+}
+
+}  // namespace
+
+double choose_smoothing_sigma(const Frame& reference) {
+  if (reference.width < 16 || reference.height < 16) return 1.0;
+  SpectrumPeak peak = PowerSpectrum(reference.width, reference.height).strongest_peak(reference);
+  if (!(peak.sharpness > 100.0) || !(peak.period > 0)) return 1.0;  // not a lattice: white noise gives ~15
+  return std::clamp(0.15 * peak.period, 1.0, 8.0);
+}
+
+RegistrationOperator::RegistrationOperator(const FrameSource& frames, const RegistrationSettings& settings,
+                                           int refine_threads, std::size_t prepared_cache_bytes, bool prepare_reference)
+    : frames_(frames),
+      settings_(settings),
+      sigma_(reference_sigma(frames)),
+      refine_(frames.width(), frames.height(), refine_options(frames, settings, refine_threads, sigma_)),
+      frame0_(prepare_reference && frames.frame_count() > 0
+                  ? std::async(std::launch::async, [this] { return prepare_frame0(); })
+                  : std::future<PreparedFrame0>()),
+      pair_(frames.width(), frames.height(), with_reference(frames, pair_options(settings, sigma_))),
+      cache_capacity_(prepared_cache_bytes) {
+  if (!frame0_.valid()) return;
+  PreparedFrame0 f0 = frame0_.get();  // ready about when the autocorrelation is
+  if (f0.prepared) keep(0, true, f0.levels, std::move(f0.prepared), f0.bytes);
+}
+
+RegistrationOperator::PreparedFrame0 RegistrationOperator::prepare_frame0() const {
+  PreparedFrame0 out;
+  // A shaky guess starts deeper than a trusted one: the deeper pyramid
+  // serves both (an application starts at the level its guess asks for).
+  out.levels = std::max(refine_.levels_for(1.0), refine_.levels_for(2.0));
+  try {
+    const Frame f = frames_.frame(0);
+    out.prepared = refine_.prepare(f, true, out.levels);
+    out.bytes = prepared_bytes(f, out.levels, true);
+  } catch (const Error&) {
+    out.prepared = nullptr;  // bad frame data: the application meets it again and says why
+  }
+  return out;
+}
+
+void RegistrationOperator::keep(std::size_t k, bool reference, int levels,
+                                std::shared_ptr<const Refinement::Prepared> p, std::size_t bytes) const {
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  if (bytes > cache_capacity_) return;
+  cache_.push_front({k, reference, levels, std::move(p), bytes});
+  cache_bytes_ += bytes;
+  while (cache_bytes_ > cache_capacity_ && !cache_.empty()) {
+    cache_bytes_ -= cache_.back().bytes;
+    cache_.pop_back();
+  }
+}
+
+std::shared_ptr<const Refinement::Prepared> RegistrationOperator::prepared(std::size_t k, bool reference,
+                                                                           int levels) const {
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    for (auto it = cache_.begin(); it != cache_.end(); ++it)
+      if (it->frame == k && it->levels >= levels && (it->reference || !reference)) {
+        cache_.splice(cache_.begin(), cache_, it);
+        return cache_.front().prepared;
+      }
+  }
+  Frame f = frames_.frame(k);  // read errors propagate as they are
+  auto p = refine_.prepare(f, reference, levels);
+  keep(k, reference, levels, p, prepared_bytes(f, levels, reference));
+  return p;
+}
+
+Registration RegistrationOperator::operator()(const Registration& a, const Registration& b) const {
+  if (a.to != b.from)
+    throw failure("scan operator applied to non-adjacent elements (" + std::to_string(a.from) + "->" +
+                  std::to_string(a.to) + ") and (" + std::to_string(b.from) + "->" + std::to_string(b.to) + ")");
+  const auto t0 = std::chrono::steady_clock::now();
+  Registration r;
+  r.from = a.from;
+  r.to = b.to;
+  r.transform = compose(a.transform, b.transform);
+  r.flags = b.flags & (kBadFrame | kNoPeak);
+  if ((r.flags & kBadFrame) || r.from == r.to) {
+    r.seconds = seconds_since(t0);
+    return r;
+  }
+  // A guess built on a failed or stand-in registration may be further off.
+  const bool shaky = ((a.flags | b.flags) & (kBadFrame | kPairFailed | kRefineFailed | kNoPeak | kNoMatch)) != 0;
+  const double uncertainty = shaky ? 2.0 : 1.0;
+  const int levels = refine_.levels_for(uncertainty);
+  std::shared_ptr<const Refinement::Prepared> pi, pk;
+  try {
+    pi = prepared(r.from, true, levels);
+    pk = prepared(r.to, false, levels);
+    RefineResult res = refine_.execute(*pi, *pk, r.transform, uncertainty);
+    r.iterations = res.iterations;
+    r.cost = res.cost;
+    r.quality = res.ncc;
+    if (!res.converged) r.flags |= kNotConverged;
+    // A match no better than unrelated frames give is noise settling
+    // anywhere: the chained guess is the better start for what follows.
+    if (registration_significance(res.ncc, res.pixels) < registration_threshold()) r.flags |= kNoMatch;
+    else r.transform = res.transform;
+  } catch (const Error& e) {
+    // Bad frame data or no overlap: keep the chained guess, say so. Anything
+    // else (cancellation, a file that cannot be read) is not ours to hide.
+    if (e.kind() != ErrorKind::bad_input) throw;
+    if (std::string(e.what()).rfind("refinement:", 0) != 0) throw;
+    r.flags |= kRefineFailed;
+  }
+  r.seconds = seconds_since(t0);
+  return r;
+}
+
+double RegistrationOperator::registration_significance(double ncc, std::size_t pixels) const {
+  const double area = std::max(1.0, pair_.options().sample_area);
+  return ncc * std::sqrt(static_cast<double>(pixels) / area);
+}
+
+double RegistrationOperator::registration_threshold() const {
+  const Roi& roi = refine_.options().roi;
+  const double pixels =
+      roi.whole_frame() ? static_cast<double>(frames_.width()) * frames_.height() : static_cast<double>(roi.w) * roi.h;
+  return PairRegistrationPlan::significance_threshold(pixels / std::max(1.0, pair_.options().sample_area));
+}
+
+void RegistrationOperator::prepare_moving(std::size_t k) const {
+  try {
+    prepared(k, false, refine_.levels_for(1.0));
+  } catch (const Error&) {
+    // Bad frame data: the application meets it again and handles it.
+  }
+}
+
+RefineInformation RegistrationOperator::information(const Registration& r) const {
+  RefineInformation info;
+  if (r.from == r.to) return info;  // a frame against itself: exact
+  if (!(r.flags & (kBadFrame | kRefineFailed))) {
+    try {
+      return refine_.information(*prepared(r.from, true, 1), *prepared(r.to, false, 1), r.transform);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::bad_input) throw;  // bad frame data: singular below
+    }
+  }
+  info.singular = true;
+  for (std::size_t i = 0; i < 6; ++i) info.covariance[i * 7] = std::numeric_limits<double>::infinity();
+  return info;
+}
+
+Registration RegistrationOperator::element(std::size_t k) const {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (k == 0) return Registration::identity(0);
+  Registration e;
+  e.from = k - 1;
+  e.to = k;
+  Frame fk = frames_.frame(k);
+  if (!unusable_frame_reason(fk).empty()) {
+    e.flags = kBadFrame;
+    e.seconds = seconds_since(t0);
+    return e;
+  }
+  // The closest usable frame before k (frame k-1 unless that one is bad).
+  constexpr std::size_t max_look_back = 16;
+  for (std::size_t back = 1; back <= std::min(k, max_look_back); ++back) {
+    Frame fg = frames_.frame(k - back);
+    if (!unusable_frame_reason(fg).empty()) continue;
+    PairShift s = pair_.execute(fg, fk);
+    e.transform = s.transform();
+    e.quality = s.psr;
+    if (s.at_bound) e.flags |= kPairFailed;
+    if (!s.significant) {
+      e.flags |= kNoPeak;
+      e.transform = Transform::identity();  // the peak is noise: no better than no shift
+    }
+    e.seconds = seconds_since(t0);
+    return e;
+  }
+  e.flags = kPairFailed;  // nothing usable nearby: identity guess
+  e.seconds = seconds_since(t0);
+  return e;
+}
+
+}  // namespace driftscan

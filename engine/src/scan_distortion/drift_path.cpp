@@ -1,0 +1,238 @@
+#include "driftscan/scan_distortion/drift_path.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <tuple>
+
+#include "driftscan/core/cubic_bspline.hpp"
+#include "driftscan/core/error.hpp"
+
+namespace driftscan {
+namespace {
+
+// The normal equations of the fit are symmetric and banded: a sample touches
+// four consecutive coefficients, a second difference three. Half-bandwidth 3.
+constexpr std::size_t kBand = 4;
+
+// Cholesky factorisation and solve of a symmetric positive definite band
+// matrix stored as a[i][k] = A(i, i + k), k < kBand; in place (a becomes L
+// with L(i + k, i) = a[i][k]). Returns false when a pivot is not positive.
+bool band_cholesky(std::vector<std::array<double, kBand>>& a) {
+  const std::size_t n = a.size();
+  for (std::size_t j = 0; j < n; ++j) {
+    // L(j, j)
+    double d = a[j][0];
+    for (std::size_t k = 1; k < kBand && k <= j; ++k) d -= a[j - k][k] * a[j - k][k];
+    if (!(d > 0.0)) return false;
+    const double ljj = std::sqrt(d);
+    a[j][0] = ljj;
+    // L(j + m, j) for m = 1..3
+    for (std::size_t m = 1; m < kBand && j + m < n; ++m) {
+      double s = a[j][m];
+      // sum over columns c < j shared by rows j and j + m: L(j, c) L(j + m, c)
+      for (std::size_t k = 1; k + m < kBand && k <= j; ++k) s -= a[j - k][k] * a[j - k][k + m];
+      a[j][m] = s / ljj;
+    }
+  }
+  return true;
+}
+
+void band_solve(const std::vector<std::array<double, kBand>>& l, std::vector<double>& b) {
+  const std::size_t n = l.size();
+  for (std::size_t i = 0; i < n; ++i) {  // L z = b
+    double s = b[i];
+    for (std::size_t k = 1; k < kBand && k <= i; ++k) s -= l[i - k][k] * b[i - k];
+    b[i] = s / l[i][0];
+  }
+  for (std::size_t i = n; i-- > 0;) {  // L^T c = z
+    double s = b[i];
+    for (std::size_t k = 1; k < kBand && i + k < n; ++k) s -= l[i][k] * b[i + k];
+    b[i] = s / l[i][0];
+  }
+}
+
+}  // namespace
+
+double choose_knot_spacing(double frame_time, double samples_per_frame) {
+  const double per_frame = std::clamp(samples_per_frame / 2.0, 1.0, 32.0);
+  return frame_time / per_frame;
+}
+
+DriftPath DriftPath::fit(std::vector<DriftSample> samples, double t_begin, double t_end,
+                         const DriftPathSettings& settings) {
+  auto require = [](bool ok, const std::string& what) {
+    if (!ok) throw bad_input("drift path: " + what);
+  };
+  require(std::isfinite(t_begin) && std::isfinite(t_end) && t_end > t_begin,
+          "the time interval [" + message_number(t_begin) + ", " + message_number(t_end) + "] is empty");
+  require(std::isfinite(settings.knot_spacing) && settings.knot_spacing > 0.0,
+          "knot spacing must be > 0 (got " + message_number(settings.knot_spacing) + ")");
+  require(std::isfinite(settings.smoothing) && settings.smoothing > 0.0,
+          "smoothing must be > 0 (got " + message_number(settings.smoothing) + ")");
+  const double span = t_end - t_begin;
+  require(span / settings.knot_spacing <= 1e7, "knot spacing " + message_number(settings.knot_spacing) +
+                                                   " s is too fine for " + message_number(span) + " s of scan");
+
+  // Keep the samples that count, in one canonical order: the sums below are
+  // then the same floating-point sums whatever order the caller used.
+  samples.erase(std::remove_if(samples.begin(), samples.end(),
+                               [&](const DriftSample& s) {
+                                 return !(s.weight > 0.0) || !std::isfinite(s.weight) || !std::isfinite(s.t) ||
+                                        !std::isfinite(s.dx) || !std::isfinite(s.dy) || s.t < t_begin || s.t > t_end;
+                               }),
+                samples.end());
+  std::sort(samples.begin(), samples.end(), [](const DriftSample& a, const DriftSample& b) {
+    return std::tie(a.t, a.dx, a.dy, a.weight) < std::tie(b.t, b.dx, b.dy, b.weight);
+  });
+  const bool two_times =
+      !samples.empty() && samples.back().t - samples.front().t > 1e-12 * std::max(1.0, std::fabs(span));
+  require(two_times, "needs weighted drift samples at two or more distinct times (got " +
+                         std::to_string(samples.size()) + " usable sample" + (samples.size() == 1 ? "" : "s") + ")");
+
+  DriftPath path;
+  path.t_begin_ = t_begin;
+  path.t_end_ = t_end;
+  path.segments_ = static_cast<std::size_t>(std::max(1.0, std::ceil(span / settings.knot_spacing - 1e-9)));
+  path.h_ = span / static_cast<double>(path.segments_);
+  const std::size_t n = path.segments_ + 3;
+
+  std::vector<std::array<double, kBand>> a(n, std::array<double, kBand>{});
+  std::vector<double> bx(n, 0.0), by(n, 0.0);
+  double total_weight = 0.0;
+  for (const DriftSample& s : samples) {
+    std::size_t seg;
+    double u, w[4];
+    path.locate(s.t, seg, u);
+    bspline_weights(u, w);
+    for (std::size_t i = 0; i < 4; ++i) {
+      for (std::size_t j = i; j < 4; ++j) a[seg + i][j - i] += s.weight * w[i] * w[j];
+      bx[seg + i] += s.weight * w[i] * s.dx;
+      by[seg + i] += s.weight * w[i] * s.dy;
+    }
+    total_weight += s.weight;
+  }
+  const double v[3] = {1.0, -2.0, 1.0};
+  auto solve_axis = [&](std::vector<std::array<double, kBand>> m, double smoothing, std::vector<double>& b) {
+    const double lambda = smoothing * total_weight / static_cast<double>(n);
+    for (std::size_t j = 0; j + 2 < n; ++j)
+      for (std::size_t i = 0; i < 3; ++i)
+        for (std::size_t k = i; k < 3; ++k) m[j + i][k - i] += lambda * v[i] * v[k];
+    require(band_cholesky(m), "the fit is singular (knot spacing " + message_number(path.h_) + " s, smoothing " +
+                                  message_number(smoothing) + ")");
+    band_solve(m, b);
+  };
+  solve_axis(a, settings.smoothing, bx);
+  solve_axis(std::move(a), settings.smoothing_y > 0.0 ? settings.smoothing_y : settings.smoothing, by);
+  path.cx_ = std::move(bx);
+  path.cy_ = std::move(by);
+  return path;
+}
+
+DriftPathSettings cross_validated_smoothing(const std::vector<DriftSample>& samples, double t_begin, double t_end,
+                                            double knot_spacing, const std::vector<double>& candidates) {
+  if (candidates.empty()) throw bad_input("drift path: no smoothing to choose from");
+  std::vector<DriftSample> sorted;
+  for (const DriftSample& s : samples)
+    if (s.weight > 0.0 && std::isfinite(s.weight) && std::isfinite(s.t) && std::isfinite(s.dx) && std::isfinite(s.dy) &&
+        s.t >= t_begin && s.t <= t_end)
+      sorted.push_back(s);
+  std::sort(sorted.begin(), sorted.end(), [](const DriftSample& a, const DriftSample& b) {
+    return std::tie(a.t, a.dx, a.dy, a.weight) < std::tie(b.t, b.dx, b.dy, b.weight);
+  });
+  DriftPathSettings best;
+  best.knot_spacing = knot_spacing;
+  best.smoothing = candidates.front();
+  if (sorted.size() < 8) return best;  // too few to leave half out: the first candidate, for both axes
+  double best_x = std::numeric_limits<double>::infinity(), best_y = best_x;
+  for (double smoothing : candidates) {
+    DriftPathSettings ps;
+    ps.knot_spacing = knot_spacing;
+    ps.smoothing = smoothing;
+    double ex = 0.0, ey = 0.0;
+    try {
+      for (std::size_t fold = 0; fold < 2; ++fold) {
+        std::vector<DriftSample> kept = sorted;
+        for (std::size_t i = fold; i < kept.size(); i += 2) kept[i].weight = 0.0;
+        const DriftPath path = DriftPath::fit(std::move(kept), t_begin, t_end, ps);
+        for (std::size_t i = fold; i < sorted.size(); i += 2) {
+          const Point p = path.at(sorted[i].t);
+          ex += sorted[i].weight * (p.x - sorted[i].dx) * (p.x - sorted[i].dx);
+          ey += sorted[i].weight * (p.y - sorted[i].dy) * (p.y - sorted[i].dy);
+        }
+      }
+    } catch (const Error&) {
+      continue;  // half the samples cannot carry this candidate (e.g. one distinct time): not a choice
+    }
+    if (ex < best_x) best_x = ex, best.smoothing = smoothing;
+    if (ey < best_y) best_y = ey, best.smoothing_y = smoothing;
+  }
+  return best;
+}
+
+DriftPath DriftPath::shifted(Point offset) const {
+  DriftPath p = *this;
+  if (p.cx_.empty()) {  // the zero path: one constant segment
+    p.t_begin_ = 0.0, p.t_end_ = 1.0, p.h_ = 1.0, p.segments_ = 1;
+    p.cx_.assign(4, 0.0), p.cy_.assign(4, 0.0);
+  }
+  for (double& c : p.cx_) c += offset.x;
+  for (double& c : p.cy_) c += offset.y;
+  return p;
+}
+
+void DriftPath::locate(double t, std::size_t& segment, double& u) const {
+  const double x = (t - t_begin_) / h_;
+  const double s = std::clamp(std::floor(x), 0.0, static_cast<double>(segments_ - 1));
+  segment = static_cast<std::size_t>(s);
+  u = x - s;  // in [0, 1]; exactly 1 at t_end
+}
+
+Point DriftPath::evaluate(std::size_t segment, double u) const {
+  double w[4];
+  bspline_weights(u, w);
+  Point p;
+  for (std::size_t i = 0; i < 4; ++i) {
+    p.x += w[i] * cx_[segment + i];
+    p.y += w[i] * cy_[segment + i];
+  }
+  return p;
+}
+
+Point DriftPath::derivative(std::size_t segment, double u) const {
+  double w[4];
+  bspline_weight_derivatives(u, w);
+  Point p;
+  for (std::size_t i = 0; i < 4; ++i) {
+    p.x += w[i] * cx_[segment + i] / h_;
+    p.y += w[i] * cy_[segment + i] / h_;
+  }
+  return p;
+}
+
+Point DriftPath::at(double t) const {
+  if (cx_.empty()) return {};
+  const double edge = std::clamp(t, t_begin_, t_end_);
+  std::size_t seg;
+  double u;
+  locate(edge, seg, u);
+  Point p = evaluate(seg, u);
+  if (edge != t) {  // straight continuation beyond the fitted interval
+    Point v = derivative(seg, u);
+    p.x += v.x * (t - edge);
+    p.y += v.y * (t - edge);
+  }
+  return p;
+}
+
+Point DriftPath::velocity(double t) const {
+  if (cx_.empty()) return {};
+  std::size_t seg;
+  double u;
+  locate(std::clamp(t, t_begin_, t_end_), seg, u);
+  return derivative(seg, u);
+}
+
+}  // namespace driftscan

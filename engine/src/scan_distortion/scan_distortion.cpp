@@ -1,0 +1,1201 @@
+#include "driftscan/scan_distortion/scan_distortion.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <string>
+
+#include "driftscan/core/bspline_taps.hpp"
+#include "driftscan/core/cubic_bspline.hpp"
+#include "driftscan/core/error.hpp"
+
+namespace driftscan {
+namespace {
+
+// The cubic B-spline of `coeffs` at (x, y) and its gradient; false when the
+// 4x4 taps leave the image (no clamped edge values in a fit).
+bool sample_with_gradient(const Frame& coeffs, double x, double y, double& v, double& gx, double& gy) {
+  if (!(x >= 1.0 && y >= 1.0)) return false;
+  const int ix = static_cast<int>(x), iy = static_cast<int>(y);  // x, y >= 1: truncation is floor
+  if (ix + 2 >= coeffs.width || iy + 2 >= coeffs.height) return false;
+  float fv, fgx, fgy;
+  bspline_taps_gradient(coeffs.row(iy - 1) + ix - 1, static_cast<std::size_t>(coeffs.width), static_cast<float>(x - ix),
+                        static_cast<float>(y - iy), fv, fgx, fgy);
+  v = fv, gx = fgx, gy = fgy;
+  return true;
+}
+
+// The average as a registration template: spline coefficients, and which
+// specimen points are covered well enough to compare against.
+struct Template {
+  Frame coeffs;
+  const SpecimenImage* image = nullptr;
+  double min_coverage = 1.0;
+
+  // Value and gradient at specimen point q; false where the average is thin.
+  bool at(Point q, double& v, double& gx, double& gy) const {
+    const double x = q.x - image->origin.x, y = q.y - image->origin.y;
+    // Nearest pixel for the coverage test; x, y >= -0.5 there, so truncation rounds.
+    if (!(x >= -0.5 && y >= -0.5)) return false;
+    const int nx = static_cast<int>(x + 0.5), ny = static_cast<int>(y + 0.5);  // NOLINT(bugprone-incorrect-roundings)
+    if (nx >= image->coverage.width || ny >= image->coverage.height) return false;
+    if (image->coverage.at(nx, ny) < min_coverage) return false;
+    return sample_with_gradient(coeffs, x, y, v, gx, gy);
+  }
+  // The same wherever frames cover every tap of the cubic B-spline at q
+  // (a tap on a pixel none covers holds the average's mean, and one frame
+  // k alone covered still holds frame k's value in its leave-one-out
+  // template: either would bend v), with the coverage c at q.
+  bool covered_at(Point q, double& v, double& gx, double& gy, double& c) const {
+    const double x = q.x - image->origin.x, y = q.y - image->origin.y;
+    if (!(x >= 1.0 && y >= 1.0)) return false;
+    const int ix = static_cast<int>(x), iy = static_cast<int>(y);  // x, y >= 1: truncation is floor
+    if (ix + 2 >= image->coverage.width || iy + 2 >= image->coverage.height) return false;
+    for (int j = iy - 1; j <= iy + 2; ++j)
+      for (int i = ix - 1; i <= ix + 2; ++i)
+        if (image->coverage.at(i, j) < 1.0f) return false;
+    c = image->coverage.at(x - ix < 0.5 ? ix : ix + 1, y - iy < 0.5 ? iy : iy + 1);
+    return sample_with_gradient(coeffs, x, y, v, gx, gy);
+  }
+};
+
+// One band's registration against the template: the shift delta that makes
+// band(p) ~ T(probed(p) + delta) + c, by Gauss-Newton from delta = 0.
+struct BandFit {
+  Point delta;
+  double weight = 0.0;  // inverse variance of delta along its worst direction
+  double residual_var = 0.0;
+  // Whether the template explains part of the band: the residual's variance
+  // below the band's own (a frame of noise alone leaves more than it had).
+  bool explains = false;
+  double t = 0.0;   // the band's mean acquisition time
+  Point mean_path;  // mean of d(t) over the pixels used
+  bool ok = false;
+  // At the last step, sums for the noise's dependence on the intensity
+  // (NoiseModel): count, v, v^2, r^2, v r^2 over the pixels used.
+  double noise_sums[5] = {};
+  // The last step's template value and gradient along the fast axis at each
+  // pixel (NaN where the template is thin), evaluated with the band moved by
+  // `evaluated_at`: the band's lines take their first jitter step from them
+  // instead of sampling the template again.
+  Point evaluated_at;
+  std::vector<float> value, gradient;
+};
+
+// The pixel noise's variance as a function of the template's value v:
+// a + b v (shot noise grows with the signal, a detector's read noise does
+// not), fitted per frame to its bands' squared residuals. Weights 1/var make
+// the line fits nearly the efficient estimate under shot noise and leave
+// them plain least squares where the noise does not depend on the signal.
+// Measured with the true model and the average as template on
+// bench_scan_distortion's first case (shot noise): a line's offset error
+// 0.139 -> 0.124 px, and its predicted precision 0.090 (too optimistic:
+// unweighted, the bright pixels' larger noise was not in it) -> 0.125 px.
+struct NoiseModel {
+  double a = 1.0, b = 0.0, floor = 1.0;
+  static NoiseModel fit(const double s[5]) {
+    NoiseModel m;
+    if (!(s[0] > 8)) return m;
+    const double mean_v = s[1] / s[0], mean_r2 = s[3] / s[0];
+    const double vv = s[2] / s[0] - mean_v * mean_v, vr = s[4] / s[0] - mean_v * mean_r2;
+    m.b = vv > 0 ? std::max(0.0, vr / vv) : 0.0;
+    m.a = mean_r2 - m.b * mean_v;
+    // No pixel weighs more than the frame's mean noise would: where the
+    // signal is dark the model is least sure (and the few counts there must
+    // not weigh without bound). Measured: a floor of a tenth of the mean gave
+    // line errors as good and a worse average on the benchmark's first case.
+    m.floor = std::max(1e-12, mean_r2);
+    return m;
+  }
+  double weight(double v) const { return 1.0 / std::max(floor, a + b * v); }
+};
+
+BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pixels, double mean_time,
+                 const FrameScanMap& map, const Template& tpl, double max_offset, Point fast) {
+  BandFit fit;
+  std::vector<Point> q(pixels.size());
+  for (std::size_t i = 0; i < pixels.size(); ++i) q[i] = map.probed(pixels[i].first, pixels[i].second);
+  fit.value.resize(pixels.size());
+  fit.gradient.resize(pixels.size());
+  double c = 0.0;
+  for (int iteration = 0; iteration < 3; ++iteration) {
+    // Normal equations in (delta_x, delta_y, c).
+    double a[3][3] = {}, b[3] = {}, rr = 0.0, noise[5] = {}, ff[2] = {0.0, 0.0};
+    std::size_t n = 0;
+    fit.evaluated_at = fit.delta;
+    for (std::size_t i = 0; i < pixels.size(); ++i) {
+      double v, gx, gy;
+      if (!tpl.at({q[i].x + fit.delta.x, q[i].y + fit.delta.y}, v, gx, gy)) {
+        fit.value[i] = fit.gradient[i] = std::numeric_limits<float>::quiet_NaN();
+        continue;
+      }
+      fit.value[i] = static_cast<float>(v);
+      fit.gradient[i] = static_cast<float>(gx * fast.x + gy * fast.y);
+      const double r = frame.at(pixels[i].first, pixels[i].second) - v - c;
+      const double g[3] = {gx, gy, 1.0};
+      for (int m = 0; m < 3; ++m) {
+        for (int l = 0; l < 3; ++l) a[m][l] += g[m] * g[l];
+        b[m] += g[m] * r;
+      }
+      rr += r * r;
+      const double fv = frame.at(pixels[i].first, pixels[i].second);
+      ff[0] += fv, ff[1] += fv * fv;
+      noise[0] += 1.0, noise[1] += v, noise[2] += v * v, noise[3] += r * r, noise[4] += v * r * r;
+      ++n;
+    }
+    if (n < 32) return fit;
+    std::copy(noise, noise + 5, fit.noise_sums);
+    // Eliminate the offset (Schur complement), solve the 2x2 for delta.
+    const double s00 = a[0][0] - a[0][2] * a[2][0] / a[2][2], s01 = a[0][1] - a[0][2] * a[2][1] / a[2][2];
+    const double s11 = a[1][1] - a[1][2] * a[2][1] / a[2][2];
+    const double r0 = b[0] - a[0][2] * b[2] / a[2][2], r1 = b[1] - a[1][2] * b[2] / a[2][2];
+    const double det = s00 * s11 - s01 * s01;
+    if (!(det > 0.0)) return fit;
+    const double ddx = (s11 * r0 - s01 * r1) / det, ddy = (s00 * r1 - s01 * r0) / det;
+    fit.delta.x = std::clamp(fit.delta.x + ddx, -max_offset, max_offset);
+    fit.delta.y = std::clamp(fit.delta.y + ddy, -max_offset, max_offset);
+    c += (b[2] - a[2][0] * ddx - a[2][1] * ddy) / a[2][2];
+    fit.residual_var = rr / static_cast<double>(n - 3);
+    const double nn = static_cast<double>(n);
+    fit.explains = fit.residual_var < (ff[1] - ff[0] * ff[0] / nn) / (nn - 1.0);
+    // Confidence: the smaller eigenvalue of the information matrix, over the
+    // residual variance (a featureless or noisy band weighs little).
+    const double tr = s00 + s11, disc = std::sqrt(std::max(0.0, 0.25 * tr * tr - det));
+    fit.weight = (0.5 * tr - disc) / std::max(fit.residual_var, 1e-12);
+    // Converged once a step is below 0.1 px: the step's own error is second
+    // order in it (measured: 0.1 instead of 0.03 left every estimate of
+    // bench_scan_distortion within 0.0004 px and saved a quarter of the band
+    // fits' template samples).
+    if (std::hypot(ddx, ddy) < 0.1) break;
+  }
+  // A band stuck on the bound did not find its match: it gives no sample.
+  if (std::fabs(fit.delta.x) >= max_offset || std::fabs(fit.delta.y) >= max_offset) return fit;
+  // The sample is the whole displacement the band saw: the path, the
+  // (slow part of the) lines' jitter and the correction.
+  double px = 0, py = 0;
+  for (std::size_t i = 0; i < pixels.size(); ++i) px += q[i].x - pixels[i].first, py += q[i].y - pixels[i].second;
+  const double n = static_cast<double>(pixels.size());
+  fit.t = mean_time;
+  fit.mean_path = {px / n, py / n};
+  fit.ok = fit.weight > 0.0;
+  return fit;
+}
+
+// The line's jitter by 1-D matching against the template along the fast
+// axis: least squares of r ~ g * dj (means of r and g removed, so an
+// intensity offset does not pull, each pixel weighted by the noise model)
+// by a fixed number of Gauss-Newton steps from `j`, the previous round's
+// estimate. Fixed: stopping once a step was small made the estimate jump
+// with the last bits of the template, and 1 and 3 ranks (whose sums round
+// differently) then differed by 0.0104 px on a line. Two from no estimate
+// (j = 0, the first round), then one: measured on bench_scan_distortion,
+// two steps throughout cost 11% more of the correction's time for jitter
+// errors within 0.0024 px, and one throughout left the real-content case's
+// average at +10.3% of the oracle's on 512² frames (+7.5% this way). Returns the estimate; `information` gets the
+// weighted sum (g - mean g)^2 at it (0 where the line has too little structure). `split` gets the squared difference of
+// the step measured on each half of the line alone and the sum of the halves' inverse informations: their ratio, pooled
+// over lines, is the variance scale of the estimates as they really scatter (template noise and misfit included, which
+// the pixel noise alone misses). `q` are the points the line's pixels show without jitter.
+double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>>& pixels, const std::vector<Point>& q,
+                       Point fast, const Template& tpl, const NoiseModel& noise, double j, double max_jitter,
+                       double& information, double split[2], const float* first_value = nullptr,
+                       const float* first_gradient = nullptr) {
+  information = 0.0;
+  split[0] = split[1] = 0.0;
+  const double start = j;
+  const std::size_t half = pixels.size() / 2;
+  const int steps = j == 0.0 ? 2 : 1;  // two from no estimate (the first round), one from the last round's
+  for (int iteration = 0; iteration < steps; ++iteration) {
+    // Weighted sums per half of the line: g, r, g^2, g*r, weight; and the count.
+    double h[2][6] = {};
+    for (std::size_t i = 0; i < pixels.size(); ++i) {
+      double v, g;
+      if (iteration == 0 && first_value) {  // the band's last evaluation, at this very point
+        if (std::isnan(first_value[i])) continue;
+        v = first_value[i], g = first_gradient[i];
+      } else {
+        double gx, gy;
+        if (!tpl.at({q[i].x + j * fast.x, q[i].y + j * fast.y}, v, gx, gy)) continue;
+        g = gx * fast.x + gy * fast.y;
+      }
+      const double r = frame.at(pixels[i].first, pixels[i].second) - v;
+      const double w = noise.weight(v);
+      double* a = h[i < half ? 0 : 1];
+      a[0] += w * g, a[1] += w * r, a[2] += w * g * g, a[3] += w * g * r, a[4] += w, a[5] += 1.0;
+    }
+    // Centred information and correlation of a set of sums.
+    auto centred = [](const double* a, double& cgg, double& cgr) {
+      cgg = a[4] > 0 ? a[2] - a[0] * a[0] / a[4] : 0.0;
+      cgr = a[4] > 0 ? a[3] - a[0] * a[1] / a[4] : 0.0;
+    };
+    double all[6];
+    for (int m = 0; m < 6; ++m) all[m] = h[0][m] + h[1][m];
+    if (all[5] < 8) {
+      information = 0.0;
+      return start;
+    }
+    double cgg, cgr;
+    centred(all, cgg, cgr);
+    if (!(cgg > 0)) {
+      information = 0.0;
+      return start;
+    }
+    information = cgg;
+    double gg[2], gr[2];
+    centred(h[0], gg[0], gr[0]);
+    centred(h[1], gg[1], gr[1]);
+    if (gg[0] > 0 && gg[1] > 0 && h[0][5] >= 4 && h[1][5] >= 4) {
+      const double d = gr[0] / gg[0] - gr[1] / gg[1];
+      split[0] = d * d, split[1] = 1.0 / gg[0] + 1.0 / gg[1];
+    } else {
+      split[0] = split[1] = 0.0;
+    }
+    const double step = cgr / cgg;
+    j = std::clamp(j + step, -max_jitter, max_jitter);
+  }
+  return j;
+}
+
+// One line's sums for the line field's normal equations. The regressors: x_m = g b_m (the gradient along the fast axis
+// times coefficient m's basis at the pixel's sample); the line's nuisances: an intensity offset (1) and a shift (g),
+// fitted with the field and taken out.
+// A pixel touches 4 consecutive coefficients, so sum w x_m x_n is a band
+// (|m - n| <= 3): 7 numbers a coefficient, not knots (a line's sums stay
+// O(knots) however fine the field).
+struct FieldSums {
+  static constexpr int kBand = 3;
+  explicit FieldSums(int knots = 0)
+      : s(static_cast<std::size_t>(knots), 0.0),
+        sg(s.size(), 0.0),
+        q(s.size(), 0.0),
+        p(s.size() * (2 * kBand + 1), 0.0) {}
+  std::vector<double> s, sg, q, p;  // sum w x_m, sum w x_m g, sum w x_m e, sum w x_m x_n (band)
+  double& band(std::size_t m, std::size_t n) { return p[m * (2 * kBand + 1) + kBand + n - m]; }
+  double nuisance[3] = {};      // sum w, sum w g, sum w g^2
+  double nuisance_rhs[2] = {};  // sum w e, sum w g e
+
+  // Adds the line's normal equations for the field, its nuisances
+  // eliminated (Schur complement), to a and b; false if it has none.
+  bool add_to(std::vector<double>& a, std::vector<double>& b) const {
+    const std::size_t n = s.size();
+    const double det = nuisance[0] * nuisance[2] - nuisance[1] * nuisance[1];
+    if (!(nuisance[0] > 0) || !(det > 1e-9 * nuisance[0] * nuisance[2])) return false;
+    // N^-1 of [[sum w, sum w g], [sum w g, sum w g^2]].
+    const double i00 = nuisance[2] / det, i01 = -nuisance[1] / det, i11 = nuisance[0] / det;
+    const std::size_t width = 2 * kBand + 1;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double ci0 = s[i] * i00 + sg[i] * i01, ci1 = s[i] * i01 + sg[i] * i11;  // (C N^-1)_i
+      b[i] += q[i] - ci0 * nuisance_rhs[0] - ci1 * nuisance_rhs[1];
+      for (std::size_t j = 0; j < n; ++j) a[i * n + j] -= ci0 * s[j] + ci1 * sg[j];
+      for (std::size_t j = i >= kBand ? i - kBand : 0; j < n && j <= i + kBand; ++j)
+        a[i * n + j] += p[i * width + kBand + j - i];
+    }
+    return true;
+  }
+};
+
+// A small symmetric positive definite matrix (n x n, row-major) replaced by
+// its Cholesky factor L (lower triangle); false if it is not.
+bool cholesky(std::vector<double>& a, std::size_t n) {
+  for (std::size_t j = 0; j < n; ++j) {
+    double d = a[j * n + j];
+    for (std::size_t k = 0; k < j; ++k) d -= a[j * n + k] * a[j * n + k];
+    if (!(d > 0)) return false;
+    a[j * n + j] = std::sqrt(d);
+    for (std::size_t i = j + 1; i < n; ++i) {
+      double v = a[i * n + j];
+      for (std::size_t k = 0; k < j; ++k) v -= a[i * n + k] * a[j * n + k];
+      a[i * n + j] = v / a[j * n + j];
+    }
+  }
+  return true;
+}
+
+// Solves L L^T x = b in place (b: n numbers), L from cholesky().
+void cholesky_solve(const std::vector<double>& l, std::size_t n, double* b) {
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t k = 0; k < i; ++k) b[i] -= l[i * n + k] * b[k];
+    b[i] /= l[i * n + i];
+  }
+  for (std::size_t i = n; i-- > 0;) {
+    for (std::size_t k = i + 1; k < n; ++k) b[i] -= l[k * n + i] * b[k];
+    b[i] /= l[i * n + i];
+  }
+}
+
+// Solves a small symmetric positive definite system in place (a is
+// overwritten by its factor); false if it is not.
+bool solve_spd(std::vector<double>& a, std::vector<double>& b) {
+  if (!cholesky(a, b.size())) return false;
+  cholesky_solve(a, b.size(), b.data());
+  return true;
+}
+
+// The pixels of each line of a frame, in scan order of lines.
+std::vector<std::vector<std::pair<int, int>>> pixels_by_line(const ScanTiming& timing) {
+  std::vector<std::vector<std::pair<int, int>>> lines(static_cast<std::size_t>(timing.lines()));
+  for (int y = 0; y < timing.height(); ++y)
+    for (int x = 0; x < timing.width(); ++x) lines[static_cast<std::size_t>(timing.line_of(x, y))].push_back({x, y});
+  return lines;
+}
+
+}  // namespace
+
+Point ScanModel::probed(const ScanTiming& timing, std::size_t frame, double x, double y) const {
+  const Point d = path.at(timing.time_of(frame, x, y));
+  double j = 0.0;
+  if (frame < jitter.size() && !jitter[frame].empty()) {
+    const int line = timing.line_of(static_cast<int>(std::lround(x)), static_cast<int>(std::lround(y)));
+    j = jitter[frame][static_cast<std::size_t>(line)];
+  }
+  if (frame < field.size() && !field_basis.empty()) {
+    double w[4];
+    const int first = field_basis.weights(timing.sample_of(x, y), w);
+    for (int a = 0; a < 4; ++a)
+      if (w[a] != 0.0) j += w[a] * field[frame][static_cast<std::size_t>(first) + static_cast<std::size_t>(a)];
+  }
+  const Point fast = timing.fast_axis();
+  return {x + d.x + j * fast.x, y + d.y + j * fast.y};
+}
+
+Point ScanModel::pixel_showing(const ScanTiming& timing, std::size_t frame, Point q) const {
+  return FrameScanMap(timing, *this, frame).pixel_showing(q);
+}
+
+namespace {
+const std::vector<double> no_jitter;
+}
+
+FrameScanMap::FrameScanMap(const ScanTiming& timing, const ScanModel& model, std::size_t frame)
+    : FrameScanMap(timing, model.path, frame < model.jitter.size() ? model.jitter[frame] : no_jitter, frame,
+                   frame < model.field.size() ? model.field_basis.tabulate(model.field[frame]) : no_jitter) {}
+
+FrameScanMap::FrameScanMap(const ScanTiming& timing, const DriftPath& path, const std::vector<double>& jitter,
+                           std::size_t frame, const std::vector<double>& field) {
+  copy_geometry(timing);
+  const int lines = timing.lines(), samples = timing.samples_per_line();
+  const Point fast = timing.fast_axis();
+  const bool has_jitter = !jitter.empty();
+  start_.resize(static_cast<std::size_t>(lines));
+  per_sample_.resize(static_cast<std::size_t>(lines));
+  for (int l = 0; l < lines; ++l) {
+    const double t0 = timing.line_start(frame, l);
+    const Point a = path.at(t0), b = path.at(t0 + std::max(1, samples - 1) * timing.dwell());
+    const double j = has_jitter ? jitter[static_cast<std::size_t>(l)] : 0.0;
+    start_[static_cast<std::size_t>(l)] = {a.x + j * fast.x, a.y + j * fast.y};
+    const double inv = samples > 1 ? 1.0 / (samples - 1) : 0.0;
+    per_sample_[static_cast<std::size_t>(l)] = {(b.x - a.x) * inv, (b.y - a.y) * inv};
+  }
+  mid_ = path.at(timing.frame_mid_time(frame));
+  if (has_jitter && std::any_of(jitter.begin(), jitter.end(), [](double j) { return j != 0.0; })) jitter_ = jitter;
+  if (field.size() == static_cast<std::size_t>(samples) &&
+      std::any_of(field.begin(), field.end(), [](double c) { return c != 0.0; }))
+    field_ = field;
+}
+
+FrameScanMap FrameScanMap::rigid(const ScanTiming& timing, Point offset) {
+  FrameScanMap m;
+  m.copy_geometry(timing);
+  m.start_.assign(static_cast<std::size_t>(timing.lines()), offset);
+  m.per_sample_.assign(static_cast<std::size_t>(timing.lines()), Point{});
+  m.mid_ = offset;
+  return m;
+}
+
+FrameScanMap FrameScanMap::from_lines(const ScanTiming& timing, const std::vector<Point>& mid_drift,
+                                      const std::vector<double>& jitter, const std::vector<double>& field) {
+  const std::size_t lines = static_cast<std::size_t>(timing.lines());
+  if (mid_drift.size() != lines || jitter.size() != lines)
+    throw bad_input("scan distortion: a table of " + std::to_string(mid_drift.size()) + " lines for frames of " +
+                    std::to_string(lines));
+  FrameScanMap m;
+  m.copy_geometry(timing);
+  m.start_.resize(lines);
+  m.per_sample_.resize(lines);
+  const Point fast = timing.fast_axis();
+  const double half = 0.5 * std::max(0, timing.samples_per_line() - 1);
+  for (std::size_t l = 0; l < lines; ++l) {
+    // Velocity from the neighbouring lines (one-sided at the ends), per dwell.
+    const std::size_t a = l > 0 ? l - 1 : l, b = l + 1 < lines ? l + 1 : l;
+    const double dt = static_cast<double>(b - a) * timing.line_time();
+    const Point v = dt > 0 ? Point{(mid_drift[b].x - mid_drift[a].x) / dt * timing.dwell(),
+                                   (mid_drift[b].y - mid_drift[a].y) / dt * timing.dwell()}
+                           : Point{};
+    m.per_sample_[l] = v;
+    m.start_[l] = {mid_drift[l].x - half * v.x + jitter[l] * fast.x, mid_drift[l].y - half * v.y + jitter[l] * fast.y};
+  }
+  m.mid_ = mid_drift[lines / 2];
+  if (std::any_of(jitter.begin(), jitter.end(), [](double j) { return j != 0.0; })) m.jitter_ = jitter;
+  if (field.size() == static_cast<std::size_t>(timing.samples_per_line()) &&
+      std::any_of(field.begin(), field.end(), [](double c) { return c != 0.0; }))
+    m.field_ = field;
+  return m;
+}
+
+FrameScanMap FrameScanMap::without_jitter() const {
+  FrameScanMap m = *this;
+  const Point fast = timing_->fast_axis();
+  for (std::size_t l = 0; l < jitter_.size(); ++l)
+    m.start_[l].x -= jitter_[l] * fast.x, m.start_[l].y -= jitter_[l] * fast.y;
+  m.jitter_.clear();
+  m.field_.clear();
+  return m;
+}
+
+Frame FrameScanMap::lines_aligned(const Frame& frame) const {
+  if (jitter_.empty() && field_.empty()) return frame;
+  // Lines as rows (a 90°-rotated scan's lines are columns). Pixel x of line l
+  // shows what the jitter-free line shows at x + j: the aligned line at x is
+  // the line at x - j.
+  Frame rows = rotated_ ? detail::transposed(frame) : frame;
+  Frame coeffs = detail::transposed(rows);
+  detail::bspline_prefilter_columns(coeffs);  // along each line only
+  coeffs = detail::transposed(coeffs);
+  const int n = rows.width,
+            lines = jitter_.empty() ? rows.height : std::min(rows.height, static_cast<int>(jitter_.size()));
+#pragma omp parallel for schedule(static)
+  for (int l = 0; l < lines; ++l) {
+    const double shift = jitter_.empty() ? 0.0 : -jitter_[static_cast<std::size_t>(l)];
+    const float* c = coeffs.row(l);
+    float* out = rows.row(l);
+    if (!field_.empty()) {
+      // Pixel x shows what the field-free line shows at x + j + h(s(x)):
+      // the aligned line at u is the line at the x solving that (h is
+      // smooth and far below a pixel per pixel: three fixed-point steps).
+      const bool reversed = serpentine_ && (l & 1);
+      for (int u = 0; u < n; ++u) {
+        double x = u + shift;
+        for (int step = 0; step < 3; ++step) {
+          const double along = std::clamp(x, 0.0, static_cast<double>(n - 1));
+          x = u + shift - field_at(reversed ? last_sample_ - along : along);
+        }
+        const int whole = static_cast<int>(std::floor(x));
+        double w[4];
+        bspline_weights(x - whole, w);
+        double v = 0.0;
+        for (int i = 0; i < 4; ++i) {
+          int at = whole - 1 + i;
+          if (at < 0) at = -at;
+          if (at >= n) at = 2 * (n - 1) - at;
+          v += w[i] * c[std::clamp(at, 0, n - 1)];
+        }
+        out[u] = static_cast<float>(v);
+      }
+      continue;
+    }
+    if (shift == 0.0) continue;
+    const int whole = static_cast<int>(std::floor(shift));
+    double w[4];
+    bspline_weights(shift - whole, w);
+    for (int x = 0; x < n; ++x) {
+      double v = 0.0;
+      for (int i = 0; i < 4; ++i) {
+        int at = x + whole - 1 + i;
+        // Mirror-symmetric, as the prefilter assumes.
+        if (at < 0) at = -at;
+        if (at >= n) at = 2 * (n - 1) - at;
+        v += w[i] * c[std::clamp(at, 0, n - 1)];
+      }
+      out[x] = static_cast<float>(v);
+    }
+  }
+  return rotated_ ? detail::transposed(rows) : rows;
+}
+
+void FrameScanMap::copy_geometry(const ScanTiming& timing) {
+  timing_ = &timing;
+  rotated_ = timing.settings().direction == ScanDirection::rotated90;
+  serpentine_ = timing.settings().direction == ScanDirection::serpentine;
+  lines_ = timing.lines();
+  last_sample_ = timing.samples_per_line() - 1;
+}
+
+Point FrameScanMap::pixel_showing(Point q) const {
+  // Fixed-point steps: d changes by far less than a pixel per pixel.
+  Point p{q.x - mid_.x, q.y - mid_.y};
+  for (int step = 0; step < 4; ++step) {
+    const Point r = probed(p.x, p.y);
+    p.x += q.x - r.x;
+    p.y += q.y - r.y;
+  }
+  return p;
+}
+
+void SpecimenExtent::add(Point q) {
+  xmin = std::min(xmin, q.x), xmax = std::max(xmax, q.x), ymin = std::min(ymin, q.y), ymax = std::max(ymax, q.y);
+}
+
+void SpecimenExtent::merge(const SpecimenExtent& o) {
+  xmin = std::min(xmin, o.xmin), xmax = std::max(xmax, o.xmax), ymin = std::min(ymin, o.ymin),
+  ymax = std::max(ymax, o.ymax);
+}
+
+namespace {
+// The box the border of a w x h frame maps to: the footprint's box, the map
+// being continuous.
+SpecimenExtent border_extent(const FrameScanMap& map, int w, int h) {
+  SpecimenExtent e;
+  for (int x = 0; x < w; ++x) e.add(map.probed(x, 0)), e.add(map.probed(x, h - 1));
+  for (int y = 0; y < h; ++y) e.add(map.probed(0, y)), e.add(map.probed(w - 1, y));
+  return e;
+}
+}  // namespace
+
+SpecimenExtent frame_extent(const FrameScanMap& map, const ScanTiming& timing) {
+  return border_extent(map, timing.width(), timing.height());
+}
+
+SpecimenGrid SpecimenGrid::covering(const SpecimenExtent& extent, const ScanTiming& timing) {
+  if (extent.empty()) throw bad_input("scan distortion: no frame to average");
+  SpecimenGrid g;
+  // Snapped with a margin well above lines.csv's rounding (1e-5 px), so that
+  // re-averaging from the table (average --lines) lands on the same grid.
+  constexpr double snap = 1e-3;
+  g.origin = {std::floor(extent.xmin + snap), std::floor(extent.ymin + snap)};
+  const double w = std::ceil(extent.xmax - snap) - g.origin.x + 1, h = std::ceil(extent.ymax - snap) - g.origin.y + 1;
+  if (w > 8.0 * timing.width() + 64 || h > 8.0 * timing.height() + 64)
+    throw bad_input("scan distortion: the drift spans " + message_number(w) + "x" + message_number(h) +
+                    " px, far beyond the frames; the rigid drift is not a usable start");
+  g.width = static_cast<int>(w), g.height = static_cast<int>(h);
+  return g;
+}
+
+FrameContribution sample_in_specimen_coordinates(const Frame& frame, const FrameScanMap& map_with_jitter,
+                                                 const SpecimenGrid& grid, double from_sample) {
+  // Each line at its own fast-axis position first, then the smooth map.
+  Frame coeffs = map_with_jitter.lines_aligned(frame);
+  const FrameScanMap map = map_with_jitter.without_jitter();
+  bspline_prefilter(coeffs);
+  const int w = frame.width, h = frame.height;
+  const std::size_t stride = static_cast<std::size_t>(w);
+  // Only the grid pixels in the frame's footprint (the box its border maps
+  // to, with a margin): the grid spans the whole series' drift, up to twice
+  // a frame's area, and outside the footprint every inverse is wasted.
+  const SpecimenExtent box = border_extent(map, w, h);
+  FrameContribution c;
+  c.i0 = std::max(0, static_cast<int>(std::floor(box.xmin - grid.origin.x)) - 2);
+  c.j0 = std::max(0, static_cast<int>(std::floor(box.ymin - grid.origin.y)) - 2);
+  c.width = std::max(0, std::min(grid.width, static_cast<int>(std::ceil(box.xmax - grid.origin.x)) + 3) - c.i0);
+  c.height = std::max(0, std::min(grid.height, static_cast<int>(std::ceil(box.ymax - grid.origin.y)) + 3) - c.j0);
+  c.value.assign(static_cast<std::size_t>(c.width) * static_cast<std::size_t>(c.height),
+                 std::numeric_limits<float>::quiet_NaN());
+#pragma omp parallel for schedule(static)
+  for (int j = 0; j < c.height; ++j) {
+    // Along an output row the pixel stays on one line for long runs: each
+    // inverse starts from its neighbour's line.
+    int line = 0;
+    float* row = c.value.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(c.width);
+    for (int i = 0; i < c.width; ++i) {
+      const Point p = map.pixel_showing_near({grid.origin.x + c.i0 + i, grid.origin.y + c.j0 + j}, line);
+      if (p.x < 0.0 || p.y < 0.0 || p.x > w - 1 || p.y > h - 1) continue;
+      if (from_sample > 0.0 && map.sample_at(p) < from_sample) continue;
+      const int ix = static_cast<int>(p.x), iy = static_cast<int>(p.y);  // p >= 0: truncation is floor
+      if (ix >= 1 && iy >= 1 && ix + 2 < w && iy + 2 < h) {
+        row[i] = bspline_taps_value(coeffs.row(iy - 1) + ix - 1, stride, static_cast<float>(p.x - ix),
+                                    static_cast<float>(p.y - iy));
+      } else {
+        row[i] = static_cast<float>(sample_bspline(coeffs, p.x, p.y));  // edge taps clamped
+      }
+    }
+  }
+  return c;
+}
+
+void add_contribution(const FrameContribution& c, const SpecimenGrid& grid, std::vector<double>& sum,
+                      std::vector<double>& coverage) {
+#pragma omp parallel for schedule(static) if (c.value.size() >= 65536)
+  for (int j = 0; j < c.height; ++j) {
+    const float* row = c.value.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(c.width);
+    const std::size_t at = static_cast<std::size_t>(c.j0 + j) * static_cast<std::size_t>(grid.width) + c.i0;
+    for (int i = 0; i < c.width; ++i)
+      if (!std::isnan(row[i])) sum[at + i] += row[i], coverage[at + i] += 1.0;
+  }
+}
+
+void accumulate_in_specimen_coordinates(const Frame& frame, const FrameScanMap& map, const SpecimenGrid& grid,
+                                        std::vector<double>& sum, std::vector<double>& coverage) {
+  add_contribution(sample_in_specimen_coordinates(frame, map, grid), grid, sum, coverage);
+}
+
+SpecimenImage finish_specimen_average(const SpecimenGrid& grid, const std::vector<double>& sum,
+                                      const std::vector<double>& coverage) {
+  SpecimenImage out;
+  out.origin = grid.origin;
+  // Uncovered pixels take the mean, so the image has no artificial edges.
+  double total = 0, count = 0;
+  for (std::size_t i = 0; i < sum.size(); ++i)
+    if (coverage[i] > 0) total += sum[i] / coverage[i], count += 1;
+  out.image = Frame(grid.width, grid.height, count > 0 ? static_cast<float>(total / count) : 0.0f);
+  out.coverage = Frame(grid.width, grid.height, 0.0f);
+  for (std::size_t i = 0; i < sum.size(); ++i) {
+    out.coverage.pixels[i] = static_cast<float>(coverage[i]);
+    if (coverage[i] > 0) out.image.pixels[i] = static_cast<float>(sum[i] / coverage[i]);
+  }
+  return out;
+}
+
+SpecimenImage finish_split_average(const SpecimenGrid& grid, std::vector<double> sum[2],
+                                   std::vector<double> coverage[2], std::size_t even, std::size_t odd,
+                                   AverageNoise& noise) {
+  noise.even = even, noise.odd = odd;
+  noise.half_difference = Frame(grid.width, grid.height, 0.0f);
+  for (std::size_t i = 0; i < noise.half_difference.pixels.size(); ++i) {
+    if (coverage[0][i] > 0 && coverage[1][i] > 0)
+      noise.half_difference.pixels[i] = static_cast<float>(sum[0][i] / coverage[0][i] - sum[1][i] / coverage[1][i]);
+    sum[0][i] += sum[1][i], coverage[0][i] += coverage[1][i];
+  }
+  return finish_specimen_average(grid, sum[0], coverage[0]);
+}
+
+SpecimenImage average_in_specimen_coordinates(const FrameSource& frames, const ScanTiming& timing,
+                                              const ScanModel& model, AverageNoise* noise,
+                                              std::vector<FrameContribution>* kept, const std::vector<char>* left_out,
+                                              double from_sample) {
+  const std::size_t n = frames.frame_count();
+  auto out = [&](std::size_t k) { return left_out && k < left_out->size() && (*left_out)[k]; };
+  SpecimenExtent extent;
+  for (std::size_t k = 0; k < n; ++k)
+    if (!out(k)) extent.merge(frame_extent(FrameScanMap(timing, model, k), timing));
+  const SpecimenGrid grid = SpecimenGrid::covering(extent, timing);
+  const std::size_t size = static_cast<std::size_t>(grid.width) * static_cast<std::size_t>(grid.height);
+  // Even and odd frames apart (their difference is the noise), then added.
+  std::vector<double> sum[2] = {std::vector<double>(size, 0.0), std::vector<double>(noise ? size : 0, 0.0)};
+  std::vector<double> coverage[2] = {sum[0], sum[1]};
+  ContributionBudget budget(kept);
+  std::size_t counted[2] = {0, 0};
+  for (std::size_t k = 0; k < n; ++k) {
+    if (out(k)) {
+      budget.keep(FrameContribution{});
+      continue;
+    }
+    const std::size_t half = noise ? k % 2 : 0;
+    FrameContribution c =
+        sample_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid, from_sample);
+    add_contribution(c, grid, sum[half], coverage[half]);
+    budget.keep(std::move(c));
+    ++counted[k % 2];
+  }
+  if (!noise) return finish_specimen_average(grid, sum[0], coverage[0]);
+  return finish_split_average(grid, sum, coverage, counted[0], counted[1], *noise);
+}
+
+struct ScanDistortionSteps::Template : driftscan::Template {
+  SpecimenImage average;
+  DriftPath path;                                      // of the model the average was built under
+  std::shared_ptr<const TemplateWienerFilter> filter;  // applied to what the fits sample (null: none)
+};
+
+ScanDistortionSteps::ScanDistortionSteps(const ScanTiming& timing, const ScanDistortionSettings& settings,
+                                         std::size_t frames)
+    : timing_(timing), settings_(settings), frames_(frames) {
+  auto require = [](bool ok, const std::string& what) {
+    if (!ok) throw bad_input("scan distortion: " + what);
+  };
+  require(frames >= 1, "the series has no frames");
+  require(settings.band_lines >= 4 && settings.band_lines <= timing.lines(),
+          "band lines must be between 4 and the " + std::to_string(timing.lines()) + " lines of a frame (got " +
+              std::to_string(settings.band_lines) + ")");
+  require(std::isfinite(settings.max_band_offset) && settings.max_band_offset > 0, "max band offset must be > 0");
+  require(settings.max_rounds >= 1, "max rounds must be >= 1");
+  require(std::isfinite(settings.jitter_prior) && settings.jitter_prior > 0, "jitter prior must be > 0");
+  require(std::isfinite(settings.smoothing) && settings.smoothing >= 0, "smoothing must be >= 0");
+  left_out_.assign(frames, 0);
+  require(settings.line_field_knots == 0 || (settings.line_field_knots >= 3 && settings.line_field_knots <= 64),
+          "line field knots must be 0 (none) or 3 to 64 (got " + std::to_string(settings.line_field_knots) + ")");
+  // Past half the line, the template (built from each line's samples past
+  // the field's extent) would be too thin to register the bands against.
+  require(settings.line_field_extent > 0 && settings.line_field_extent <= 0.5,
+          "line field extent must be in (0, 0.5] of a line (got " + message_number(settings.line_field_extent) + ")");
+  require(std::isfinite(settings.line_field_prior) && settings.line_field_prior > 0, "line field prior must be > 0");
+  if (settings.line_field_knots > 0)
+    field_basis_ = LineFieldBasis(timing.samples_per_line(), settings.line_field_knots,
+                                  settings.line_field_extent * timing.samples_per_line());
+  lines_ = pixels_by_line(timing);
+  // Bands: consecutive lines; the remainder joins the last band.
+  for (int l0 = 0; l0 < timing.lines(); l0 += settings.band_lines) {
+    int l1 = std::min(timing.lines(), l0 + settings.band_lines);
+    if (timing.lines() - l1 < settings.band_lines / 2) l1 = timing.lines();
+    std::vector<std::pair<int, int>> band;
+    for (int l = l0; l < l1; ++l)
+      band.insert(band.end(), lines_[static_cast<std::size_t>(l)].begin(), lines_[static_cast<std::size_t>(l)].end());
+    // The band's mean acquisition time from its frame's start.
+    double t = 0.0;
+    for (const auto& [x, y] : band) t += timing.time_of(0, x, y) - timing.frame_start(0);
+    band_time_.push_back(t / static_cast<double>(band.size()));
+    std::size_t first = 0;
+    for (int l = l0; l < l1; ++l) {
+      line_in_band_.emplace_back(bands_.size(), first);
+      first += lines_[static_cast<std::size_t>(l)].size();
+    }
+    bands_.push_back(std::move(band));
+    band_lines_.emplace_back(l0, l1);
+    if (l1 == timing.lines()) break;
+  }
+}
+
+namespace {
+// Gauge: specimen coordinates are those of the start of frame 0.
+DriftPath to_gauge(const DriftPath& p) {
+  const Point d0 = p.at(0.0);
+  return p.shifted({-d0.x, -d0.y});
+}
+}  // namespace
+
+ScanModel ScanDistortionSteps::initial_model(const std::vector<Point>& rigid_drift) const {
+  if (rigid_drift.size() != frames_)
+    throw bad_input("scan distortion: needs one rigid drift per frame (got " + std::to_string(rigid_drift.size()) +
+                    " for " + std::to_string(frames_) + " frames)");
+  ScanModel model;
+  model.jitter.assign(frames_, std::vector<double>(static_cast<std::size_t>(timing_.lines()), 0.0));
+  if (frames_ >= 2) {
+    // A smooth path through the rigid shifts at the frames' mid times. Its
+    // velocity already shears every frame the right way (the drift between
+    // frames is the drift within them), which is most of the distortion.
+    std::vector<DriftSample> rigid;
+    for (std::size_t k = 0; k < frames_; ++k)
+      if (!left_out(k)) rigid.push_back({timing_.frame_mid_time(k), rigid_drift[k].x, rigid_drift[k].y, 1.0});
+    if (rigid.size() < 2) throw bad_input("scan distortion: fewer than 2 frames are left to follow");
+    // Rigid shifts are accurate (hundredths of a pixel): nearly interpolate
+    // them rather than smooth them away.
+    DriftPathSettings ps;
+    ps.knot_spacing = choose_knot_spacing(timing_.frame_time(), 1.0);
+    ps.smoothing = 1e-3;
+    model.path = DriftPath::fit(std::move(rigid), 0.0, t_end(), ps);
+  } else {
+    model.path = DriftPath().shifted(rigid_drift[0]);
+  }
+  model.path = to_gauge(model.path);
+  return model;
+}
+
+DriftPath ScanDistortionSteps::fit_path(std::vector<DriftSample> samples) const {
+  if (samples.size() < 2)
+    throw bad_input("scan distortion: no band of any frame could be registered against the average");
+  const double knots = choose_knot_spacing(timing_.frame_time(), static_cast<double>(bands_.size()));
+  DriftPathSettings ps;
+  ps.knot_spacing = knots;
+  ps.smoothing = settings_.smoothing;
+  // Unset (0): each axis's stiffness from the band samples themselves. The
+  // fast axis's samples also carry each band's mean jitter, the slow axis's
+  // do not, so the two need not agree.
+  if (!(settings_.smoothing > 0.0))
+    ps = cross_validated_smoothing(samples, 0.0, t_end(), knots, {0.0125, 0.05, 0.2, 0.8, 3.2, 12.8, 51.2});
+  return to_gauge(DriftPath::fit(std::move(samples), 0.0, t_end(), ps));
+}
+
+void ScanDistortionSteps::set_template(const SpecimenImage& average, const DriftPath& built_with,
+                                       const AverageNoise& noise, std::vector<FrameContribution> own,
+                                       std::size_t own_first) {
+  own_ = std::move(own);
+  own_first_ = own_first;
+  auto t = std::make_shared<Template>();
+  t->average = average;
+  t->path = built_with;
+  if (settings_.filter_template && noise.even > 0 && noise.odd > 0)
+    t->filter = std::make_shared<TemplateWienerFilter>(average.image, noise.half_difference, noise.even, noise.odd);
+  t->coeffs = average.image;
+  if (t->filter) t->filter->apply(t->coeffs);
+  bspline_prefilter(t->coeffs);
+  t->image = &t->average;
+  t->min_coverage = std::max(1.0, 0.25 * static_cast<double>(frames_));
+  template_ = std::move(t);
+}
+
+std::shared_ptr<const ScanDistortionSteps::Template> ScanDistortionSteps::template_without(
+    const Frame& frame, std::size_t k, const std::vector<double>& jitter, const std::vector<double>& field) const {
+  if (frames_ < 2) return template_;  // nothing else to compare against
+  const SpecimenImage& full = template_->average;
+  const SpecimenGrid grid{full.origin, full.image.width, full.image.height};
+  // The frame's own samples: kept from the average's pass (the same model),
+  // else sampled again.
+  FrameContribution sampled;
+  const std::size_t at = k - own_first_;
+  const bool kept = k >= own_first_ && at < own_.size() && !own_[at].value.empty();
+  if (!kept)
+    sampled = sample_in_specimen_coordinates(frame, FrameScanMap(timing_, template_->path, jitter, k, field), grid,
+                                             template_from_sample());
+  const FrameContribution& own = kept ? own_[at] : sampled;
+  auto t = std::make_shared<Template>();
+  t->average = full;
+  t->path = template_->path;
+  t->filter = template_->filter;
+#pragma omp parallel for schedule(static)
+  for (int j = 0; j < own.height; ++j)
+    for (int i = 0; i < own.width; ++i) {
+      const float v = own.value[static_cast<std::size_t>(j) * static_cast<std::size_t>(own.width) + i];
+      if (std::isnan(v)) continue;
+      const std::size_t g = static_cast<std::size_t>(own.j0 + j) * static_cast<std::size_t>(grid.width) + own.i0 + i;
+      const double c = full.coverage.pixels[g];
+      t->average.coverage.pixels[g] = static_cast<float>(std::max(0.0, c - 1.0));
+      if (c > 1.0) t->average.image.pixels[g] = static_cast<float>((full.image.pixels[g] * c - v) / (c - 1.0));
+    }
+  t->coeffs = t->average.image;
+  if (template_->filter) template_->filter->apply(t->coeffs);
+  bspline_prefilter(t->coeffs);
+  t->image = &t->average;
+  t->min_coverage = template_->min_coverage;
+  return t;
+}
+
+ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame, std::size_t k,
+                                                             const ScanModel& model) const {
+  if (!template_) throw failure("scan distortion: fit_frame before set_template");
+  if (left_out(k)) return {};
+  const std::vector<double>& current = k < model.jitter.size() ? model.jitter[k] : no_jitter;
+  const std::vector<double>& coefficients = k < model.field.size() ? model.field[k] : no_jitter;
+  const std::vector<double> field = field_basis_.tabulate(coefficients);
+  const auto tpl = template_without(frame, k, current, field);
+  FrameFit out;
+  std::vector<BandFit> fits(bands_.size());
+  {
+    const FrameScanMap map(timing_, model.path, current, k, field);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (long b = 0; b < static_cast<long>(bands_.size()); ++b)
+      fits[static_cast<std::size_t>(b)] = fit_band(frame, bands_[static_cast<std::size_t>(b)],
+                                                   timing_.frame_start(k) + band_time_[static_cast<std::size_t>(b)],
+                                                   map, *tpl, settings_.max_band_offset, timing_.fast_axis());
+  }
+  // Each band's offset from the model at its centre line, for the lines.
+  std::vector<double> centre;
+  std::vector<Point> offset;
+  double noise_sums[5] = {};
+  for (std::size_t b = 0; b < fits.size(); ++b) {
+    const BandFit& f = fits[b];
+    if (!f.ok) continue;
+    for (int m = 0; m < 5; ++m) noise_sums[m] += f.noise_sums[m];
+    out.bands.push_back({f.t, f.mean_path.x + f.delta.x, f.mean_path.y + f.delta.y, f.weight});
+    out.band_count += 1;
+    if (f.explains) out.explained_count += 1;
+    centre.push_back(0.5 * (band_lines_[b].first + band_lines_[b].second - 1));
+    offset.push_back(f.delta);
+  }
+  if (!settings_.estimate_jitter) return out;
+
+  // The line's offset: the bands' linearly interpolated between centres
+  // (constant beyond the first and last; none when no band registered).
+  auto band_offset = [&](int line) -> Point {
+    if (centre.empty()) return {};
+    const double l = line;
+    if (l <= centre.front()) return offset.front();
+    if (l >= centre.back()) return offset.back();
+    const std::size_t i = static_cast<std::size_t>(std::upper_bound(centre.begin(), centre.end(), l) - centre.begin());
+    const double w = (l - centre[i - 1]) / (centre[i] - centre[i - 1]);
+    return {offset[i - 1].x + w * (offset[i].x - offset[i - 1].x),
+            offset[i - 1].y + w * (offset[i].y - offset[i - 1].y)};
+  };
+  const NoiseModel noise_model = NoiseModel::fit(noise_sums);
+  // Lines without their jitter (the unknown); the fits start from the current one.
+  const FrameScanMap map(timing_, model.path, no_jitter, k, field);
+  std::vector<double> jitter = current;
+  jitter.resize(static_cast<std::size_t>(timing_.lines()), 0.0);
+  const Point fast = timing_.fast_axis();
+  // Each line's least-squares jitter (about the unshrunk estimate of the
+  // previous round) and its variance.
+  std::vector<double> raw(jitter.size()), information(jitter.size()), split(2 * jitter.size());
+  std::vector<Point> placed(jitter.size());  // each line's offset from the model where it was fitted
+  std::vector<FieldSums> field_sums(field_basis_.empty() ? 0 : jitter.size());
+  // A line's weighted sums for the field's normal equations, over its
+  // samples up to twice the field's extent (beyond, a sample says nothing of
+  // the field and little more of the line's shift): the residual against the
+  // template at the line's fitted offset `j`. Each sample is weighed by the
+  // template's share of the noise too: a template of c frames (frame k's own
+  // taken out) adds 1 / c of a frame's noise variance, so where few others
+  // saw the specimen clear of their line starts a sample says less. Where
+  // none did, it says nothing.
+  const double field_reach =
+      field_basis_.empty() ? 0.0 : std::min<double>(timing_.samples_per_line(), 2.0 * field_basis_.extent() + 4.0);
+  auto line_field_sums = [&](const std::vector<std::pair<int, int>>& pixels, const std::vector<Point>& q, double j) {
+    const int n = field_basis_.knots();
+    FieldSums out_sums(n);
+    for (std::size_t i = 0; i < pixels.size(); ++i) {
+      const double sample = timing_.sample_of(pixels[i].first, pixels[i].second);
+      if (sample >= field_reach) continue;
+      double v, gx, gy, c;
+      if (!tpl->covered_at({q[i].x + j * fast.x, q[i].y + j * fast.y}, v, gx, gy, c)) continue;
+      const double g = gx * fast.x + gy * fast.y;
+      const double w = noise_model.weight(v) * c / (c + 1.0);
+      const double e = frame.at(pixels[i].first, pixels[i].second) - v;
+      double b[4];
+      const int m0 = field_basis_.weights(sample, b);
+      out_sums.nuisance[0] += w, out_sums.nuisance[1] += w * g, out_sums.nuisance[2] += w * g * g;
+      out_sums.nuisance_rhs[0] += w * e, out_sums.nuisance_rhs[1] += w * g * e;
+      for (int a = 0; a < 4; ++a) {
+        if (b[a] == 0.0) continue;  // beyond the field's extent (its index may be too)
+        const std::size_t m = static_cast<std::size_t>(m0) + static_cast<std::size_t>(a);
+        const double xa = g * b[a];
+        out_sums.s[m] += w * xa, out_sums.sg[m] += w * xa * g, out_sums.q[m] += w * xa * e;
+        for (int d = 0; d < 4; ++d)
+          if (b[d] != 0.0)
+            out_sums.band(m, static_cast<std::size_t>(m0) + static_cast<std::size_t>(d)) += w * xa * g * b[d];
+      }
+    }
+    return out_sums;
+  };
+#pragma omp parallel for schedule(dynamic, 8)
+  for (int l = 0; l < timing_.lines(); ++l) {
+    const std::size_t at = static_cast<std::size_t>(l);
+    const auto& pixels = lines_[at];
+    // A line of a registered band is placed where the band's last step
+    // sampled the template, and takes its first step from those samples
+    // (measured: 2 of the 6.7 template samples a pixel took in a run's fits
+    // saved, the jitter errors unchanged to 0.001 px); the others between
+    // their neighbours'.
+    const auto [b, first] = line_in_band_[at];
+    const BandFit& f = fits[b];
+    const bool reuse = f.ok && f.value.size() == bands_[b].size();
+    const Point d = reuse ? f.evaluated_at : band_offset(l);
+    placed[at] = d;
+    std::vector<Point> q(pixels.size());
+    for (std::size_t i = 0; i < pixels.size(); ++i) {
+      const Point p = map.probed(pixels[i].first, pixels[i].second);
+      q[i] = {p.x + d.x, p.y + d.y};
+    }
+    raw[at] = fit_line_jitter(frame, pixels, q, fast, *tpl, noise_model, jitter[at], settings_.max_jitter,
+                              information[at], &split[2 * at], reuse ? f.value.data() + first : nullptr,
+                              reuse ? f.gradient.data() + first : nullptr);
+    if (!field_basis_.empty()) field_sums[at] = line_field_sums(pixels, q, raw[at]);
+  }
+  if (!field_basis_.empty()) {
+    // The change of the field: least squares over every line of the frame
+    // (in line order: the same sums for any thread count), each line's
+    // intensity offset and shift fitted with it (the shift is the line's
+    // jitter: the field is what the line's start does apart from it).
+    const std::size_t n = static_cast<std::size_t>(field_basis_.knots());
+    std::vector<double> a(n * n, 0.0), b(n, 0.0);
+    int used = 0;
+    for (const FieldSums& f : field_sums)
+      if (f.add_to(a, b)) ++used;
+    if (used >= 4) out.field_normal = std::move(a), out.field_rhs = std::move(b);
+  }
+  // The estimates' variance scale from the two halves of every line (in line
+  // order: the same sum for any thread count); the noise model's (1: the
+  // fits are weighted by its inverse variance) is its floor.
+  double spread_sum = 0.0, inverse_sum = 0.0;
+  for (std::size_t l = 0; l < raw.size(); ++l) spread_sum += split[2 * l], inverse_sum += split[2 * l + 1];
+  const double scale = inverse_sum > 0 ? std::max(1.0, spread_sum / inverse_sum) : 1.0;
+  // Each line's whole fast-axis offset from the template's path: its band's
+  // share and its own fit (finish_jitter() takes the new path's share out).
+  out.line_offset.resize(raw.size());
+  out.line_variance.resize(raw.size());
+  for (std::size_t l = 0; l < raw.size(); ++l) {
+    out.line_offset[l] = placed[l].x * fast.x + placed[l].y * fast.y + raw[l];
+    out.line_variance[l] = information[l] > 0 ? scale / information[l] : std::numeric_limits<double>::infinity();
+    if (std::isfinite(out.line_variance[l])) out.precision_sum += out.line_variance[l], out.precision_count += 1;
+  }
+  return out;
+}
+
+std::vector<double> ScanDistortionSteps::finish_jitter(const FrameFit& fit, std::size_t k, const DriftPath& before,
+                                                       const DriftPath& after) const {
+  const std::size_t lines = static_cast<std::size_t>(timing_.lines());
+  std::vector<double> jitter(lines, 0.0);
+  if (fit.line_offset.size() != lines) return jitter;
+  // What the new path does not explain of each line's offset. Its frame
+  // mean is the gauge between the two (the path's constant shift, d(0) = 0),
+  // not jitter.
+  const Point fast = timing_.fast_axis();
+  std::vector<double> u(lines);
+  double mean = 0.0, count = 0.0;
+  for (std::size_t l = 0; l < lines; ++l) {
+    const double t = timing_.line_mid_time(k, static_cast<int>(l));
+    const Point a = after.at(t), b = before.at(t);
+    u[l] = fit.line_offset[l] - ((a.x - b.x) * fast.x + (a.y - b.y) * fast.y);
+    if (std::isfinite(fit.line_variance[l])) mean += u[l], count += 1;
+  }
+  if (count == 0) return jitter;
+  mean /= count;
+  // Shrinkage with the jitter's variance estimated from the frame itself
+  // (empirical Bayes): the spread of the offsets minus what their noise
+  // explains. A series without jitter gets ~0, not noise fitted as jitter;
+  // the prior setting only bounds it.
+  double spread = 0.0, noise_part = 0.0;
+  for (std::size_t l = 0; l < lines; ++l)
+    if (std::isfinite(fit.line_variance[l]))
+      spread += (u[l] - mean) * (u[l] - mean), noise_part += fit.line_variance[l];
+  const double tau2 = std::clamp((spread - noise_part) / count, 0.0, settings_.jitter_prior * settings_.jitter_prior);
+  for (std::size_t l = 0; l < lines; ++l)
+    if (std::isfinite(fit.line_variance[l]) && tau2 > 0)
+      jitter[l] =
+          std::clamp((u[l] - mean) * tau2 / (tau2 + fit.line_variance[l]), -settings_.max_jitter, settings_.max_jitter);
+  return jitter;
+}
+
+namespace {
+
+// A frame's line-field equations, from its fit and current coefficients:
+// A, y = A current + b (A c = y: the coefficients the data alone ask for),
+// and the Cholesky factor of A + lambda I (lambda: the deviation's prior
+// precision). False if the frame has none.
+struct FrameFieldEquations {
+  std::vector<double> a, y, factor;
+  bool set(const ScanDistortionSteps::FrameFit& fit, const std::vector<double>& current, std::size_t n, double lambda) {
+    if (fit.field_normal.size() != n * n || fit.field_rhs.size() != n) return false;
+    a = fit.field_normal;
+    y = fit.field_rhs;
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < n && j < current.size(); ++j) y[i] += a[i * n + j] * current[j];
+    factor = a;
+    for (std::size_t i = 0; i < n; ++i) factor[i * n + i] += lambda;
+    return cholesky(factor, n);
+  }
+};
+
+}  // namespace
+
+// With deviations e_k ~ N(0, tau^2) about the shared field g, and for a
+// frame M = (A + I / tau^2)^-1: the shared field's equations, the e_k
+// eliminated, are (sum M A / tau^2 + prior) g = sum M y / tau^2; then
+// e_k = M (y - A g).
+void ScanDistortionSteps::finish_fields(const std::vector<FrameFit>& fits, std::size_t first, ScanModel& model,
+                                        const std::function<void(std::vector<double>&)>& sum_over_ranks) const {
+  if (field_basis_.empty()) return;
+  const std::size_t n = static_cast<std::size_t>(field_basis_.knots());
+  const double lambda = 1.0 / (settings_.line_field_prior * settings_.line_field_prior);
+  model.field_basis = field_basis_;
+  model.field.resize(frames_);
+  for (std::size_t i = 0; i < fits.size(); ++i) model.field[first + i].resize(n, 0.0);
+  // The shared field's equations: n x n, then n (one block, for one reduction).
+  std::vector<double> pool(n * n + n, 0.0), column(n);
+  FrameFieldEquations eq;
+  for (std::size_t i = 0; i < fits.size(); ++i) {
+    if (!eq.set(fits[i], model.field[first + i], n, lambda)) continue;
+    for (std::size_t j = 0; j <= n; ++j) {  // M times A's column j, then M y
+      for (std::size_t r = 0; r < n; ++r) column[r] = j < n ? eq.a[r * n + j] : eq.y[r];
+      cholesky_solve(eq.factor, n, column.data());
+      for (std::size_t r = 0; r < n; ++r) pool[j < n ? r * n + j : n * n + r] += lambda * column[r];
+    }
+  }
+  if (sum_over_ranks) sum_over_ranks(pool);
+  std::vector<double> a(pool.begin(), pool.begin() + static_cast<long>(n * n));
+  std::vector<double> shared(pool.begin() + static_cast<long>(n * n), pool.end());
+  // A prior on the shared field (1 px), so that where no frame could be
+  // measured (a line's first samples, when the drift never carried the
+  // specimen they show past every frame's line starts) it stays near none.
+  for (std::size_t r = 0; r < n; ++r) a[r * n + r] += 1.0;
+  if (!solve_spd(a, shared)) shared.assign(n, 0.0);
+  for (std::size_t i = 0; i < fits.size(); ++i) {
+    std::vector<double>& field = model.field[first + i];
+    const bool measured = eq.set(fits[i], field, n, lambda);
+    field = shared;
+    if (!measured) continue;  // nothing of its own: the shared field
+    std::vector<double> e = eq.y;
+    for (std::size_t r = 0; r < n; ++r)
+      for (std::size_t c = 0; c < n; ++c) e[r] -= eq.a[r * n + c] * shared[c];
+    cholesky_solve(eq.factor, n, e.data());
+    for (std::size_t r = 0; r < n; ++r) field[r] += e[r];
+  }
+}
+
+std::vector<ScanDistortionSteps::FrameFit> ScanDistortionSteps::fit_frames(const std::vector<Frame>& frames,
+                                                                           std::size_t first,
+                                                                           const ScanModel& model) const {
+  std::vector<FrameFit> fits(frames.size());
+  std::vector<std::exception_ptr> failures(frames.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (long i = 0; i < static_cast<long>(frames.size()); ++i) {
+    const std::size_t at = static_cast<std::size_t>(i);
+    try {
+      fits[at] = fit_frame(frames[at], first + at, model);
+    } catch (...) {
+      failures[at] = std::current_exception();  // an exception must not leave the parallel region
+    }
+  }
+  for (const std::exception_ptr& f : failures)
+    if (f) std::rethrow_exception(f);
+  return fits;
+}
+
+double ScanDistortionSteps::path_change(const DriftPath& a, const DriftPath& b) const {
+  double change = 0.0;
+  for (std::size_t k = 0; k < frames_; ++k)
+    for (int l = 0; l < timing_.lines(); ++l) {
+      const double t = timing_.line_mid_time(k, l);
+      const Point pa = a.at(t), pb = b.at(t);
+      change = std::max(change, std::hypot(pa.x - pb.x, pa.y - pb.y));
+    }
+  return change;
+}
+
+int line_field_unseen_samples(const ScanTiming& timing, const ScanDistortionSettings& settings,
+                              const std::vector<Point>& rigid_drift, const std::vector<std::size_t>& left_out) {
+  if (settings.line_field_knots <= 0 || rigid_drift.empty()) return 0;
+  const double extent = settings.line_field_extent * timing.samples_per_line();
+  const Point fast = timing.fast_axis();
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (std::size_t k = 0; k < rigid_drift.size(); ++k) {
+    if (std::find(left_out.begin(), left_out.end(), k) != left_out.end()) continue;
+    const double along = rigid_drift[k].x * fast.x + rigid_drift[k].y * fast.y;
+    lo = std::min(lo, along), hi = std::max(hi, along);
+  }
+  if (!(hi >= lo)) return 0;
+  const double unseen = std::min(extent, extent + kLineFieldTemplateMargin - (hi - lo));
+  return unseen > 0 ? static_cast<int>(std::ceil(unseen)) : 0;
+}
+
+ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const ScanTiming& timing,
+                                              const std::vector<Point>& rigid_drift,
+                                              const ScanDistortionSettings& settings,
+                                              const std::vector<std::size_t>& leave_out) {
+  const std::size_t n = frames.frame_count();
+  if (n >= 1 && (frames.width() != timing.width() || frames.height() != timing.height()))
+    throw bad_input("scan distortion: the scan timing is for " + std::to_string(timing.width()) + "x" +
+                    std::to_string(timing.height()) + " frames, the series has " + std::to_string(frames.width()) +
+                    "x" + std::to_string(frames.height()));
+  ScanDistortionSteps steps(timing, settings, n);
+  for (const std::size_t k : leave_out)
+    if (k < n) steps.leave_out(k);
+  ScanDistortionResult result;
+  ScanModel& model = result.model;
+  model = steps.initial_model(rigid_drift);
+  for (int round = 0; round < settings.max_rounds; ++round) {
+    const auto started = std::chrono::steady_clock::now();
+    AverageNoise noise;
+    std::vector<FrameContribution> own;
+    const SpecimenImage average = average_in_specimen_coordinates(
+        frames, timing, model, &noise, &own, &steps.left_out_frames(), steps.template_from_sample());
+    steps.set_template(average, model.path, noise, std::move(own));
+    std::vector<DriftSample> samples;
+    double precision[2] = {0.0, 0.0};
+    std::vector<ScanDistortionSteps::FrameFit> lines(n);  // each frame's line offsets, for its next jitter
+    const std::size_t batch = 2 * static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
+    for (std::size_t k0 = 0; k0 < n; k0 += batch) {
+      std::vector<Frame> held;
+      for (std::size_t k = k0; k < std::min(n, k0 + batch); ++k)
+        held.push_back(steps.left_out(k) ? Frame() : frames.frame(k));
+      std::vector<ScanDistortionSteps::FrameFit> fits = steps.fit_frames(held, k0, model);
+      for (std::size_t i = 0; i < fits.size(); ++i) {
+        if (steps.leave_out_unless_followed(k0 + i, fits[i])) result.not_followed.push_back(k0 + i);
+        samples.insert(samples.end(), fits[i].bands.begin(), fits[i].bands.end());
+        precision[0] += fits[i].precision_sum, precision[1] += fits[i].precision_count;
+        fits[i].bands.clear(), fits[i].bands.shrink_to_fit();
+        lines[k0 + i] = std::move(fits[i]);
+      }
+    }
+    const DriftPath previous = model.path;
+    model.path = steps.fit_path(samples);
+    if (settings.estimate_jitter)
+      for (std::size_t k = 0; k < n; ++k) model.jitter[k] = steps.finish_jitter(lines[k], k, previous, model.path);
+    steps.finish_fields(lines, 0, model);
+    if (settings.estimate_jitter)
+      result.jitter_precision_px = precision[1] > 0 ? std::sqrt(precision[0] / precision[1]) : 0.0;
+    ScanDistortionRound r;
+    r.path_change = steps.path_change(model.path, previous);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    result.rounds.push_back(r);
+    result.band_samples = std::move(samples);
+    if (round >= 1 && r.path_change < settings.tolerance) {
+      result.converged = true;
+      break;
+    }
+  }
+  result.average = average_in_specimen_coordinates(frames, timing, model, nullptr, nullptr, &steps.left_out_frames());
+  for (std::size_t k = 0; k < n; ++k)
+    if (steps.left_out(k)) result.left_out.push_back(k);
+  return result;
+}
+
+}  // namespace driftscan

@@ -1,0 +1,32 @@
+#pragma once
+// What a job reads on each rank: its input series (each rank opens it and
+// reads only the frames it needs), the caches it may hold, where synth writes,
+// and the host it runs on.
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "driftscan/core/frame_source.hpp"
+#include "driftscan/job/job.hpp"
+
+namespace driftscan::mpi {
+
+// The job's input series, decoded on demand through a cache of
+// execution.frame_cache_mb (each rank opens it and reads only what it needs).
+// Any supported format (series_opener.hpp), the signal job.signal.
+std::unique_ptr<FrameSource> open_job_input(const Job& job);
+
+// The registration operator's cache of prepared frames (pyramids): a quarter
+// of execution.frame_cache_mb, at most 256 MB. The scan reuses only a few
+// prepared frames at a time (frame 0, each worker's segment start), so this
+// holds plenty; a fixed 256 MB let it grow with the series up to that size.
+std::size_t prepared_cache_bytes(const Job& job);
+
+// This host's name, for the lines that say where something happened.
+std::string host_name();
+
+// Where `synth` writes the series for a job's output: the path itself when it
+// ends in .tif/.tiff, else <output>/series.tif.
+std::string synth_series_path(const std::string& output);
+
+}  // namespace driftscan::mpi

@@ -1,0 +1,19 @@
+#pragma once
+// How a WorkStealingScan runs: the global algorithm over ranks, the local
+// strategy within a rank, stealing, and the threads per rank.
+#include "driftscan/mpi/scan/global_scan.hpp"
+#include "driftscan/mpi/scan/local_scan.hpp"
+
+namespace driftscan::mpi {
+
+struct ScanOptions {
+  GlobalScanAlgorithm algorithm = GlobalScanAlgorithm::dissemination;
+  LocalStrategy strategy = LocalStrategy::reduce_then_scan;
+  bool work_stealing = true;  // reduce-then-scan only; scan-then-map is always static
+  int threads = 1;            // OpenMP threads per rank
+
+  // Whether the reduce phase steals (it needs reduce-then-scan).
+  bool steals() const { return work_stealing && strategy == LocalStrategy::reduce_then_scan; }
+};
+
+}  // namespace driftscan::mpi

@@ -1,0 +1,497 @@
+#pragma once
+// One execution of WorkStealingScan::run (work_stealing_scan.hpp describes the
+// algorithm): the state its phases share for the length of one run, and each
+// phase as a member function. Every thread of the rank runs worker(); thread
+// 0, the master, also runs the global phase and is the only one to call MPI
+// (MPI_THREAD_FUNNELED).
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+#include <omp.h>
+
+#include "driftscan/core/error.hpp"
+#include "driftscan/mpi/runtime/idle_wait.hpp"
+#include "driftscan/mpi/runtime/sleeping_barrier.hpp"
+#include "driftscan/mpi/scan/global_scan.hpp"
+#include "driftscan/mpi/scan/local_scan.hpp"
+#include "driftscan/mpi/scan/scan_element_codec.hpp"
+#include "driftscan/mpi/scan/scan_options.hpp"
+#include "driftscan/mpi/scan/scan_partial.hpp"
+#include "driftscan/mpi/scan/scan_trace.hpp"
+#include "driftscan/mpi/scan/stealing_reduce.hpp"
+#include "driftscan/mpi/scan/thread_sum_tree.hpp"
+
+namespace driftscan::mpi::detail {
+
+// `Op` and `OnOutput` are the caller's callables (held by reference); see
+// WorkStealingScan::run for their contracts. The block must have fewer than
+// 2^32 − 1 elements (checked by the caller). The prefixes are written into
+// the caller's `out` (sized to the block here): on_output(k, out[k]) is
+// called once out[k] is final, and that element stays where it is, even when
+// the run fails (a checkpoint may keep reading it instead of a copy).
+template <class T, class Codec, class Op, class OnOutput>
+class ScanRun {
+ public:
+  // Collective (the block's global offset is an exclusive scan of the counts).
+  ScanRun(MPI_Comm comm, int rank, int size, const ScanOptions& options, const std::vector<T>& block,
+          std::vector<T>& out, Op& op, ScanTrace* trace, OnOutput& on_output)
+      : comm_(comm),
+        rank_(rank),
+        size_(size),
+        options_(options),
+        block_(block),
+        op_(op),
+        trace_(trace),
+        on_output_(on_output),
+        n_(block.size()),
+        offset_(global_offset(comm, rank, n_)),
+        out_(out),
+        has_out_(n_, 0),
+        gaps_(options.threads > 1 ? static_cast<std::size_t>(options.threads - 1) : 0),
+        paces_(static_cast<std::size_t>(options.threads)),
+        // One thread never steals (nor chooses a start): no per-element cost to keep.
+        element_seconds_(options.steals() && options.threads > 1 ? n_ : 0, -1.0),
+        receiver_(comm) {
+    out_.assign(n_, T{});
+    if (trace_) {
+      trace_->begin(comm_, options_.threads);
+      trace_->details() = {{"algorithm", to_string(options_.algorithm)},
+                           {"strategy", to_string(options_.strategy)},
+                           {"work_stealing", options_.steals()}};
+      clock_ = trace_->clock();
+    }
+    if (receiver_.done()) publish_exclusive(ScanPartial<T>{});  // rank 0: nothing precedes it
+  }
+  ScanRun(const ScanRun&) = delete;
+  ScanRun& operator=(const ScanRun&) = delete;
+
+  // Collective; once per object. On success every out[k] is block k's prefix.
+  void run() {
+    if (n_ == 0) {
+      run_without_elements();
+    } else {
+      run_workers();
+      if (global_error_) {  // an MPI-level error: no agreement possible, every rank has its own
+        if (trace_) trace_->end();
+        std::rethrow_exception(global_error_);
+      }
+      // The rank's own failure is what it reports (the final phase may have
+      // run on a prefix that arrived before the failure was known).
+      if (rank_failure_.failed()) final_status_.assign(1, rank_failure_);
+    }
+    if (trace_) trace_->end();
+    agree_on_result();
+  }
+
+ private:
+  // What thread t's final phase starts from besides the ranks' exclusive
+  // prefix: `before` (threads 0..t−1), or `head` (`before` already extended
+  // by the segment's first element, whose prefix is then one application away).
+  struct SegmentStart {
+    ScanPartial<T> before, head;
+  };
+  enum class StartChoice { plain, head, shift };
+
+  // Element k of the block as a partial covering its global index.
+  ScanPartial<T> element(std::size_t k) const {
+    const std::int64_t index = offset_ + static_cast<std::int64_t>(k);
+    return ScanPartial<T>::of(block_[k], index, index);
+  }
+
+  // The operator for combine_partials, timed and recorded when tracing.
+  auto applier(std::size_t t, ScanPhase phase, bool stolen) {
+    const int thread = static_cast<int>(t);
+    return [this, thread, phase, stolen](const ScanPartial<T>& l, const ScanPartial<T>& r) -> T {
+      if (!trace_) return op_(l.value(), r.value());
+      const double start = clock_.now();
+      T result = op_(l.value(), r.value());
+      trace_->record(thread, ScanRecord{rank_, thread, l.first(), r.last(), phase,
+                                        static_cast<std::uint8_t>(stolen ? 1 : 0), start, clock_.now()});
+      return result;
+    };
+  }
+
+  static std::int64_t global_offset(MPI_Comm comm, int rank, std::size_t n) {
+    long long count = static_cast<long long>(n), before = 0;
+    MPI_Request request;
+    MPI_Iexscan(&count, &before, 1, MPI_LONG_LONG, MPI_SUM, comm, &request);
+    wait_idle(request);
+    return rank == 0 ? 0 : before;
+  }
+
+  // A rank without elements still takes part in the global phase and in the
+  // shift of inclusive results, so its neighbours are not left waiting.
+  void run_without_elements() {
+    ScanPartial<T> inclusive = global_inclusive(ScanPartial<T>{});
+    ScanPartial<T> before_rank = exclusive_from_inclusive<T, Codec>(comm_, inclusive);
+    if (before_rank.failed()) final_status_[0] = before_rank;
+    if (rank_failure_.failed()) final_status_[0] = rank_failure_;
+  }
+
+  void run_workers() {
+    const std::size_t wanted = std::min<std::size_t>(static_cast<std::size_t>(options_.threads), n_);
+#pragma omp parallel num_threads(static_cast <int>(wanted))
+    {
+      const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
+#pragma omp single
+      prepare(static_cast<std::size_t>(omp_get_num_threads()));
+      // implicit barrier (all threads arrive together here)
+      worker(t);
+    }
+  }
+
+  // OpenMP may grant fewer threads than asked: size everything by what it gave.
+  void prepare(std::size_t workers) {
+    tree_.reset(workers);
+    final_status_.assign(workers, {});
+    segments_.assign(workers, {});
+    for (std::size_t g = 0; g + 1 < workers; ++g)
+      gaps_[g].reset(stealing_start(n_, workers, g) + 1, stealing_start(n_, workers, g + 1));
+    for (std::size_t w = 0; w < workers; ++w) paces_[w].start();
+    barrier_.reset(workers);
+  }
+
+  // Thread t's whole run. Nothing waits on a barrier until the very end:
+  // each step waits only for the results it needs.
+  void worker(std::size_t t) {
+    reduce_phase(t);
+    combine_up_tree(t);
+    const SegmentStart start = segment_start(t);  // in the shadow of the global phase
+    if (t == 0) global_phase();
+    else exclusive_known_.wait();  // not a barrier: no thread waits for another's assembly
+    final_phase(t, start);
+    barrier_.arrive_and_wait();  // so nobody spins in the region's closing barrier
+  }
+
+  // Phase 1: thread t's segment sum (reduce-then-scan; stealing moves the
+  // segment's bounds), or its local prefixes (scan-then-map). It becomes
+  // leaf t of the tree; publishing it also makes segments_[t] final.
+  void reduce_phase(std::size_t t) {
+    SegmentRange seg = static_segment(n_, tree_.workers(), t);
+    ScanPartial<T> sum;
+    if (options_.strategy == LocalStrategy::scan_then_map) sum = scan_segment_locally(t, seg);
+    else if (options_.steals() && tree_.workers() > 1) sum = steal_segment(t, seg);
+    else sum = reduce_segment(t, seg);
+    tree_.node(0, t) = std::move(sum);
+    segments_[t] = seg;
+    tree_.publish(0, t);
+  }
+
+  ScanPartial<T> scan_segment_locally(std::size_t t, const SegmentRange& seg) {
+    ScanPartial<T> acc = element(seg.lo);
+    set_out(seg.lo, block_[seg.lo]);
+    for (std::size_t k = seg.lo + 1; k < seg.hi && !acc.failed(); ++k) {
+      acc = combine_partials(acc, element(k), applier(t, ScanPhase::local_scan, false));
+      if (acc.has_value()) set_out(k, acc.value());
+    }
+    return acc;
+  }
+
+  ScanPartial<T> reduce_segment(std::size_t t, const SegmentRange& seg) {
+    ScanPartial<T> acc = element(seg.lo);
+    for (std::size_t k = seg.lo + 1; k < seg.hi && !acc.failed(); ++k)
+      acc = combine_partials(acc, element(k), applier(t, ScanPhase::local_reduce, false));
+    return acc;
+  }
+
+  // The steal step: thread t reduces outward from its starting element,
+  // taking elements from the gaps to its neighbours (stealing_reduce.hpp);
+  // `seg` becomes what it took. Each application's cost is measured and
+  // charged to one element, for segment_start()'s choice.
+  ScanPartial<T> steal_segment(std::size_t t, SegmentRange& seg) {
+    auto apply = [this, t](const ScanPartial<T>& l, const ScanPartial<T>& r, bool stolen) {
+      const auto start = std::chrono::steady_clock::now();
+      T result = applier(t, ScanPhase::local_reduce, stolen)(l, r);
+      const std::int64_t k = (l.first() == l.last() && r.first() != r.last()) ? l.first() : r.last();
+      element_seconds_[static_cast<std::size_t>(k - offset_)] =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return result;
+    };
+    return stealing_reduce(block_, offset_, t, tree_.workers(), gaps_, paces_, apply, seg);
+  }
+
+  // Phase 2a: the rank's sum, up the tree; a node is combined as soon as its
+  // two children are known. It is all the global phase waits for; the
+  // prefixes of the threads' sums come later, in its shadow.
+  void combine_up_tree(std::size_t t) {
+    for (std::size_t level = 0; (std::size_t(1) << level) < tree_.workers(); ++level) {
+      const std::size_t width = std::size_t(2) << level;
+      if (t % width != 0) break;
+      const std::size_t i = t / width;
+      if (2 * i + 1 < tree_.nodes(level)) {
+        wait_node(t, level, 2 * i + 1);
+        tree_.node(level + 1, i) = combine_partials(tree_.node(level, 2 * i), tree_.node(level, 2 * i + 1),
+                                                    applier(t, ScanPhase::thread_combine, false));
+      } else {
+        tree_.node(level + 1, i) = tree_.node(level, 2 * i);
+      }
+      tree_.publish(level + 1, i);
+    }
+  }
+
+  // Waiting for a tree node. The master polls for the exclusive prefix
+  // meanwhile (MPI_THREAD_FUNNELED: nobody else may), so the final phase is
+  // not held up by this rank's slowest reduce.
+  void wait_node(std::size_t t, std::size_t level, std::size_t i) {
+    if (t != 0) return tree_.wait(level, i);
+    IdleBackoff backoff;
+    while (!exclusive_known_.is_open() && !tree_.is_ready(level, i)) {
+      try {
+        if (receiver_.poll()) publish_exclusive(receiver_.value());
+      } catch (...) {
+        global_error_ = std::current_exception();
+        exclusive_known_.open();
+      }
+      if (!exclusive_known_.is_open()) backoff.pause();
+    }
+    tree_.wait(level, i);
+  }
+
+  // Phase 2b (threads other than the master, while it runs the global
+  // phase): what precedes thread t's segment inside the rank, assembled from
+  // the tree's blocks as chosen by choose_start().
+  SegmentStart segment_start(std::size_t t) {
+    SegmentStart start;
+    if (t == 0) return start;
+    const SegmentRange seg = segments_[t];
+    const StartChoice choice = choose_start(t);
+    if (choice == StartChoice::shift) {
+      wait_node(t, 0, t - 1);
+      ScanPartial<T> extended =
+          combine_partials(tree_.node(0, t - 1), element(seg.lo), applier(t, ScanPhase::final_scan, false));
+      start.head = combine_partials(assemble(t, t - 1), extended, applier(t, ScanPhase::final_scan, false));
+    } else {
+      start.before = assemble(t, t);
+      if (choice == StartChoice::head)
+        start.head = combine_partials(start.before, element(seg.lo), applier(t, ScanPhase::final_scan, false));
+    }
+    return start;
+  }
+
+  // With stealing, what the final phase starts from is chosen by the costs
+  // measured in the reduce phase (an application's cost is taken as that of
+  // the element its result ends on; the slow element a reduce ended on is
+  // often at a segment boundary, so paying it again on the critical path
+  // hurts). After the global phase, thread t pays
+  //   plain: exclusive ⊕ before            — the cost of element lo−1 (none on rank 0);
+  //   head:  exclusive ⊕ (before ⊕ x[lo])  — nothing beyond its own elements,
+  //          having paid lo once more ahead;
+  //   shift: exclusive ⊕ (before_{t−1} ⊕ (segment_{t−1} ⊕ x[lo])) — the same,
+  //          never paying lo−1 again, having paid lo twice ahead.
+  // Each also costs assembling its blocks. Take the cheapest in total (what
+  // is paid ahead is hidden only if the global phase takes longer); on a
+  // tie, the one that pays less after it. Without stealing: plain.
+  StartChoice choose_start(std::size_t t) {
+    if (element_seconds_.empty()) return StartChoice::plain;
+    for (std::size_t u = 0; u < t; ++u) tree_.wait(0, u);  // their segments are final
+    constexpr double unknown = 1e300;
+    auto cost = [&](std::size_t k) { return element_seconds_[k] >= 0.0 ? element_seconds_[k] : unknown; };
+    auto assembly_cost = [&](std::size_t u) {  // each combine after the first ends where a block does
+      double c = 0.0;
+      std::size_t pos = 0;
+      for (auto [level, i] : tree_.blocks_before(u)) {
+        pos += std::size_t(1) << level;
+        if (pos > (std::size_t(1) << level)) c += cost(segments_[pos].lo - 1);
+      }
+      return c;
+    };
+    const SegmentRange seg = segments_[t];
+    const double plain = assembly_cost(t) + (rank_ > 0 ? cost(seg.lo - 1) : 0.0);
+    const double with_head = assembly_cost(t) + (rank_ > 0 ? cost(seg.lo) : 0.0);
+    const double shift = assembly_cost(t - 1) + (rank_ > 0 ? 2.0 : 1.0) * cost(seg.lo);
+    if (with_head < unknown && with_head <= plain && with_head <= shift) return StartChoice::head;
+    if (shift < unknown && shift <= plain) return StartChoice::shift;
+    return StartChoice::plain;
+  }
+
+  // The sum of threads 0..u−1, waiting only for the tree blocks that make it up.
+  ScanPartial<T> assemble(std::size_t t, std::size_t u) {
+    ScanPartial<T> sum;
+    for (auto [level, i] : tree_.blocks_before(u)) {
+      wait_node(t, level, i);
+      sum = combine_partials(sum, tree_.node(level, i), applier(t, ScanPhase::thread_combine, false));
+    }
+    return sum;
+  }
+
+  // Master only, once the rank's sum is known: the global phase, and the
+  // shift that gives rank r+1 its exclusive prefix. Rank 0's inclusive
+  // result is its own sum: rank 1 gets it at once, not after the global
+  // phase (MPI_Scan may wait for rank 1 itself). The exclusive prefix is
+  // handed over the moment it arrives (wait_node polls for it earlier).
+  void global_phase() {
+    try {
+      std::deque<PendingSend> pending;
+      if (rank_ == 0) send_inclusive_right<T, Codec>(comm_, tree_.root(), pending);
+      const ScanPartial<T> inclusive = global_inclusive(tree_.root());
+      if (rank_ != 0) send_inclusive_right<T, Codec>(comm_, inclusive, pending);
+      if (!exclusive_known_.is_open()) {
+        receiver_.wait();
+        publish_exclusive(rank_failure_.failed() ? rank_failure_ : receiver_.value());
+      }
+      wait_all(pending);
+    } catch (...) {
+      global_error_ = std::current_exception();
+      if (!exclusive_known_.is_open()) exclusive_known_.open();
+    }
+  }
+
+  // The global scan over the ranks' sums (master only). Only ranks below the
+  // last need their inclusive result (values flow to higher ranks), so the
+  // last rank enters with nothing and applies no operator. A failure is kept
+  // as a value and agreed on once, after the final phase: no rank waits for
+  // the slowest one's global phase before it starts its own final phase.
+  ScanPartial<T> global_inclusive(const ScanPartial<T>& total) {
+    const ScanPartial<T> mine = rank_ + 1 == size_ ? ScanPartial<T>{} : total;
+    ScanPartial<T> inclusive =
+        global_inclusive_scan<T, Codec>(comm_, mine, options_.algorithm, applier(0, ScanPhase::global, false));
+    if (total.failed()) rank_failure_ = total;
+    else if (inclusive.failed() && rank_ + 1 < size_) rank_failure_ = inclusive;
+    return inclusive;
+  }
+
+  void publish_exclusive(const ScanPartial<T>& value) {
+    exclusive_ = value;
+    exclusive_ok_ = true;
+    exclusive_known_.open();
+  }
+
+  // Phase 3: thread t's final prefixes, as soon as the exclusive prefix is
+  // known. A failure is recorded, not thrown (every rank must reach the
+  // agreement in agreed_result()).
+  void final_phase(std::size_t t, const SegmentStart& start) {
+    if (!exclusive_ok_) return;  // an MPI-level error: rethrown after the parallel region
+    if (exclusive_.failed()) {
+      if (t == 0) final_status_[0] = exclusive_;
+    } else if (options_.strategy == LocalStrategy::scan_then_map) {
+      map_segment(t, start.before);
+    } else {
+      scan_segment(t, start);
+    }
+  }
+
+  // Scan-then-map: exclusive ⊕ before ⊕ each local prefix of the segment.
+  void map_segment(std::size_t t, const ScanPartial<T>& before) {
+    const SegmentRange seg = segments_[t];
+    ScanPartial<T> prefix = combine_partials(exclusive_, before, applier(t, ScanPhase::map, false));
+    if (prefix.has_value()) {
+      // Up to where the local scan got (past a failure there, which is the
+      // rank's, there is no local prefix to map).
+      for (std::size_t k = seg.lo; k < seg.hi && !prefix.failed() && has_out_[k]; ++k) {
+        auto local_prefix = ScanPartial<T>::of(out_[k], offset_ + static_cast<std::int64_t>(seg.lo),
+                                               offset_ + static_cast<std::int64_t>(k));
+        auto r = combine_partials(prefix, local_prefix, applier(t, ScanPhase::map, false));
+        if (r.has_value()) {
+          out_[k] = r.value();
+          on_output_(k, out_[k]);
+        } else {
+          final_status_[t] = r;
+        }
+      }
+    } else if (prefix.failed()) {
+      final_status_[t] = prefix;
+    } else {  // nothing before this segment: its local prefixes are final
+      for (std::size_t k = seg.lo; k < seg.hi; ++k)
+        if (has_out_[k]) on_output_(k, out_[k]);
+    }
+  }
+
+  // Reduce-then-scan: the segment (as stealing left it) scanned from
+  // exclusive ⊕ before, or from exclusive ⊕ head (then the first element's
+  // prefix is that one application).
+  void scan_segment(std::size_t t, const SegmentStart& start) {
+    const SegmentRange seg = segments_[t];
+    const bool has_head = !start.head.empty();
+    ScanPartial<T> acc =
+        combine_partials(exclusive_, has_head ? start.head : start.before, applier(t, ScanPhase::final_scan, false));
+    if (has_head && acc.has_value()) {
+      set_out(seg.lo, acc.value());
+      on_output_(seg.lo, out_[seg.lo]);
+    }
+    for (std::size_t k = has_head ? seg.lo + 1 : seg.lo; k < seg.hi && !acc.failed(); ++k) {
+      acc = combine_partials(acc, element(k), applier(t, ScanPhase::final_scan, false));
+      if (acc.has_value()) {
+        set_out(k, acc.value());
+        on_output_(k, out_[k]);
+      }
+    }
+    if (acc.failed()) final_status_[t] = acc;
+  }
+
+  // Collective. Every element must have its prefix unless something failed;
+  // a gap here would be a bug in the scan, reported like any failure (on all
+  // ranks).
+  void agree_on_result() {
+    std::optional<std::size_t> missing;
+    for (std::size_t k = 0; k < n_ && !missing; ++k)
+      if (!has_out_[k]) missing = k;
+    const ScanPartial<T>* bad = nullptr;
+    for (const auto& s : final_status_)
+      if (s.failed()) bad = &s;
+    if (bad) agree_on_failure(comm_, true, bad->error_kind(), bad->message());
+    else if (missing)
+      agree_on_failure(
+          comm_, true, ErrorKind::failure,
+          "scan: internal error: element " + std::to_string(offset_ + std::int64_t(*missing)) + " has no prefix");
+    else agree_on_failure(comm_, false, ErrorKind::failure, "");
+  }
+
+  void set_out(std::size_t k, const T& value) {
+    out_[k] = value;
+    has_out_[k] = 1;
+  }
+
+  // The caller's.
+  MPI_Comm comm_;
+  int rank_, size_;
+  ScanOptions options_;
+  const std::vector<T>& block_;
+  Op& op_;
+  ScanTrace* trace_;
+  OnOutput& on_output_;
+  ScanClock clock_;  // the trace's, when tracing
+
+  const std::size_t n_;
+  const std::int64_t offset_;  // global index of block_[0]
+  // The caller's: final prefixes (scan-then-map: local ones first); has_out_:
+  // which are written (bytes, not bits: threads write their own elements).
+  std::vector<T>& out_;
+  std::vector<unsigned char> has_out_;
+
+  // Within the rank.
+  ThreadSumTree<T> tree_;
+  std::vector<SegmentRange> segments_;  // thread t's final segment, once leaf t is published
+  std::vector<SegmentGap> gaps_;        // stealing: between threads g and g+1
+  std::vector<WorkerPace> paces_;
+  // Stealing: measured time of the reduce-phase application charged to each
+  // element (< 0: not measured — a thread's starting element).
+  std::vector<double> element_seconds_;
+  SleepingBarrier barrier_;
+
+  // What precedes this rank: rank r−1's inclusive result. The final phase
+  // needs nothing else from the global phase, so the master hands it over
+  // (opens `exclusive_known_`) the moment it arrives — often while it is
+  // still waiting for its own threads or running its part of the global
+  // phase. exclusive_ok_: it did arrive (false only after an MPI-level error).
+  ScanPartial<T> exclusive_;
+  bool exclusive_ok_ = false;
+  SleepingGate exclusive_known_;
+  ExclusiveReceiver<T, Codec> receiver_;
+
+  // Outcome. rank_failure_: this rank's own failure (its sum, or its global
+  // result), reported instead of any final-phase result; global_error_: an
+  // MPI-level error on the master; final_status_[t]: thread t's failure.
+  ScanPartial<T> rank_failure_;
+  std::exception_ptr global_error_;
+  std::vector<ScanPartial<T>> final_status_ = std::vector<ScanPartial<T>>(1);
+};
+
+}  // namespace driftscan::mpi::detail

@@ -1,0 +1,244 @@
+#include "driftscan/mpi/register/distributed_scan_distortion.hpp"
+
+#include <mpi.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "driftscan/core/error.hpp"
+#include "driftscan/mpi/runtime/allgather_records.hpp"
+#include "driftscan/mpi/runtime/collectives.hpp"
+#include "driftscan/mpi/runtime/command_report.hpp"
+#include "driftscan/mpi/runtime/job_input.hpp"
+
+namespace driftscan::mpi {
+namespace {
+
+// Runs this rank's part, then agrees with the others: a failure or a cancel
+// on any rank ends every rank (nobody is left waiting in the next collective).
+template <class Body>
+void together(RunContext& ctx, Body&& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    agree_on_outcome(ctx, &e);
+    throw;
+  } catch (const std::exception& e) {
+    const Error wrapped(ErrorKind::failure, e.what());
+    agree_on_outcome(ctx, &wrapped);
+    throw wrapped;
+  }
+  agree_on_outcome(ctx, nullptr);
+}
+
+// The average of every rank's frames under `model`: the grid covering all
+// frames, each rank's sums added up (on every rank, or on rank 0 only).
+SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timing, const ScanModel& model,
+                               std::size_t lo, std::size_t hi, RunContext& ctx, bool everywhere,
+                               std::size_t& progress_done, const std::vector<char>& left_out,
+                               AverageNoise* noise = nullptr, std::vector<FrameContribution>* kept = nullptr,
+                               double from_sample = 0.0) {
+  SpecimenExtent extent;
+  together(ctx, [&] {
+    for (std::size_t k = lo; k < hi; ++k)
+      if (!left_out[k]) extent.merge(frame_extent(FrameScanMap(timing, model, k), timing));
+  });
+  double bounds[4] = {-extent.xmin, extent.xmax, -extent.ymin, extent.ymax};
+  MPI_Allreduce(MPI_IN_PLACE, bounds, 4, MPI_DOUBLE, MPI_MAX, ctx.comm);
+  extent = {-bounds[0], bounds[1], -bounds[2], bounds[3]};
+  SpecimenGrid grid;
+  // Sums and coverage of the even frames, then (with `noise`) of the odd
+  // ones: by the frame's own index, so the halves are the same for any ranks.
+  const std::size_t halves = noise ? 2 : 1;
+  std::vector<double> sums;
+  together(ctx, [&] {
+    grid = SpecimenGrid::covering(extent, timing);
+    const std::size_t size = static_cast<std::size_t>(grid.width) * static_cast<std::size_t>(grid.height);
+    sums.assign(2 * halves * size + 2, 0.0);  // + the frames counted in each half
+    std::vector<std::vector<double>> sum(halves, std::vector<double>(size, 0.0)), coverage = sum;
+    ContributionBudget budget(kept);
+    for (std::size_t k = lo; k < hi; ++k) {
+      ctx.cancel.throw_if_cancelled();
+      if (left_out[k]) {
+        budget.keep(FrameContribution{});
+        ctx.progress.advance(++progress_done);
+        continue;
+      }
+      sums[2 * halves * size + k % 2] += 1.0;
+      const std::size_t half = k % halves;
+      FrameContribution c =
+          sample_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid, from_sample);
+      add_contribution(c, grid, sum[half], coverage[half]);
+      budget.keep(std::move(c));
+      ctx.progress.advance(++progress_done);
+    }
+    for (std::size_t h = 0; h < halves; ++h) {
+      std::copy(sum[h].begin(), sum[h].end(), sums.begin() + static_cast<long>(2 * h * size));
+      std::copy(coverage[h].begin(), coverage[h].end(), sums.begin() + static_cast<long>((2 * h + 1) * size));
+    }
+  });
+  const int count = static_cast<int>(sums.size());
+  if (everywhere) MPI_Allreduce(MPI_IN_PLACE, sums.data(), count, MPI_DOUBLE, MPI_SUM, ctx.comm);
+  else if (ctx.rank == 0) MPI_Reduce(MPI_IN_PLACE, sums.data(), count, MPI_DOUBLE, MPI_SUM, 0, ctx.comm);
+  else MPI_Reduce(sums.data(), nullptr, count, MPI_DOUBLE, MPI_SUM, 0, ctx.comm);
+  if (!everywhere && ctx.rank != 0) return {};
+  const std::size_t size = (sums.size() - 2) / (2 * halves);
+  const std::size_t counted[2] = {static_cast<std::size_t>(sums[2 * halves * size]),
+                                  static_cast<std::size_t>(sums[2 * halves * size + 1])};
+  auto part = [&](std::size_t i) {
+    return std::vector<double>(sums.begin() + static_cast<long>(i * size),
+                               sums.begin() + static_cast<long>((i + 1) * size));
+  };
+  std::vector<double> sum[2] = {part(0), noise ? part(2) : std::vector<double>{}};
+  std::vector<double> coverage[2] = {part(1), noise ? part(3) : std::vector<double>{}};
+  if (!noise) return finish_specimen_average(grid, sum[0], coverage[0]);
+  return finish_split_average(grid, sum, coverage, counted[0], counted[1], *noise);
+}
+
+// Each frame's row of `width` numbers (rows[k], frames lo .. hi - 1 this
+// rank's; ranks hold consecutive blocks) to rank 0, in frame order: there
+// rows has every frame's (a row missing on its rank comes as zeros).
+void gather_frame_rows(RunContext& ctx, std::vector<std::vector<double>>& rows, std::size_t lo, std::size_t hi,
+                       std::size_t width) {
+  const std::size_t ranks = static_cast<std::size_t>(ctx.size);
+  std::vector<double> flat;
+  flat.reserve((hi - lo) * width);
+  for (std::size_t k = lo; k < hi; ++k) {
+    const std::size_t have = k < rows.size() ? std::min(rows[k].size(), width) : 0;
+    if (have > 0) flat.insert(flat.end(), rows[k].begin(), rows[k].begin() + static_cast<long>(have));
+    flat.resize(flat.size() + width - have, 0.0);
+  }
+  std::vector<int> counts(ranks), displs(ranks, 0);
+  const int my_count = static_cast<int>(flat.size());
+  MPI_Gather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, ctx.comm);
+  std::vector<double> all;
+  if (ctx.rank == 0) {
+    long total = 0;
+    for (std::size_t r = 0; r < ranks; ++r) displs[r] = static_cast<int>(total), total += counts[r];
+    all.resize(static_cast<std::size_t>(total));
+  }
+  MPI_Gatherv(flat.data(), my_count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, 0, ctx.comm);
+  if (ctx.rank != 0 || width == 0) return;
+  const std::size_t n = all.size() / width;
+  rows.resize(std::max(rows.size(), n));
+  for (std::size_t k = 0; k < n; ++k)
+    rows[k].assign(all.begin() + static_cast<long>(k * width), all.begin() + static_cast<long>((k + 1) * width));
+}
+}  // namespace
+
+DistributedDistortion correct_scan_distortion(const FrameSource& frames, const ScanTiming& timing,
+                                              const std::vector<Point>& rigid_drift,
+                                              const ScanDistortionSettings& settings, RunContext& ctx, int threads,
+                                              const std::vector<std::size_t>& leave_out) {
+  const std::size_t n = frames.frame_count();
+  const std::size_t ranks = static_cast<std::size_t>(ctx.size), rank = static_cast<std::size_t>(ctx.rank);
+  const std::size_t lo = n * rank / ranks, hi = n * (rank + 1) / ranks;
+  const int saved_threads = omp_get_max_threads();
+  omp_set_num_threads(std::max(1, threads));
+  struct RestoreThreads {
+    int n;
+    ~RestoreThreads() { omp_set_num_threads(n); }
+  } restore{saved_threads};
+
+  DistributedDistortion out;
+  std::optional<ScanDistortionSteps> steps;
+  together(ctx, [&] {
+    if (frames.width() != timing.width() || frames.height() != timing.height())
+      throw bad_input("scan distortion: the scan timing is for " + std::to_string(timing.width()) + "x" +
+                      std::to_string(timing.height()) + " frames, the series has " + std::to_string(frames.width()) +
+                      "x" + std::to_string(frames.height()));
+    steps.emplace(timing, settings, n);
+    for (const std::size_t k : leave_out)
+      if (k < n) steps->leave_out(k);
+    out.model = steps->initial_model(rigid_drift);
+  });
+  // Only this rank's frames' jitter is kept (the others' is not needed here).
+  for (std::size_t k = 0; k < n; ++k)
+    if (k < lo || k >= hi) out.model.jitter[k].clear(), out.model.jitter[k].shrink_to_fit();
+
+  const std::size_t mine = hi - lo;
+  ctx.progress.phase("distortion", mine * (2 * static_cast<std::size_t>(settings.max_rounds) + 1));
+  std::size_t done = 0;
+  for (int round = 0; round < settings.max_rounds; ++round) {
+    const auto started = std::chrono::steady_clock::now();
+    AverageNoise noise;
+    std::vector<FrameContribution> own;  // this rank's frames', for their leave-one-out templates
+    const SpecimenImage average =
+        combined_average(frames, timing, out.model, lo, hi, ctx, true, done, steps->left_out_frames(), &noise, &own,
+                         steps->template_from_sample());
+    together(ctx, [&] { steps->set_template(average, out.model.path, noise, std::move(own), lo); });
+    std::vector<DriftSample> samples;
+    double precision[2] = {0.0, 0.0};
+    std::vector<ScanDistortionSteps::FrameFit> lines(mine);  // this rank's frames' line offsets, for their jitter
+    together(ctx, [&] {
+      // A batch of frames at a time, one a thread (fit_frames).
+      const std::size_t batch = 2 * static_cast<std::size_t>(std::max(1, threads));
+      for (std::size_t k0 = lo; k0 < hi; k0 += batch) {
+        ctx.cancel.throw_if_cancelled();
+        std::vector<Frame> held;
+        for (std::size_t k = k0; k < std::min(hi, k0 + batch); ++k)
+          held.push_back(steps->left_out(k) ? Frame() : frames.frame(k));
+        std::vector<ScanDistortionSteps::FrameFit> fits = steps->fit_frames(held, k0, out.model);
+        for (std::size_t i = 0; i < fits.size(); ++i) {
+          steps->leave_out_unless_followed(k0 + i, fits[i]);
+          samples.insert(samples.end(), fits[i].bands.begin(), fits[i].bands.end());
+          precision[0] += fits[i].precision_sum, precision[1] += fits[i].precision_count;
+          fits[i].bands.clear(), fits[i].bands.shrink_to_fit();
+          lines[k0 + i - lo] = std::move(fits[i]);
+          ctx.progress.advance(++done);
+        }
+      }
+    });
+    // Every rank learns which frames the others left out (the flags of one
+    // rank's frames are its own).
+    std::vector<unsigned char> flags(steps->left_out_frames().begin(), steps->left_out_frames().end());
+    MPI_Allreduce(MPI_IN_PLACE, flags.data(), static_cast<int>(n), MPI_UNSIGNED_CHAR, MPI_MAX, ctx.comm);
+    for (std::size_t k = 0; k < n; ++k)
+      if (flags[k] && !steps->left_out(k)) steps->leave_out(k);
+    samples = allgather_records(ctx.comm, samples);
+    const DriftPath previous = out.model.path;
+    together(ctx, [&] {
+      out.model.path = steps->fit_path(samples);
+      if (settings.estimate_jitter)
+        for (std::size_t k = lo; k < hi; ++k)
+          out.model.jitter[k] = steps->finish_jitter(lines[k - lo], k, previous, out.model.path);
+    });
+    // The shared line field from every rank's frames; this rank's frames' own.
+    steps->finish_fields(lines, lo, out.model, [&](std::vector<double>& pool) {
+      MPI_Allreduce(MPI_IN_PLACE, pool.data(), static_cast<int>(pool.size()), MPI_DOUBLE, MPI_SUM, ctx.comm);
+    });
+    MPI_Allreduce(MPI_IN_PLACE, precision, 2, MPI_DOUBLE, MPI_SUM, ctx.comm);
+    out.jitter_precision_px = precision[1] > 0 ? std::sqrt(precision[0] / precision[1]) : 0.0;
+    ScanDistortionRound r;
+    r.path_change = steps->path_change(out.model.path, previous);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    out.rounds.push_back(r);
+    out.band_samples = std::move(samples);
+    if (round >= 1 && r.path_change < settings.tolerance) {
+      out.converged = true;
+      break;
+    }
+  }
+  out.average = combined_average(frames, timing, out.model, lo, hi, ctx, false, done, steps->left_out_frames());
+  std::vector<char> given(n, 0);
+  for (const std::size_t k : leave_out)
+    if (k < n) given[k] = 1;
+  for (std::size_t k = 0; k < n; ++k)
+    if (steps->left_out(k)) {
+      out.left_out.push_back(k);
+      if (!given[k]) out.not_followed.push_back(k);
+    }
+
+  // Every frame's jitter and line field to rank 0.
+  gather_frame_rows(ctx, out.model.jitter, lo, hi, static_cast<std::size_t>(timing.lines()));
+  if (!steps->field_basis().empty())
+    gather_frame_rows(ctx, out.model.field, lo, hi, static_cast<std::size_t>(steps->field_basis().knots()));
+  return out;
+}
+
+}  // namespace driftscan::mpi
