@@ -23,6 +23,7 @@
 
 #include "driftscan/formats/tiff/tiff_series.hpp"
 #include "driftscan/pipeline/register_pipeline.hpp"
+#include "driftscan/pipeline/serial_register.hpp"
 #include "driftscan/registration/pair_registration.hpp"
 #include "driftscan/synthetic/synthetic_series.hpp"
 

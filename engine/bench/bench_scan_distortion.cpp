@@ -40,9 +40,11 @@
 #include "driftscan/averaging/averaging.hpp"
 #include "driftscan/core/bspline_taps.hpp"
 #include "driftscan/core/cubic_bspline.hpp"
+#include "driftscan/core/omp_threads.hpp"
 #include "driftscan/core/progress.hpp"
 #include "driftscan/formats/tiff/tiff_series.hpp"
 #include "driftscan/pipeline/register_pipeline.hpp"
+#include "driftscan/pipeline/serial_register.hpp"
 #include "driftscan/scan_distortion/scan_distortion.hpp"
 #include "driftscan/synthetic/synthetic_series.hpp"
 
@@ -442,7 +444,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  omp_set_num_threads(threads);
+  const OmpThreadCount guard(threads);
   const std::vector<Case> cases = make_cases(frames, size);
   std::printf(
       "# %zu frames of %dx%d, %d threads; residual = RMS (counts) of the average minus the fitted clean specimen\n",

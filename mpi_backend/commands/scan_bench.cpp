@@ -162,7 +162,7 @@ RunResult run_once(RunContext& ctx, const ScanBenchOptions& o, SleepOperator& op
   op.reset();
   std::vector<Span> result = scan.run(
       block, [&op](const Span& a, const Span& b) { return op(a, b); }, &trace);
-  trace.gather(ctx.comm);
+  gather_trace(trace, ctx.comm);
 
   int wrong = 0;
   for (std::size_t k = 0; k < per_rank; ++k)

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "driftscan/core/error.hpp"
-#include "driftscan/mpi/register/distributed_checkpoint.hpp"
-#include "driftscan/mpi/register/register_checkpoint.hpp"
 #include "driftscan/mpi/scan/work_stealing_scan.hpp"
+#include "driftscan/pipeline/rank_checkpoints.hpp"
+#include "driftscan/pipeline/register_checkpoint.hpp"
 #include "mpi_world.hpp"
 
 using namespace driftscan;

@@ -56,7 +56,7 @@ TEST(ScanStealing, FastThreadTakesOverSlowNeighboursElements) {
   };
   std::vector<Range> got = scan.run(my_ranges(per_rank), op, &trace);
   for (std::size_t k = 0; k < per_rank; ++k) EXPECT_EQ(got[k], (Range{0, offset + std::int64_t(k)}));
-  trace.gather(MPI_COMM_WORLD);
+  gather_trace(trace, MPI_COMM_WORLD);
 
   if (world_rank() == 0) {
     ScanSummary s = trace.summary();
@@ -111,7 +111,7 @@ TEST(ScanStealing, FinalPhaseDoesNotWaitForSlowestSibling) {
   };
   std::vector<Range> got = scan.run(my_ranges(per_rank), op, &trace);
   for (std::size_t k = 0; k < per_rank; ++k) EXPECT_EQ(got[k], (Range{0, offset + std::int64_t(k)}));
-  trace.gather(MPI_COMM_WORLD);
+  gather_trace(trace, MPI_COMM_WORLD);
   if (world_rank() == 0) {
     double thread1_final_start = 1e300, thread2_reduce_end = 0.0;
     for (const auto& rec : trace.records()) {
@@ -137,7 +137,7 @@ TEST(ScanStealing, StaticRunStealsNothing) {
         return Range{a.first, b.last};
       },
       &trace);
-  trace.gather(MPI_COMM_WORLD);
+  gather_trace(trace, MPI_COMM_WORLD);
   if (world_rank() == 0) {
     for (const auto& w : trace.summary().workers) EXPECT_EQ(w.stolen, 0u);
   }
@@ -235,7 +235,7 @@ TEST(ScanTraceBound, ManyApplicationsStayFewRecordsWithAnExactSummary) {
   const int rank = world_rank(), threads = 2;
   const std::size_t per_thread = 5 * ScanTrace::kMaxRecordsPerWorker + 123;
   ScanTrace trace;
-  trace.begin(MPI_COMM_WORLD, threads);
+  begin_trace(trace, MPI_COMM_WORLD, threads);
   double busy[2] = {0.0, 0.0};
   std::size_t stolen[2] = {0, 0};
   for (int t = 0; t < threads; ++t)
@@ -252,7 +252,7 @@ TEST(ScanTraceBound, ManyApplicationsStayFewRecordsWithAnExactSummary) {
       stolen[t] += steal;
     }
   trace.end();
-  trace.gather(MPI_COMM_WORLD);
+  gather_trace(trace, MPI_COMM_WORLD);
   const std::size_t ranks_held = rank == 0 ? static_cast<std::size_t>(world_size()) : 1;
   EXPECT_LE(trace.records().size(), ranks_held * threads * ScanTrace::kMaxRecordsPerWorker);
   EXPECT_GT(trace.records().size(), ranks_held * threads * ScanTrace::kMaxRecordsPerWorker / 4);

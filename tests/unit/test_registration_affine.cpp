@@ -18,6 +18,7 @@
 #include "csv_test_file.hpp"
 #include "driftscan/averaging/averaging.hpp"
 #include "driftscan/pipeline/register_pipeline.hpp"
+#include "driftscan/pipeline/serial_register.hpp"
 #include "driftscan/synthetic/synthetic_series.hpp"
 
 using namespace driftscan;

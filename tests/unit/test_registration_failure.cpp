@@ -18,6 +18,7 @@
 #include "driftscan/core/error.hpp"
 #include "driftscan/formats/tiff/tiff_series.hpp"
 #include "driftscan/pipeline/register_pipeline.hpp"
+#include "driftscan/pipeline/serial_register.hpp"
 #include "driftscan/registration/pair_registration.hpp"
 #include "driftscan/registration/registration_failure.hpp"
 #include "driftscan/synthetic/synthetic_series.hpp"

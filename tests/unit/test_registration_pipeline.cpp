@@ -17,6 +17,7 @@
 #include "driftscan/core/error.hpp"
 #include "driftscan/formats/tiff/tiff_series.hpp"
 #include "driftscan/pipeline/register_pipeline.hpp"
+#include "driftscan/pipeline/serial_register.hpp"
 #include "driftscan/spectra/power_spectrum.hpp"
 #include "driftscan/synthetic/synthetic_series.hpp"
 #include "scratch_folder.hpp"

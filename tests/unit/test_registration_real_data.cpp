@@ -9,6 +9,7 @@
 
 #include "driftscan/formats/tiff/tiff_series.hpp"
 #include "driftscan/pipeline/register_pipeline.hpp"
+#include "driftscan/pipeline/serial_register.hpp"
 #include "driftscan/spectra/power_spectrum.hpp"
 
 using namespace driftscan;

@@ -17,6 +17,7 @@
 #include "driftscan/core/frame_source.hpp"
 #include "driftscan/core/progress.hpp"
 #include "driftscan/pipeline/register_pipeline.hpp"
+#include "driftscan/pipeline/serial_register.hpp"
 #include "driftscan/scan_distortion/scan_distortion.hpp"
 #include "driftscan/synthetic/synthetic_series.hpp"
 

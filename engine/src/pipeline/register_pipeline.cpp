@@ -1,5 +1,6 @@
 // The serial reference pipeline; see register_pipeline.hpp.
 #include "driftscan/pipeline/register_pipeline.hpp"
+#include "driftscan/core/omp_threads.hpp"
 
 #include <omp.h>
 #include <unistd.h>
@@ -455,97 +456,6 @@ RegisterOutputs write_register_report(OutputSet& set, const FrameSource& frames,
     else report[it.key()] = it.value();
   set.write(kOutputRecord, [&](const std::string& path) { write_report(path, std::move(report), streamed); });
   return files;
-}
-
-RegisterResult register_series(const FrameSource& frames, const RegistrationSettings& settings,
-                               const AveragingOptions& averaging, const std::string& out_dir, Progress& progress,
-                               const CancelToken& cancel, int threads, const RegistrationScan& scan) {
-  const auto t_start = Clock::now();
-  const std::string name = frames.describe().empty() ? std::string("input") : frames.describe();
-  const std::size_t n = frames.frame_count();
-  if (n < 2) throw bad_input(name + ": " + std::to_string(n) + " frame(s): registration needs at least 2 frames");
-  if (std::string why = unusable_frame_reason(frames.frame(0)); !why.empty())
-    throw bad_input(name + ": frame 0 (the reference of the registration) " + why);
-  threads = std::max(1, threads);
-  OutputSet set(out_dir, "register");  // the folder checked before any work
-
-  // Refinements run single-threaded: fine-grained parallel regions (a few
-  // per millisecond) stall badly when the cores are shared with other work.
-  RegistrationOperator op(frames, settings);
-  RegisterResult res;
-
-  const std::clock_t c_start = std::clock();
-  auto t0 = Clock::now();
-  std::clock_t c0 = std::clock();
-  progress.phase("pairs", n - 1);
-  res.elements = compute_pair_elements(op, 0, n, threads, &progress, &cancel);
-  res.seconds.pairs = since(t0);
-  res.cpu.pairs = cpu_since(c0);
-
-  cancel.throw_if_cancelled();
-  t0 = Clock::now();
-  c0 = std::clock();
-  progress.phase("scan", n - 1);
-  res.registrations = scan_registrations(res.elements, op, scan, res.applications, &progress, &cancel);
-  res.seconds.scan = since(t0);
-  res.cpu.scan = cpu_since(c0);
-
-  cancel.throw_if_cancelled();
-  t0 = Clock::now();
-  res.uncertainty = uncertainty_phase(op, res.registrations, threads, res.warnings, &progress, &cancel);
-  res.seconds.uncertainty = since(t0);
-
-  cancel.throw_if_cancelled();
-  stop_if_registration_failed(classify_failures(res.registrations), name, &progress, res.warnings, [&] {
-    progress.phase("write", 2);
-    res.files = write_register_outputs(set, frames, settings, averaging, res.registrations,
-                                       ApplicationSummary::of(res.applications), AverageResult{}, res.warnings, {},
-                                       {operator_applications_array(res.applications)}, "", &res.uncertainty);
-    set.commit();
-    progress.advance(2);
-  });
-  t0 = Clock::now();
-  c0 = std::clock();
-  {
-    const int saved = omp_get_max_threads();
-    omp_set_num_threads(threads);
-    try {
-      res.average =
-          average_registered(frames, res.registrations, averaging, res.warnings, &progress, &cancel, &res.uncertainty);
-    } catch (...) {
-      omp_set_num_threads(saved);
-      throw;
-    }
-    omp_set_num_threads(saved);
-  }
-  res.seconds.average = since(t0);
-  res.cpu.average = cpu_since(c0);
-
-  cancel.throw_if_cancelled();
-  t0 = Clock::now();
-  c0 = std::clock();
-  progress.phase("write", 4);
-  nlohmann::json extra;
-  extra["execution"] = {{"threads", threads}, {"ranks", 1}, {"scan", scan ? "injected" : "sequential"}};
-  extra["smoothing_sigma_px"] = op.smoothing_sigma();
-  extra["lattice_vector_px"] = op.pair_plan().options().lattice_vector;  // 0: not periodic
-  res.seconds.total = since(t_start);  // up to the write; the report cannot time its own writing
-  extra["timings_s"] = {{"pairs", res.seconds.pairs},
-                        {"scan", res.seconds.scan},
-                        {"uncertainty", res.seconds.uncertainty},
-                        {"average", res.seconds.average},
-                        {"before_write_total", res.seconds.total}};
-  extra["cpu_s"] = {{"pairs", res.cpu.pairs}, {"scan", res.cpu.scan}, {"average", res.cpu.average}};
-  res.files = write_register_outputs(set, frames, settings, averaging, res.registrations,
-                                     ApplicationSummary::of(res.applications), res.average, res.warnings, extra,
-                                     {operator_applications_array(res.applications)}, "", &res.uncertainty);
-  set.commit();
-  progress.advance(4);
-  res.seconds.write = since(t0);
-  res.cpu.write = cpu_since(c0);
-  res.seconds.total = since(t_start);
-  res.cpu.total = cpu_since(c_start);
-  return res;
 }
 
 }  // namespace driftscan

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/omp_threads.hpp"
 #include "driftscan/formats/tiff/tiff_writer.hpp"
 #include "driftscan/mpi/jobs/job_runner.hpp"
 #include "driftscan/mpi/runtime/collectives.hpp"
@@ -89,7 +90,7 @@ int run_average_with_lines(const Job& job, RunContext& ctx) {
       const SpecimenGrid grid = SpecimenGrid::covering(extent, timing);
       const std::size_t size = static_cast<std::size_t>(grid.width) * static_cast<std::size_t>(grid.height);
       std::vector<double> sum(size, 0.0), coverage(size, 0.0);
-      omp_set_num_threads(std::max(1, job.execution.threads));
+      const OmpThreadCount guard(job.execution.threads);
       ctx.progress.phase("average", rows);
       LineDriftReader reader(table, timing);
       if (left_out > 0)

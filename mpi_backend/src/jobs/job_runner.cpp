@@ -1,4 +1,5 @@
 #include "driftscan/mpi/jobs/job_runner.hpp"
+#include "driftscan/core/omp_threads.hpp"
 
 #include <omp.h>
 #include <sys/resource.h>
@@ -22,16 +23,18 @@
 #include "driftscan/mpi/dft/stack_spectrum.hpp"
 #include "driftscan/mpi/jobs/preflight.hpp"
 #include "driftscan/mpi/register/distributed_average.hpp"
-#include "driftscan/mpi/register/distributed_checkpoint.hpp"
 #include "driftscan/mpi/register/distributed_register.hpp"
 #include "driftscan/mpi/register/follow_register.hpp"
-#include "driftscan/mpi/register/register_checkpoint.hpp"
 #include "driftscan/mpi/register/signal_averages.hpp"
 #include "driftscan/mpi/runtime/collectives.hpp"
 #include "driftscan/mpi/runtime/command_report.hpp"
 #include "driftscan/mpi/runtime/idle_wait.hpp"
 #include "driftscan/mpi/runtime/job_input.hpp"
 #include "driftscan/mpi/scan/global_scan.hpp"
+#include "driftscan/pipeline/rank_checkpoints.hpp"
+#include "driftscan/pipeline/register_checkpoint.hpp"
+#include "driftscan/pipeline/register_plan.hpp"
+#include "driftscan/pipeline/serial_register.hpp"
 #include "driftscan/registration/drift_table.hpp"
 #include "driftscan/registration/drift_uncertainty.hpp"
 #include "driftscan/registration/registration_failure.hpp"
@@ -42,12 +45,6 @@ namespace driftscan::mpi {
 namespace fs = std::filesystem;
 
 namespace {
-
-bool ends_with_tiff(const std::string& p) {
-  std::string ext = fs::path(p).extension().string();
-  for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return ext == ".tif" || ext == ".tiff";
-}
 
 void make_output_folder(const std::string& folder) {
   std::error_code ec;
@@ -128,8 +125,9 @@ int run_synth(const Job& job, RunContext& ctx) {
   return 0;
 }
 
-// Registration: the checkpointed serial pipeline on one rank; the
-// hierarchical work-stealing scan over all ranks otherwise.
+// Registration: the plan (register_plan.hpp) says which executor runs it —
+// serial (one process, checkpointed), distributed (ranks × threads, the
+// work-stealing scan, the scan-distortion phase) or follow.
 int run_register(const Job& job, RunContext& ctx) {
   nlohmann::json files;
   // `logged`: the first warnings were said already (a follow says each as it happens).
@@ -158,17 +156,8 @@ int run_register(const Job& job, RunContext& ctx) {
     }
     ctx.progress.log(LogLevel::info, final_line);
   };
-  // A single rank resumes a multi-rank run's checkpoints through the
-  // distributed path (it merges per-rank files; the serial one reads only its own).
-  const bool rank_checkpoints = job.execution.resume && [&] {
-    for (const auto& f : checkpoint_files(job.output))
-      if (fs::path(f).filename() != fs::path(checkpoint_path(job.output)).filename()) return true;
-    return false;
-  }();
-  if (job.follow.enabled) {
-    // A followed series is registered by rank 0 alone (the batch run is the
-    // cluster path); the other ranks wait.
-    if (!job.apply_to.empty()) throw bad_input("--apply-to cannot be combined with --follow");
+  const RegisterPlan plan = plan_register(job, ctx.size);
+  if (plan.executor == RegisterExecutor::follow) {
     on_root(ctx, [&] {
       FollowResult f = follow_register(job, ctx.progress, ctx.cancel);
       ctx.progress.log(LogLevel::info,
@@ -187,13 +176,12 @@ int run_register(const Job& job, RunContext& ctx) {
   std::optional<OutputSet> set;
   open_output_set(job, ctx, {job.input}, set);
   try {
-    // The scan-distortion correction is a phase of the distributed path (one rank included).
-    if (ctx.size > 1 || rank_checkpoints || job.scan.correct_distortion) {
+    if (plan.executor == RegisterExecutor::distributed) {
       const DistributedRegisterResult r = register_distributed(job, ctx, set ? &*set : nullptr);
       if (ctx.rank == 0) announce(r.result, r.frames, &r.uncertainty);
     } else {
       auto frames = open_job_input(job);
-      RegisterResult r = register_with_checkpoints(job, *frames, ctx.progress, ctx.cancel, *set);
+      RegisterResult r = register_serial(job, plan, *frames, ctx.progress, ctx.cancel, *set);
       const std::optional<UncertaintySummary> u =
           r.uncertainty.empty() ? std::nullopt : std::optional(summarize_uncertainty(r.uncertainty));
       announce(r, frames->frame_count(), u ? &*u : nullptr);
@@ -276,7 +264,7 @@ void average_and_write(const Job& job, RunContext& ctx, std::optional<OutputSet>
     if (std::string w = above_sigma_warning(above, options.max_sigma); !w.empty())
       ctx.progress.log(LogLevel::warning, w);
   }
-  omp_set_num_threads(std::max(1, job.execution.threads));
+  const OmpThreadCount guard(job.execution.threads);
   const auto t0 = std::chrono::steady_clock::now();
   const std::clock_t c0 = std::clock();
   const AverageResult avg =
@@ -461,7 +449,7 @@ int run_job(const Job& given, RunContext& ctx) {
   std::string said;
   const Job job = with_scan_distortion_decided(given, said);
   preflight(job, ctx);  // before OpenMP sees the thread count, before any frame is read
-  omp_set_num_threads(job.execution.threads);
+  const OmpThreadCount threads_for_the_run(job.execution.threads);
   nlohmann::json details{{"ranks", ctx.size},
                          {"threads", job.execution.threads},
                          {"host", host_name()},

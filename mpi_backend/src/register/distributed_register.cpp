@@ -1,4 +1,5 @@
 #include "driftscan/mpi/register/distributed_register.hpp"
+#include "driftscan/core/omp_threads.hpp"
 
 #include <omp.h>
 
@@ -20,16 +21,17 @@
 #include "driftscan/formats/tiff/tiff_series.hpp"
 #include "driftscan/formats/tiff/tiff_writer.hpp"
 #include "driftscan/mpi/register/distributed_average.hpp"
-#include "driftscan/mpi/register/distributed_checkpoint.hpp"
 #include "driftscan/mpi/register/distributed_drift.hpp"
 #include "driftscan/mpi/register/distributed_scan_distortion.hpp"
-#include "driftscan/mpi/register/register_checkpoint.hpp"
 #include "driftscan/mpi/runtime/allgather_records.hpp"
 #include "driftscan/mpi/runtime/collectives.hpp"
 #include "driftscan/mpi/runtime/command_report.hpp"
 #include "driftscan/mpi/runtime/job_input.hpp"
 #include "driftscan/mpi/scan/scan_trace.hpp"
 #include "driftscan/mpi/scan/work_stealing_scan.hpp"
+#include "driftscan/pipeline/phase_timer.hpp"
+#include "driftscan/pipeline/rank_checkpoints.hpp"
+#include "driftscan/pipeline/register_checkpoint.hpp"
 #include "driftscan/scan_distortion/line_drift_table.hpp"
 #include "driftscan/scan_distortion/line_field.hpp"
 
@@ -297,7 +299,7 @@ struct RegisterRun {
         n(frames->frame_count()),
         block(own_block(ctx.comm, n)),
         op(*frames, job.registration, 1, prepared_cache_bytes(job)) {
-    open_seconds = since(t_start);  // indexing the file (and the operator's set-up)
+    res.seconds.open = timer.total();  // indexing the file (and the operator's set-up)
     if (job.scan.correct_distortion) {
       // Checked before any work: impossible timing or bands that do not fit
       // a frame are one-line errors naming the setting, and nothing is written.
@@ -317,7 +319,8 @@ struct RegisterRun {
     return r;
   }
 
-  const Clock::time_point t_start = Clock::now();
+  // Times the phases (register_distributed); its clock starts with the run.
+  PhaseTimer timer{res.seconds};
   const Job& job;
   RunContext& ctx;
   const int threads;
@@ -341,11 +344,9 @@ struct RegisterRun {
   ApplicationSummary applications;  // this rank's, then (after the scan) every rank's
   std::size_t applied = 0;
 
-  double open_seconds = 0.0;
   std::optional<ScanTiming> timing;  // with the scan-distortion correction
   std::string timing_note;           // what of it came from the file's metadata
   std::optional<DistributedDistortion> distortion;
-  double distortion_seconds = 0.0;
   int line_field_unseen = 0;  // samples at each line's start no line field could be measured at
 
   // Of every frame, combined over ranks after the scan; the transforms (the
@@ -412,7 +413,6 @@ void resume(RegisterRun& run) {
 // Phase "pairs": the elements this rank's share of the scan needs and no
 // checkpoint holds, in chunks between which the checkpoint is saved.
 void compute_pairs(RegisterRun& run) {
-  const auto t0 = Clock::now();
   auto& known = run.elements;
   const std::size_t to_compute = known.missing();
   std::size_t outputs = 0;
@@ -444,7 +444,6 @@ void compute_pairs(RegisterRun& run) {
     run.checkpoint->flush();  // the scan's reduce phase completes no output for a while
   });
   run.checkpoint->agree(run.ctx.comm);
-  run.res.seconds.pairs = since(t0);
 }
 
 // Phase "scan" over one gap: the work-stealing scan over all ranks. Returns
@@ -487,7 +486,7 @@ std::vector<Registration> finish_chains(RegisterRun& run) {
   std::size_t mine = 0;
   for (const auto& g : my_gaps) mine += g.size();
   ctx.progress.phase("scan", mine);
-  run.trace.begin(ctx.comm, run.threads);
+  begin_trace(run.trace, ctx.comm, run.threads);
   run.trace.details() = {{"resume", "chains"}, {"gaps", run.gaps.size()}};
   std::vector<std::vector<Registration>> chains(my_gaps.size());
   std::mutex error_mu;
@@ -536,7 +535,6 @@ std::vector<Registration> finish_chains(RegisterRun& run) {
 // loaded and everyone's new ones, cut to the block) and every frame's
 // transform (the averaging's).
 void scan(RegisterRun& run) {
-  const auto t0 = Clock::now();
   std::vector<Registration> computed = run.plan.scan_mode ? scan_gap(run) : finish_chains(run);
   // Every rank's share of the finished scan is saved now, so an interruption
   // in a later phase resumes with this drift instead of scanning again.
@@ -545,7 +543,7 @@ void scan(RegisterRun& run) {
   run.checkpoint->scan_saved();
   run.elements = NeededElements();  // saved, and the scan is done with them
   run.trace.end();
-  run.trace.gather(run.ctx.comm);
+  gather_trace(run.trace, run.ctx.comm);
   const std::size_t n = run.n;
   const FrameBlock& mine = run.block;
   RegisterResult& res = run.res;
@@ -580,13 +578,11 @@ void scan(RegisterRun& run) {
   }
   run.known.outputs = std::vector<std::optional<Registration>>();
   run.applications = sum_over_ranks(run.ctx.comm, run.applications);
-  res.seconds.scan = since(t0);
 }
 
 // Phase "uncertainty": each rank its own block of frames (it holds frame 0
 // and reads its own); the summary and frame 0's noise combined over ranks.
 void uncertainty(RegisterRun& run) {
-  const auto t0 = Clock::now();
   const FrameBlock& mine = run.block;
   const auto& known = run.known.uncertainty;
   if (run.scan_skipped && std::all_of(known.begin(), known.end(), [](const auto& u) { return u.has_value(); })) {
@@ -620,13 +616,11 @@ void uncertainty(RegisterRun& run) {
     run.weights = uncertainty_weights_over_ranks(run.ctx.comm, run.res.uncertainty, run.frame0_noise);
   if (run.ctx.rank == 0)
     if (std::string w = singular_warning(run.uncertainty_summary); !w.empty()) run.res.warnings.push_back(std::move(w));
-  run.res.seconds.uncertainty = since(t0);
 }
 
 // Phase "distortion" (with --scan-distortion): the drift line by line and the
 // average in specimen coordinates, started from the rigid result.
 void correct_distortion(RegisterRun& run) {
-  const auto t0 = Clock::now();
   const Job& job = run.job;
   if (run.ctx.rank == 0 && !run.timing_note.empty()) run.ctx.progress.log(LogLevel::info, run.timing_note);
   if (run.ctx.rank == 0 && job.scan.dwell <= 0 && !run.frames->recorded_scan().known())
@@ -674,7 +668,6 @@ void correct_distortion(RegisterRun& run) {
     run.ctx.progress.log(LogLevel::info, "scan distortion: the drift path still moved by " +
                                              message_number(run.distortion->rounds.back().path_change) +
                                              " px in the last round (rounds: scan.rounds)");
-  run.distortion_seconds = since(t0);
 }
 
 // The corrected average, its coverage and lines.csv (rank 0), before the
@@ -729,7 +722,7 @@ nlohmann::json write_distortion_outputs(RegisterRun& run, OutputSet& set) {
           {"line_field_knots", job.scan.line_field_knots},
           {"line_field_unseen_samples", run.line_field_unseen},
           {"line_field_rms_px", field_samples > 0 ? std::sqrt(field2 / field_samples) : 0.0},
-          {"seconds", run.distortion_seconds},
+          {"seconds", run.res.seconds.distortion},
           {"files",
            {{"average", files.average},
             {"coverage", files.coverage},
@@ -743,20 +736,13 @@ nlohmann::json write_distortion_outputs(RegisterRun& run, OutputSet& set) {
 // frames (the median: its band of rows) with the job's thread count; every
 // rank ends with the whole average, rank 0 writes it.
 void average(RegisterRun& run) {
-  const auto t0 = Clock::now();
   RegisterResult& res = run.res;
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(run.threads);
-  try {
+  {
+    const OmpThreadCount guard(run.threads);
     const MpiAveragingTeam team(run.ctx.comm);
     res.average = average_selected(*run.frames, run.transforms, run.job.averaging, run.failures, run.above_sigma,
                                    std::move(run.weights), res.warnings, &run.ctx.progress, &run.ctx.cancel, &team);
-  } catch (...) {
-    omp_set_num_threads(saved);
-    throw;
   }
-  omp_set_num_threads(saved);
-  res.seconds.average = since(t0);
 }
 
 // Phase "write" (rank 0): average.tif, coverage.tif and report.json with
@@ -764,7 +750,6 @@ void average(RegisterRun& run) {
 // caller commits it once every rank has succeeded, then removes the
 // checkpoints).
 void write_outputs(RegisterRun& run, OutputSet& set) {
-  const auto t0 = Clock::now();
   const Job& job = run.job;
   RegisterResult& res = run.res;
   run.ctx.progress.phase("write", 4);
@@ -780,15 +765,15 @@ void write_outputs(RegisterRun& run, OutputSet& set) {
                         {"local_strategy", job.execution.local_strategy},
                         {"work_stealing", job.execution.work_stealing}};
   extra["scan_trace"] = run.trace.to_json(false);  // its records are streamed (below)
-  res.seconds.total = since(run.t_start);
-  extra["timings_s"] = {{"open", run.open_seconds},       {"pairs", res.seconds.pairs},
+  res.seconds.total = run.timer.total();
+  extra["timings_s"] = {{"open", res.seconds.open},       {"pairs", res.seconds.pairs},
                         {"scan", res.seconds.scan},       {"uncertainty", res.seconds.uncertainty},
                         {"average", res.seconds.average}, {"before_write_total", res.seconds.total}};
   const auto& records = run.trace.records();
   // An earlier run's files that this one does not write (lines.csv of a
   // corrected run, …) go when the set is committed.
   if (run.distortion) {
-    extra["timings_s"]["distortion"] = run.distortion_seconds;
+    extra["timings_s"]["distortion"] = res.seconds.distortion;
     extra["scan_distortion"] = write_distortion_outputs(run, set);
     extra["files"] = {
         {"average", run.res.files.average}, {"coverage", run.res.files.coverage}, {"lines", run.res.files.lines}};
@@ -806,7 +791,6 @@ void write_outputs(RegisterRun& run, OutputSet& set) {
     res.files.lines = corrected.lines;
   }
   run.ctx.progress.advance(4);
-  res.seconds.write = since(t0);
 }
 
 // Runs `body` on rank 0 while the others wait; then everyone leaves
@@ -823,7 +807,7 @@ void on_root_then_together(RegisterRun& run, Body&& body) {
       root_error = Error(ErrorKind::failure, e.what());
     }
   }
-  run.res.seconds.total = since(run.t_start);
+  run.res.seconds.total = run.timer.total();
   cancellable_barrier(run.ctx);  // a cancelled rank leaves within the deadline while rank 0 writes
   agree_on_outcome(run.ctx, root_error ? &*root_error : nullptr);
 }
@@ -885,18 +869,20 @@ DistributedRegisterResult register_distributed(const Job& job, RunContext& ctx, 
   if (run.gaps.empty()) {
     take_checkpointed_scan(run);
   } else {
-    compute_pairs(run);
-    scan(run);
+    run.timer.run(RegisterPhase::pairs, [&] { compute_pairs(run); });
+    run.timer.run(RegisterPhase::scan, [&] { scan(run); });
   }
-  uncertainty(run);
+  run.timer.run(RegisterPhase::uncertainty, [&] { uncertainty(run); });
   stop_if_failed(run, set);
-  if (run.timing) correct_distortion(run);
-  average(run);
+  if (run.timing) run.timer.run(RegisterPhase::scan_distortion, [&] { correct_distortion(run); });
+  run.timer.run(RegisterPhase::average, [&] { average(run); });
   const std::exception_ptr drift_error = stage_drift(run, set, &run.res.average);
-  on_root_then_together(run, [&] {
-    if (drift_error) std::rethrow_exception(drift_error);
-    if (!set) throw failure("register: rank 0 has no output set");
-    write_outputs(run, *set);
+  run.timer.run(RegisterPhase::write, [&] {
+    on_root_then_together(run, [&] {
+      if (drift_error) std::rethrow_exception(drift_error);
+      if (!set) throw failure("register: rank 0 has no output set");
+      write_outputs(run, *set);
+    });
   });
   DistributedRegisterResult out;
   out.frames = run.n;

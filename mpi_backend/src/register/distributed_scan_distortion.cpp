@@ -1,4 +1,5 @@
 #include "driftscan/mpi/register/distributed_scan_distortion.hpp"
+#include "driftscan/core/omp_threads.hpp"
 
 #include <mpi.h>
 #include <omp.h>
@@ -138,12 +139,7 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
   const std::size_t n = frames.frame_count();
   const std::size_t ranks = static_cast<std::size_t>(ctx.size), rank = static_cast<std::size_t>(ctx.rank);
   const std::size_t lo = n * rank / ranks, hi = n * (rank + 1) / ranks;
-  const int saved_threads = omp_get_max_threads();
-  omp_set_num_threads(std::max(1, threads));
-  struct RestoreThreads {
-    int n;
-    ~RestoreThreads() { omp_set_num_threads(n); }
-  } restore{saved_threads};
+  const OmpThreadCount guard(threads);
 
   DistributedDistortion out;
   std::optional<ScanDistortionSteps> steps;

@@ -1,5 +1,6 @@
 // `register --follow`; see follow_register.hpp.
 #include "driftscan/mpi/register/follow_register.hpp"
+#include "driftscan/core/omp_threads.hpp"
 
 #include <fcntl.h>
 #include <omp.h>
@@ -28,11 +29,11 @@
 #include "driftscan/formats/growing_series.hpp"
 #include "driftscan/formats/tiff/tiff_writer.hpp"
 #include "driftscan/job/output_set.hpp"
-#include "driftscan/mpi/register/distributed_checkpoint.hpp"
-#include "driftscan/mpi/register/register_checkpoint.hpp"
 #include "driftscan/mpi/runtime/collectives.hpp"
 #include "driftscan/mpi/runtime/command_report.hpp"
 #include "driftscan/mpi/runtime/job_input.hpp"
+#include "driftscan/pipeline/rank_checkpoints.hpp"
+#include "driftscan/pipeline/register_checkpoint.hpp"
 
 namespace driftscan::mpi {
 namespace fs = std::filesystem;
@@ -471,16 +472,11 @@ class FollowRun {
     const FramePrefix taken(*series_, done());
     const int threads = std::max(1, job_.execution.threads);
     const auto t0 = Clock::now();
-    const int saved = omp_get_max_threads();
-    omp_set_num_threads(threads);
-    try {
+    {
+      const OmpThreadCount guard(threads);
       res.average = average_registered(taken, res.registrations, job_.averaging, res.warnings, &progress_, &cancel,
                                        &res.uncertainty);
-    } catch (...) {
-      omp_set_num_threads(saved);
-      throw;
     }
-    omp_set_num_threads(saved);
     res.seconds.average = since(t0);
     cancel.throw_if_cancelled();
     const auto t1 = Clock::now();

@@ -1,4 +1,5 @@
 #include "driftscan/mpi/register/signal_averages.hpp"
+#include "driftscan/core/omp_threads.hpp"
 
 #include <omp.h>
 
@@ -70,7 +71,7 @@ nlohmann::json average_signals(const Job& job, const std::vector<std::string>& s
   // This run's drift.csv, staged with the other outputs (named as it will be in errors).
   const std::string drift_path = set.staged_path("drift.csv");
   const auto cache = static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0);
-  omp_set_num_threads(std::max(1, job.execution.threads));
+  const OmpThreadCount guard(job.execution.threads);
   for (const auto& name : signals) {
     auto frames = open_series(job.input, name, cache);
     const Point centre{(frames->width() - 1) / 2.0, (frames->height() - 1) / 2.0};

@@ -31,11 +31,6 @@ std::unique_ptr<FrameSource> open_job_input(const Job& job) {
   return open_series(job.input, job.signal, static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0));
 }
 
-std::size_t prepared_cache_bytes(const Job& job) {
-  const double bytes = job.execution.frame_cache_mb * 1024.0 * 1024.0 / 4.0;
-  return static_cast<std::size_t>(std::min(bytes, 256.0 * 1024.0 * 1024.0));
-}
-
 std::string synth_series_path(const std::string& output) {
   return ends_with_tiff(output) ? output : (fs::path(output) / "series.tif").string();
 }

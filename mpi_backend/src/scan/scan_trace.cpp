@@ -1,8 +1,7 @@
 #include "driftscan/mpi/scan/scan_trace.hpp"
 
-#include <algorithm>
-#include <map>
 #include <type_traits>
+#include <vector>
 
 #include "driftscan/core/error.hpp"
 #include "driftscan/mpi/runtime/idle_wait.hpp"
@@ -11,93 +10,29 @@ namespace driftscan::mpi {
 
 static_assert(std::is_trivially_copyable_v<ScanRecord>, "records travel as bytes");
 
-const char* to_string(ScanPhase phase) {
-  switch (phase) {
-    case ScanPhase::local_reduce: return "local-reduce";
-    case ScanPhase::local_scan: return "local-scan";
-    case ScanPhase::thread_combine: return "thread-combine";
-    case ScanPhase::global: return "global";
-    case ScanPhase::final_scan: return "final-scan";
-    case ScanPhase::map: return "map";
-  }
-  return "unknown";
+void begin_trace(ScanTrace& trace, MPI_Comm comm, int threads) {
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &ranks);
+  barrier_idle(comm);  // the clocks start together
+  trace.begin(rank, ranks, threads);
 }
 
-ScanClock ScanClock::synchronised(MPI_Comm comm) {
-  barrier_idle(comm);
-  return ScanClock();
-}
-
-void ScanTrace::begin(MPI_Comm comm, int threads) {
-  MPI_Comm_rank(comm, &rank_);
-  MPI_Comm_size(comm, &ranks_);
-  threads_ = std::max(1, threads);
-  per_thread_.assign(static_cast<std::size_t>(threads_), {});
-  records_.clear();
-  rank_end_s_.clear();
-  end_s_ = 0.0;
-  clock_ = ScanClock::synchronised(comm);
-}
-
-namespace {
-bool mergeable(const ScanRecord& a, const ScanRecord& b) {
-  return a.rank == b.rank && a.thread == b.thread && a.phase == b.phase;
-}
-void merge_into(ScanRecord& a, const ScanRecord& b) {
-  a.first = std::min(a.first, b.first);
-  a.last = std::max(a.last, b.last);
-  a.start_s = std::min(a.start_s, b.start_s);
-  a.end_s = std::max(a.end_s, b.end_s);
-  a.stolen = (a.stolen || b.stolen) ? 1 : 0;
-  a.applications += b.applications;
-  a.stolen_applications += b.stolen_applications;
-  a.busy_s += b.busy_s;
-}
-}  // namespace
-
-void ScanTrace::record(int thread, ScanRecord r) {
-  r.applications = 1;
-  r.stolen_applications = r.stolen ? 1 : 0;
-  r.busy_s = r.end_s - r.start_s;
-  Worker& w = per_thread_[static_cast<std::size_t>(thread)];
-  if (w.merge > 1 && !w.records.empty() && w.records.back().applications < w.merge && mergeable(w.records.back(), r)) {
-    merge_into(w.records.back(), r);
-    return;
-  }
-  w.records.push_back(r);
-  if (w.records.size() < kMaxRecordsPerWorker) return;
-  // Full: neighbours of one phase pairwise into one record, and twice as
-  // many applications per record from now on (the same resolution throughout).
-  std::size_t out = 0;
-  for (std::size_t i = 0; i < w.records.size(); ++out) {
-    w.records[out] = w.records[i];
-    if (i + 1 < w.records.size() && mergeable(w.records[i], w.records[i + 1])) {
-      merge_into(w.records[out], w.records[i + 1]);
-      i += 2;
-    } else {
-      i += 1;
-    }
-  }
-  w.records.resize(out);
-  w.merge *= 2;
-}
-
-void ScanTrace::gather(MPI_Comm comm) {
-  std::vector<ScanRecord> local;
-  for (auto& w : per_thread_) {
-    local.insert(local.end(), w.records.begin(), w.records.end());
-    w.records.clear();
-    w.records.shrink_to_fit();
-  }
+void gather_trace(ScanTrace& trace, MPI_Comm comm) {
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &ranks);
+  std::vector<ScanRecord> local = trace.take_local_records();
+  double end_s = trace.end_s();
   int bytes = static_cast<int>(local.size() * sizeof(ScanRecord));
-  std::vector<int> counts(static_cast<std::size_t>(ranks_)), displs(static_cast<std::size_t>(ranks_));
+  std::vector<int> counts(static_cast<std::size_t>(ranks)), displs(static_cast<std::size_t>(ranks));
   MPI_Gather(&bytes, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm);
-  rank_end_s_.assign(static_cast<std::size_t>(ranks_), 0.0);
-  MPI_Gather(&end_s_, 1, MPI_DOUBLE, rank_end_s_.data(), 1, MPI_DOUBLE, 0, comm);
+  std::vector<double> rank_end_s(static_cast<std::size_t>(ranks), 0.0);
+  MPI_Gather(&end_s, 1, MPI_DOUBLE, rank_end_s.data(), 1, MPI_DOUBLE, 0, comm);
   std::vector<ScanRecord> all;
-  if (rank_ == 0) {
+  if (rank == 0) {
     long long total = 0;
-    for (int r = 0; r < ranks_; ++r) {
+    for (int r = 0; r < ranks; ++r) {
       displs[static_cast<std::size_t>(r)] = static_cast<int>(total);
       total += counts[static_cast<std::size_t>(r)];
     }
@@ -105,105 +40,11 @@ void ScanTrace::gather(MPI_Comm comm) {
     all.resize(static_cast<std::size_t>(total) / sizeof(ScanRecord));
   }
   MPI_Gatherv(local.data(), bytes, MPI_BYTE, all.data(), counts.data(), displs.data(), MPI_BYTE, 0, comm);
-  if (rank_ != 0) {
+  if (rank != 0) {
     all = std::move(local);
-    rank_end_s_.assign(1, end_s_);
+    rank_end_s.assign(1, end_s);
   }
-  std::sort(all.begin(), all.end(), [](const ScanRecord& a, const ScanRecord& b) {
-    return a.start_s < b.start_s ||
-           (a.start_s == b.start_s && (a.rank < b.rank || (a.rank == b.rank && a.thread < b.thread)));
-  });
-  records_ = std::move(all);
-}
-
-ScanSummary ScanTrace::summary() const {
-  ScanSummary s;
-  for (double e : rank_end_s_) s.makespan_s = std::max(s.makespan_s, e);
-  for (const auto& r : records_) s.makespan_s = std::max(s.makespan_s, r.end_s);
-
-  const int ranks = rank_ == 0 ? ranks_ : 1;
-  std::map<std::pair<int, int>, WorkerLoad> loads;
-  for (int r = 0; r < ranks; ++r)
-    for (int t = 0; t < threads_; ++t) loads[{rank_ == 0 ? r : rank_, t}] = WorkerLoad{rank_ == 0 ? r : rank_, t};
-  struct PhaseSpan {
-    double start = 1e300, end = -1.0, busy = 0.0;
-  };
-  std::map<std::pair<int, std::pair<int, int>>, PhaseSpan> spans;  // (phase, worker) → span
-  for (const auto& r : records_) {
-    const double d = r.busy_s;
-    auto& w = loads[{r.rank, r.thread}];
-    w.rank = r.rank;
-    w.thread = r.thread;
-    w.busy_s += d;
-    w.applications += r.applications;
-    w.stolen += r.stolen_applications;
-    auto& sp = spans[{static_cast<int>(r.phase), {r.rank, r.thread}}];
-    sp.start = std::min(sp.start, r.start_s);
-    sp.end = std::max(sp.end, r.end_s);
-    sp.busy += d;
-  }
-  double max_busy = 0.0;
-  for (auto& [key, w] : loads) {
-    w.idle_s = std::max(0.0, s.makespan_s - w.busy_s);
-    s.total_busy_s += w.busy_s;
-    max_busy = std::max(max_busy, w.busy_s);
-    s.workers.push_back(w);
-  }
-  double mean_busy = s.workers.empty() ? 0.0 : s.total_busy_s / static_cast<double>(s.workers.size());
-  s.imbalance = mean_busy > 0.0 ? max_busy / mean_busy : 1.0;
-
-  // Per phase (in execution order), the worker whose last application ended latest.
-  std::map<int, CriticalStep> steps;
-  for (const auto& [key, sp] : spans) {
-    auto it = steps.find(key.first);
-    if (it == steps.end() || sp.end > it->second.end_s)
-      steps[key.first] = CriticalStep{
-          static_cast<ScanPhase>(key.first), key.second.first, key.second.second, sp.start, sp.end, sp.busy};
-  }
-  for (const auto& [phase, step] : steps) {
-    s.critical_path.push_back(step);
-    s.critical_path_s += step.busy_s;
-  }
-  return s;
-}
-
-nlohmann::json ScanTrace::record_json(const ScanRecord& r) {
-  return {{"rank", r.rank},    {"thread", r.thread},          {"first", r.first},
-          {"last", r.last},    {"phase", to_string(r.phase)}, {"start_s", r.start_s},
-          {"end_s", r.end_s},  {"stolen", r.stolen != 0},     {"applications", r.applications},
-          {"busy_s", r.busy_s}};
-}
-
-nlohmann::json ScanTrace::to_json(bool with_records) const {
-  ScanSummary s = summary();
-  nlohmann::json j;
-  j["details"] = details_;
-  j["ranks"] = ranks_;
-  j["threads"] = threads_;
-  j["makespan_s"] = s.makespan_s;
-  j["total_busy_s"] = s.total_busy_s;
-  j["imbalance"] = s.imbalance;
-  j["critical_path_s"] = s.critical_path_s;
-  auto& workers = j["workers"] = nlohmann::json::array();
-  for (const auto& w : s.workers)
-    workers.push_back({{"rank", w.rank},
-                       {"thread", w.thread},
-                       {"busy_s", w.busy_s},
-                       {"idle_s", w.idle_s},
-                       {"applications", w.applications},
-                       {"stolen", w.stolen}});
-  auto& path = j["critical_path"] = nlohmann::json::array();
-  for (const auto& c : s.critical_path)
-    path.push_back({{"phase", to_string(c.phase)},
-                    {"rank", c.rank},
-                    {"thread", c.thread},
-                    {"start_s", c.start_s},
-                    {"end_s", c.end_s},
-                    {"busy_s", c.busy_s}});
-  if (!with_records) return j;
-  auto& records = j["records"] = nlohmann::json::array();
-  for (const auto& r : records_) records.push_back(record_json(r));
-  return j;
+  trace.set_records(std::move(all), std::move(rank_end_s));
 }
 
 }  // namespace driftscan::mpi

@@ -62,9 +62,11 @@ struct ApplicationSummary {
   static ApplicationSummary of(const std::vector<OperatorApplication>& applications);
 };
 
+// Wall (or CPU) seconds of each phase of a register run (phase_timer.hpp).
 struct PhaseSeconds {
   double pairs = 0, scan = 0, average = 0, write = 0, total = 0;
   double uncertainty = 0;
+  double open = 0, distortion = 0, apply_to = 0;
 };
 
 struct RegisterOutputs {
@@ -210,12 +212,5 @@ void write_drift_csv_rows(std::ostream& out, const Registration* block, const Dr
 std::string drift_csv_header(MotionModel model, bool sigmas);
 std::string drift_csv_row(std::size_t k, const Registration& r, MotionModel model, Point centre, double quality,
                           bool used, const DriftUncertainty* u, double noise_var);
-
-// The whole pipeline. Throws bad_input for a one-frame series, an unusable
-// frame 0, bad settings; cancellation throws Error(cancelled) and leaves no
-// output file that looks complete.
-RegisterResult register_series(const FrameSource& frames, const RegistrationSettings& settings,
-                               const AveragingOptions& averaging, const std::string& out_dir, Progress& progress,
-                               const CancelToken& cancel, int threads, const RegistrationScan& scan = {});
 
 }  // namespace driftscan

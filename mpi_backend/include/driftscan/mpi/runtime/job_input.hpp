@@ -8,6 +8,7 @@
 
 #include "driftscan/core/frame_source.hpp"
 #include "driftscan/job/job.hpp"
+#include "driftscan/pipeline/register_plan.hpp"  // prepared_cache_bytes
 
 namespace driftscan::mpi {
 
@@ -15,12 +16,6 @@ namespace driftscan::mpi {
 // execution.frame_cache_mb (each rank opens it and reads only what it needs).
 // Any supported format (series_opener.hpp), the signal job.signal.
 std::unique_ptr<FrameSource> open_job_input(const Job& job);
-
-// The registration operator's cache of prepared frames (pyramids): a quarter
-// of execution.frame_cache_mb, at most 256 MB. The scan reuses only a few
-// prepared frames at a time (frame 0, each worker's segment start), so this
-// holds plenty; a fixed 256 MB let it grow with the series up to that size.
-std::size_t prepared_cache_bytes(const Job& job);
 
 // This host's name, for the lines that say where something happened.
 std::string host_name();

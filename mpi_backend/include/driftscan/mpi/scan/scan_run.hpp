@@ -62,7 +62,7 @@ class ScanRun {
         receiver_(comm) {
     out_.assign(n_, T{});
     if (trace_) {
-      trace_->begin(comm_, options_.threads);
+      begin_trace(*trace_, comm_, options_.threads);
       trace_->details() = {{"algorithm", to_string(options_.algorithm)},
                            {"strategy", to_string(options_.strategy)},
                            {"work_stealing", options_.steals()}};

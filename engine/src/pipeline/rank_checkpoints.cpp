@@ -1,13 +1,13 @@
-#include "driftscan/mpi/register/distributed_checkpoint.hpp"
+#include "driftscan/pipeline/rank_checkpoints.hpp"
 
 #include <algorithm>
 #include <filesystem>
 #include <regex>
 
 #include "driftscan/core/error.hpp"
-#include "driftscan/mpi/register/register_checkpoint.hpp"
+#include "driftscan/pipeline/register_checkpoint.hpp"
 
-namespace driftscan::mpi {
+namespace driftscan {
 namespace fs = std::filesystem;
 
 namespace {
@@ -97,4 +97,4 @@ std::vector<int> assign_gaps(const std::vector<OutputGap>& gaps, int workers) {
   return worker;
 }
 
-}  // namespace driftscan::mpi
+}  // namespace driftscan

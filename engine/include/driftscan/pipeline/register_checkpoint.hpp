@@ -22,7 +22,7 @@
 #include "driftscan/job/job.hpp"
 #include "driftscan/pipeline/register_pipeline.hpp"
 
-namespace driftscan::mpi {
+namespace driftscan {
 
 // bugprone-exception-escape: the implicit move operations move vectors and
 // nlohmann::json, all noexcept; the check cannot see through json's assertions.
@@ -57,13 +57,4 @@ RegisterCheckpoint read_checkpoint_file(const std::string& path, const nlohmann:
 // The serial checkpoint: read_checkpoint_file, and its records in frame order.
 RegisterCheckpoint load_checkpoint(const std::string& path, const nlohmann::json& expected_fingerprint);
 
-// The serial register pipeline (register_pipeline.hpp's phases) with
-// checkpoints and resume. Runs on the calling rank only. Multi-rank runs
-// checkpoint per rank (distributed_checkpoint.hpp). The outputs are staged
-// in `set`; the caller commits it, then removes the checkpoints. Once the
-// scan is done the checkpoint holds all of it (when checkpoints are on), so
-// a run interrupted later resumes without the pairs and the scan.
-RegisterResult register_with_checkpoints(const Job& job, const FrameSource& frames, Progress& progress,
-                                         const CancelToken& cancel, OutputSet& set);
-
-}  // namespace driftscan::mpi
+}  // namespace driftscan

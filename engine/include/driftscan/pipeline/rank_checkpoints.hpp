@@ -21,7 +21,7 @@
 #include "driftscan/registration/drift_uncertainty.hpp"
 #include "driftscan/registration/registration_operator.hpp"
 
-namespace driftscan::mpi {
+namespace driftscan {
 
 // What the checkpoints of a folder say, frame by frame.
 struct CheckpointState {
@@ -60,4 +60,4 @@ std::vector<OutputGap> missing_outputs(const std::vector<std::optional<Registrat
 // loaded (ties to the lowest worker), so every rank computes the same plan.
 std::vector<int> assign_gaps(const std::vector<OutputGap>& gaps, int workers);
 
-}  // namespace driftscan::mpi
+}  // namespace driftscan

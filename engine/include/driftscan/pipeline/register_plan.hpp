@@ -1,0 +1,58 @@
+#pragma once
+// A register run's decisions, held as data and made once, before any frame
+// is read: which executor runs it (one process, ranks × threads, or a
+// followed acquisition), which phases it goes through, whether it resumes,
+// and the caches it may hold. The executors carry the plan out; they do not
+// decide again. The same split as the distributed DFT's plan logic
+// (mpi/dft/dft_plan_logic.hpp): decisions that a unit test can check
+// without running anything.
+//
+//   open ─▶ pairs ─▶ scan ─▶ uncertainty ─▶ [scan distortion] ─▶ average ─▶ [apply to] ─▶ write
+//
+// Executors: serial_register.hpp (this library: one process, OpenMP threads,
+// checkpoints; no MPI), mpi/register/distributed_register.hpp (ranks × threads,
+// the work-stealing scan, per-rank checkpoints, the scan-distortion phase)
+// and mpi/register/follow_register.hpp (a series still being written).
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "driftscan/job/job.hpp"
+
+namespace driftscan {
+
+enum class RegisterExecutor { serial, distributed, follow };
+enum class RegisterPhase { open, pairs, scan, uncertainty, scan_distortion, average, apply_to, write };
+const char* to_string(RegisterExecutor executor);
+const char* to_string(RegisterPhase phase);
+
+struct RegisterPlan {
+  RegisterExecutor executor = RegisterExecutor::serial;
+  std::string reason;  // why this executor, in a few words
+  int ranks = 1;
+  int threads = 1;                       // OpenMP threads per rank
+  bool resume = false;                   // continue from the results folder's checkpoints
+  bool rank_checkpoints = false;         // a multi-rank run's checkpoints are there
+  double checkpoint_interval_s = 0.0;    // 0: no checkpoints
+  std::size_t frame_cache_bytes = 0;     // decoded frames
+  std::size_t prepared_cache_bytes = 0;  // the operator's prepared frames (pyramids)
+  std::vector<RegisterPhase> phases;     // in order
+
+  bool has(RegisterPhase phase) const;
+  nlohmann::json to_json() const;
+};
+
+// The plan for `job` (command register) on `ranks` ranks. Reads the results
+// folder only for its checkpoint files, when the job resumes. Throws
+// bad_input for what no executor runs (--apply-to with --follow).
+RegisterPlan plan_register(const Job& job, int ranks);
+
+// The registration operator's cache of prepared frames (pyramids): a quarter
+// of execution.frame_cache_mb, at most 256 MB. The scan reuses only a few
+// prepared frames at a time (frame 0, each worker's segment start), so this
+// holds plenty; a fixed 256 MB let it grow with the series up to that size.
+std::size_t prepared_cache_bytes(const Job& job);
+
+}  // namespace driftscan

@@ -1,0 +1,117 @@
+#include "driftscan/pipeline/register_plan.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "driftscan/core/error.hpp"
+#include "driftscan/pipeline/rank_checkpoints.hpp"
+#include "driftscan/pipeline/register_checkpoint.hpp"
+
+namespace driftscan {
+namespace fs = std::filesystem;
+
+const char* to_string(RegisterExecutor executor) {
+  switch (executor) {
+    case RegisterExecutor::serial: return "serial";
+    case RegisterExecutor::distributed: return "distributed";
+    case RegisterExecutor::follow: return "follow";
+  }
+  return "unknown";
+}
+
+const char* to_string(RegisterPhase phase) {
+  switch (phase) {
+    case RegisterPhase::open: return "open";
+    case RegisterPhase::pairs: return "pairs";
+    case RegisterPhase::scan: return "scan";
+    case RegisterPhase::uncertainty: return "uncertainty";
+    case RegisterPhase::scan_distortion: return "scan_distortion";
+    case RegisterPhase::average: return "average";
+    case RegisterPhase::apply_to: return "apply_to";
+    case RegisterPhase::write: return "write";
+  }
+  return "unknown";
+}
+
+bool RegisterPlan::has(RegisterPhase phase) const {
+  return std::find(phases.begin(), phases.end(), phase) != phases.end();
+}
+
+nlohmann::json RegisterPlan::to_json() const {
+  nlohmann::json phase_names = nlohmann::json::array();
+  for (const RegisterPhase p : phases) phase_names.push_back(to_string(p));
+  return {{"executor", to_string(executor)},
+          {"reason", reason},
+          {"ranks", ranks},
+          {"threads", threads},
+          {"resume", resume},
+          {"rank_checkpoints", rank_checkpoints},
+          {"checkpoint_interval_s", checkpoint_interval_s},
+          {"frame_cache_bytes", frame_cache_bytes},
+          {"prepared_cache_bytes", prepared_cache_bytes},
+          {"phases", phase_names}};
+}
+
+std::size_t prepared_cache_bytes(const Job& job) {
+  const double bytes = job.execution.frame_cache_mb * 1024.0 * 1024.0 / 4.0;
+  return static_cast<std::size_t>(std::min(bytes, 256.0 * 1024.0 * 1024.0));
+}
+
+namespace {
+
+// A single rank resumes a multi-rank run's checkpoints through the
+// distributed executor (it merges per-rank files; the serial one reads only its own).
+bool has_rank_checkpoints(const Job& job) {
+  if (!job.execution.resume) return false;
+  const fs::path serial = fs::path(checkpoint_path(job.output)).filename();
+  for (const auto& f : checkpoint_files(job.output))
+    if (fs::path(f).filename() != serial) return true;
+  return false;
+}
+
+void choose_executor(const Job& job, RegisterPlan& plan) {
+  if (job.follow.enabled) {
+    // A followed series is registered by rank 0 alone (the batch run is the
+    // cluster path); the other ranks wait.
+    plan.executor = RegisterExecutor::follow;
+    plan.reason = "the series is followed while it is written";
+  } else if (plan.ranks > 1) {
+    plan.executor = RegisterExecutor::distributed;
+    plan.reason = "several ranks";
+  } else if (plan.rank_checkpoints) {
+    plan.executor = RegisterExecutor::distributed;
+    plan.reason = "resuming a multi-rank run's checkpoints";
+  } else if (job.scan.correct_distortion) {
+    // The scan-distortion correction is a phase of the distributed executor (one rank included).
+    plan.executor = RegisterExecutor::distributed;
+    plan.reason = "the scan-distortion correction";
+  } else {
+    plan.executor = RegisterExecutor::serial;
+    plan.reason = "one rank";
+  }
+}
+
+}  // namespace
+
+RegisterPlan plan_register(const Job& job, int ranks) {
+  if (job.follow.enabled && !job.apply_to.empty()) throw bad_input("--apply-to cannot be combined with --follow");
+  RegisterPlan plan;
+  plan.ranks = std::max(1, ranks);
+  plan.threads = std::max(1, job.execution.threads);
+  plan.resume = job.execution.resume;
+  plan.rank_checkpoints = has_rank_checkpoints(job);
+  plan.checkpoint_interval_s = job.execution.checkpoint_interval_s;
+  plan.frame_cache_bytes = static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0);
+  plan.prepared_cache_bytes = prepared_cache_bytes(job);
+  choose_executor(job, plan);
+  using P = RegisterPhase;
+  plan.phases = {P::open, P::pairs, P::scan, P::uncertainty};
+  if (job.scan.correct_distortion && plan.executor == RegisterExecutor::distributed)
+    plan.phases.push_back(P::scan_distortion);
+  plan.phases.push_back(P::average);
+  if (!job.apply_to.empty()) plan.phases.push_back(P::apply_to);
+  plan.phases.push_back(P::write);
+  return plan;
+}
+
+}  // namespace driftscan

@@ -1,0 +1,284 @@
+#include "driftscan/pipeline/serial_register.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <utility>
+
+#include "driftscan/core/error.hpp"
+#include "driftscan/core/omp_threads.hpp"
+#include "driftscan/pipeline/phase_timer.hpp"
+#include "driftscan/pipeline/rank_checkpoints.hpp"
+#include "driftscan/pipeline/register_checkpoint.hpp"
+#include "driftscan/registration/registration_failure.hpp"
+#include "driftscan/registration/scan_trace.hpp"
+
+namespace driftscan {
+namespace fs = std::filesystem;
+
+namespace {
+
+// One run: the plan, what the checkpoint holds, and what each phase adds to
+// the result. The phases are its methods, in the order run() calls them.
+class SerialRegister {
+ public:
+  SerialRegister(const Job& job, const RegisterPlan& plan, const FrameSource& frames, Progress& progress,
+                 const CancelToken& cancel, OutputSet& set, RegistrationScan injected)
+      : job_(job),
+        plan_(plan),
+        frames_(frames),
+        progress_(progress),
+        cancel_(cancel),
+        set_(set),
+        n_(frames.frame_count()),
+        ck_path_(checkpoint_path(job.output)),
+        timer_(res_.seconds, &cancel),
+        op_(frames, job.registration, 1, plan.prepared_cache_bytes),
+        injected_(std::move(injected)) {}
+
+  RegisterResult run() {
+    const std::clock_t c_start = std::clock();
+    resume();
+    timed(RegisterPhase::pairs, res_.cpu.pairs, [&] { pairs(); });
+    timed(RegisterPhase::scan, res_.cpu.scan, [&] { scan(); });
+    timed(RegisterPhase::uncertainty, res_.cpu.uncertainty, [&] { uncertainty(); });
+    cancel_.throw_if_cancelled();
+    stop_if_failed();
+    timed(RegisterPhase::average, res_.cpu.average, [&] {
+      const OmpThreadCount guard(plan_.threads);
+      res_.average = average_registered(frames_, res_.registrations, job_.averaging, res_.warnings, &progress_,
+                                        &cancel_, &res_.uncertainty);
+    });
+    timed(RegisterPhase::write, res_.cpu.write, [&] { write(); });
+    res_.seconds.total = timer_.total();
+    res_.cpu.total = cpu_since(c_start);
+    return std::move(res_);
+  }
+
+ private:
+  static double cpu_since(std::clock_t c0) { return static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC; }
+
+  // A phase timed by the wall (the timer) and by the process's CPU time.
+  template <class Body>
+  void timed(RegisterPhase phase, double& cpu, Body&& body) {
+    const std::clock_t c0 = std::clock();
+    timer_.run(phase, std::forward<Body>(body));
+    cpu = cpu_since(c0);
+  }
+
+  void resume() {
+    std::error_code ec;
+    fs::create_directories(job_.output, ec);
+    ck_.fingerprint = checkpoint_fingerprint(job_, frames_);
+    if (!plan_.resume) {
+      remove_checkpoints(job_.output);  // an earlier run's: never mixed with this one's
+      return;
+    }
+    if (!fs::exists(ck_path_)) {
+      progress_.log(LogLevel::warning, "--resume: no checkpoint in " + job_.output + "; starting from the beginning");
+      return;
+    }
+    ck_ = load_checkpoint(ck_path_, ck_.fingerprint);
+    // A checkpoint of a finished scan holds the drift itself: the pairs and
+    // the scan are not run again.
+    scanned_ = ck_.prefix.size() == n_;
+    const char* skipped = !scanned_ ? ""
+                          : ck_.uncertainty.size() == n_
+                              ? " (the scan is complete: pairs and scan skipped, and the uncertainty)"
+                              : " (the scan is complete: pairs and scan skipped)";
+    progress_.log(LogLevel::info, "resuming from " + ck_path_ + ": " + std::to_string(ck_.elements.size()) +
+                                      " pair elements and " + std::to_string(ck_.prefix.size()) + " scan results done" +
+                                      skipped);
+  }
+
+  void save(bool force) {
+    if (plan_.checkpoint_interval_s <= 0 && !force) return;
+    if (!force && PhaseTimer::since(last_save_) < plan_.checkpoint_interval_s) return;
+    save_checkpoint(ck_, ck_path_);
+    last_save_ = PhaseTimer::Clock::now();
+  }
+
+  // A cancel keeps what is done: the next --resume starts from there.
+  template <class Body>
+  void keeping_on_cancel(Body&& body) {
+    try {
+      body();
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::cancelled && plan_.checkpoint_interval_s > 0) save(true);
+      throw;
+    }
+  }
+
+  void pairs() {
+    if (!scanned_) {
+      progress_.phase("pairs", n_ - 1);
+      keeping_on_cancel([&] {
+        // Chunks big enough to keep every thread busy, small enough to save often.
+        const std::size_t chunk = std::max<std::size_t>(64, static_cast<std::size_t>(plan_.threads) * 16);
+        while (ck_.elements.size() < n_) {
+          const std::size_t begin = ck_.elements.size(), end = std::min(n_, begin + chunk);
+          auto part =
+              compute_pair_elements(op_, begin, end, plan_.threads, &progress_, &cancel_, begin ? begin - 1 : 0);
+          ck_.elements.insert(ck_.elements.end(), part.begin(), part.end());
+          progress_.advance(ck_.elements.size() - 1);
+          save(false);
+        }
+      });
+    }
+    res_.elements = ck_.elements;
+  }
+
+  // The sequential scan, continued from the saved prefix and saved as it goes.
+  // Traced like the distributed one (one worker: this process), so the
+  // report's scan_trace and the app's load-balance view exist for every run.
+  void scan() {
+    trace_.begin(0, 1, 1);
+    trace_.details() = {{"algorithm", "sequential"}, {"resumed_outputs", ck_.prefix.size()}};
+    if (scanned_) {
+      res_.registrations = ck_.prefix;
+    } else {
+      progress_.phase("scan", n_ - 1);
+      // An injected scan (a test's) replaces the checkpointed sequential one.
+      const RegistrationScan scan =
+          injected_ ? injected_
+                    : RegistrationScan([&](const std::vector<Registration>& x, const RegistrationCombine& combine) {
+                        return continue_scan(x, combine);
+                      });
+      keeping_on_cancel([&] {
+        res_.registrations = scan_registrations(res_.elements, op_, scan, res_.applications, &progress_, &cancel_);
+      });
+      // The finished scan is kept at once: an interruption from here on
+      // (uncertainty, averaging, writing) resumes with this drift.
+      if (plan_.checkpoint_interval_s > 0) save(true);
+    }
+    trace_.end();
+    trace_.collect_local();
+  }
+
+  std::vector<Registration> continue_scan(const std::vector<Registration>& x, const RegistrationCombine& combine) {
+    std::vector<Registration> out = ck_.prefix;
+    out.reserve(x.size());
+    if (out.empty()) out.push_back(x[0]);
+    while (out.size() < x.size()) {
+      const double start = trace_.clock().now();
+      out.push_back(combine(out.back(), x[out.size()]));
+      const auto k = static_cast<std::int64_t>(out.size() - 1);
+      trace_.record(0, ScanRecord{0, 0, 0, k, ScanPhase::final_scan, 0, start, trace_.clock().now()});
+      if (plan_.checkpoint_interval_s > 0 && PhaseTimer::since(last_save_) >= plan_.checkpoint_interval_s) {
+        ck_.prefix = out;
+        save(true);
+      }
+    }
+    ck_.prefix = out;
+    return out;
+  }
+
+  void uncertainty() {
+    if (scanned_ && ck_.uncertainty.size() == n_) {
+      // Kept with the scan: frame k's record is k's (saved in order below).
+      for (const auto& u : ck_.uncertainty) res_.uncertainty.push_back(u.second);
+      if (std::string w = singular_warning(summarize_uncertainty(res_.uncertainty)); !w.empty())
+        res_.warnings.push_back(std::move(w));
+      return;
+    }
+    res_.uncertainty = uncertainty_phase(op_, res_.registrations, plan_.threads, res_.warnings, &progress_, &cancel_);
+    ck_.uncertainty.clear();
+    for (std::size_t k = 0; k < n_; ++k) ck_.uncertainty.emplace_back(k, res_.uncertainty[k]);
+    if (plan_.checkpoint_interval_s > 0) save(true);
+  }
+
+  void stop_if_failed() {
+    stop_if_registration_failed(classify_failures(res_.registrations), job_.input, &progress_, res_.warnings, [&] {
+      progress_.phase("write", 2);
+      // Staged; the caller commits the set on registration_failed too.
+      res_.files = write_register_outputs(set_, frames_, job_.registration, job_.averaging, res_.registrations,
+                                          ApplicationSummary::of(res_.applications), AverageResult{}, res_.warnings, {},
+                                          {operator_applications_array(res_.applications)}, "", &res_.uncertainty);
+      progress_.advance(2);
+    });
+  }
+
+  void write() {
+    progress_.phase("write", 4);
+    nlohmann::json extra;
+    extra["execution"] = {{"threads", plan_.threads},
+                          {"ranks", 1},
+                          {"scan", injected_ ? "injected" : "sequential"},
+                          {"resumed", plan_.resume && !ck_.elements.empty()},
+                          {"resumed_scan_complete", scanned_}};
+    extra["smoothing_sigma_px"] = op_.smoothing_sigma();
+    extra["lattice_vector_px"] = op_.pair_plan().options().lattice_vector;  // 0: not periodic
+    extra["timings_s"] = {{"pairs", res_.seconds.pairs},
+                          {"scan", res_.seconds.scan},
+                          {"uncertainty", res_.seconds.uncertainty},
+                          {"average", res_.seconds.average},
+                          {"before_write_total", timer_.total()}};
+    extra["cpu_s"] = {{"pairs", res_.cpu.pairs}, {"scan", res_.cpu.scan}, {"average", res_.cpu.average}};
+    extra["scan_trace"] = trace_.to_json(false);  // its records are streamed (below)
+    const auto& records = trace_.records();
+    res_.files = write_register_outputs(
+        set_, frames_, job_.registration, job_.averaging, res_.registrations, ApplicationSummary::of(res_.applications),
+        res_.average, res_.warnings, extra,
+        {{{"scan_trace", "records"}, records.size(), [&](std::size_t i) { return ScanTrace::record_json(records[i]); }},
+         operator_applications_array(res_.applications)},
+        "", &res_.uncertainty);
+    progress_.advance(4);
+  }
+
+  const Job& job_;
+  const RegisterPlan& plan_;
+  const FrameSource& frames_;
+  Progress& progress_;
+  const CancelToken& cancel_;
+  OutputSet& set_;
+  const std::size_t n_;
+  const std::string ck_path_;
+  RegisterResult res_;
+  PhaseTimer timer_;
+  RegistrationOperator op_;
+  RegisterCheckpoint ck_;
+  ScanTrace trace_;
+  PhaseTimer::Clock::time_point last_save_ = PhaseTimer::Clock::now();
+  RegistrationScan injected_;
+  bool scanned_ = false;  // the checkpoint resumed from holds the whole scan
+};
+
+}  // namespace
+
+RegisterResult register_serial(const Job& job, const RegisterPlan& plan, const FrameSource& frames, Progress& progress,
+                               const CancelToken& cancel, OutputSet& set, const RegistrationScan& scan) {
+  const std::size_t n = frames.frame_count();
+  if (n < 2) throw bad_input(job.input + ": " + std::to_string(n) + " frame(s): registration needs at least 2 frames");
+  return SerialRegister(job, plan, frames, progress, cancel, set, scan).run();
+}
+
+RegisterResult register_series(const FrameSource& frames, const RegistrationSettings& settings,
+                               const AveragingOptions& averaging, const std::string& out_dir, Progress& progress,
+                               const CancelToken& cancel, int threads, const RegistrationScan& scan) {
+  Job job;
+  job.command = "register";
+  job.input = frames.describe().empty() ? std::string("input") : frames.describe();
+  job.output = out_dir;
+  job.registration = settings;
+  job.averaging = averaging;
+  job.execution.threads = std::max(1, threads);
+  job.execution.resume = false;
+  job.execution.checkpoint_interval_s = 0;  // in-process: nothing to resume
+  const std::size_t n = frames.frame_count();
+  if (n < 2) throw bad_input(job.input + ": " + std::to_string(n) + " frame(s): registration needs at least 2 frames");
+  if (std::string why = unusable_frame_reason(frames.frame(0)); !why.empty())
+    throw bad_input(job.input + ": frame 0 (the reference of the registration) " + why);
+  OutputSet set(out_dir, "register");  // the folder checked before any work
+  const RegisterPlan plan = plan_register(job, 1);
+  try {
+    RegisterResult res = register_serial(job, plan, frames, progress, cancel, set, scan);
+    set.commit();
+    return res;
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::registration_failed) set.commit();  // drift.csv and report.json: the answer
+    throw;
+  }
+}
+
+}  // namespace driftscan
