@@ -2,7 +2,8 @@
 // A Qt6 QOpenGLWidget hosting a VTK render window. Debian's QVTKOpenGLNativeWidget
 // is built against Qt5, so this is the small adapter Qt6 needs: VTK renders
 // into its own framebuffer inside the widget's GL context, and paintGL blits
-// that into Qt's framebuffer (recipe and pitfalls in shared/notes/platform.md).
+// that into Qt's framebuffer (the pitfalls are commented where they bite, in
+// vtk_view_widget.cpp).
 #include <vtkSmartPointer.h>
 #include <QOpenGLWidget>
 

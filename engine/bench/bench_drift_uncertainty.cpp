@@ -170,12 +170,23 @@ std::pair<Figures, Figures> bootstrap(const std::vector<SeedSums>& seeds) {
   return {{at(zx, 0.05), at(zy, 0.05), at(in, 0.05)}, {at(zx, 0.95), at(zy, 0.95), at(in, 0.95)}};
 }
 
+// The real ABF image from the optional sample data (the folder named by
+// $DRIFTSCAN_SAMPLE_DATA; README, "Sample data"), or nullptr: its case is left out.
 std::shared_ptr<const Frame> real_content() {
-  const std::string path = "../shared/data/stem_abf_series.tif";
-  for (const std::string& p :
-       std::vector<std::string>{path, "../" + path, "../../" + path, "/work/shared/data/stem_abf_series.tif"})
-    if (fs::exists(p)) return std::make_shared<const Frame>(TiffSeries::open(p)->frame(0));
-  return nullptr;
+  static const std::shared_ptr<const Frame> content = []() -> std::shared_ptr<const Frame> {
+    const char* data = std::getenv("DRIFTSCAN_SAMPLE_DATA");
+    if (!data || !*data) {
+      std::fprintf(stderr, "# real-content case left out: DRIFTSCAN_SAMPLE_DATA is not set\n");
+      return nullptr;
+    }
+    const fs::path p = fs::path(data) / "stem_abf_series.tif";
+    if (!fs::exists(p)) {
+      std::fprintf(stderr, "# real-content case left out: %s is absent\n", p.c_str());
+      return nullptr;
+    }
+    return std::make_shared<const Frame>(TiffSeries::open(p.string())->frame(0));
+  }();
+  return content;
 }
 
 }  // namespace

@@ -10,10 +10,14 @@
 // Frames are drawn a few ahead of the writer (a generator thread, cheaply:
 // windows of one synthetic field), so no frame is held beyond a short queue.
 //
-// Usage: bench_follow [size=256] [rate=20] [frames=2000] [engine=<dir of this program>/driftscan-engine]
-//                     [folder=$TMPDIR] [threads=1]
+// Usage: bench_follow [--size 256] [--rate 20] [--frames 2000] [--threads 1]
+//                     [--engine <dir of this program>/driftscan-engine] [--tmp $TMPDIR]
+// It works in a temporary folder of its own (bench_follow.XXXXXX under --tmp)
+// and removes it when it ends: normally, on an error, or on SIGINT / SIGTERM
+// / SIGHUP (the engine is killed first).
 // Target: 256x256 at 20/s and 1024x1024 at 4/s, every row within 200 ms,
 // memory flat over 2,000 frames (run on the 2-core machine).
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -23,19 +27,25 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "driftscan/formats/tiff/tiff_page_appender.hpp"
 #include "driftscan/synthetic/synthetic_series.hpp"
@@ -230,8 +240,17 @@ pid_t start_engine(const std::string& engine, const std::string& series, const s
   argp.reserve(args.size() + 1);
   for (auto& a : args) argp.push_back(a.data());
   argp.push_back(nullptr);
+  // The engine gets the default signal mask (this program blocks its signals for its signal thread).
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
   pid_t child = 0;
-  return posix_spawn(&child, engine.c_str(), nullptr, nullptr, argp.data(), environ) == 0 ? child : 0;
+  const int rc = posix_spawn(&child, engine.c_str(), nullptr, &attr, argp.data(), environ);
+  posix_spawnattr_destroy(&attr);
+  return rc == 0 ? child : 0;
 }
 
 struct WriteTimes {
@@ -345,52 +364,133 @@ void print_report(int size, double rate, const std::string& threads, bool bigtif
               end.follow_hwm_kb / 1024.0, end.peak_kb / 1024.0, end.exit_code);
 }
 
-}  // namespace
+// The temporary folder and the engine working in it: the engine is killed
+// and the folder removed when the run ends, however it ends. A signal
+// (SIGINT, SIGTERM, SIGHUP) is taken by a thread of its own (the others
+// block it), which does the same and exits with 128 + the signal. That
+// thread shares the state (it may outlive the Workspace until the exit).
+class Workspace {
+ public:
+  explicit Workspace(const std::string& parent) : state_(std::make_shared<State>()) {
+    std::string pattern = (std::filesystem::path(parent) / "bench_follow.XXXXXX").string();
+    if (!::mkdtemp(pattern.data()))
+      throw std::runtime_error("cannot create a temporary folder in " + parent + ": " + std::strerror(errno));
+    state_->path = pattern;
+    path_ = pattern;
+    std::thread([state = state_] { on_signal(*state); }).detach();
+  }
+  ~Workspace() { state_->clean_up(); }
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
 
-int main(int argc, char** argv) {
-  if (argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
-    std::printf(
-        "usage: bench_follow [size=256] [rate=20] [frames=2000] [engine=<dir of this program>/driftscan-engine]\n"
-        "                    [folder=$TMPDIR] [threads=1]\n"
-        "A writer appends size x size float32 frames to a TIFF at `rate` frames/s while `driftscan-engine register\n"
-        "--follow --until-frames frames --threads threads` follows it; prints the latency from each frame complete\n"
-        "to its drift.csv row (median, p95, max, rows over 200 ms, the first rows) and the engine's memory.\n");
-    return 0;
+  // SIGINT, SIGTERM and SIGHUP blocked in the calling thread and every thread it starts later.
+  static sigset_t block_signals() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, sig);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    return set;
   }
-  const int size = argc > 1 ? std::atoi(argv[1]) : 256;
-  const double rate = argc > 2 ? std::atof(argv[2]) : 20.0;
-  const std::size_t frames = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 2000;
-  if (size < 32 || !(rate > 0) || frames < 2) {
-    std::fprintf(stderr, "bench_follow: need size >= 32, rate > 0 and frames >= 2 (see --help)\n");
-    return 2;
+  const std::string& path() const { return path_; }
+  void set_engine(pid_t child) { state_->engine = child; }
+  void engine_exited() { state_->engine = 0; }
+
+ private:
+  struct State {
+    std::mutex mu;
+    std::string path;  // empty once removed
+    std::atomic<pid_t> engine{0};
+
+    void clean_up() {
+      std::lock_guard<std::mutex> lock(mu);
+      if (const pid_t child = engine.exchange(0); child > 0) {
+        ::kill(child, SIGKILL);
+        ::waitpid(child, nullptr, 0);
+      }
+      if (!path.empty()) {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+        if (ec) std::fprintf(stderr, "bench_follow: could not remove %s: %s\n", path.c_str(), ec.message().c_str());
+        path.clear();
+      }
+    }
+  };
+
+  static void on_signal(State& state) {
+    const sigset_t set = block_signals();
+    int sig = 0;
+    if (sigwait(&set, &sig) != 0) return;
+    std::fprintf(stderr, "bench_follow: signal %d: stopping the engine, removing the temporary folder\n", sig);
+    state.clean_up();
+    std::_Exit(128 + sig);
   }
-  const std::string engine =
-      argc > 4 ? argv[4] : (std::filesystem::path(argv[0]).parent_path() / "driftscan-engine").string();
-  const char* tmp = std::getenv("TMPDIR");
-  const std::string folder = argc > 5 ? argv[5] : (tmp ? tmp : "/tmp");
-  const std::string threads = argc > 6 ? argv[6] : "1";
-  const std::string work = folder + "/bench_follow_" + std::to_string(::getpid());
-  std::filesystem::create_directories(work);
-  const std::string series = work + "/live.tif", out = work + "/out";
+
+  std::shared_ptr<State> state_;
+  std::string path_;
+};
+
+int run(int size, double rate, std::size_t frames, const std::string& engine, const std::string& tmp,
+        const std::string& threads) {
+  Workspace work(tmp);
+  const std::string series = work.path() + "/live.tif", out = work.path() + "/out";
 
   // Past 4 GiB (2,000 float32 frames of 1024²: 8 GB) only a BigTIFF addresses the pages.
   const bool bigtiff = static_cast<double>(size) * size * 4.0 * static_cast<double>(frames) > 3.9e9;
-  EngineEnd end;
-  {
-    LiveFrames live(size, frames);
-    TiffPageAppender appender(series, SampleFormat::float32, bigtiff);
-    const pid_t child = start_engine(engine, series, out, frames, threads);  // following the (still empty) file
-    if (!child) {
-      std::fprintf(stderr, "bench_follow: cannot start %s\n", engine.c_str());
-      return 1;
-    }
-    DriftRowWatcher watcher(out + "/drift.csv", frames, child);
-    const WriteTimes written = write_on_schedule(live, appender, out, frames, rate);
-    end = wait_for_engine(child, watcher, frames);
-    watcher.stop();
-    print_report(size, rate, threads, bigtiff, frames, written, watcher, end);
+  LiveFrames live(size, frames);
+  TiffPageAppender appender(series, SampleFormat::float32, bigtiff);
+  const pid_t child = start_engine(engine, series, out, frames, threads);  // following the (still empty) file
+  if (!child) {
+    std::fprintf(stderr, "bench_follow: cannot start %s\n", engine.c_str());
+    return 1;
   }
-  std::error_code ec;
-  std::filesystem::remove_all(work, ec);
-  return 0;
+  work.set_engine(child);
+  DriftRowWatcher watcher(out + "/drift.csv", frames, child);
+  const WriteTimes written = write_on_schedule(live, appender, out, frames, rate);
+  const EngineEnd end = wait_for_engine(child, watcher, frames);
+  work.engine_exited();
+  watcher.stop();
+  print_report(size, rate, threads, bigtiff, frames, written, watcher, end);
+  return end.exit_code == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int size = 256;
+  double rate = 20.0;
+  std::size_t frames = 2000;
+  int threads = 1;
+  std::string engine = (std::filesystem::path(argv[0]).parent_path() / "driftscan-engine").string();
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string tmp = tmpdir && *tmpdir ? tmpdir : "/tmp";
+
+  CLI::App app{
+      "A writer appends SIZE x SIZE float32 frames to a TIFF at RATE frames/s while `driftscan-engine register\n"
+      "--follow --until-frames FRAMES --threads THREADS` follows it; prints the latency from each frame complete\n"
+      "to its drift.csv row (median, p95, max, rows over 200 ms, the first rows) and the engine's memory.\n"
+      "Works in a temporary folder under --tmp, removed at the end (also on an error or a signal).",
+      "bench_follow"};
+  app.add_option("--size", size, "Frame width and height (px)")->check(CLI::Range(32, 1 << 15))->capture_default_str();
+  app.add_option("--rate", rate, "Frames written per second")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--frames", frames, "Frames written and followed")
+      ->check(CLI::Range(2, 100000000))
+      ->capture_default_str();
+  app.add_option("--threads", threads, "The engine's --threads")->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--engine", engine, "The driftscan-engine to run")->check(CLI::ExistingFile)->capture_default_str();
+  app.add_option("--tmp", tmp, "Folder in which the temporary folder is made ($TMPDIR, else /tmp)")
+      ->check(CLI::ExistingDirectory)
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  Workspace::block_signals();  // before any thread starts: the Workspace's thread takes them
+  try {
+    return run(size, rate, frames, engine, tmp, std::to_string(threads));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_follow: %s\n", e.what());
+    return 1;
+  }
 }

@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -302,11 +303,23 @@ Errors line_errors(const SyntheticSeries& s, const ScanModel& m, const std::vect
   return e;
 }
 
+// The real ABF image from the optional sample data (the folder named by
+// $DRIFTSCAN_SAMPLE_DATA; README, "Sample data"), or nullptr: its cases are left out.
 std::shared_ptr<const Frame> real_content() {
-  const std::string path = "../shared/data/stem_abf_series.tif";
-  for (const std::string& p : std::vector<std::string>{path, "../" + path, "../../" + path})
-    if (fs::exists(p)) return std::make_shared<const Frame>(TiffSeries::open(p)->frame(0));
-  return nullptr;
+  static const std::shared_ptr<const Frame> content = []() -> std::shared_ptr<const Frame> {
+    const char* data = std::getenv("DRIFTSCAN_SAMPLE_DATA");
+    if (!data || !*data) {
+      std::fprintf(stderr, "# real-content cases left out: DRIFTSCAN_SAMPLE_DATA is not set\n");
+      return nullptr;
+    }
+    const fs::path p = fs::path(data) / "stem_abf_series.tif";
+    if (!fs::exists(p)) {
+      std::fprintf(stderr, "# real-content cases left out: %s is absent\n", p.c_str());
+      return nullptr;
+    }
+    return std::make_shared<const Frame>(TiffSeries::open(p.string())->frame(0));
+  }();
+  return content;
 }
 
 std::vector<Case> make_cases(std::size_t frames, int size) {
@@ -326,7 +339,7 @@ std::vector<Case> make_cases(std::size_t frames, int size) {
     c.synth.drift_linear_x = vx, c.synth.drift_linear_y = vy, c.synth.drift_wobble = wobble;
     c.synth.drift_step = walk, c.synth.jitter = jitter, c.synth.dose = dose;
     if (content) c.synth.content = real_content();
-    if (content && !c.synth.content) return;  // no data folder beside the checkout
+    if (content && !c.synth.content) return;  // no sample data
     cases.push_back(c);
   };
   add("hex drift 3px/frame wobble jitter 0.5 dose 6", 3.0, 1.5, 1.5, 0.3, 0.5, 6, false);

@@ -4,7 +4,8 @@
 // and decodes), and peak memory (VmHWM). Targets (issue 2): open < 1 s,
 // random read < 1 ms, memory independent of the page count beyond the index.
 //
-// Usage: bench_tiff_io [pages=100000] [reads=20000] [folder=$TMPDIR]
+// Usage: bench_tiff_io [--pages 100000] [--reads 20000] [--tmp $TMPDIR]
+// Writes only into a folder of its own under --tmp, removed when it ends.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -18,6 +19,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "driftscan/formats/tiff/tiff_series.hpp"
 #include "driftscan/formats/tiff/tiff_writer.hpp"
@@ -52,12 +55,30 @@ void reset_peak() { std::ofstream("/proc/self/clear_refs") << "5"; }
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::size_t pages = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 100000;
-  const std::size_t reads = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 20000;
-  const std::string base = argc > 3 ? argv[3] : std::filesystem::temp_directory_path().string();
+  std::size_t pages = 100000, reads = 20000;
+  std::string base = std::filesystem::temp_directory_path().string();
+  CLI::App app{"Writes a PAGES-page TIFF of 64x64 uint16 frames, then times opening it and random frame reads.",
+               "bench_tiff_io"};
+  app.add_option("--pages", pages, "Pages of the TIFF")->check(CLI::Range(1, 100000000))->capture_default_str();
+  app.add_option("--reads", reads, "Random frame reads timed")->check(CLI::Range(1, 100000000))->capture_default_str();
+  app.add_option("--tmp", base, "Folder in which its temporary folder is made ($TMPDIR, else /tmp)")
+      ->check(CLI::ExistingDirectory)
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
   const int w = 64, h = 64;
   const std::string folder = base + "/driftscan-bench-tiff-" + std::to_string(::getpid());
   std::filesystem::create_directories(folder);
+  struct RemoveAtExit {  // also when a step throws
+    std::string path;
+    ~RemoveAtExit() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } remove_at_exit{folder};
   const std::string path = folder + "/series.tif";
 
   std::printf("bench_tiff_io: %zu pages of %dx%d uint16 in %s\n", pages, w, h, path.c_str());
@@ -120,6 +141,5 @@ int main(int argc, char** argv) {
   std::printf("memory:       ru_maxrss over the whole run (incl. writing) %ld kB\n", ru.ru_maxrss);
 
   series.reset();
-  std::filesystem::remove_all(folder);
   return correct ? 0 : 1;
 }

@@ -18,6 +18,20 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yi
 MPIRUN=(mpirun --bind-to none)
 
 skip() { echo "SKIP: $*"; exit 77; }
+
+# The optional sample data (a real STEM series, vendor-format samples):
+# $DRIFTSCAN_SAMPLE_DATA when set, else the folder the build was configured
+# with (CTest passes it), else the folder ../shared/data beside the checkout.
+SAMPLE_DATA=${DRIFTSCAN_SAMPLE_DATA:-${DRIFTSCAN_SAMPLE_DATA_CONFIGURED:-$TESTS_DIR/../../../shared/data}}
+# Skips unless every named file of the sample data is there ("stem_abf_series.tif",
+# "formats/test-1.dm3"); a fresh clone has none.
+require_sample_data() {
+  local f
+  for f in "$@"; do
+    [ -e "$SAMPLE_DATA/$f" ] ||
+      skip "sample data absent: $SAMPLE_DATA/$f (set DRIFTSCAN_SAMPLE_DATA to the sample-data folder to run this test)"
+  done
+}
 # Skips unless every named program is installed (daemons may sit in /usr/sbin, off a user's PATH).
 require_programs() {
   local b

@@ -1,5 +1,5 @@
 # Sourced by the launcher tests after common.sh: a real sshd on 127.0.0.1 on a
-# free port with throw-away host and user keys (see ../shared/notes/platform.md).
+# free port with throw-away host and user keys.
 # Defines SSHD_PORT, SSH_KEY, SSHD_DIR; stop_sshd stops it (at_exit stop_sshd).
 start_sshd() {
   local work="$1"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The slurm profile end to end: a private single-node Slurm (munge +
-# slurmctld + slurmd from a private slurm.conf, ../shared/notes/platform.md)
+# slurmctld + slurmd from a private slurm.conf)
 # reached over a loopback sshd; a synth job submitted with sbatch, its
 # progress streamed back, completion detected, results fetched; and a second
 # job cancelled (scancel) from driftscan-launch; a third job stuck in its

@@ -1,4 +1,5 @@
-// The readers on the public sample files of ../shared/data/formats (from the
+// The readers on the public vendor samples of the optional sample data
+// (formats/ in $DRIFTSCAN_SAMPLE_DATA, sample_data.hpp; from the
 // RosettaSciIO and openNCEM test suites): signals, sizes, types, calibration
 // and pixel values (the values were checked against the files' bytes decoded
 // independently with Python's struct and h5dump).
@@ -8,25 +9,21 @@
 
 #include "driftscan/core/error.hpp"
 #include "driftscan/formats/series_opener.hpp"
+#include "sample_data.hpp"
 
 using namespace driftscan;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string sample(const std::string& name) {
-  const fs::path p = fs::path(DRIFTSCAN_SHARED_DIR) / "data" / "formats" / name;
-  if (!fs::exists(p)) return "";
-  return p.string();
-}
+std::string sample(const std::string& name) { return test::sample_file("formats/" + name); }
+std::string absent(const std::string& name) { return test::sample_absent("formats/" + name); }
 
 }  // namespace
 
 TEST(FormatSamples, Dm3StackOfTwoFrames) {
   const std::string path = sample("test-1.dm3");
-  if (path.empty())
-    GTEST_SKIP() << "test-1.dm3"
-                 << " not present";
+  if (path.empty()) GTEST_SKIP() << absent("test-1.dm3");
   EXPECT_EQ(detect_series_format(path), SeriesFormat::dm);
   auto signals = list_signals(path);
   ASSERT_EQ(signals.size(), 1u);
@@ -42,13 +39,9 @@ TEST(FormatSamples, Dm3StackOfTwoFrames) {
 
 TEST(FormatSamples, Dm4ReadsLikeTheDm3) {
   const std::string p3 = sample("test-1.dm3");
-  if (p3.empty())
-    GTEST_SKIP() << "test-1.dm3"
-                 << " not present";
+  if (p3.empty()) GTEST_SKIP() << absent("test-1.dm3");
   const std::string p4 = sample("test-1.dm4");
-  if (p4.empty())
-    GTEST_SKIP() << "test-1.dm4"
-                 << " not present";
+  if (p4.empty()) GTEST_SKIP() << absent("test-1.dm4");
   auto s3 = open_series(p3), s4 = open_series(p4);
   EXPECT_EQ(list_signals(p4)[0].format, "DM4");
   ASSERT_EQ(s4->frame_count(), s3->frame_count());
@@ -57,9 +50,7 @@ TEST(FormatSamples, Dm4ReadsLikeTheDm3) {
 
 TEST(FormatSamples, Dm3StemImageCalibrated) {
   const std::string path = sample("test_STEM_image.dm3");
-  if (path.empty())
-    GTEST_SKIP() << "test_STEM_image.dm3"
-                 << " not present";
+  if (path.empty()) GTEST_SKIP() << absent("test_STEM_image.dm3");
   auto s = open_series(path);
   EXPECT_EQ(s->width(), 68);
   EXPECT_EQ(s->height(), 68);
@@ -79,9 +70,7 @@ TEST(FormatSamples, Dm3StemImageCalibrated) {
 
 TEST(FormatSamples, SerFramesOrientationAndReciprocalCalibration) {
   const std::string path = sample("128x128x5-diffraction_preview_1.ser");
-  if (path.empty())
-    GTEST_SKIP() << "128x128x5-diffraction_preview_1.ser"
-                 << " not present";
+  if (path.empty()) GTEST_SKIP() << absent("128x128x5-diffraction_preview_1.ser");
   EXPECT_EQ(detect_series_format(path), SeriesFormat::ser);
   auto s = open_series(path);
   ASSERT_EQ(s->frame_count(), 5u);
@@ -103,13 +92,9 @@ TEST(FormatSamples, SerFramesOrientationAndReciprocalCalibration) {
 
 TEST(FormatSamples, EmiOpensItsSer) {
   const std::string emi = sample("128x128x5-diffraction_preview.emi");
-  if (emi.empty())
-    GTEST_SKIP() << "128x128x5-diffraction_preview.emi"
-                 << " not present";
+  if (emi.empty()) GTEST_SKIP() << absent("128x128x5-diffraction_preview.emi");
   const std::string ser = sample("128x128x5-diffraction_preview_1.ser");
-  if (ser.empty())
-    GTEST_SKIP() << "128x128x5-diffraction_preview_1.ser"
-                 << " not present";
+  if (ser.empty()) GTEST_SKIP() << absent("128x128x5-diffraction_preview_1.ser");
   auto signals = list_signals(emi);
   ASSERT_EQ(signals.size(), 1u);
   EXPECT_EQ(signals[0].name, "128x128x5-diffraction_preview_1");
@@ -118,9 +103,7 @@ TEST(FormatSamples, EmiOpensItsSer) {
 
 TEST(FormatSamples, MrcWithFeiExtendedHeader) {
   const std::string path = sample("HAADFscan.mrc");
-  if (path.empty())
-    GTEST_SKIP() << "HAADFscan.mrc"
-                 << " not present";
+  if (path.empty()) GTEST_SKIP() << absent("HAADFscan.mrc");
   EXPECT_EQ(detect_series_format(path), SeriesFormat::mrc);
   auto s = open_series(path);
   EXPECT_EQ(s->width(), 16);
@@ -138,9 +121,7 @@ TEST(FormatSamples, MrcWithFeiExtendedHeader) {
 
 TEST(FormatSamples, BerkeleyEmd) {
   const std::string path = sample("example_image.emd");
-  if (path.empty())
-    GTEST_SKIP() << "example_image.emd"
-                 << " not present";
+  if (path.empty()) GTEST_SKIP() << absent("example_image.emd");
   EXPECT_EQ(detect_series_format(path), SeriesFormat::emd);
   auto signals = list_signals(path);
   ASSERT_EQ(signals.size(), 1u);
@@ -153,9 +134,7 @@ TEST(FormatSamples, BerkeleyEmd) {
 
 TEST(FormatSamples, VeloxFramesAlongTheLastAxis) {
   const std::string path = sample("fei_example_tem_stack.emd");
-  if (path.empty())
-    GTEST_SKIP() << "fei_example_tem_stack.emd"
-                 << " not present";
+  if (path.empty()) GTEST_SKIP() << absent("fei_example_tem_stack.emd");
   auto signals = list_signals(path);
   ASSERT_EQ(signals.size(), 1u);
   EXPECT_EQ(signals[0].format, "Velox EMD");
@@ -171,9 +150,7 @@ TEST(FormatSamples, VeloxFramesAlongTheLastAxis) {
 
 TEST(FormatSamples, ChosenByContentNotExtension) {
   const std::string path = sample("test-1.dm3");
-  if (path.empty())
-    GTEST_SKIP() << "test-1.dm3"
-                 << " not present";
+  if (path.empty()) GTEST_SKIP() << absent("test-1.dm3");
   const fs::path copy = fs::temp_directory_path() / "driftscan_dm_as.tif";
   fs::copy_file(path, copy, fs::copy_options::overwrite_existing);
   EXPECT_EQ(detect_series_format(copy.string()), SeriesFormat::dm);

@@ -22,6 +22,7 @@
 #include "driftscan/registration/pair_registration.hpp"
 #include "driftscan/registration/registration_failure.hpp"
 #include "driftscan/synthetic/synthetic_series.hpp"
+#include "sample_data.hpp"
 #include "scratch_folder.hpp"
 
 using namespace driftscan;
@@ -233,10 +234,10 @@ TEST(RegistrationFailure, LowDoseSeriesHasNoFalseFlags) {
   EXPECT_EQ(report.at("registration").at("frames_failed"), 0);
 }
 
-// The real ABF series (beside the checkout): no flag either.
+// The real ABF series (the optional sample data): no flag either.
 TEST(RegistrationFailure, RealSeriesHasNoFalseFlags) {
-  const fs::path data = fs::path(DRIFTSCAN_SOURCE_DIR) / ".." / "shared" / "data" / "stem_abf_series.tif";
-  if (!fs::exists(data)) GTEST_SKIP() << data << " is absent (the shared data beside the checkout)";
+  const fs::path data = test::sample_file("stem_abf_series.tif");
+  if (data.empty()) GTEST_SKIP() << test::sample_absent("stem_abf_series.tif");
   TempDir dir;
   auto series = TiffSeries::open(data.string());
   const RunOutcome run = register_into(*series, dir.path);

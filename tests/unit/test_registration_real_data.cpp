@@ -1,4 +1,5 @@
-// The real ABF STEM series (../shared/data/stem_abf_series.tif, 5 frames of
+// The real ABF STEM series (stem_abf_series.tif of the optional sample data,
+// sample_data.hpp; 5 frames of
 // SrTiO3, a periodic lattice drifting a few pixels per frame): no period
 // jumps, the reversed series gives the same motion backwards, and the
 // average is measurably better than any single frame.
@@ -11,13 +12,14 @@
 #include "driftscan/pipeline/register_pipeline.hpp"
 #include "driftscan/pipeline/serial_register.hpp"
 #include "driftscan/spectra/power_spectrum.hpp"
+#include "sample_data.hpp"
 
 using namespace driftscan;
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kSeries = std::string(DRIFTSCAN_SHARED_DIR) + "/data/stem_abf_series.tif";
+const std::string kSeries = test::sample_file("stem_abf_series.tif");  // "" when absent
 
 struct Registered {
   RegisterResult result;
@@ -40,8 +42,7 @@ Registered register_frames(FrameVector frames, const std::string& tag) {
 class RealAbfSeries : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kSeries))
-      GTEST_SKIP() << "real data not found: " << kSeries << " (it sits beside the checkout in CI)";
+    if (kSeries.empty()) GTEST_SKIP() << test::sample_absent("stem_abf_series.tif");
     auto s = TiffSeries::open(kSeries);
     for (std::size_t k = 0; k < s->frame_count(); ++k) {
       forward_.push_back(s->frame(k));

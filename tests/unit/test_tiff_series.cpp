@@ -1,6 +1,6 @@
 // Reading TIFF series: every pixel type and layout, multi-page vs folder,
 // random access, BigTIFF, compression, metadata, the cache bound, the real
-// STEM series from ../shared/data.
+// STEM series of the optional sample data (sample_data.hpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include "driftscan/core/error.hpp"
 #include "driftscan/formats/tiff/tiff_series.hpp"
 #include "driftscan/formats/tiff/tiff_writer.hpp"
+#include "sample_data.hpp"
 #include "tiff_test_files.hpp"
 
 using namespace driftscan;
@@ -338,10 +339,9 @@ TEST(TiffSeries, FrameCacheStaysWithinItsByteBound) {
   EXPECT_EQ(tiny.size_bytes(), 0u);
 }
 
-TEST(TiffSeries, RealStemSeriesFromSharedData) {
-  const std::string path = std::string(DRIFTSCAN_SHARED_DIR) + "/data/stem_abf_series.tif";
-  if (!std::filesystem::exists(path))
-    GTEST_SKIP() << "real data absent: " << path << " (the ../shared folder is not beside this checkout)";
+TEST(TiffSeries, RealStemSeriesFromSampleData) {
+  const std::string path = test::sample_file("stem_abf_series.tif");
+  if (path.empty()) GTEST_SKIP() << test::sample_absent("stem_abf_series.tif");
   auto series = TiffSeries::open(path);
   EXPECT_EQ(series->frame_count(), 5u);
   EXPECT_EQ(series->width(), 512);

@@ -468,7 +468,7 @@ PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const 
   const double energy = cross_power(s, A.data(), B.data(), options_.whitening, R.data());
   double lattice = options_.lattice_bound ? options_.lattice_vector : 0.0;
   if (options_.lattice_bound && !(lattice > 0)) lattice = reference_lattice_vector(s, A.data(), B.data(), b.data());
-  // Periodic frame: consecutive shifts are below half a period (method.md),
+  // Periodic frame: consecutive shifts are below half a period (docs/method.md),
   // so the peak is searched inside that circle, where it is unambiguous.
   const double radius = lattice > 0 ? 0.5 * lattice : INFINITY;
 

@@ -9,7 +9,7 @@
 // with T_line = samples per line * T_dwell + line fly-back and
 // t_{k+1} - t_k = lines * T_line + frame fly-back. The drift the specimen
 // makes in that time is what shears and bends a scanned frame (see
-// ../shared/notes/scan-distortion.md): within a line it is negligible (T_dwell
+// docs/scan-distortion.md): within a line it is negligible (T_dwell
 // is microseconds), along the slow axis it is all of it.
 //
 // Times are in seconds from the start of frame 0. Nothing here knows about

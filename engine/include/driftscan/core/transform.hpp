@@ -1,7 +1,7 @@
 #pragma once
 // A 2-D affine map between the pixel coordinates of two frames.
 //
-// Convention (see ../shared/notes/method.md and README): a registration of
+// Convention (see docs/method.md and README): a registration of
 // frame k against reference frame i yields T_{i,k}, which maps a point p of
 // frame k to the point of frame i showing the same thing:
 //     f_k(p) ≈ f_i(T_{i,k}(p)),   T(p) = A p + t,  p = (x, y) in pixels,

@@ -35,7 +35,7 @@ struct ExecutionSettings {
 };
 
 // How the frames were scanned (STEM raster timing) and whether the drift
-// during each frame is corrected (../shared/notes/scan-distortion.md). synth
+// during each frame is corrected (docs/scan-distortion.md). synth
 // scans its frames with this timing when dwell > 0.
 struct ScanSettings {
   double dwell = 0.0;          // s per pixel; 0: unknown (1 us assumed, with a warning, where it is needed)

@@ -1,6 +1,6 @@
 #pragma once
 // Iterative intensity-based registration of frame k against frame i from an
-// initial guess: the `refine` of the scan operator (method.md).
+// initial guess: the `refine` of the scan operator (docs/method.md).
 //
 // Minimises the sum of squared differences between f_i(q) and
 // alpha * f_k(S(q)) + beta over the overlap (q in the reference's ROI and

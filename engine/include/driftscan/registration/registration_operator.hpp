@@ -1,5 +1,5 @@
 #pragma once
-// The scan element and operator of DriftScan (method.md):
+// The scan element and operator of DriftScan (docs/method.md):
 //   element   e_k = (k-1 -> k, T_{k-1,k})        from a pair registration;
 //   operator  (i -> j, A) (+) (j -> k, B) = (i -> k, refine(f_i, f_k, init = A o B))
 // with T_{i,k} = T_{i,j} o T_{j,k} (transform.hpp). The inclusive scan of

@@ -3,7 +3,7 @@
 // function of time and each scan line's fast-axis jitter, estimated from a
 // raster-scanned series, and the average in specimen coordinates.
 //
-// The model (../shared/notes/scan-distortion.md): pixel (x, y) of frame k
+// The model (docs/scan-distortion.md): pixel (x, y) of frame k
 // shows the specimen point
 //     p(x, y, k) = (x, y) + d(t) + j_{k,line} * fast axis,   t = time_of(k, x, y),
 // with d a DriftPath and j the line jitter. Starting from the rigid result

@@ -13,7 +13,7 @@
 // d(t) a continuous drift path (linear + slow wobble + random walk in time,
 // d = 0 at the start of frame 0) and j the line's jitter. Drift during a
 // frame then shears and bends it as in a real STEM scan
-// (../shared/notes/scan-distortion.md); the per-line truth is written beside
+// (docs/scan-distortion.md); the per-line truth is written beside
 // the series.
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,6 @@
 #pragma once
 // The reduce phase with work stealing between the neighbouring threads of one
-// rank (seed: work-stealing-prefix-scan.txt, Algorithm 1).
+// rank (docs/method.md; Algorithm 1 of the published work-stealing prefix scan).
 //
 // The first thread starts at the rank's first element and extends to the
 // right, the last starts at the last element and extends to the left, every
