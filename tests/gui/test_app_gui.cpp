@@ -557,7 +557,7 @@ class AppGuiTest : public QObject {
     const QString threads = QString::fromUtf8("1 rank \u00d7 %1 thread%2").arg(cores).arg(cores == 1 ? "" : "s");
     const QStringList started = log.filter("started: register on " + threads);
     QVERIFY2(started.size() == 1, qPrintable(all));
-    QVERIFY2(started.front().contains("input " + abf), qPrintable(started.front()));
+    QVERIFY2(started.front().contains("input " + QFileInfo(abf).canonicalFilePath()), qPrintable(started.front()));
     const QString resultsLine = QString("results in %1: average.tif, coverage.tif, drift.csv, report.json")
                                     .arg(QFileInfo(out).absoluteFilePath());
     QVERIFY2(log.contains(resultsLine), qPrintable(all));

@@ -319,10 +319,17 @@ class ScanDistortionViewsTest : public QObject {
       }
       QVERIFY(w.lineDriftPlot()->hasLineField() == (folder == hresults));
     }
-    // The check sees a cut: a panel too small for its axes.
-    w.lineDriftPlot()->resize(300, 220);
+    // The check sees a cut: a field panel at its least height (160 px) is too
+    // small for its axes.
+    const ResultSet r = ResultSet::load(hresults);
+    LineDriftPlot small;
+    small.setSeries(r.lines, r.drift);
+    small.setLineField(r.lineField);
+    small.resize(900, 480);
+    small.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&small));
     QApplication::processEvents();
-    QVERIFY(!w.lineDriftPlot()->truncatedTexts().isEmpty());
+    QVERIFY2(!small.truncatedTexts().isEmpty(), "no cut text seen in a 160 px field panel");
   }
 
   void averageVsFrameInSpecimenCoordinates() {
