@@ -114,17 +114,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(series_, &SeriesViewer::frameShown, spectra_, &SpectrumView::setFrame);
   connect(series_, &SeriesViewer::frameShown, drift_, &DriftPlot::setCurrentFrame);
   connect(series_, &SeriesViewer::frameShown, lines_, &LineDriftPlot::setCurrentFrame);
-  connect(lines_, &LineDriftPlot::frameSelected, this, [this](int k) {
-    series_->showFrame(k);
-    compare_->setFrame(k);
-    drift_->setCurrentFrame(k);
-  });
   connect(series_, &SeriesViewer::frameShown, frames_, &FrameTable::setCurrentFrame);
-  connect(frames_, &FrameTable::frameSelected, this, [this](int k) {
+  // A frame picked in a plot or the frame table is shown by every view (also
+  // without the series at hand, when the series viewer shows nothing).
+  auto pick = [this](int k) {
     series_->showFrame(k);
     compare_->setFrame(k);
     drift_->setCurrentFrame(k);
-  });
+    lines_->setCurrentFrame(k);
+  };
+  for (ChartView* plot : {static_cast<ChartView*>(drift_), static_cast<ChartView*>(lines_)})
+    connect(plot, &ChartView::frameSelected, this, pick);
+  connect(frames_, &FrameTable::frameSelected, this, pick);
   // The frame table's sigma limit, when it excludes, is the job field
   // averaging.max_sigma: the two controls stay in step.
   connect(frames_, &FrameTable::limitEdited, this, [this](double sigma, bool exclude) {
@@ -141,10 +142,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   connect(volume_, &VolumeView::runSpectrumRequested, this, &MainWindow::runSpectrum);
   connect(series_, &SeriesViewer::status, statusBar(), [this](const QString& s) { statusBar()->showMessage(s); });
-  connect(drift_, &DriftPlot::frameSelected, this, [this](int k) {
-    series_->showFrame(k);
-    compare_->setFrame(k);
-  });
   // ROI: drawn on the frame or typed in the panel, kept in step.
   connect(series_->view(), &ImageView::roiChanged, this,
           [this](QRect r) { editor_->setRoi(r.x(), r.y(), r.width(), r.height()); });
@@ -172,17 +169,21 @@ void MainWindow::connectRun() {
     progress_->setRange(0, 0);  // busy until the first progress event
     phase_->setText("starting");
     eta_->clear();
+    runClock_.start();
     updateRunState();
   });
   connect(run_, &RunController::progress, this,
-          [this](const QString& phase, double done, double total, double elapsed, double eta) {
+          [this](const QString& phase, double done, double total, double /*phase's elapsed*/, double eta) {
             const int scaled = total > 0 ? int(1000.0 * done / total) : 0;
             progress_->setRange(0, total > 0 ? 1000 : 0);
             progress_->setValue(scaled);
             progress_->setFormat(QString("%1: %2 / %3").arg(phase).arg(done).arg(total));
             phase_->setText(QString("phase: %1").arg(phase));
-            eta_->setText(eta >= 0 ? QString("elapsed %1 s, ETA %2 s").arg(elapsed, 0, 'f', 1).arg(eta, 0, 'f', 1)
-                                   : QString("elapsed %1 s, ETA unknown").arg(elapsed, 0, 'f', 1));
+            // The run's own clock (the engine's elapsed_s and eta_s are the phase's): the
+            // phase's ETA while it is known and not over.
+            const QString took = QString("elapsed %1 s").arg(runSeconds(), 0, 'f', 1);
+            eta_->setText(eta > 0 && done < total ? took + QString(", ETA %1 s (%2)").arg(eta, 0, 'f', 1).arg(phase)
+                                                  : took);
           });
   connect(run_, &RunController::logLine, this, &MainWindow::log);
   // A follow's live views: the counter from the engine's events, the drift
@@ -203,6 +204,7 @@ void MainWindow::connectRun() {
             progress_->setValue(status == "done" ? 1000 : 0);
             progress_->setFormat(status);
             phase_->setText(status);
+            eta_->setText(QString("took %1 s").arg(runSeconds(), 0, 'f', 1));  // no ETA: it is over
             const bool followed = std::exchange(following_, false);
             updateRunState();
             const bool spectrum = std::exchange(spectrumRun_, false);
@@ -232,6 +234,7 @@ QWidget* MainWindow::buildRunPanel() {
   progress_->setFormat("idle");
   phase_ = new QLabel("idle");
   eta_ = new QLabel;
+  eta_->setObjectName("runTime");
   row->addWidget(runButton_);
   row->addWidget(cancelButton_);
   row->addWidget(progress_, 1);

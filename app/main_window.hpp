@@ -2,6 +2,7 @@
 // The main window: the series viewer and the result views as tabs, the job
 // settings on the right, the run panel (progress, log, Run/Cancel) below.
 // The project file is the engine's job file.
+#include <QElapsedTimer>
 #include <QMainWindow>
 #include <memory>
 
@@ -115,6 +116,8 @@ class MainWindow : public QMainWindow {
   void exportJob();
   void updateRunState();
   void connectRun();
+  // Seconds since the run started (its own clock, not a phase's).
+  double runSeconds() const { return runClock_.isValid() ? runClock_.elapsed() / 1000.0 : 0.0; }
   void chooseFollowInput();
   // The follow has ended (status as RunController::finished): say how, show its results.
   void endFollow(const QString& status, const QString& message, const QString& folder);
@@ -140,7 +143,8 @@ class MainWindow : public QMainWindow {
   QTabWidget* tabs_;
   QProgressBar* progress_;
   QLabel* phase_;
-  QLabel* eta_;
+  QLabel* eta_;  // "runTime": elapsed (and the phase's ETA), then how long the run took
+  QElapsedTimer runClock_;
   QLabel* error_;
   QPlainTextEdit* log_;
   QPushButton* runButton_;

@@ -2,6 +2,7 @@
 
 #include <QGraphicsLayout>
 #include <QGraphicsSimpleTextItem>
+#include <QGraphicsTextItem>
 #include <QKeyEvent>
 #include <QMouseEvent>
 #include <QPainter>
@@ -52,6 +53,39 @@ QChart* ChartView::addChart() {
   scene()->addItem(c);
   charts_.push_back(c);
   return c;
+}
+
+QStringList ChartView::truncatedTexts() const {
+  QStringList cut;
+  const QRectF sceneRect = scene()->sceneRect();
+  for (QGraphicsItem* item : scene()->items()) {
+    // Axis titles and labels are text items; Qt Charts ends a text it shortened with "...".
+    const auto* text = dynamic_cast<const QGraphicsTextItem*>(item);
+    if (!text || !text->isVisible() || !sceneRect.intersects(text->sceneBoundingRect())) continue;
+    const QString t = text->toPlainText();
+    if (t.endsWith("...") || t.endsWith(QChar(0x2026))) cut << t;
+  }
+  return cut;
+}
+
+void ChartView::setPixelSize(double size, const QString& unit) {
+  cal_.recalibrate(size, unit);
+  rebuild();
+}
+
+void ChartView::setPhysicalUnits(bool on) {
+  cal_.physical = on;
+  rebuild();
+}
+
+void ChartView::setCurrentFrame(int frame) {
+  current_ = frame;
+  showCurrent();
+}
+
+void ChartView::selectFrame(int frame) {
+  setCurrentFrame(frame);
+  emit frameSelected(frame);
 }
 
 void ChartView::linkXAxis(QChart* chart, QAbstractAxis* axis) {

@@ -10,11 +10,18 @@
 // Home. A click that does not drag is the plot's own (selecting a frame).
 // Moving over the plot shows a readout (frame and value under the cursor)
 // beside it, on screen only: exports draw the view as zoomed, without it.
+//
+// The plots over frames (the drift plots, the line-drift plot, the live
+// plot) share here their calibration (lengths in the series' unit when known),
+// the current frame (marked; set from the other views) and the frame a click
+// selects.
 #include <QCursor>
 #include <QGraphicsView>
 #include <QSet>
 #include <utility>
 #include <vector>
+
+#include "project/pixel_calibration.hpp"
 
 class QAbstractAxis;
 class QAbstractSeries;
@@ -41,6 +48,10 @@ class ChartView : public QGraphicsView {
   bool zoomed() const { return f0_ > 0.0 || f1_ < 1.0; }
   // The readout at the cursor's last position (empty: none shown).
   QString readout() const { return readout_; }
+  // The texts of the shown panels that Qt Charts cut to fit ("specimen
+  // dr..."): axis titles and tick labels without the room for them. Empty
+  // when the layout gives every axis its room.
+  QStringList truncatedTexts() const;
 
   // Ticks at 1, 2 or 5 times a power of ten, about `target` of them, kept so
   // when the range is set by setAxisRange (as zooming does).
@@ -49,7 +60,30 @@ class ChartView : public QGraphicsView {
   // Widens [lo, hi] by 5% (and an empty range to a unit one).
   static void pad(double& lo, double& hi);
 
+  // The series' calibration (size <= 0 or no unit: none, the axes stay in
+  // pixels). When known, lengths are drawn and read out in the unit unless
+  // setPhysicalUnits(false) asked for pixels.
+  void setPixelSize(double size, const QString& unit);
+  void setPhysicalUnits(bool on);
+  const PixelCalibration& calibration() const { return cal_; }
+  int currentFrame() const { return current_; }
+
+ public slots:
+  // The frame shown elsewhere (the series viewer, the frame table), marked here.
+  void setCurrentFrame(int frame);
+
+ signals:
+  // A click on the plot chose this frame.
+  void frameSelected(int frame);
+
  protected:
+  // A click chose `frame`: it becomes current and frameSelected() is emitted.
+  void selectFrame(int frame);
+  // The series drawn again (new data, or another unit).
+  virtual void rebuild() {}
+  // The current frame marked again.
+  virtual void showCurrent() {}
+
   // A new panel, owned by the scene; placed by layoutCharts() (a panel not
   // shown is placed outside the scene: hidden, Qt Charts would not lay it out).
   QChart* addChart();
@@ -124,4 +158,8 @@ class ChartView : public QGraphicsView {
   double pressF0_ = 0.0;
   bool pressed_ = false, dragging_ = false, banding_ = false;
   QString readout_;
+  int current_ = -1;
+
+ protected:
+  PixelCalibration cal_;
 };

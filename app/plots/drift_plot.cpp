@@ -82,16 +82,6 @@ void DriftPlot::setDrift(std::vector<DriftRow> rows, bool keepView) {
   rebuild();
 }
 
-void DriftPlot::setPixelSize(double size, const QString& unit) {
-  cal_.recalibrate(size, unit);
-  rebuild();
-}
-
-void DriftPlot::setPhysicalUnits(bool on) {
-  cal_.physical = on;
-  rebuild();
-}
-
 QString DriftPlot::calibrationText() const {
   return cal_.known() ? QString("1 px = %1 %2").arg(cal_.size, 0, 'g', 4).arg(cal_.unit) : QString();
 }
@@ -215,13 +205,8 @@ void DriftPlot::rebuild() {
   relayout();
 }
 
-void DriftPlot::setCurrentFrame(int frame) {
-  current_ = frame;
-  showCurrent();
-}
-
 void DriftPlot::showCurrent() {
-  auto it = std::find_if(rows_.begin(), rows_.end(), [&](const DriftRow& r) { return r.frame == current_; });
+  auto it = std::find_if(rows_.begin(), rows_.end(), [&](const DriftRow& r) { return r.frame == currentFrame(); });
   currentLine_->clear();
   currentDot_->clear();
   currentText_->setText({});
@@ -301,7 +286,5 @@ QString DriftPlot::readoutAt(QPointF pos) const {
 void DriftPlot::clickedAt(QPointF pos) {
   const int i = nearestFrame(pos);
   if (i < 0) return;
-  current_ = rows_[std::size_t(i)].frame;
-  showCurrent();
-  emit frameSelected(current_);
+  selectFrame(rows_[std::size_t(i)].frame);
 }

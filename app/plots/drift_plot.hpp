@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "plots/chart_view.hpp"
-#include "project/pixel_calibration.hpp"
 #include "project/result_set.hpp"
 
 class QLineSeries;
@@ -18,12 +17,6 @@ class DriftPlot : public ChartView {
   explicit DriftPlot(QWidget* parent = nullptr);
   // keepView: the same series grown (a follow): the zoom stays, as fractions of the frame axis.
   void setDrift(std::vector<DriftRow> rows, bool keepView = false);
-  // The series' calibration (size <= 0 or no unit: none, the axes stay in
-  // pixels). When known, shifts are drawn and read out in the unit unless
-  // setPhysicalUnits(false) asked for pixels.
-  void setPixelSize(double size, const QString& unit);
-  void setPhysicalUnits(bool on);
-  const PixelCalibration& calibration() const { return cal_; }
   QString calibrationText() const;
   // Shift axis range [lo, hi] as labelled (in the shown unit).
   std::pair<double, double> shiftAxisRange() const;
@@ -35,21 +28,14 @@ class DriftPlot : public ChartView {
   // The frame axis as shown (zoomed and panned).
   std::pair<double, double> frameRange() const { return shown(xmin_, xmax_); }
 
- public slots:
-  void setCurrentFrame(int frame);
-
- signals:
-  void frameSelected(int frame);
-
  protected:
   void layoutCharts(const QSizeF& size) override;
   QString readoutAt(QPointF pos) const override;
   void clickedAt(QPointF pos) override;
+  void rebuild() override;
+  void showCurrent() override;
 
  private:
-  // The series drawn again (new rows or another unit).
-  void rebuild();
-  void showCurrent();
   // The frame nearest to widget point `pos` (-1: none near).
   int nearestFrame(QPointF pos) const;
 
@@ -59,8 +45,6 @@ class DriftPlot : public ChartView {
   QScatterSeries* currentDot_ = nullptr;
   QGraphicsSimpleTextItem* currentText_;
   std::vector<DriftRow> rows_;
-  PixelCalibration cal_;
-  int current_ = -1;
   double xmin_ = 0, xmax_ = 1, dmin_ = -1, dmax_ = 1;  // series axes (px)
   double tx0_ = -1, tx1_ = 1, ty0_ = -1, ty1_ = 1;     // trajectory axes (px)
   bool hasQuality_ = false;

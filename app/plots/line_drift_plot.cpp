@@ -43,6 +43,11 @@ LineDriftPlot::LineDriftPlot(QWidget* parent) : ChartView(parent) {
   driftY_ = addValueAxis(drift_, Qt::AlignLeft, {});
   jitterX_ = addValueAxis(jitter_, Qt::AlignBottom, "acquisition time (s)");
   jitterY_ = addValueAxis(jitter_, Qt::AlignLeft, {});
+  // The drift panel's time axis is the jitter panel's just below (lined up):
+  // shown there only. Qt Charts gives each visible horizontal axis of a chart
+  // at most 20% of its height when there are two (40% for one), so the drift
+  // panel's frame axis keeps its room at the app's default size.
+  driftX_->setVisible(false);
   driftFrames_ = frame_axis(drift_);
   jitterFrames_ = frame_axis(jitter_);
   jitter_->setTitle("Line jitter (fast-axis offset of each line)");
@@ -174,16 +179,6 @@ int LineDriftPlot::boundaryCount() const {
   return n > 1 && n <= kMaxBoundaries ? n - 1 : 0;
 }
 
-void LineDriftPlot::setPixelSize(double size, const QString& unit) {
-  cal_.recalibrate(size, unit);
-  rebuild();
-}
-
-void LineDriftPlot::setPhysicalUnits(bool on) {
-  cal_.physical = on;
-  rebuild();
-}
-
 void LineDriftPlot::rebuild() {
   drift_->removeAllSeries();  // deletes them, the curves' too
   jitter_->removeAllSeries();
@@ -195,7 +190,7 @@ void LineDriftPlot::rebuild() {
                        .arg(lines_.frameCount())
                        .arg(lines_.totalLines)
                        .arg(every));
-  driftY_->setTitleText(QString("specimen drift (%1)").arg(unit));
+  driftY_->setTitleText(QString("drift (%1)").arg(unit));  // short: a y axis has the plot's height
   jitterY_->setTitleText(QString("jitter (%1)").arg(unit));
   setAxisRange(driftY_, d0_ * k, d1_ * k);
   setAxisRange(jitterY_, j0_ * k, j1_ * k);
@@ -344,46 +339,44 @@ void LineDriftPlot::xViewChanged() {
   relayout();  // the legend's new markers laid out now (an export may follow at once)
 }
 
-void LineDriftPlot::setCurrentFrame(int frame) {
-  current_ = frame;
-  showCurrent();
-}
-
 void LineDriftPlot::showCurrent() {
+  const int current = currentFrame();
   for (auto [area, axis] : {std::pair{driftSpan_, driftY_}, {jitterSpan_, jitterY_}}) {
     area->upperSeries()->clear();
     area->lowerSeries()->clear();
-    if (current_ < 0 || current_ >= lines_.frameCount()) continue;
-    const auto k = static_cast<std::size_t>(current_);
+    if (current < 0 || current >= lines_.frameCount()) continue;
+    const auto k = static_cast<std::size_t>(current);
     area->upperSeries()->append({{lines_.frameFirst[k], axis->max()}, {lines_.frameLast[k], axis->max()}});
     area->lowerSeries()->append({{lines_.frameFirst[k], axis->min()}, {lines_.frameLast[k], axis->min()}});
   }
   if (fieldFrame_) {
     fieldFrame_->clear();
-    if (current_ >= 0 && static_cast<std::size_t>(current_) < field_.fields.size()) {
-      const std::vector<double> h = field_.basis.tabulate(field_.fields[static_cast<std::size_t>(current_)]);
+    if (current >= 0 && static_cast<std::size_t>(current) < field_.fields.size()) {
+      const std::vector<double> h = field_.basis.tabulate(field_.fields[static_cast<std::size_t>(current)]);
       const double k = cal_.scale();
       for (std::size_t s = 0; s < fieldMeanValues_.size() && s < h.size(); ++s)
         fieldFrame_->append(double(s), h[s] * k);
-      fieldFrame_->setName(QString("frame %1").arg(current_));
+      fieldFrame_->setName(QString("frame %1").arg(current));
     } else {
       fieldFrame_->setName("current frame");
     }
   }
-  currentText_->setText(current_ >= 0 && current_ < lines_.frameCount()
+  currentText_->setText(current >= 0 && current < lines_.frameCount()
                             ? QString("frame %1: %2 to %3 s")
-                                  .arg(current_)
-                                  .arg(lines_.frameFirst[static_cast<std::size_t>(current_)], 0, 'g', 5)
-                                  .arg(lines_.frameLast[static_cast<std::size_t>(current_)], 0, 'g', 5)
+                                  .arg(current)
+                                  .arg(lines_.frameFirst[static_cast<std::size_t>(current)], 0, 'g', 5)
+                                  .arg(lines_.frameLast[static_cast<std::size_t>(current)], 0, 'g', 5)
                             : QString());
   relayout();
 }
 
 void LineDriftPlot::layoutCharts(const QSizeF& s) {
-  // Qt Charts squeezes the axes of a chart they would take 40% of: the jitter
-  // panel (two axes) keeps 45% of the height.
+  // Qt Charts cuts the titles and labels of the axes along a side of a chart
+  // that would take more than 40% of its height, shared by its horizontal
+  // axes ("acquisition ti..."): the jitter panel (its time axis, and the frame
+  // axis of its boundaries) keeps 40% of the height, 45% without a field panel.
   if (hasLineField()) {
-    const double driftH = std::max(200.0, s.height() * 0.42), jitterH = std::max(160.0, s.height() * 0.25);
+    const double driftH = std::max(200.0, s.height() * 0.30), jitterH = std::max(240.0, s.height() * 0.40);
     placeChart(drift_, QRectF(0, 0, s.width(), driftH));
     placeChart(jitter_, QRectF(0, driftH, s.width(), jitterH));
     placeChart(fieldChart_, QRectF(0, driftH + jitterH, s.width(), std::max(160.0, s.height() - driftH - jitterH)));
@@ -438,7 +431,5 @@ void LineDriftPlot::clickedAt(QPointF pos) {
   if (!c || c == fieldChart_) return;  // the field's x is the place in a line, not time
   const int k = frameAtX(pos.x());
   if (k < 0) return;
-  current_ = k;
-  showCurrent();
-  emit frameSelected(k);
+  selectFrame(k);
 }

@@ -19,7 +19,6 @@
 #include "driftscan/scan_distortion/line_field.hpp"
 #include "plots/chart_view.hpp"
 #include "project/line_drift_series.hpp"
-#include "project/pixel_calibration.hpp"
 #include "project/result_set.hpp"
 
 class QAreaSeries;
@@ -45,10 +44,6 @@ class LineDriftPlot : public ChartView {
   int pointCount() const { return static_cast<int>(lines_.t.size()); }
   // Frame boundaries drawn (none when there are too many frames to see them).
   int boundaryCount() const;
-  // The series' calibration (as DriftPlot's): drift and jitter in the unit when known.
-  void setPixelSize(double size, const QString& unit);
-  void setPhysicalUnits(bool on);
-  const PixelCalibration& calibration() const { return cal_; }
   // The frame whose acquisition spans the time under widget x (-1: none).
   int frameAtX(double x) const;
   // Widget x of acquisition time t (for tests).
@@ -63,25 +58,19 @@ class LineDriftPlot : public ChartView {
   // The frames [first, last] whose span meets the shown time range.
   std::pair<int, int> framesInView() const;
 
- public slots:
-  void setCurrentFrame(int frame);
-
- signals:
-  void frameSelected(int frame);
-
  protected:
   void layoutCharts(const QSizeF& size) override;
   QString readoutAt(QPointF pos) const override;
   void clickedAt(QPointF pos) override;
   void xViewChanged() override;
+  void rebuild() override;
+  void showCurrent() override;
 
  private:
-  void rebuild();
   // The curves (and what is drawn over them) for the frames in view.
   void rebuildCurves();
   // Why frames [first, last] in view are drawn joined (empty: one series a frame).
   QString joinReason(std::pair<int, int> frames) const;
-  void showCurrent();
   // The field panel's curves for the current unit and frame.
   void rebuildField();
   double frameMid(int k) const;
@@ -102,7 +91,5 @@ class LineDriftPlot : public ChartView {
   LineDriftSeries lines_;
   std::vector<DriftRow> rigid_;
   double rigidOffsetX_ = 0, rigidOffsetY_ = 0;
-  PixelCalibration cal_;
-  int current_ = -1;
   double t0_ = 0, t1_ = 1, d0_ = -1, d1_ = 1, j0_ = -1, j1_ = 1;
 };

@@ -11,7 +11,9 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QSpinBox>
+#include <QThread>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "driftscan/core/error.hpp"
 #include "driftscan/job/job_fields.hpp"
@@ -103,7 +105,7 @@ JobEditor::JobEditor(QWidget* parent) : QWidget(parent) {
   top->addWidget(jobMsg_);
   top->addStretch(1);
 
-  setJob(Job{});
+  setJob(newJob());
   auto notify = [this] {
     updateEnabled();
     if (!loading_) {
@@ -138,6 +140,13 @@ JobEditor::JobEditor(QWidget* parent) : QWidget(parent) {
   };
   connect(roiWhole_, &QCheckBox::toggled, this, roiChanged);
   for (auto* s : roi_) connect(s, qOverload<int>(&QSpinBox::valueChanged), this, roiChanged);
+}
+
+Job JobEditor::newJob() {
+  Job job;
+  job.execution.ranks = 1;
+  job.execution.threads = std::max(1, QThread::idealThreadCount());
+  return job;
 }
 
 QWidget* JobEditor::makeWidget(const driftscan::JobField& f) {
@@ -186,7 +195,7 @@ void JobEditor::showValue(const FieldWidget& fw, const nlohmann::json& v) {
   } else if (auto* s = qobject_cast<QSpinBox*>(fw.widget)) {
     s->setValue(v.is_number() ? v.get<int>() : 0);
   } else if (auto* d = qobject_cast<QDoubleSpinBox*>(fw.widget)) {
-    d->setValue(v.is_number() ? v.get<double>() : 0.0);
+    d->setValue(v.is_number() ? v.get<double>() * fw.field->editor.display_scale : 0.0);  // in the shown unit
   } else if (auto* b = qobject_cast<QCheckBox*>(fw.widget)) {
     b->setChecked(v.is_boolean() && v.get<bool>());
   }
@@ -196,7 +205,7 @@ nlohmann::json JobEditor::valueOf(const FieldWidget& fw) const {
   if (auto* e = qobject_cast<QLineEdit*>(fw.widget)) return e->text().trimmed().toStdString();
   if (auto* c = qobject_cast<QComboBox*>(fw.widget)) return c->currentText().toStdString();
   if (auto* s = qobject_cast<QSpinBox*>(fw.widget)) return s->value();
-  if (auto* d = qobject_cast<QDoubleSpinBox*>(fw.widget)) return d->value();
+  if (auto* d = qobject_cast<QDoubleSpinBox*>(fw.widget)) return d->value() / fw.field->editor.display_scale;
   if (auto* b = qobject_cast<QCheckBox*>(fw.widget)) return b->isChecked();
   return nullptr;
 }

@@ -24,6 +24,9 @@ class JobEditor : public QWidget {
   Q_OBJECT
  public:
   explicit JobEditor(QWidget* parent = nullptr);
+  // The job a new project starts from: the engine's defaults, run here on one
+  // rank with a thread per core of this machine.
+  static driftscan::Job newJob();
   void setJob(const driftscan::Job& job);  // emits changed()
   driftscan::Job job() const;
   // Frame size of the open series, for checking the ROI (0 = unknown).

@@ -49,6 +49,47 @@ QStringList RunController::profileNames() {
   return names;
 }
 
+namespace {
+QString text_of(const nlohmann::json& e, const char* key) {
+  auto it = e.find(key);
+  if (it == e.end() || it->is_null()) return {};
+  return it->is_string() ? QString::fromStdString(it->get<std::string>()) : QString::fromStdString(it->dump());
+}
+}  // namespace
+
+QString RunController::startLine(const nlohmann::json& e) {
+  // "engine 0.1.0 started: register on 1 rank × 2 threads (host vm), input A, output B"
+  const int ranks = e.value("ranks", 1), threads = e.value("threads", 1);
+  QString line = QString("engine %1 started: %2 on %3 rank%4 \u00d7 %5 thread%6")
+                     .arg(text_of(e, "version"), text_of(e, "command"))
+                     .arg(ranks)
+                     .arg(ranks == 1 ? "" : "s")
+                     .arg(threads)
+                     .arg(threads == 1 ? "" : "s");
+  if (!text_of(e, "host").isEmpty()) line += QString(" (host %1)").arg(text_of(e, "host"));
+  if (!text_of(e, "input").isEmpty()) line += ", input " + text_of(e, "input");
+  if (!text_of(e, "output").isEmpty()) line += ", output " + text_of(e, "output");
+  return line;
+}
+
+QString RunController::resultLine(const nlohmann::json& e) {
+  // "results in /path: average.tif, drift.csv, report.json" (full paths when the files are not in one folder).
+  QStringList paths;
+  auto files = e.find("files");
+  if (files != e.end() && files->is_object())
+    for (const auto& [key, value] : files->items())
+      if (value.is_string()) paths << QString::fromStdString(value.get<std::string>());
+  if (paths.isEmpty()) return "results: none written";
+  const QString folder = QFileInfo(paths.front()).absolutePath();
+  QStringList names;
+  for (const QString& p : paths) {
+    if (QFileInfo(p).absolutePath() != folder) return "results: " + paths.join(", ");
+    names << QFileInfo(p).fileName();
+  }
+  names.sort();
+  return QString("results in %1: %2").arg(folder, names.join(", "));
+}
+
 void RunController::handleEvent(const nlohmann::json& e) {
   if (!e.is_object()) return;
   const std::string ev = e.value("event", "");
@@ -67,10 +108,9 @@ void RunController::handleEvent(const nlohmann::json& e) {
   } else if (ev == "log") {
     emit logLine(str("level").isEmpty() ? "info" : str("level"), str("message"));
   } else if (ev == "start") {
-    emit logLine("info", QString("engine %1 started: %2").arg(str("version"), QString::fromStdString(e.dump())));
+    emit logLine("info", startLine(e));
   } else if (ev == "result") {
-    emit logLine("info",
-                 QString("results: %1").arg(QString::fromStdString(e.value("files", nlohmann::json::object()).dump())));
+    emit logLine("info", resultLine(e));
   } else if (ev == "error") {
     lastError_ = str("message");
     emit logLine("error", lastError_);

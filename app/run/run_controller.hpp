@@ -29,6 +29,11 @@ class RunController : public QObject {
   // How long a cancelled follow may take to finish its results before it is
   // killed: a cancel ends the follow, then the engine averages the frames taken.
   static constexpr double followFinishGraceS = 600.0;
+  // The engine's start and result events as one readable log line each
+  // ("engine 0.1.0 started: register on 1 rank × 2 threads, …",
+  // "results in /path: average.tif, drift.csv, …").
+  static QString startLine(const nlohmann::json& event);
+  static QString resultLine(const nlohmann::json& event);
 
  public slots:
   void cancel();

@@ -197,7 +197,24 @@ void VolumeView::setVolume(std::vector<float> values, int nx, int ny, int nz) {
     slider_[i]->setEnabled(true);
     slider_[i]->blockSignals(false);
   }
-  // The colour bar follows the volume's colours (its lower end is transparent in the volume).
+  addColourBar(ren, color);
+  addCubeAxes(ren);
+  addOrientationMarker();
+
+  updateSlices();
+  ren->ResetCamera();
+  vtkCamera* cam = ren->GetActiveCamera();
+  cam->Azimuth(35);
+  cam->Elevation(25);
+  cam->OrthogonalizeViewUp();
+  ren->ResetCamera();
+  ren->ResetCameraClippingRange();
+  info_->setText(QString("%1 x %2 x %3 volume").arg(nx).arg(ny).arg(nz));
+  view_->requestRender();
+}
+
+// The colour bar follows the volume's colours (its lower end is transparent in the volume).
+void VolumeView::addColourBar(vtkRenderer* ren, vtkColorTransferFunction* color) {
   bar_ = vtkSmartPointer<vtkScalarBarActor>::New();
   bar_->SetLookupTable(color);
   bar_->SetTitle("ln(1 + power)");
@@ -212,9 +229,12 @@ void VolumeView::setVolume(std::vector<float> values, int nx, int ny, int nz) {
   bar_->GetTitleTextProperty()->SetColor(1, 1, 1);
   bar_->GetLabelTextProperty()->SetColor(1, 1, 1);
   ren->AddActor2D(bar_);
+}
 
+// The frame axes (kx, ky) and the time axis, in the zoom-independent 2-D mode.
+void VolumeView::addCubeAxes(vtkRenderer* ren) {
   axes_ = vtkSmartPointer<vtkCubeAxesActor>::New();
-  axes_->SetBounds(0, nx - 1, 0, std::max(ny - 1, 0), 0, std::max(nz - 1, 0) * zScale());
+  axes_->SetBounds(0, nx_ - 1, 0, std::max(ny_ - 1, 0), 0, std::max(nz_ - 1, 0) * zScale());
   axes_->SetUse2DMode(1);  // labels at a fixed size on screen, readable at any zoom
   axes_->XAxisMinorTickVisibilityOff();
   axes_->YAxisMinorTickVisibilityOff();
@@ -231,30 +251,20 @@ void VolumeView::setVolume(std::vector<float> values, int nx, int ny, int nz) {
   axes_->GetZAxesLinesProperty()->SetColor(0.7, 0.7, 0.7);
   ren->AddActor(axes_);
   updateAxes();
+}
 
-  if (!marker_) {  // one per window: it lives in its own corner renderer
-    auto triad = vtkSmartPointer<vtkAxesActor>::New();
-    triad->SetXAxisLabelText("kx");
-    triad->SetYAxisLabelText("ky");
-    triad->SetZAxisLabelText("f");
-    marker_ = vtkSmartPointer<vtkOrientationMarkerWidget>::New();
-    marker_->SetOrientationMarker(triad);
-    marker_->SetInteractor(view_->interactor());
-    marker_->SetViewport(0.0, 0.0, 0.18, 0.18);
-    marker_->SetEnabled(1);
-    marker_->InteractiveOff();
-  }
-
-  updateSlices();
-  ren->ResetCamera();
-  vtkCamera* cam = ren->GetActiveCamera();
-  cam->Azimuth(35);
-  cam->Elevation(25);
-  cam->OrthogonalizeViewUp();
-  ren->ResetCamera();
-  ren->ResetCameraClippingRange();
-  info_->setText(QString("%1 x %2 x %3 volume").arg(nx).arg(ny).arg(nz));
-  view_->requestRender();
+void VolumeView::addOrientationMarker() {
+  if (marker_) return;  // one per window: it lives in its own corner renderer
+  auto triad = vtkSmartPointer<vtkAxesActor>::New();
+  triad->SetXAxisLabelText("kx");
+  triad->SetYAxisLabelText("ky");
+  triad->SetZAxisLabelText("f");
+  marker_ = vtkSmartPointer<vtkOrientationMarkerWidget>::New();
+  marker_->SetOrientationMarker(triad);
+  marker_->SetInteractor(view_->interactor());
+  marker_->SetViewport(0.0, 0.0, 0.18, 0.18);
+  marker_->SetEnabled(1);
+  marker_->InteractiveOff();
 }
 
 void VolumeView::updateSlices() {

@@ -25,6 +25,8 @@ class vtkVolume;
 class vtkCubeAxesActor;
 class vtkScalarBarActor;
 class vtkOrientationMarkerWidget;
+class vtkRenderer;
+class vtkColorTransferFunction;
 
 class VolumeView : public QWidget {
   Q_OBJECT
@@ -63,6 +65,10 @@ class VolumeView : public QWidget {
   void runSpectrumRequested();
 
  private:
+  // Parts of the scene setVolume() builds.
+  void addColourBar(vtkRenderer* ren, vtkColorTransferFunction* color);
+  void addCubeAxes(vtkRenderer* ren);
+  void addOrientationMarker();
   void updateSlices();
   void updateAxes();
   double zScale() const;  // spacing of the time axis in the drawing

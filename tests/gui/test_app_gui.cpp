@@ -5,13 +5,17 @@
 #include <QCheckBox>
 #include <QDir>
 #include <QDoubleSpinBox>
+#include <QElapsedTimer>
 #include <QFileInfo>
+#include <QLabel>
 #include <QProcess>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QThread>
 #include <QtTest/QtTest>
 #include <cmath>
 #include <set>
@@ -23,6 +27,7 @@
 #include "plots/drift_plot.hpp"
 #include "plots/imbalance_view.hpp"
 #include "run/job_editor.hpp"
+#include "run/run_controller.hpp"
 #include "views/comparison_view.hpp"
 #include "views/frame_table.hpp"
 #include "views/image_view.hpp"
@@ -260,8 +265,9 @@ class AppGuiTest : public QObject {
   }
 
   void defaultRunShowsItsScanTrace() {
-    // The job as the editor makes it (local, 1 rank, 1 thread: the engine's
-    // single-process scan) records a trace too, so Load balance is never empty.
+    // The job as the editor makes it (local, 1 rank, a thread per core: the
+    // engine's single-process scan) records a trace too, so Load balance is
+    // never empty.
     MainWindow w;
     w.setInteractive(false);
     w.resize(1200, 800);
@@ -270,7 +276,7 @@ class AppGuiTest : public QObject {
     QVERIFY(w.openSeries(series_));
     driftscan::Job job = w.jobEditor()->job();
     QCOMPARE(job.execution.ranks, 1);
-    QCOMPARE(job.execution.threads, 1);
+    QCOMPARE(job.execution.threads, std::max(1, QThread::idealThreadCount()));  // a thread per core
     job.output = tmp_.filePath("results-default").toStdString();
     w.jobEditor()->setJob(job);
     QSignalSpy finished(&w, &MainWindow::runFinished);
@@ -474,6 +480,97 @@ class AppGuiTest : public QObject {
     bad.start(QString(DRIFTSCAN_BIN_DIR) + "/driftscan", {"--screenshot", "nosuchview", out});
     QVERIFY(bad.waitForFinished(30000));
     QCOMPARE(bad.exitCode(), 2);
+  }
+
+  // The scan timing as read off the microscope: the dwell is shown and typed
+  // in µs; the job (and its file) keeps seconds.
+  void dwellIsEditedInMicroseconds() {
+    JobEditor editor;
+    driftscan::Job job = JobEditor::newJob();
+    job.input = series_.toStdString();
+    job.output = tmp_.filePath("dwell-results").toStdString();
+    job.scan.dwell = 2e-6;
+    editor.setJob(job);
+    QLabel* label = nullptr;
+    for (QLabel* l : editor.findChildren<QLabel*>())
+      if (l->text().startsWith("Dwell time")) label = l;
+    QVERIFY(label);
+    QCOMPARE(label->text(), QString::fromUtf8("Dwell time (\u00b5s)"));
+    auto* dwell = qobject_cast<QDoubleSpinBox*>(label->buddy());
+    QVERIFY(dwell);
+    QCOMPARE(dwell->value(), 2.0);
+    QCOMPARE(dwell->text(), QString("2.000"));
+    // Typed as a user would: 0.5 µs is 5e-7 s in the job.
+    editor.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&editor));
+    dwell->setFocus();
+    dwell->selectAll();
+    QTest::keyClicks(dwell, "0.5");
+    QTest::keyClick(dwell, Qt::Key_Tab);
+    QCOMPARE(dwell->value(), 0.5);
+    QVERIFY2(std::abs(editor.job().scan.dwell - 5e-7) < 1e-15,
+             qPrintable(QString("dwell %1 s in the job").arg(editor.job().scan.dwell)));
+    QVERIFY2(editor.isValid(), qPrintable(editor.validationErrors().join("; ")));
+    const QString file = tmp_.filePath("dwell.json");
+    driftscan::save_job(editor.job(), file.toStdString());
+    QVERIFY(std::abs(driftscan::load_job(file.toStdString()).scan.dwell - 5e-7) < 1e-15);
+    // Sub-nanosecond steps survive the round trip: 0.125 µs.
+    job.scan.dwell = 1.25e-7;
+    editor.setJob(job);
+    QCOMPARE(dwell->value(), 0.125);
+    QVERIFY(std::abs(editor.job().scan.dwell - 1.25e-7) < 1e-15);
+  }
+
+  // The real ABF series (../shared/data), as a new user runs it: open it,
+  // press Run. The job runs on one rank with a thread per core, the log has
+  // one readable line for the engine's start and for its results (no raw
+  // JSON), and the run panel says how long the run took, with no ETA.
+  void realSeriesRunsAsANewUserWould() {
+    const QString abf = QString(DRIFTSCAN_SHARED_DIR) + "/data/stem_abf_series.tif";
+    if (!QFileInfo::exists(abf)) QSKIP("no ../shared/data/stem_abf_series.tif beside the checkout");
+    MainWindow w;
+    w.setInteractive(false);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openSeries(abf));
+    driftscan::Job job = w.jobEditor()->job();
+    QCOMPARE(job.execution.ranks, 1);
+    const int cores = std::max(1, QThread::idealThreadCount());
+    QCOMPARE(job.execution.threads, cores);
+    // The only change from what the user gets: the results out of the shared data folder.
+    const QString out = tmp_.filePath("abf results");
+    job.output = out.toStdString();
+    w.jobEditor()->setJob(job);
+    QVERIFY2(w.jobEditor()->isValid(), qPrintable(w.jobEditor()->validationErrors().join("; ")));
+    QSignalSpy lines(w.runController(), &RunController::logLine);
+    QSignalSpy finished(&w, &MainWindow::runFinished);
+    QElapsedTimer clock;
+    clock.start();
+    QTest::mouseClick(w.runButton(), Qt::LeftButton);
+    QVERIFY2(finished.count() == 1 || finished.wait(150000), "the run did not finish in 150 s");
+    const double took = clock.elapsed() / 1000.0;
+    QCOMPARE(finished.at(0).at(0).toString(), QString("done"));
+    QStringList log;
+    for (const QList<QVariant>& l : lines) log << l.at(1).toString();
+    const QString all = log.join("\n");
+    QVERIFY2(!all.contains("{\""), qPrintable("raw JSON in the log:\n" + all));
+    const QString threads = QString::fromUtf8("1 rank \u00d7 %1 thread%2").arg(cores).arg(cores == 1 ? "" : "s");
+    const QStringList started = log.filter("started: register on " + threads);
+    QVERIFY2(started.size() == 1, qPrintable(all));
+    QVERIFY2(started.front().contains("input " + QFileInfo(abf).canonicalFilePath()), qPrintable(started.front()));
+    const QString resultsLine = QString("results in %1: average.tif, coverage.tif, drift.csv, report.json")
+                                    .arg(QFileInfo(out).absoluteFilePath());
+    QVERIFY2(log.contains(resultsLine), qPrintable(all));
+    // The run panel: how long the run took by the app's clock, no ETA.
+    const QLabel* runTime = w.findChild<QLabel*>("runTime");
+    QVERIFY(runTime);
+    QVERIFY2(!runTime->text().contains("ETA"), qPrintable(runTime->text()));
+    const QRegularExpressionMatch m = QRegularExpression("^took (\\d+\\.\\d) s$").match(runTime->text());
+    QVERIFY2(m.hasMatch(), qPrintable(runTime->text()));
+    const double shown = m.captured(1).toDouble();
+    QVERIFY2(shown > 0.0 && shown <= took + 0.1,
+             qPrintable(QString("shown %1 s, the run took %2 s by the test's clock").arg(shown).arg(took)));
+    QCOMPARE(w.driftPlot()->pointCount(), 5);
   }
 
   void settingsValidateInlineAndProjectRoundTrips() {

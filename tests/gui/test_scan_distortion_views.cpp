@@ -19,12 +19,14 @@
 #include "driftscan/core/interpolation.hpp"
 #include "main_window.hpp"
 #include "plots/drift_plot.hpp"
+#include "plots/imbalance_view.hpp"
 #include "plots/line_drift_plot.hpp"
 #include "project/line_drift_series.hpp"
 #include "project/result_set.hpp"
 #include "run/job_editor.hpp"
 #include "views/comparison_view.hpp"
 #include "views/distortion_comparison_view.hpp"
+#include "views/follow_view.hpp"
 #include "views/image_view.hpp"
 #include "views/series_viewer.hpp"
 #include "views/vtk_view_widget.hpp"
@@ -285,6 +287,49 @@ class ScanDistortionViewsTest : public QObject {
     QVERIFY(w.openResults(results_));
     QVERIFY(!plot->hasLineField());
     QVERIFY(!plot->fieldMeanCurve());
+  }
+
+  // At the app's default window size (no resize: the size a user first
+  // sees), with a scan-distortion run that has a line field open, no plot has
+  // an axis title or label Qt Charts had to cut ("specimen dr..."): every axis
+  // gets its room. Also the drift of the Live tab (half the width).
+  void noPlotTextIsCutAtTheDefaultSize() {
+    const QString hresults = tmp_.filePath("hresults");  // lineFieldPanel's run
+    QVERIFY(QFileInfo::exists(QDir(hresults).filePath("line_field.csv")));
+    MainWindow w;
+    w.setInteractive(false);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    for (const QString& folder : {hresults, results_}) {
+      QVERIFY(w.openResults(folder));
+      w.followView()->setDrift(w.results().drift);
+      const std::pair<const char*, ChartView*> plots[] = {{"drift", w.driftPlot()},
+                                                          {"lines", w.lineDriftPlot()},
+                                                          {"imbalance", w.imbalanceView()},
+                                                          {"live", w.followView()->driftPlot()}};
+      for (const auto& [view, plot] : plots) {
+        QVERIFY(w.showView(view));
+        QApplication::processEvents();
+        const QStringList cut = plot->truncatedTexts();
+        QVERIFY2(cut.isEmpty(), qPrintable(QString("%1 (%2x%3, %4): cut texts: %5")
+                                               .arg(view)
+                                               .arg(plot->width())
+                                               .arg(plot->height())
+                                               .arg(QFileInfo(folder).fileName(), cut.join(" | "))));
+      }
+      QVERIFY(w.lineDriftPlot()->hasLineField() == (folder == hresults));
+    }
+    // The check sees a cut: a field panel at its least height (160 px) is too
+    // small for its axes.
+    const ResultSet r = ResultSet::load(hresults);
+    LineDriftPlot small;
+    small.setSeries(r.lines, r.drift);
+    small.setLineField(r.lineField);
+    small.resize(900, 480);
+    small.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&small));
+    QApplication::processEvents();
+    QVERIFY2(!small.truncatedTexts().isEmpty(), "no cut text seen in a 160 px field panel");
   }
 
   void averageVsFrameInSpecimenCoordinates() {

@@ -127,6 +127,12 @@ struct Row {
     f.editor.unit = unit;
     return *this;
   }
+  // The editor shows the value times `scale` in `unit` (the job keeps its own unit).
+  Row& shown_in(const char* unit, double scale) {
+    f.editor.unit = unit;
+    f.editor.display_scale = scale;
+    return *this;
+  }
   Row& spin(double lo, double hi, int decimals = 0, double step = 1) {
     f.editor.lo = lo;
     f.editor.hi = hi;
@@ -341,7 +347,8 @@ std::vector<JobField> synth_rows() {
 std::vector<JobField> scan_rows() {
   return {
       Row("scan", "dwell", T::number, "Pixel dwell time (s); 0: unknown (1 us assumed, with a warning)")
-          .flag("--scan-dwell", scanned).at_least(0).editor("Dwell time", "s").spin(0.0, 1.0, 9, 1e-7)
+          .flag("--scan-dwell", scanned).at_least(0).editor("Dwell time").shown_in("µs", 1e6)
+          .spin(0.0, 1e6, 3, 0.1)
           .member<C, &Scan::dwell>(),
       Row("scan", "line_flyback", T::number, "Line fly-back, as a fraction of the line's active time")
           .flag("--line-flyback", scanned).at_least(0).editor("Line fly-back", "of a line").spin(0.0, 100.0, 3, 0.05)

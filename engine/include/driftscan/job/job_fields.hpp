@@ -55,7 +55,10 @@ unsigned job_command_bit(const std::string& command);  // 0 for an unknown comma
 struct EditorHints {
   const char* label = nullptr;  // "Pyramid levels"
   const char* unit = nullptr;   // shown after the label: "Tolerance (px)"
-  double lo = 0, hi = 0;        // spin box range
+  // The editor shows value * display_scale in `unit` (dwell: s in the job, µs
+  // on screen, as read off the microscope); lo, hi and step are in that unit.
+  double display_scale = 1;
+  double lo = 0, hi = 0;  // spin box range
   int decimals = 0;
   double step = 1;
   const char* placeholder = nullptr;  // line edits
