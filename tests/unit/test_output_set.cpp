@@ -58,9 +58,10 @@ TEST(OutputSet, NothingIsVisibleBeforeTheCommitThenTheWholeSetAndNoStaleFile) {
   EXPECT_EQ(file_contents(dir.file("lines.csv")), "old lines");
   set.commit();
   EXPECT_TRUE(set.committed());
-  // The new set, the earlier run's other outputs gone, a file that is no output kept.
-  EXPECT_EQ(folder_entries(dir.path()),
-            (std::vector<std::string>{"average.tif", "coverage.tif", "drift.csv", "notes.txt", "report.json"}));
+  // The new set, the earlier run's other outputs gone, a file that is no
+  // output kept (and the run's lock, held until the set goes: results_lock.hpp).
+  EXPECT_EQ(folder_entries(dir.path()), (std::vector<std::string>{".driftscan.lock", "average.tif", "coverage.tif",
+                                                                  "drift.csv", "notes.txt", "report.json"}));
   EXPECT_EQ(file_contents(dir.file("average.tif")), "new average");
   EXPECT_EQ(file_contents(dir.file("report.json")), R"({"command": "register", "new": 1})");
   EXPECT_EQ(file_contents(dir.file("notes.txt")), "mine");

@@ -62,13 +62,16 @@ void sync_folder(const std::string& folder) {
 
 bool is_output_name(const std::string& name) { return std::regex_match(name, kOutputName); }
 
-OutputSet::OutputSet(std::string folder, std::string command, const std::vector<std::string>& inputs)
-    : folder_(std::move(folder)), command_(std::move(command)) {
+OutputSet::OutputSet(std::string folder, std::string command, const std::vector<std::string>& inputs,
+                     std::shared_ptr<ResultsLock> lock)
+    : lock_(std::move(lock)), folder_(std::move(folder)), command_(std::move(command)) {
   std::error_code ec;
   fs::create_directories(folder_, ec);
   if (!fs::is_directory(folder_))
     throw failure(folder_ + ": cannot create the results folder (" +
                   (ec ? ec.message() : std::string("a file of that name exists")) + ")");
+  // Another run writing here is refused before anything is looked at.
+  if (!lock_) lock_ = ResultsLock::acquire(folder_, command_);
   const fs::path record = fs::path(folder_) / kOutputRecord;
   earlier_record_ = fs::exists(record, ec);
   if (earlier_record_) {
@@ -175,6 +178,7 @@ void OutputSet::commit() {
 
 bool OutputSet::committed() const { return committed_; }
 const std::string& OutputSet::folder() const { return folder_; }
+const std::string& OutputSet::lock_warning() const { return lock_->warning(); }
 
 std::string OutputSet::what_was_kept() const {
   if (earlier_record_) return "nothing new written; the results of the earlier run in " + folder_ + " are unchanged";

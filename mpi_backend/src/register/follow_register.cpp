@@ -19,6 +19,7 @@
 #include <exception>
 #include <filesystem>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -29,6 +30,7 @@
 #include "driftscan/formats/growing_series.hpp"
 #include "driftscan/formats/tiff/tiff_writer.hpp"
 #include "driftscan/job/output_set.hpp"
+#include "driftscan/job/results_lock.hpp"
 #include "driftscan/mpi/runtime/collectives.hpp"
 #include "driftscan/mpi/runtime/command_report.hpp"
 #include "driftscan/mpi/runtime/job_input.hpp"
@@ -151,6 +153,10 @@ class FollowRun {
     fs::create_directories(out_, ec);
     if (ec || !fs::is_directory(out_))
       throw failure(job.output + ": cannot create the results folder (" + ec.message() + ")");
+    // Held from now until the final set is committed: a second run into the
+    // folder (another follow) is refused at once (results_lock.hpp).
+    lock_ = ResultsLock::acquire(job.output, "register");
+    if (!lock_->warning().empty()) progress_.log(LogLevel::warning, lock_->warning());
     // An earlier report would make a folder still being written look complete.
     fs::remove(out_ / "report.json", ec);
     ck_path_ = checkpoint_path(job.output);
@@ -495,7 +501,7 @@ class FollowRun {
     extra["timings_s"] = {{"follow", follow_seconds_}, {"average", res.seconds.average}};
     // The final set replaces the running drift.csv and average.tif as one,
     // report.json last (output_set.hpp), like a batch run's.
-    OutputSet set(job_.output, "register", {job_.input});
+    OutputSet set(job_.output, "register", {job_.input}, lock_);
     res.files = write_register_outputs(set, taken, job_.registration, job_.averaging, res.registrations,
                                        ApplicationSummary::of(res.applications), res.average, res.warnings, extra,
                                        {operator_applications_array(res.applications)}, "", &res.uncertainty);
@@ -504,6 +510,7 @@ class FollowRun {
     res.seconds.write = since(t1);
   }
 
+  std::shared_ptr<ResultsLock> lock_;  // first: released last, once everything else is done
   const Job& job_;
   Progress& progress_;
   const CancelToken& cancel_;

@@ -80,7 +80,8 @@ void open_output_set(const Job& job, RunContext& ctx, const std::vector<std::str
   std::optional<Error> error;
   if (ctx.rank == 0) {
     try {
-      set.emplace(job.output, job.command, inputs);
+      set.emplace(job.output, job.command, inputs);  // locks the folder (results_lock.hpp)
+      if (!set->lock_warning().empty()) ctx.progress.log(LogLevel::warning, set->lock_warning());
     } catch (const Error& e) {
       error = e;
     }

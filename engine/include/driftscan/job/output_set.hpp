@@ -19,17 +19,21 @@
 // The constructor checks the folder before any work: it refuses (bad_input)
 // a folder holding another command's results (its report.json says which),
 // and a folder where an input of the run is one of the outputs the commit
-// would replace or remove.
+// would replace or remove. First of all it locks the folder for the set's
+// life (results_lock.hpp): a folder another run is writing is refused
+// (bad_input, naming the run); the lock goes when the set does.
 //
 //   OutputSet set(dir, "average", {job.input, job.averaging.drift});
 //   set.write("average.tif", [&](const std::string& path) { write_tiff(path, avg, tw); });
 //   set.write("report.json", [&](const std::string& path) { ... });
 //   set.commit();
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "driftscan/core/error.hpp"
+#include "driftscan/job/results_lock.hpp"
 
 namespace driftscan {
 
@@ -44,9 +48,12 @@ bool is_output_name(const std::string& name);
 
 class OutputSet {
  public:
-  // Creates `folder` if missing. `inputs`: files the run reads (never replaced).
-  OutputSet(std::string folder, std::string command, const std::vector<std::string>& inputs = {});
-  ~OutputSet();  // removes the staged files unless commit() succeeded
+  // Creates `folder` if missing and locks it. `inputs`: files the run reads
+  // (never replaced). `lock`: the folder's lock when the run took it
+  // already (a follow, from its start); else the set takes it.
+  OutputSet(std::string folder, std::string command, const std::vector<std::string>& inputs = {},
+            std::shared_ptr<ResultsLock> lock = nullptr);
+  ~OutputSet();  // removes the staged files unless commit() succeeded, then releases the lock
   OutputSet(const OutputSet&) = delete;
   OutputSet& operator=(const OutputSet&) = delete;
 
@@ -75,11 +82,14 @@ class OutputSet {
   Error explain(const Error& e) const;
 
   const std::string& folder() const;
+  // Empty, or why the folder could not be locked (the run goes on): a warning to log.
+  const std::string& lock_warning() const;
 
  private:
   struct Staged {
     std::string name, temporary;
   };
+  std::shared_ptr<ResultsLock> lock_;  // released after the staged files are removed
   std::string folder_, command_;
   std::vector<Staged> staged_;
   bool committed_ = false;

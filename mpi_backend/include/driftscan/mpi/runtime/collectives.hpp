@@ -32,9 +32,10 @@ void cancellable_barrier(RunContext& ctx);
 void agree_on_outcome(RunContext& ctx, const Error* local_error);
 
 // The results folder's OutputSet (output_set.hpp) on rank 0, the rank that
-// writes; null on the others. Collective: a refused folder (another
-// command's results there, an input among the outputs) stops every rank with
-// the same error, before any work.
+// writes; null on the others. Collective: a refused folder (another run
+// writing it now, another command's results there, an input among the
+// outputs) stops every rank with the same error, before any work. Only rank
+// 0 locks the folder, for as long as `set` lives.
 void open_output_set(const Job& job, RunContext& ctx, const std::vector<std::string>& inputs,
                      std::optional<OutputSet>& set);
 // Collective: commits rank 0's set once every rank has got here (no rank
