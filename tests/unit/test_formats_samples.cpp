@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "driftscan/core/error.hpp"
+#include "driftscan/formats/format_reader.hpp"
 #include "driftscan/formats/series_opener.hpp"
 
 using namespace driftscan;
@@ -27,7 +28,7 @@ TEST(FormatSamples, Dm3StackOfTwoFrames) {
   if (path.empty())
     GTEST_SKIP() << "test-1.dm3"
                  << " not present";
-  EXPECT_EQ(detect_series_format(path), SeriesFormat::dm);
+  EXPECT_EQ(format_reader_for(path).name, "DigitalMicrograph");
   auto signals = list_signals(path);
   ASSERT_EQ(signals.size(), 1u);
   EXPECT_EQ(signals[0].format, "DM3");
@@ -82,7 +83,7 @@ TEST(FormatSamples, SerFramesOrientationAndReciprocalCalibration) {
   if (path.empty())
     GTEST_SKIP() << "128x128x5-diffraction_preview_1.ser"
                  << " not present";
-  EXPECT_EQ(detect_series_format(path), SeriesFormat::ser);
+  EXPECT_EQ(format_reader_for(path).name, "TIA SER/EMI");
   auto s = open_series(path);
   ASSERT_EQ(s->frame_count(), 5u);
   EXPECT_EQ(s->width(), 128);
@@ -121,7 +122,7 @@ TEST(FormatSamples, MrcWithFeiExtendedHeader) {
   if (path.empty())
     GTEST_SKIP() << "HAADFscan.mrc"
                  << " not present";
-  EXPECT_EQ(detect_series_format(path), SeriesFormat::mrc);
+  EXPECT_EQ(format_reader_for(path).name, "MRC");
   auto s = open_series(path);
   EXPECT_EQ(s->width(), 16);
   EXPECT_EQ(s->height(), 16);
@@ -141,7 +142,7 @@ TEST(FormatSamples, BerkeleyEmd) {
   if (path.empty())
     GTEST_SKIP() << "example_image.emd"
                  << " not present";
-  EXPECT_EQ(detect_series_format(path), SeriesFormat::emd);
+  EXPECT_EQ(format_reader_for(path).name, "EMD (HDF5)");
   auto signals = list_signals(path);
   ASSERT_EQ(signals.size(), 1u);
   EXPECT_EQ(signals[0].format, "Berkeley EMD");
@@ -176,7 +177,7 @@ TEST(FormatSamples, ChosenByContentNotExtension) {
                  << " not present";
   const fs::path copy = fs::temp_directory_path() / "driftscan_dm_as.tif";
   fs::copy_file(path, copy, fs::copy_options::overwrite_existing);
-  EXPECT_EQ(detect_series_format(copy.string()), SeriesFormat::dm);
+  EXPECT_EQ(format_reader_for(copy.string()).name, "DigitalMicrograph");
   EXPECT_EQ(open_series(copy.string())->frame_count(), 2u);
   fs::remove(copy);
 }
