@@ -518,9 +518,14 @@ bool MainWindow::openSeries(const QString& path, const QString& signal) {
   std::string chosen = signal.toStdString();
   bool several = false;
   try {
-    const auto found = driftscan::list_signals(path.toStdString());
-    several = found.size() > 1;
-    if (several && chosen.empty()) {
+    const auto listed = driftscan::list_signals(path.toStdString());
+    several = listed.size() > 1;
+    // Only images are offered: a 1-D signal (a spectrum) is no series to
+    // register. With none, open_series below says why.
+    std::vector<driftscan::SignalInfo> found;
+    for (const auto& g : listed)
+      if (g.is_image()) found.push_back(g);
+    if (several && chosen.empty() && !found.empty()) {
       chosen = found.front().name;
       if (interactive_) {
         QStringList items;

@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "driftscan/formats/format_reader.hpp"
+
 namespace driftscan::fuzz {
 
 // The path of a file holding `data` (one memfd per target, named `name`).
@@ -41,12 +43,15 @@ void read_frames(const Series& series) {
   (void)series.describe();
 }
 
-// A multi-signal reader: every signal listed (up to 8), each opened and read.
-template <class List, class Open>
-void read_signals(const std::string& path, List list, Open open) {
-  const auto signals = list(path);
+// A reader of the table (format_reader.hpp), by name: every signal listed
+// (up to 8), each opened and read. The reader is asked directly, not chosen
+// by content, so that every input reaches it.
+inline void read_signals(const std::string& path, const char* reader_name) {
+  const FormatReader* reader = find_format_reader(reader_name);
+  if (!reader) std::abort();  // the target names a reader that is not in the table
+  const auto signals = reader->list_signals(path);
   if (signals.empty()) std::abort();  // listing must refuse a file without signals
-  for (std::size_t s = 0; s < signals.size() && s < 8; ++s) read_frames(*open(path, s));
+  for (std::size_t s = 0; s < signals.size() && s < 8; ++s) read_frames(*reader->open_signal(path, s, 1 << 20));
 }
 
 }  // namespace driftscan::fuzz

@@ -6,15 +6,12 @@
 #include <cstdint>
 
 #include "driftscan/core/error.hpp"
-#include "driftscan/formats/ser_series.hpp"
 #include "fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string path = driftscan::fuzz::input_file("fuzz-ser", data, size);
   try {
-    driftscan::fuzz::read_signals(path, driftscan::list_ser_signals, [](const std::string& p, std::size_t s) {
-      return driftscan::open_ser_signal(p, s, 1 << 20);
-    });
+    driftscan::fuzz::read_signals(path, "TIA SER/EMI");
   } catch (const driftscan::Error&) {
     // refused with a message: the expected outcome for most inputs
   }

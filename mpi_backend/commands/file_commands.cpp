@@ -1,8 +1,10 @@
 // `info FILE [--json]`: the signals a microscope file holds (name, frames,
-// width x height, pixel type, pixel size and unit).
+// width x height, pixel type, pixel size and unit; a 1-D signal, a
+// spectrum, as such).
 // `convert FILE [--signal NAME] --out OUT.tif`: one signal of any supported
 // input as an ImageJ-compatible float32 TIFF stack with its calibration,
-// streamed frame by frame (written under a temporary name, then renamed).
+// streamed frame by frame (written under a temporary name, then renamed); a
+// 1-D signal is refused by open_series (bad input, exit 2).
 // Both run on rank 0 only: they read one file and need no other rank.
 #include <cstdio>
 #include <iostream>
@@ -29,9 +31,15 @@ int run_info(const InfoOptions& o, RunContext& ctx) {
   if (o.json) {
     nlohmann::json out = {{"file", o.path}, {"signals", nlohmann::json::array()}};
     for (const auto& s : signals) {
-      nlohmann::json j = {
-          {"name", s.name},     {"format", s.format},         {"frames", s.frames},         {"width", s.width},
-          {"height", s.height}, {"pixel_type", s.pixel_type}, {"pixel_size", s.pixel_size}, {"unit", s.unit}};
+      nlohmann::json j = {{"name", s.name},
+                          {"format", s.format},
+                          {"frames", s.frames},
+                          {"width", s.width},
+                          {"height", s.height},
+                          {"pixel_type", s.pixel_type},
+                          {"pixel_size", s.pixel_size},
+                          {"unit", s.unit},
+                          {"dimensions", s.dimensions}};
       if (s.scan.known())
         j["scan"] = {{"dwell_s", s.scan.dwell},
                      {"line_flyback_s", s.scan.line_flyback},
@@ -47,6 +55,13 @@ int run_info(const InfoOptions& o, RunContext& ctx) {
   for (std::size_t i = 0; i < signals.size(); ++i) {
     const SignalInfo& s = signals[i];
     char line[512];
+    if (!s.is_image()) {  // a spectrum: named as such, so that no one takes it for a 1-pixel-high image
+      std::snprintf(line, sizeof line, "  %zu  %-24s ", i, s.name.c_str());
+      std::cout << line << s.one_d_summary() << ", not an image series";
+      if (s.pixel_size > 0) std::cout << "  " << message_number(s.pixel_size) << ' ' << s.unit << "/channel";
+      std::cout << '\n';
+      continue;
+    }
     std::snprintf(line, sizeof line, "  %zu  %-24s %6zu frames  %5d x %-5d %-8s", i, s.name.c_str(), s.frames, s.width,
                   s.height, s.pixel_type.c_str());
     std::cout << line;

@@ -47,6 +47,7 @@ struct DmImageSpec {
   Bytes data;       // already in the file's byte order
   float scale = 0;  // calibration of x (0: none)
   std::string unit;
+  bool one_dimension = false;  // Dimensions holds the width alone (a spectrum)
 };
 
 class DmWriter {
@@ -104,7 +105,8 @@ class DmWriter {
     return data_tag(name, {20, 4, s.size()}, val);
   }
   Bytes image(const DmImageSpec& im) const {
-    std::vector<Bytes> dims = {long_tag("", im.width), long_tag("", im.height)};
+    std::vector<Bytes> dims = {long_tag("", im.width)};
+    if (!im.one_dimension) dims.push_back(long_tag("", im.height));
     if (im.frames > 1) dims.push_back(long_tag("", im.frames));
     std::vector<Bytes> cal;
     if (im.scale > 0) {

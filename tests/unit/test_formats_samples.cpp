@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "driftscan/core/error.hpp"
+#include "driftscan/formats/format_reader.hpp"
 #include "driftscan/formats/series_opener.hpp"
 #include "sample_data.hpp"
 
@@ -24,7 +25,7 @@ std::string absent(const std::string& name) { return test::sample_absent("format
 TEST(FormatSamples, Dm3StackOfTwoFrames) {
   const std::string path = sample("test-1.dm3");
   if (path.empty()) GTEST_SKIP() << absent("test-1.dm3");
-  EXPECT_EQ(detect_series_format(path), SeriesFormat::dm);
+  EXPECT_EQ(format_reader_for(path).name, "DigitalMicrograph");
   auto signals = list_signals(path);
   ASSERT_EQ(signals.size(), 1u);
   EXPECT_EQ(signals[0].format, "DM3");
@@ -71,7 +72,7 @@ TEST(FormatSamples, Dm3StemImageCalibrated) {
 TEST(FormatSamples, SerFramesOrientationAndReciprocalCalibration) {
   const std::string path = sample("128x128x5-diffraction_preview_1.ser");
   if (path.empty()) GTEST_SKIP() << absent("128x128x5-diffraction_preview_1.ser");
-  EXPECT_EQ(detect_series_format(path), SeriesFormat::ser);
+  EXPECT_EQ(format_reader_for(path).name, "TIA SER/EMI");
   auto s = open_series(path);
   ASSERT_EQ(s->frame_count(), 5u);
   EXPECT_EQ(s->width(), 128);
@@ -104,7 +105,7 @@ TEST(FormatSamples, EmiOpensItsSer) {
 TEST(FormatSamples, MrcWithFeiExtendedHeader) {
   const std::string path = sample("HAADFscan.mrc");
   if (path.empty()) GTEST_SKIP() << absent("HAADFscan.mrc");
-  EXPECT_EQ(detect_series_format(path), SeriesFormat::mrc);
+  EXPECT_EQ(format_reader_for(path).name, "MRC");
   auto s = open_series(path);
   EXPECT_EQ(s->width(), 16);
   EXPECT_EQ(s->height(), 16);
@@ -122,7 +123,7 @@ TEST(FormatSamples, MrcWithFeiExtendedHeader) {
 TEST(FormatSamples, BerkeleyEmd) {
   const std::string path = sample("example_image.emd");
   if (path.empty()) GTEST_SKIP() << absent("example_image.emd");
-  EXPECT_EQ(detect_series_format(path), SeriesFormat::emd);
+  EXPECT_EQ(format_reader_for(path).name, "EMD (HDF5)");
   auto signals = list_signals(path);
   ASSERT_EQ(signals.size(), 1u);
   EXPECT_EQ(signals[0].format, "Berkeley EMD");
@@ -153,7 +154,7 @@ TEST(FormatSamples, ChosenByContentNotExtension) {
   if (path.empty()) GTEST_SKIP() << absent("test-1.dm3");
   const fs::path copy = fs::temp_directory_path() / "driftscan_dm_as.tif";
   fs::copy_file(path, copy, fs::copy_options::overwrite_existing);
-  EXPECT_EQ(detect_series_format(copy.string()), SeriesFormat::dm);
+  EXPECT_EQ(format_reader_for(copy.string()).name, "DigitalMicrograph");
   EXPECT_EQ(open_series(copy.string())->frame_count(), 2u);
   fs::remove(copy);
 }

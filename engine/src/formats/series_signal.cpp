@@ -2,6 +2,12 @@
 
 namespace driftscan {
 
+std::string SignalInfo::one_d_summary() const {
+  std::string s = "1-D spectrum, " + std::to_string(width) + " channels";
+  if (frames > 1) s += ", " + std::to_string(frames) + " spectra";
+  return s;
+}
+
 void normalise_length_unit(double& size, std::string& unit) {
   std::string u;
   for (char c : unit)

@@ -17,7 +17,7 @@
 
 #include "driftscan/core/atomic_file.hpp"
 #include "driftscan/core/error.hpp"
-#include "driftscan/formats/series_opener.hpp"
+#include "driftscan/formats/format_reader.hpp"
 #include "driftscan/formats/tiff/tiff_series.hpp"
 #include "driftscan/formats/tiff/tiff_writer.hpp"
 #include "driftscan/mpi/dft/stack_spectrum.hpp"
@@ -412,13 +412,12 @@ namespace {
 Job with_scan_distortion_decided(const Job& job, std::string& said) {
   if (job.command != "register" || job.follow.enabled || job.scan.correct_distortion || !job.scan.auto_distortion)
     return job;
-  // Only DM and EMD files record a scan clock that is read here: a TIFF,
-  // MRC or SER series (its index can take a second to read) is not opened
-  // an extra time.
+  // Only a format whose reader says so records a scan clock read cheaply
+  // here: other series (a TIFF index can take a second to read) are not
+  // opened an extra time.
   std::unique_ptr<FrameSource> frames;
   try {
-    const SeriesFormat format = detect_series_format(job.input);
-    if (format != SeriesFormat::dm && format != SeriesFormat::emd) return job;
+    if (!format_reader_for(job.input).scan_clock_in_index) return job;
     frames = open_job_input(job);
   } catch (const std::exception&) {
     return job;  // the preflight names what is wrong with the input

@@ -32,8 +32,8 @@ std::vector<std::string> apply_to_signals(const Job& job) {
   const std::size_t main = find_signal(job.input, signals, job.signal);
   std::vector<std::string> names;
   if (job.apply_to == "all") {
-    for (std::size_t i = 0; i < signals.size(); ++i)
-      if (i != main) names.push_back(signals[i].name);
+    for (std::size_t i = 0; i < signals.size(); ++i)  // "all" images: a spectrum has no drift to apply
+      if (i != main && signals[i].is_image()) names.push_back(signals[i].name);
     if (names.empty())
       throw bad_input(job.input + ": --apply-to all, but the file holds only the signal '" + signals[main].name + "'");
   } else {
@@ -51,6 +51,7 @@ std::vector<std::string> apply_to_signals(const Job& job) {
   for (const auto& n : names) {
     const SignalInfo& s = signals[find_signal(job.input, signals, n)];
     const SignalInfo& m = signals[main];
+    require_image_series(job.input, s);
     if (s.frames != m.frames || s.width != m.width || s.height != m.height)
       throw bad_input(job.input + ": signal '" + s.name + "' (" + std::to_string(s.frames) + " x " +
                       std::to_string(s.width) + "x" + std::to_string(s.height) + ") does not match the registered '" +

@@ -1,7 +1,8 @@
 #pragma once
 // One signal of a microscope file: a detector (HAADF, ABF, a camera), an
 // element map, or the one image series of a single-signal file. A file
-// holds one or more; each is a stack of frames of one size and type.
+// holds one or more; each is a stack of frames of one size and type, or
+// (a spectrum) a 1-D signal, which is no image series.
 #include <cstddef>
 #include <string>
 
@@ -19,6 +20,13 @@ struct SignalInfo {
   double pixel_size = 0.0;  // physical size of a pixel, 0 when unknown
   std::string unit;         // unit of pixel_size ("nm", "1/nm", ...)
   RecordedScan scan;        // the scan's timing, where the file records it
+  // 1 for a 1-D signal (a spectrum: EELS, EDX), whose frames are `width`
+  // channels long and `height` 1; it is listed but is no image series.
+  int dimensions = 2;
+
+  bool is_image() const { return dimensions >= 2; }
+  // "1-D spectrum, 2048 channels" (", 5 spectra" when there are several).
+  std::string one_d_summary() const;
 };
 
 // Lengths in metres or Angstrom (and their reciprocals) restated in nm

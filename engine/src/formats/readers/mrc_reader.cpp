@@ -1,7 +1,12 @@
-#include "driftscan/formats/mrc_series.hpp"
+// MRC/MRCS (2014 standard) image stacks: modes 0 (int8), 1 (int16), 2 (float32),
+// 6 (uint16) and 12 (float16, converted); complex modes are refused. Sections
+// (z) are the frames; the extended header is skipped by its size (NSYMBT);
+// the pixel size is the cell size over the grid size (Angstrom, given in nm).
+// Rows are in file order (row 0 = first stored row), as mrcfile reads them.
 
 #include "driftscan/core/error.hpp"
 #include "driftscan/formats/binary_file.hpp"
+#include "driftscan/formats/format_reader.hpp"
 #include "driftscan/formats/raw_frame_series.hpp"
 
 namespace driftscan {
@@ -65,8 +70,6 @@ MrcLayout parse(const BinaryFile& f) {
   return m;
 }
 
-}  // namespace
-
 std::vector<SignalInfo> list_mrc_signals(const std::string& path) {
   auto f = BinaryFile::open(path);
   return {parse(*f).info};
@@ -83,6 +86,21 @@ std::unique_ptr<FrameSource> open_mrc_signal(const std::string& path, std::size_
   layout.order = m.order;
   layout.offset = [base = m.data_offset, frame_bytes](std::size_t k) { return base + frame_bytes * k; };
   return std::make_unique<RawFrameSeries>(f, m.info, std::move(layout), cache_bytes);
+}
+
+}  // namespace
+
+FormatReader mrc_reader() {
+  FormatReader r;
+  r.name = "MRC";
+  r.reads = "MRC";
+  r.recognise = [](const FileProbe& p) {
+    const bool map = p.has(208, {'M', 'A', 'P', ' '}) || p.has(208, {'M', 'A', 'P', 0});
+    return map ? Recognition::signature_inside : Recognition::no;
+  };
+  r.list_signals = list_mrc_signals;
+  r.open_signal = open_mrc_signal;
+  return r;
 }
 
 }  // namespace driftscan

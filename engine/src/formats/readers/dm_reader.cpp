@@ -1,10 +1,17 @@
-#include "driftscan/formats/dm_series.hpp"
+// Gatan DigitalMicrograph DM3 and DM4: the tag tree parsed from the published
+// format description (bounded: sizes checked against the file, nesting depth
+// limited), every image of ImageList but the thumbnail listed as a signal.
+// 2-D images are one frame, 3-D stacks one frame per plane; a spectrum (1-D,
+// or one row high) is listed as a 1-D signal. Integer and float types of
+// every width; RGB converted to luminance; complex refused.
+// Pixel size and unit from the image's calibration of its first dimension.
 
 #include <algorithm>
 #include <set>
 
 #include "driftscan/core/error.hpp"
 #include "driftscan/formats/binary_file.hpp"
+#include "driftscan/formats/format_reader.hpp"
 #include "driftscan/formats/raw_frame_series.hpp"
 
 namespace driftscan {
@@ -257,6 +264,7 @@ DmContents read_contents(const BinaryFile& f) {
     std::vector<double> d;
     for (const auto& t : dims->children) d.push_back(number(f, &t, c.order, -1));
     while (d.size() > 3 && d.back() == 1) d.pop_back();
+    if (d.size() == 1) d.push_back(1);  // a 1-D signal (a spectrum): one row of channels
     if (d.size() < 2 || d.size() > 3) {
       refused = "image " + std::to_string(i) + " has " + std::to_string(d.size()) + " dimensions (supported: 2 or 3)";
       continue;
@@ -307,6 +315,8 @@ DmContents read_contents(const BinaryFile& f) {
     im.info.width = static_cast<int>(w);
     im.info.height = static_cast<int>(h);
     im.info.frames = static_cast<std::size_t>(n);
+    // DM keeps a spectrum (EELS, EDX) as an image one row high: a 1-D signal, no image series.
+    if (h == 1) im.info.dimensions = 1;
     im.info.pixel_type = to_string(im.type);
     std::string name = text(f, img.child("Name"), c.order);
     if (name.empty()) name = "image " + std::to_string(i);
@@ -340,8 +350,6 @@ DmContents read_contents(const BinaryFile& f) {
   return c;
 }
 
-}  // namespace
-
 std::vector<SignalInfo> list_dm_signals(const std::string& path) {
   auto f = BinaryFile::open(path);
   std::vector<SignalInfo> out;
@@ -362,6 +370,26 @@ std::unique_ptr<FrameSource> open_dm_signal(const std::string& path, std::size_t
   layout.order = c.order;
   layout.offset = [base = im.data_offset, frame_bytes](std::size_t k) { return base + frame_bytes * k; };
   return std::make_unique<RawFrameSeries>(f, im.info, std::move(layout), cache_bytes);
+}
+
+}  // namespace
+
+FormatReader dm_reader() {
+  FormatReader r;
+  r.name = "DigitalMicrograph";
+  r.reads = "DM3/DM4";
+  r.recognise = [](const FileProbe& p) {
+    // The version word (3 or 4, big-endian), then the byte-order word (0 or 1).
+    const auto& b = p.head();
+    if (b.size() < 16 || b[0] != 0 || b[1] != 0 || b[2] != 0 || (b[3] != 3 && b[3] != 4)) return Recognition::no;
+    const std::size_t order_at = b[3] == 3 ? 8 : 12;
+    const bool order = b[order_at] == 0 && b[order_at + 1] == 0 && b[order_at + 2] == 0 && b[order_at + 3] <= 1;
+    return order ? Recognition::signature_at_start : Recognition::no;
+  };
+  r.list_signals = list_dm_signals;
+  r.open_signal = open_dm_signal;
+  r.scan_clock_in_index = true;  // DigiScan tags, in the tag tree read on opening
+  return r;
 }
 
 }  // namespace driftscan

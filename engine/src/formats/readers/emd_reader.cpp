@@ -1,4 +1,12 @@
-#include "driftscan/formats/emd_series.hpp"
+// Velox EMD (Thermo Fisher) and Berkeley EMD (NCEM) through libhdf5.
+// Velox: every /Data/Image/<id>/Data dataset (height x width x frames:
+// frames along the last axis) is a signal named by its detector, pixel size
+// from its per-frame JSON metadata. Berkeley: every dataset "data" of a
+// group with emd_group_type = 1, 2-D (one frame) or 3-D (frames along the
+// first axis), pixel size from the spacing of its dim vectors. Frames are
+// read one at a time as hyperslabs converted to float by HDF5, with HDF5's
+// chunk cache bounded; HDF5 calls are serialised (the library is not
+// thread-safe in Debian's serial build).
 
 #include <hdf5.h>
 
@@ -12,6 +20,7 @@
 
 #include "driftscan/core/error.hpp"
 #include "driftscan/core/frame_cache.hpp"
+#include "driftscan/formats/format_reader.hpp"
 #include "driftscan/formats/raw_frame_series.hpp"
 
 namespace driftscan {
@@ -404,8 +413,6 @@ class EmdSeries : public FrameSource {
   mutable FrameCache cache_;
 };
 
-}  // namespace
-
 std::vector<SignalInfo> list_emd_signals(const std::string& path) {
   std::lock_guard<std::recursive_mutex> lock(hdf5_lock());
   Handle f = open_file(path);
@@ -422,6 +429,29 @@ std::unique_ptr<FrameSource> open_emd_signal(const std::string& path, std::size_
     throw bad_input(path + ": no signal " + std::to_string(index) + " (the file holds " +
                     std::to_string(signals.size()) + ")");
   return std::make_unique<EmdSeries>(path, std::move(f), std::move(signals[index]), cache_bytes);
+}
+
+}  // namespace
+
+FormatReader emd_reader() {
+  FormatReader r;
+  r.name = "EMD (HDF5)";
+  r.reads = "Velox/Berkeley EMD";
+  r.recognise = [](const FileProbe& p) {
+    // The HDF5 signature starts the file or follows a user block of 512,
+    // 1024, 2048, ... bytes (searched up to 1 MiB in files of a KiB or more);
+    // after a user block it yields to a signature at byte 0 (a TIFF, a DM file).
+    auto hdf5_at = [&](std::uint64_t off) { return p.has(off, {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'}); };
+    if (hdf5_at(0)) return Recognition::signature_at_start;
+    if (hdf5_at(512)) return Recognition::signature_inside;
+    for (std::uint64_t off = 1024; off <= (std::uint64_t(1) << 20); off *= 2)
+      if (hdf5_at(off)) return Recognition::signature_searched;
+    return Recognition::no;
+  };
+  r.list_signals = list_emd_signals;
+  r.open_signal = open_emd_signal;
+  r.scan_clock_in_index = true;  // Velox's JSON metadata, read when the file is listed
+  return r;
 }
 
 }  // namespace driftscan

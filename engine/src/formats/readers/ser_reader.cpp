@@ -1,9 +1,16 @@
-#include "driftscan/formats/ser_series.hpp"
+// FEI/Thermo TIA series: SER files (header versions 0x210 with 32-bit and
+// 0x220 with 64-bit offsets) of 2-D elements (images): each element is a
+// frame, reached through the SER's offset table. An EMI file opens the SER
+// files that belong to it (NAME_1.ser, NAME_2.ser, ...), one signal each.
+// Calibration from the element (CalibrationDeltaX, metres, given in nm).
+// Row orientation: rows are taken in file order (row 0 = first stored row),
+// as openNCEM's and RosettaSciIO's readers return them.
 
 #include <filesystem>
 
 #include "driftscan/core/error.hpp"
 #include "driftscan/formats/binary_file.hpp"
+#include "driftscan/formats/format_reader.hpp"
 #include "driftscan/formats/raw_frame_series.hpp"
 
 namespace driftscan {
@@ -121,8 +128,6 @@ std::vector<std::string> ser_files(const std::string& path) {
   return {path};
 }
 
-}  // namespace
-
 std::vector<SignalInfo> list_ser_signals(const std::string& path) {
   std::vector<SignalInfo> out;
   for (const auto& ser : ser_files(path)) out.push_back(parse(*BinaryFile::open(ser)).info);
@@ -150,6 +155,21 @@ std::unique_ptr<FrameSource> open_ser_signal(const std::string& path, std::size_
     return e + kElementHeader;
   };
   return std::make_unique<RawFrameSeries>(f, s.info, std::move(layout), cache_bytes);
+}
+
+}  // namespace
+
+FormatReader ser_reader() {
+  FormatReader r;
+  r.name = "TIA SER/EMI";
+  r.reads = "TIA SER/EMI";
+  r.recognise = [](const FileProbe& p) {
+    const bool ser = p.has(0, {'I', 'I', 0x97, 0x01}) || p.has(0, {'J', 'K', 0, 2});  // SER, EMI
+    return ser ? Recognition::signature_at_start : Recognition::no;
+  };
+  r.list_signals = list_ser_signals;
+  r.open_signal = open_ser_signal;
+  return r;
 }
 
 }  // namespace driftscan
