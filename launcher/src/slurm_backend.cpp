@@ -39,6 +39,8 @@ class SlurmBackend : public LaunchBackend {
 
  private:
   std::string batch_script() const;
+  // The script a long-lived ssh runs on the login node to follow the job.
+  std::string follower_script(const std::string& slurm_job) const;
 
   LaunchContext& ctx_;
   RemoteHost host_;
@@ -69,6 +71,38 @@ std::string SlurmBackend::batch_script() const {
   return s;
 }
 
+std::string SlurmBackend::follower_script(const std::string& slurm_job) const {
+  // One long-lived ssh follows the queue state and the progress file;
+  // complete lines only, so a half-written event is never parsed.
+  char poll_s[32];
+  std::snprintf(poll_s, sizeof poll_s, "%.3g", ctx_.profile.poll_interval_s);
+  const std::string& remote_dir = host_.dir();
+  return host_.prelude() + "cd " + shell_quote(remote_dir) + " || exit 3\n" + "id=" + slurm_job +
+         "; n=0; last=\n"
+         "while :; do\n"
+         "  st=$(squeue -h -j $id -o %T 2>/dev/null)\n"
+         "  if [ -f progress.jsonl ]; then t=$(wc -l < progress.jsonl)\n"
+         "    if [ \"$t\" -gt \"$n\" ]; then tail -n +$((n+1)) progress.jsonl | head -n $((t-n)); n=$t; fi; fi\n"
+         "  if [ \"$st\" != \"$last\" ] && [ -n \"$st\" ]; then echo "
+         "\"{\\\"event\\\":\\\"log\\\",\\\"level\\\":\\\"info\\\",\\\"source\\\":\\\"slurm\\\",\\\"message\\\":"
+         "\\\"slurm "
+         "job $id $st\\\"}\"; last=$st; fi\n"
+         "  case \"$st\" in PENDING|RUNNING|CONFIGURING|COMPLETING|SUSPENDED|REQUEUE*|RESIZING|SIGNALING|STAGE_OUT) ;; "
+         "*) "
+         "break ;; esac\n"
+         "  sleep " +
+         poll_s +
+         "\n"
+         "done\n"
+         "if [ -f progress.jsonl ]; then t=$(wc -l < progress.jsonl); [ \"$t\" -gt \"$n\" ] && tail -n +$((n+1)) "
+         "progress.jsonl; fi\n"
+         "fin=$(scontrol show job $id 2>/dev/null | tr ' ' '\\n' | grep -E '^(JobState|ExitCode)=' | tr '\\n' ' ')\n"
+         "echo \"SLURM_FINAL $fin\"\n"
+         // mpirun's own report of a failure (a dead rank, a lost host) is in the job's output file.
+         "case \"$fin\" in *JobState=COMPLETED*) ;; *) tail -n 40 slurm-$id.out 2>/dev/null | sed 's/^/SLURM_OUT /' ;; "
+         "esac\n";
+}
+
 LaunchResult SlurmBackend::run() {
   const Profile& profile = ctx_.profile;
   host_.stage();
@@ -92,33 +126,7 @@ LaunchResult SlurmBackend::run() {
              {"slurm_job", slurm_job},
              {"message", "slurm job " + slurm_job + " submitted"}});
 
-  // One long-lived ssh follows the queue state and the progress file;
-  // complete lines only, so a half-written event is never parsed.
-  char poll_s[32];
-  std::snprintf(poll_s, sizeof poll_s, "%.3g", profile.poll_interval_s);
-  std::string follower =
-      host_.prelude() + "cd " + shell_quote(remote_dir) + " || exit 3\n" + "id=" + slurm_job +
-      "; n=0; last=\n"
-      "while :; do\n"
-      "  st=$(squeue -h -j $id -o %T 2>/dev/null)\n"
-      "  if [ -f progress.jsonl ]; then t=$(wc -l < progress.jsonl)\n"
-      "    if [ \"$t\" -gt \"$n\" ]; then tail -n +$((n+1)) progress.jsonl | head -n $((t-n)); n=$t; fi; fi\n"
-      "  if [ \"$st\" != \"$last\" ] && [ -n \"$st\" ]; then echo "
-      "\"{\\\"event\\\":\\\"log\\\",\\\"level\\\":\\\"info\\\",\\\"source\\\":\\\"slurm\\\",\\\"message\\\":\\\"slurm "
-      "job $id $st\\\"}\"; last=$st; fi\n"
-      "  case \"$st\" in PENDING|RUNNING|CONFIGURING|COMPLETING|SUSPENDED|REQUEUE*|RESIZING|SIGNALING|STAGE_OUT) ;; *) "
-      "break ;; esac\n"
-      "  sleep " +
-      poll_s +
-      "\n"
-      "done\n"
-      "if [ -f progress.jsonl ]; then t=$(wc -l < progress.jsonl); [ \"$t\" -gt \"$n\" ] && tail -n +$((n+1)) "
-      "progress.jsonl; fi\n"
-      "fin=$(scontrol show job $id 2>/dev/null | tr ' ' '\\n' | grep -E '^(JobState|ExitCode)=' | tr '\\n' ' ')\n"
-      "echo \"SLURM_FINAL $fin\"\n"
-      // mpirun's own report of a failure (a dead rank, a lost host) is in the job's output file.
-      "case \"$fin\" in *JobState=COMPLETED*) ;; *) tail -n 40 slurm-$id.out 2>/dev/null | sed 's/^/SLURM_OUT /' ;; "
-      "esac\n";
+  const std::string follower = follower_script(slurm_job);
   std::string final_line;
   auto scancel = [&](const std::string& args) {
     const std::string command = "scancel " + args + slurm_job;

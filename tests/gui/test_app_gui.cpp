@@ -20,6 +20,7 @@
 #include <cmath>
 #include <set>
 
+#include "../unit/sample_data.hpp"
 #include "driftscan/formats/tiff/tiff_series.hpp"
 #include "driftscan/job/job.hpp"
 #include "driftscan/synthetic/synthetic_series.hpp"
@@ -521,13 +522,13 @@ class AppGuiTest : public QObject {
     QVERIFY(std::abs(editor.job().scan.dwell - 1.25e-7) < 1e-15);
   }
 
-  // The real ABF series (../shared/data), as a new user runs it: open it,
+  // The real ABF series (the optional sample data), as a new user runs it: open it,
   // press Run. The job runs on one rank with a thread per core, the log has
   // one readable line for the engine's start and for its results (no raw
   // JSON), and the run panel says how long the run took, with no ETA.
   void realSeriesRunsAsANewUserWould() {
-    const QString abf = QString(DRIFTSCAN_SHARED_DIR) + "/data/stem_abf_series.tif";
-    if (!QFileInfo::exists(abf)) QSKIP("no ../shared/data/stem_abf_series.tif beside the checkout");
+    const QString abf = QString::fromStdString(driftscan::test::sample_file("stem_abf_series.tif"));
+    if (abf.isEmpty()) QSKIP(driftscan::test::sample_absent("stem_abf_series.tif").c_str());
     MainWindow w;
     w.setInteractive(false);
     w.show();

@@ -30,7 +30,9 @@ TEST(ProgressEvents, DoneNeverExceedsTotalAndTheRateLimitHolds) {
     EXPECT_LE(done, total) << line;
     EXPECT_GE(done, last_done) << line;
     last_done = done;
-    if (e.contains("eta_s") && e["eta_s"].is_number()) EXPECT_LT(e["eta_s"].get<double>(), 1e6) << line;
+    if (e.contains("eta_s") && e["eta_s"].is_number()) {
+      EXPECT_LT(e["eta_s"].get<double>(), 1e6) << line;
+    }
   }
   // The phase's first event, reaching 10 once, and the rate limit (5/s) for the rest of a run of milliseconds.
   EXPECT_GE(events, 2);

@@ -31,11 +31,6 @@ namespace driftscan {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-double cpu_since(std::clock_t c0) { return static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC; }
-
 // Text written under a temporary name in the same folder, then renamed.
 template <class Write>
 void write_atomically(const std::string& path, Write&& write) {

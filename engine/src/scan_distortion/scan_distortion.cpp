@@ -841,6 +841,71 @@ std::shared_ptr<const ScanDistortionSteps::Template> ScanDistortionSteps::templa
   return t;
 }
 
+namespace {
+
+// A line's weighted sums for the line field's normal equations, over its
+// samples up to `reach` (twice the field's extent: beyond, a sample says
+// nothing of the field and little more of the line's shift): the residual
+// against the template at the line's fitted offset `j`. Each sample is
+// weighed by the template's share of the noise too: a template of c frames
+// (frame k's own taken out) adds 1 / c of a frame's noise variance, so where
+// few others saw the specimen clear of their line starts a sample says less.
+// Where none did, it says nothing.
+template <class Template>
+FieldSums line_field_sums(const LineFieldBasis& basis, const ScanTiming& timing, const Template& tpl,
+                          const NoiseModel& noise, const Frame& frame, double field_reach,
+                          const std::vector<std::pair<int, int>>& pixels, const std::vector<Point>& q, double j) {
+  const Point fast = timing.fast_axis();
+  const int n = basis.knots();
+  FieldSums out_sums(n);
+  for (std::size_t i = 0; i < pixels.size(); ++i) {
+    const double sample = timing.sample_of(pixels[i].first, pixels[i].second);
+    if (sample >= field_reach) continue;
+    double v, gx, gy, c;
+    if (!tpl.covered_at({q[i].x + j * fast.x, q[i].y + j * fast.y}, v, gx, gy, c)) continue;
+    const double g = gx * fast.x + gy * fast.y;
+    const double w = noise.weight(v) * c / (c + 1.0);
+    const double e = frame.at(pixels[i].first, pixels[i].second) - v;
+    double b[4];
+    const int m0 = basis.weights(sample, b);
+    out_sums.nuisance[0] += w, out_sums.nuisance[1] += w * g, out_sums.nuisance[2] += w * g * g;
+    out_sums.nuisance_rhs[0] += w * e, out_sums.nuisance_rhs[1] += w * g * e;
+    for (int a = 0; a < 4; ++a) {
+      if (b[a] == 0.0) continue;  // beyond the field's extent (its index may be too)
+      const std::size_t m = static_cast<std::size_t>(m0) + static_cast<std::size_t>(a);
+      const double xa = g * b[a];
+      out_sums.s[m] += w * xa, out_sums.sg[m] += w * xa * g, out_sums.q[m] += w * xa * e;
+      for (int d = 0; d < 4; ++d)
+        if (b[d] != 0.0)
+          out_sums.band(m, static_cast<std::size_t>(m0) + static_cast<std::size_t>(d)) += w * xa * g * b[d];
+    }
+  }
+  return out_sums;
+}
+
+// Each line's whole fast-axis offset from the template's path (its band's
+// share `placed` and its own fit `raw`; finish_jitter() takes the new path's
+// share out) and its variance: the inverse information scaled by the
+// estimates' spread between the two halves of every line (in line order: the
+// same sum for any thread count); the noise model's (1: the fits are weighted
+// by its inverse variance) is its floor.
+template <class Fit>
+void set_line_offsets(Fit& out, const std::vector<double>& raw, const std::vector<double>& information,
+                      const std::vector<double>& split, const std::vector<Point>& placed, Point fast) {
+  double spread_sum = 0.0, inverse_sum = 0.0;
+  for (std::size_t l = 0; l < raw.size(); ++l) spread_sum += split[2 * l], inverse_sum += split[2 * l + 1];
+  const double scale = inverse_sum > 0 ? std::max(1.0, spread_sum / inverse_sum) : 1.0;
+  out.line_offset.resize(raw.size());
+  out.line_variance.resize(raw.size());
+  for (std::size_t l = 0; l < raw.size(); ++l) {
+    out.line_offset[l] = placed[l].x * fast.x + placed[l].y * fast.y + raw[l];
+    out.line_variance[l] = information[l] > 0 ? scale / information[l] : std::numeric_limits<double>::infinity();
+    if (std::isfinite(out.line_variance[l])) out.precision_sum += out.line_variance[l], out.precision_count += 1;
+  }
+}
+
+}  // namespace
+
 ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame, std::size_t k,
                                                              const ScanModel& model) const {
   if (!template_) throw failure("scan distortion: fit_frame before set_template");
@@ -898,43 +963,8 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
   std::vector<double> raw(jitter.size()), information(jitter.size()), split(2 * jitter.size());
   std::vector<Point> placed(jitter.size());  // each line's offset from the model where it was fitted
   std::vector<FieldSums> field_sums(field_basis_.empty() ? 0 : jitter.size());
-  // A line's weighted sums for the field's normal equations, over its
-  // samples up to twice the field's extent (beyond, a sample says nothing of
-  // the field and little more of the line's shift): the residual against the
-  // template at the line's fitted offset `j`. Each sample is weighed by the
-  // template's share of the noise too: a template of c frames (frame k's own
-  // taken out) adds 1 / c of a frame's noise variance, so where few others
-  // saw the specimen clear of their line starts a sample says less. Where
-  // none did, it says nothing.
   const double field_reach =
       field_basis_.empty() ? 0.0 : std::min<double>(timing_.samples_per_line(), 2.0 * field_basis_.extent() + 4.0);
-  auto line_field_sums = [&](const std::vector<std::pair<int, int>>& pixels, const std::vector<Point>& q, double j) {
-    const int n = field_basis_.knots();
-    FieldSums out_sums(n);
-    for (std::size_t i = 0; i < pixels.size(); ++i) {
-      const double sample = timing_.sample_of(pixels[i].first, pixels[i].second);
-      if (sample >= field_reach) continue;
-      double v, gx, gy, c;
-      if (!tpl->covered_at({q[i].x + j * fast.x, q[i].y + j * fast.y}, v, gx, gy, c)) continue;
-      const double g = gx * fast.x + gy * fast.y;
-      const double w = noise_model.weight(v) * c / (c + 1.0);
-      const double e = frame.at(pixels[i].first, pixels[i].second) - v;
-      double b[4];
-      const int m0 = field_basis_.weights(sample, b);
-      out_sums.nuisance[0] += w, out_sums.nuisance[1] += w * g, out_sums.nuisance[2] += w * g * g;
-      out_sums.nuisance_rhs[0] += w * e, out_sums.nuisance_rhs[1] += w * g * e;
-      for (int a = 0; a < 4; ++a) {
-        if (b[a] == 0.0) continue;  // beyond the field's extent (its index may be too)
-        const std::size_t m = static_cast<std::size_t>(m0) + static_cast<std::size_t>(a);
-        const double xa = g * b[a];
-        out_sums.s[m] += w * xa, out_sums.sg[m] += w * xa * g, out_sums.q[m] += w * xa * e;
-        for (int d = 0; d < 4; ++d)
-          if (b[d] != 0.0)
-            out_sums.band(m, static_cast<std::size_t>(m0) + static_cast<std::size_t>(d)) += w * xa * g * b[d];
-      }
-    }
-    return out_sums;
-  };
 #pragma omp parallel for schedule(dynamic, 8)
   for (int l = 0; l < timing_.lines(); ++l) {
     const std::size_t at = static_cast<std::size_t>(l);
@@ -957,7 +987,9 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
     raw[at] = fit_line_jitter(frame, pixels, q, fast, *tpl, noise_model, jitter[at], settings_.max_jitter,
                               information[at], &split[2 * at], reuse ? f.value.data() + first : nullptr,
                               reuse ? f.gradient.data() + first : nullptr);
-    if (!field_basis_.empty()) field_sums[at] = line_field_sums(pixels, q, raw[at]);
+    if (!field_basis_.empty())
+      field_sums[at] =
+          line_field_sums(field_basis_, timing_, *tpl, noise_model, frame, field_reach, pixels, q, raw[at]);
   }
   if (!field_basis_.empty()) {
     // The change of the field: least squares over every line of the frame
@@ -971,21 +1003,7 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
       if (f.add_to(a, b)) ++used;
     if (used >= 4) out.field_normal = std::move(a), out.field_rhs = std::move(b);
   }
-  // The estimates' variance scale from the two halves of every line (in line
-  // order: the same sum for any thread count); the noise model's (1: the
-  // fits are weighted by its inverse variance) is its floor.
-  double spread_sum = 0.0, inverse_sum = 0.0;
-  for (std::size_t l = 0; l < raw.size(); ++l) spread_sum += split[2 * l], inverse_sum += split[2 * l + 1];
-  const double scale = inverse_sum > 0 ? std::max(1.0, spread_sum / inverse_sum) : 1.0;
-  // Each line's whole fast-axis offset from the template's path: its band's
-  // share and its own fit (finish_jitter() takes the new path's share out).
-  out.line_offset.resize(raw.size());
-  out.line_variance.resize(raw.size());
-  for (std::size_t l = 0; l < raw.size(); ++l) {
-    out.line_offset[l] = placed[l].x * fast.x + placed[l].y * fast.y + raw[l];
-    out.line_variance[l] = information[l] > 0 ? scale / information[l] : std::numeric_limits<double>::infinity();
-    if (std::isfinite(out.line_variance[l])) out.precision_sum += out.line_variance[l], out.precision_count += 1;
-  }
+  set_line_offsets(out, raw, information, split, placed, fast);
   return out;
 }
 

@@ -301,11 +301,14 @@ struct SyntheticSeries::Model {
   }
 };
 
-SyntheticSeries::SyntheticSeries(const SynthOptions& options) : options_(options) {
-  const SynthOptions& o = options_;
-  auto check = [](bool ok, const std::string& what) {
-    if (!ok) throw bad_input("synthetic series: " + what);
-  };
+namespace {
+
+void check(bool ok, const std::string& what) {
+  if (!ok) throw bad_input("synthetic series: " + what);
+}
+
+// Settings no series can be drawn with, each a one-line error naming it.
+void check_options(const SynthOptions& o) {
   check(o.frames >= 1, "needs at least 1 frame");
   check(o.width >= 1 && o.height >= 1 && o.width <= 65536 && o.height <= 65536,
         "frame size " + std::to_string(o.width) + "x" + std::to_string(o.height) + " is out of range");
@@ -330,6 +333,15 @@ SyntheticSeries::SyntheticSeries(const SynthOptions& options) : options_(options
     check(o.rotation_step_deg == 0.0, "rotation drift is not modelled with raster timing (scan dwell > 0)");
     check(std::isfinite(o.drift_wobble) && o.drift_wobble >= 0, "drift wobble must be >= 0");
     check(std::isfinite(o.drift_wobble_period) && o.drift_wobble_period > 0, "drift wobble period must be > 0");
+  }
+}
+
+}  // namespace
+
+SyntheticSeries::SyntheticSeries(const SynthOptions& options) : options_(options) {
+  const SynthOptions& o = options_;
+  check_options(o);
+  if (o.scan_dwell > 0) {
     ScanTimingSettings timing;
     timing.dwell = o.scan_dwell;
     timing.line_flyback_fraction = o.scan_line_flyback;

@@ -1,0 +1,128 @@
+// The register plan's decisions (register_plan.hpp), checked without running
+// anything: which executor, which phases in which order, what a resume finds
+// in the results folder; and the serial executor against the plan: an
+// interrupted run resumed from its checkpoint gives the same drift as one
+// run straight through.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "driftscan/core/error.hpp"
+#include "driftscan/job/output_set.hpp"
+#include "driftscan/pipeline/register_checkpoint.hpp"
+#include "driftscan/pipeline/register_plan.hpp"
+#include "driftscan/pipeline/serial_register.hpp"
+#include "driftscan/synthetic/synthetic_series.hpp"
+#include "scratch_folder.hpp"
+
+using namespace driftscan;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir : driftscan::test::TestScratchFolder {
+  TempDir() : TestScratchFolder("driftscan_plan_", true) {}
+};
+
+Job register_job(const std::string& out) {
+  Job job;
+  job.command = "register";
+  job.input = "series.tif";
+  job.output = out;
+  job.execution.threads = 2;
+  return job;
+}
+
+std::vector<RegisterPhase> phases(std::initializer_list<RegisterPhase> p) { return p; }
+
+}  // namespace
+
+TEST(RegisterPlan, OneRankRunsSerially) {
+  TempDir dir;
+  const RegisterPlan plan = plan_register(register_job(dir.path.string()), 1);
+  EXPECT_EQ(plan.executor, RegisterExecutor::serial);
+  EXPECT_EQ(plan.threads, 2);
+  using P = RegisterPhase;
+  EXPECT_EQ(plan.phases, phases({P::open, P::pairs, P::scan, P::uncertainty, P::average, P::write}));
+  EXPECT_FALSE(plan.has(P::scan_distortion));
+}
+
+TEST(RegisterPlan, SeveralRanksOrTheScanDistortionRunDistributed) {
+  TempDir dir;
+  Job job = register_job(dir.path.string());
+  EXPECT_EQ(plan_register(job, 4).executor, RegisterExecutor::distributed);
+  job.scan.correct_distortion = true;
+  const RegisterPlan plan = plan_register(job, 1);
+  EXPECT_EQ(plan.executor, RegisterExecutor::distributed);
+  using P = RegisterPhase;
+  EXPECT_EQ(plan.phases,
+            phases({P::open, P::pairs, P::scan, P::uncertainty, P::scan_distortion, P::average, P::write}));
+}
+
+TEST(RegisterPlan, FollowAndApplyToAreDecidedOnce) {
+  TempDir dir;
+  Job job = register_job(dir.path.string());
+  job.apply_to = "all";
+  EXPECT_TRUE(plan_register(job, 1).has(RegisterPhase::apply_to));
+  job.follow.enabled = true;
+  try {
+    plan_register(job, 2);
+    FAIL() << "--apply-to with --follow was planned";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::bad_input);
+  }
+  job.apply_to.clear();
+  EXPECT_EQ(plan_register(job, 2).executor, RegisterExecutor::follow);
+}
+
+TEST(RegisterPlan, AOneRankResumeOfAMultiRankRunIsDistributed) {
+  TempDir dir;
+  Job job = register_job(dir.path.string());
+  job.execution.resume = true;
+  EXPECT_EQ(plan_register(job, 1).executor, RegisterExecutor::serial);
+  std::ofstream(dir.path / "checkpoint.dsck") << "x";
+  EXPECT_EQ(plan_register(job, 1).executor, RegisterExecutor::serial);  // the serial one's own file
+  std::ofstream(dir.path / "checkpoint.rank-1.dsck") << "x";
+  const RegisterPlan plan = plan_register(job, 1);
+  EXPECT_TRUE(plan.rank_checkpoints);
+  EXPECT_EQ(plan.executor, RegisterExecutor::distributed);
+  job.execution.resume = false;  // without --resume the files are an earlier run's, to be removed
+  EXPECT_EQ(plan_register(job, 1).executor, RegisterExecutor::serial);
+}
+
+TEST(RegisterPlan, SerialExecutorResumesToTheSameDrift) {
+  SynthOptions o;
+  o.frames = 24;
+  o.width = o.height = 96;
+  o.seed = 7;
+  SyntheticSeries frames(o);
+  TempDir dir;
+  const fs::path straight = dir.path / "straight", resumed = dir.path / "resumed";
+  auto progress = make_silent_progress();
+  CancelToken cancel;
+  Job job = register_job(straight.string());
+  job.input = "synthetic";
+  job.execution.checkpoint_interval_s = 1e9;  // saved only when the scan completes
+  RegisterResult a;
+  {
+    OutputSet set(job.output, "register");
+    a = register_serial(job, plan_register(job, 1), frames, *progress, cancel, set);
+    set.commit();
+  }
+  EXPECT_TRUE(fs::exists(checkpoint_path(job.output)));  // the caller removes it once committed
+  // The checkpoint of the finished scan resumes without pairs and scan.
+  fs::create_directories(resumed);
+  fs::copy_file(checkpoint_path(job.output), checkpoint_path(resumed.string()));
+  job.output = resumed.string();
+  job.execution.resume = true;
+  OutputSet set(job.output, "register");
+  const RegisterResult b = register_serial(job, plan_register(job, 1), frames, *progress, cancel, set);
+  set.commit();
+  EXPECT_TRUE(b.applications.empty());  // no operator application: the scan was not run again
+  ASSERT_EQ(a.registrations.size(), b.registrations.size());
+  for (std::size_t k = 0; k < a.registrations.size(); ++k) {
+    EXPECT_EQ(a.registrations[k].transform.tx, b.registrations[k].transform.tx) << k;
+    EXPECT_EQ(a.registrations[k].transform.ty, b.registrations[k].transform.ty) << k;
+  }
+}
