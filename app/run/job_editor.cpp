@@ -10,12 +10,15 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QSignalBlocker>
 #include <QSpinBox>
 #include <QThread>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <cmath>
 
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/scan_timing.hpp"
 #include "driftscan/job/job_fields.hpp"
 
 using driftscan::Job;
@@ -74,8 +77,9 @@ JobEditor::JobEditor(QWidget* parent) : QWidget(parent) {
         form->addRow(f->editor.label, band);  // the unit is at the end of the row
       } else {
         QWidget* w = makeWidget(*f);
-        fields_.push_back({f, w});
         form->addRow(label, w);
+        fields_.push_back({f, w, qobject_cast<QLabel*>(form->labelForField(w))});
+        if (f->path() == "scan.line_flyback" || f->path() == "scan.frame_flyback") flyback_[f->path()] = 0.0;
       }
     }
     QLabel* msg = messageLabel();
@@ -106,9 +110,11 @@ JobEditor::JobEditor(QWidget* parent) : QWidget(parent) {
   top->addStretch(1);
 
   setJob(newJob());
+  storeFlybackEdits();  // first: notify reads what it stores
   auto notify = [this] {
     updateEnabled();
     if (!loading_) {
+      showFlyback();  // the dwell, direction or line fly-back may have changed their µs
       revalidate();
       emit changed();
     }
@@ -186,6 +192,10 @@ QWidget* JobEditor::makeWidget(const driftscan::JobField& f) {
 }
 
 void JobEditor::showValue(const FieldWidget& fw, const nlohmann::json& v) {
+  if (auto it = flyback_.find(fw.field->path()); it != flyback_.end()) {
+    it->second = v.is_number() ? v.get<double>() : 0.0;  // shown by showFlyback: the µs need the dwell too
+    return;
+  }
   if (auto* e = qobject_cast<QLineEdit*>(fw.widget)) {
     e->setText(v.is_string() ? QString::fromStdString(v.get<std::string>()) : QString());
   } else if (auto* c = qobject_cast<QComboBox*>(fw.widget)) {
@@ -202,6 +212,7 @@ void JobEditor::showValue(const FieldWidget& fw, const nlohmann::json& v) {
 }
 
 nlohmann::json JobEditor::valueOf(const FieldWidget& fw) const {
+  if (auto it = flyback_.find(fw.field->path()); it != flyback_.end()) return it->second;
   if (auto* e = qobject_cast<QLineEdit*>(fw.widget)) return e->text().trimmed().toStdString();
   if (auto* c = qobject_cast<QComboBox*>(fw.widget)) return c->currentText().toStdString();
   if (auto* s = qobject_cast<QSpinBox*>(fw.widget)) return s->value();
@@ -227,6 +238,58 @@ void JobEditor::updateEnabled() {
     // A choice compares as its name, a switch as "true" / "false".
     const nlohmann::json v = valueOf(*by);
     fw.widget->setEnabled((v.is_string() ? v.get<std::string>() : v.dump()) == hints.enabled_value);
+  }
+}
+
+// A fly-back the user edits is stored as a fraction, converted from µs when
+// it is shown in µs.
+void JobEditor::storeFlybackEdits() {
+  for (const auto& fw : fields_) {
+    const std::string path = fw.field->path();
+    if (!flyback_.count(path)) continue;
+    connect(static_cast<QDoubleSpinBox*>(fw.widget), qOverload<double>(&QDoubleSpinBox::valueChanged), this,
+            [this, path](double v) {
+              if (loading_) return;
+              const double us = flybackMicroseconds(path);
+              flyback_[path] = us > 0 ? v / us : v;
+            });
+  }
+}
+
+// µs per unit of a fly-back fraction, i.e. the active time it is a fraction of
+// (driftscan/core/scan_timing.hpp); 0 while the frame size or the dwell is unknown.
+double JobEditor::flybackMicroseconds(const std::string& path) const {
+  const FieldWidget* dwellField = fieldWidget("scan.dwell");
+  const FieldWidget* directionField = fieldWidget("scan.direction");
+  const double dwell = dwellField ? valueOf(*dwellField).get<double>() : 0.0;
+  if (frameW_ <= 0 || frameH_ <= 0 || dwell <= 0) return 0.0;
+  // rotated90 scans columns: its fast axis is y.
+  const bool columns =
+      directionField && valueOf(*directionField) == driftscan::to_string(driftscan::ScanDirection::rotated90);
+  const double samples = columns ? frameH_ : frameW_, lines = columns ? frameW_ : frameH_;
+  const double line = samples * dwell * 1e6;  // a line's active time
+  if (path == "scan.line_flyback") return line;
+  return lines * line * (1.0 + flyback_.at("scan.line_flyback"));  // lines * line time
+}
+
+// Shows the fly-back fractions in their spin boxes: in µs when the active time
+// is known, else as the fraction itself.
+void JobEditor::showFlyback() {
+  for (const auto& fw : fields_) {
+    const auto it = flyback_.find(fw.field->path());
+    if (it == flyback_.end()) continue;
+    auto* spin = static_cast<QDoubleSpinBox*>(fw.widget);
+    const auto& hints = fw.field->editor;
+    const double us = flybackMicroseconds(it->first);
+    const double scale = us > 0 ? us : 1.0;
+    const QSignalBlocker quiet(spin);  // showing, not editing: the fraction stays
+    if (fw.label)
+      fw.label->setText(QString("%1 (%2)").arg(QString(hints.label), us > 0 ? QString("µs") : QString(hints.unit)));
+    spin->setRange(hints.lo * scale, hints.hi * scale);
+    spin->setSingleStep(us > 0 ? 1.0 : hints.step);
+    // Left alone when it already shows the value: setValue would reformat what the user is typing.
+    const double shown = it->second * scale;
+    if (std::abs(spin->value() - shown) >= 0.5 * std::pow(10.0, -spin->decimals())) spin->setValue(shown);
   }
 }
 
@@ -258,6 +321,7 @@ void JobEditor::setJob(const Job& job) {
   bandHigh_->setValue(band ? job.registration.bandpass_high : 64.0);
   bandLow_->setEnabled(band);
   bandHigh_->setEnabled(band);
+  showFlyback();
   updateEnabled();
   loading_ = false;
   revalidate();
@@ -277,6 +341,7 @@ Job JobEditor::job() const {
 void JobEditor::setFrameSize(int width, int height) {
   frameW_ = width;
   frameH_ = height;
+  showFlyback();
   revalidate();
 }
 

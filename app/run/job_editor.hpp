@@ -29,7 +29,8 @@ class JobEditor : public QWidget {
   static driftscan::Job newJob();
   void setJob(const driftscan::Job& job);  // emits changed()
   driftscan::Job job() const;
-  // Frame size of the open series, for checking the ROI (0 = unknown).
+  // Frame size of the open series, for checking the ROI and showing the
+  // fly-backs in µs (0 = unknown).
   void setFrameSize(int width, int height);
   void setInput(const QString& path);
   void setRoi(int x, int y, int w, int h);  // w == 0: whole frame
@@ -46,7 +47,8 @@ class JobEditor : public QWidget {
   // A widget generated from a row of the job-field table (driftscan/job_fields.hpp).
   struct FieldWidget {
     const driftscan::JobField* field;
-    QWidget* widget;  // QLineEdit, QSpinBox, QDoubleSpinBox or QComboBox
+    QWidget* widget;          // QLineEdit, QSpinBox, QDoubleSpinBox or QComboBox
+    QLabel* label = nullptr;  // its row's label
   };
   void revalidate();
   QLabel* messageLabel();
@@ -55,6 +57,9 @@ class JobEditor : public QWidget {
   nlohmann::json valueOf(const FieldWidget& fw) const;
   const FieldWidget* fieldWidget(const std::string& path) const;
   void updateEnabled();
+  double flybackMicroseconds(const std::string& path) const;
+  void showFlyback();
+  void storeFlybackEdits();
 
   std::vector<FieldWidget> fields_;
   QComboBox* profile_ = nullptr;  // execution.profile: one of the launcher's profiles
@@ -73,5 +78,9 @@ class JobEditor : public QWidget {
   std::map<std::string, QLabel*> blockMsg_;  // block -> its message label
   driftscan::Job base_;                      // fields the panel does not show are kept as loaded
   int frameW_ = 0, frameH_ = 0;
+  // Line and frame fly-back, path -> fraction of the active time it follows:
+  // the job's value and the truth. Shown in µs when the frame size and the
+  // dwell are known, so changing either changes the µs, never the fraction.
+  std::map<std::string, double> flyback_;
   bool loading_ = false;
 };

@@ -522,6 +522,70 @@ class AppGuiTest : public QObject {
     QVERIFY(std::abs(editor.job().scan.dwell - 1.25e-7) < 1e-15);
   }
 
+  // Issue #31: the fly-backs are typed in µs, as read off the microscope, while
+  // the job keeps fractions of the active time; without a frame size (no
+  // series open) they are shown as the fraction.
+  void flybackIsEditedInMicroseconds() {
+    JobEditor editor;
+    driftscan::Job job = JobEditor::newJob();
+    job.input = series_.toStdString();
+    job.output = tmp_.filePath("flyback-results").toStdString();
+    job.scan.dwell = 2e-6;
+    job.scan.line_flyback = 0.25;
+    job.scan.frame_flyback = 0.01;
+    editor.setJob(job);
+    auto labelOf = [&editor](const QString& start) {
+      QLabel* found = nullptr;
+      for (QLabel* l : editor.findChildren<QLabel*>())
+        if (l->text().startsWith(start)) found = l;
+      return found;
+    };
+    QLabel* lineLabel = labelOf("Line fly-back");
+    QLabel* frameLabel = labelOf("Frame fly-back");
+    QVERIFY(lineLabel && frameLabel);
+    auto* line = qobject_cast<QDoubleSpinBox*>(lineLabel->buddy());
+    auto* frame = qobject_cast<QDoubleSpinBox*>(frameLabel->buddy());
+    QVERIFY(line && frame);
+    QCOMPARE(lineLabel->text(), QString("Line fly-back (of a line)"));
+    QCOMPARE(frameLabel->text(), QString("Frame fly-back (of a frame)"));
+    QCOMPARE(line->value(), 0.25);
+    // 200 x 100 frames at 2 µs: a line is 400 µs, a frame 100 lines of 500 µs.
+    editor.setFrameSize(200, 100);
+    QCOMPARE(lineLabel->text(), QString::fromUtf8("Line fly-back (\u00b5s)"));
+    QCOMPARE(frameLabel->text(), QString::fromUtf8("Frame fly-back (\u00b5s)"));
+    QCOMPARE(line->value(), 100.0);
+    QCOMPARE(frame->value(), 500.0);
+    // Typed as a user would: 40 µs of a 400 µs line is 0.1.
+    editor.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&editor));
+    line->setFocus();
+    line->selectAll();
+    QTest::keyClicks(line, "40");
+    QTest::keyClick(line, Qt::Key_Tab);
+    QCOMPARE(line->value(), 40.0);
+    QVERIFY2(std::abs(editor.job().scan.line_flyback - 0.1) < 1e-12,
+             qPrintable(QString("line fly-back %1 in the job").arg(editor.job().scan.line_flyback)));
+    QCOMPARE(frame->value(), 440.0);  // the line time is now 440 µs; the frame's fraction is kept
+    QVERIFY(std::abs(editor.job().scan.frame_flyback - 0.01) < 1e-12);
+    QVERIFY2(editor.isValid(), qPrintable(editor.validationErrors().join("; ")));
+    // The fraction is the truth: a new dwell changes the µs shown, not the job's fraction.
+    auto* dwell = qobject_cast<QDoubleSpinBox*>(labelOf("Dwell time")->buddy());
+    QVERIFY(dwell);
+    dwell->setValue(1.0);
+    QCOMPARE(line->value(), 20.0);
+    QVERIFY(std::abs(editor.job().scan.line_flyback - 0.1) < 1e-12);
+    // rotated90 scans columns: a line is the 100 px height.
+    job = editor.job();
+    job.scan.direction = driftscan::ScanDirection::rotated90;
+    editor.setJob(job);
+    QCOMPARE(line->value(), 10.0);
+    // No series open: back to the fraction.
+    editor.setFrameSize(0, 0);
+    QCOMPARE(lineLabel->text(), QString("Line fly-back (of a line)"));
+    QCOMPARE(line->value(), 0.1);
+    QVERIFY(std::abs(editor.job().scan.line_flyback - 0.1) < 1e-12);
+  }
+
   // The real ABF series (the optional sample data), as a new user runs it: open it,
   // press Run. The job runs on one rank with a thread per core, the log has
   // one readable line for the engine's start and for its results (no raw
