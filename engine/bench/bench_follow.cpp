@@ -455,7 +455,7 @@ int run(int size, double rate, std::size_t frames, const std::string& engine, co
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int bench_main(int argc, char** argv) {
   int size = 256;
   double rate = 20.0;
   std::size_t frames = 2000;
@@ -493,4 +493,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_follow: %s\n", e.what());
     return 1;
   }
+}
+
+// Any exception (the option parser's set-up included) ends in one line, not an abort.
+int main(int argc, char** argv) {
+  try {
+    return bench_main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", "bench_follow", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "%s: unknown error\n", "bench_follow");
+  }
+  return 1;
 }

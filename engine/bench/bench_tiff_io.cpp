@@ -54,7 +54,7 @@ void reset_peak() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int bench_main(int argc, char** argv) {
   std::size_t pages = 100000, reads = 20000;
   std::string base = std::filesystem::temp_directory_path().string();
   CLI::App app{"Writes a PAGES-page TIFF of 64x64 uint16 frames, then times opening it and random frame reads.",
@@ -142,4 +142,16 @@ int main(int argc, char** argv) {
 
   series.reset();
   return correct ? 0 : 1;
+}
+
+// Any exception (the option parser's set-up included) ends in one line, not an abort.
+int main(int argc, char** argv) {
+  try {
+    return bench_main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", "bench_tiff_io", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "%s: unknown error\n", "bench_tiff_io");
+  }
+  return 1;
 }
