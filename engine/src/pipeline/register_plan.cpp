@@ -37,21 +37,6 @@ bool RegisterPlan::has(RegisterPhase phase) const {
   return std::find(phases.begin(), phases.end(), phase) != phases.end();
 }
 
-nlohmann::json RegisterPlan::to_json() const {
-  nlohmann::json phase_names = nlohmann::json::array();
-  for (const RegisterPhase p : phases) phase_names.push_back(to_string(p));
-  return {{"executor", to_string(executor)},
-          {"reason", reason},
-          {"ranks", ranks},
-          {"threads", threads},
-          {"resume", resume},
-          {"rank_checkpoints", rank_checkpoints},
-          {"checkpoint_interval_s", checkpoint_interval_s},
-          {"frame_cache_bytes", frame_cache_bytes},
-          {"prepared_cache_bytes", prepared_cache_bytes},
-          {"phases", phase_names}};
-}
-
 std::size_t prepared_cache_bytes(const Job& job) {
   const double bytes = job.execution.frame_cache_mb * 1024.0 * 1024.0 / 4.0;
   return static_cast<std::size_t>(std::min(bytes, 256.0 * 1024.0 * 1024.0));

@@ -32,6 +32,7 @@
 #include "driftscan/pipeline/phase_timer.hpp"
 #include "driftscan/pipeline/rank_checkpoints.hpp"
 #include "driftscan/pipeline/register_checkpoint.hpp"
+#include "driftscan/pipeline/register_plan.hpp"
 #include "driftscan/scan_distortion/line_drift_table.hpp"
 #include "driftscan/scan_distortion/line_field.hpp"
 

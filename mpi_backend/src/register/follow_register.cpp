@@ -36,6 +36,7 @@
 #include "driftscan/mpi/runtime/job_input.hpp"
 #include "driftscan/pipeline/rank_checkpoints.hpp"
 #include "driftscan/pipeline/register_checkpoint.hpp"
+#include "driftscan/pipeline/register_plan.hpp"
 
 namespace driftscan::mpi {
 namespace fs = std::filesystem;

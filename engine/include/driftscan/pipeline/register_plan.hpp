@@ -17,8 +17,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "driftscan/job/job.hpp"
 
 namespace driftscan {
@@ -41,7 +39,6 @@ struct RegisterPlan {
   std::vector<RegisterPhase> phases;     // in order
 
   bool has(RegisterPhase phase) const;
-  nlohmann::json to_json() const;
 };
 
 // The plan for `job` (command register) on `ranks` ranks. Reads the results

@@ -8,7 +8,6 @@
 
 #include "driftscan/core/frame_source.hpp"
 #include "driftscan/job/job.hpp"
-#include "driftscan/pipeline/register_plan.hpp"  // prepared_cache_bytes
 
 namespace driftscan::mpi {
 
