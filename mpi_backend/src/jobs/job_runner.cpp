@@ -17,7 +17,6 @@
 
 #include "driftscan/core/atomic_file.hpp"
 #include "driftscan/core/error.hpp"
-#include "driftscan/formats/format_reader.hpp"
 #include "driftscan/formats/tiff/tiff_series.hpp"
 #include "driftscan/formats/tiff/tiff_writer.hpp"
 #include "driftscan/mpi/dft/stack_spectrum.hpp"
@@ -31,9 +30,11 @@
 #include "driftscan/mpi/runtime/idle_wait.hpp"
 #include "driftscan/mpi/runtime/job_input.hpp"
 #include "driftscan/mpi/scan/global_scan.hpp"
+#include "driftscan/pipeline/drift_averaging.hpp"
 #include "driftscan/pipeline/rank_checkpoints.hpp"
 #include "driftscan/pipeline/register_checkpoint.hpp"
 #include "driftscan/pipeline/register_plan.hpp"
+#include "driftscan/pipeline/scan_distortion_decision.hpp"
 #include "driftscan/pipeline/serial_register.hpp"
 #include "driftscan/registration/drift_table.hpp"
 #include "driftscan/registration/drift_uncertainty.hpp"
@@ -235,40 +236,14 @@ int run_average(const Job& job, RunContext& ctx) {
 // run_average's work: every rank averages its share, rank 0 stages the files.
 void average_and_write(const Job& job, RunContext& ctx, std::optional<OutputSet>& set, nlohmann::json& files) {
   auto frames = open_job_input(job);
-  const Point centre{(frames->width() - 1) / 2.0, (frames->height() - 1) / 2.0};
-  DriftTable drift = read_drift_table(job.averaging.drift, centre);
-  if (drift.to_frame0.size() != frames->frame_count())
-    throw bad_input(job.averaging.drift + ": " + std::to_string(drift.to_frame0.size()) + " frames, but " + job.input +
-                    " has " + std::to_string(frames->frame_count()));
-  AveragingOptions options = job.averaging;
-  options.exclude_frames.insert(options.exclude_frames.end(), drift.flagged.begin(), drift.flagged.end());
-  if (!drift.flagged.empty())  // one line, however many frames
-    ctx.progress.log(LogLevel::warning, std::to_string(drift.flagged.size()) + " frame(s) flagged in " +
-                                            job.averaging.drift + ": left out of the average (frames " +
-                                            compact_frame_list(drift.flagged) + ")");
-  if (options.max_sigma > 0 || options.weights == FrameWeighting::inverse_variance) {
-    const DriftRecords records = read_drift_records(job.averaging.drift);
-    if (!records.has_sigma || (options.weights == FrameWeighting::inverse_variance && !records.has_noise_var))
-      throw bad_input(job.averaging.drift +
-                      ": no sigma_dx,sigma_dy,noise_var columns (a table from before the "
-                      "uncertainty estimate): max_sigma and inverse-variance weights need them");
-    std::vector<double> sigma, noise;
-    for (const DriftRecord& r : records.frames) {
-      sigma.push_back(std::max(r.sigma_dx, r.sigma_dy));
-      noise.push_back(r.noise_var);
-    }
-    if (options.weights == FrameWeighting::inverse_variance)
-      options.frame_weights = inverse_variance_weights(sigma, noise);
-    const std::vector<std::size_t> above = frames_above_sigma(sigma, options.max_sigma);
-    options.exclude_frames.insert(options.exclude_frames.end(), above.begin(), above.end());
-    if (std::string w = above_sigma_warning(above, options.max_sigma); !w.empty())
-      ctx.progress.log(LogLevel::warning, w);
-  }
+  const DriftAveraging plan = plan_drift_averaging(job, *frames);
+  for (const std::string& w : plan.warnings) ctx.progress.log(LogLevel::warning, w);
+  const AveragingOptions& options = plan.options;
   const OmpThreadCount guard(job.execution.threads);
   const auto t0 = std::chrono::steady_clock::now();
   const std::clock_t c0 = std::clock();
   const AverageResult avg =
-      average_distributed(ctx.comm, *frames, drift.to_frame0, options, &ctx.progress, &ctx.cancel);
+      average_distributed(ctx.comm, *frames, plan.to_frame0, options, &ctx.progress, &ctx.cancel);
   if (ctx.rank == 0) {
     // The CPU time too: on a machine other jobs load, the wall time says
     // little about how the work divides over ranks.
@@ -401,48 +376,6 @@ void spectrum_and_write(const Job& job, RunContext& ctx, const FrameSource& sour
 }  // namespace
 
 bool job_command_available(const std::string&) { return true; }
-
-namespace {
-
-// scan.auto_distortion: a register run over a series whose file records its
-// scan clock corrects the scan distortion unless told not to (on the
-// benchmark the correction is never worse than rigid). Decided once, from
-// the file's index alone, so that every phase and rank sees the same job.
-// `said` gets the line that tells the user why (empty: nothing changed).
-Job with_scan_distortion_decided(const Job& job, std::string& said) {
-  if (job.command != "register" || job.follow.enabled || job.scan.correct_distortion || !job.scan.auto_distortion)
-    return job;
-  // Only a format whose reader says so records a scan clock read cheaply
-  // here: other series (a TIFF index can take a second to read) are not
-  // opened an extra time.
-  std::unique_ptr<FrameSource> frames;
-  try {
-    if (!format_reader_for(job.input).scan_clock_in_index) return job;
-    frames = open_job_input(job);
-  } catch (const std::exception&) {
-    return job;  // the preflight names what is wrong with the input
-  }
-  const RecordedScan recorded = frames->recorded_scan();
-  if (!job.scan.corrects_distortion(recorded, frames->frame_count())) return job;
-  Job out = job;
-  out.scan.correct_distortion = true;
-  const int w = frames->width(), h = frames->height();
-  try {
-    // What an asked-for run would refuse (bands that do not fit a frame, an
-    // impossible recorded timing) keeps the rigid result here, with a warning.
-    const ScanTiming timing(out.scan.timing(recorded, w, h, nullptr), w, h);
-    const ScanDistortionSteps check(timing, out.scan.distortion(), frames->frame_count());
-  } catch (const Error& e) {
-    said = std::string("the scan distortion is not corrected although the file records its scan clock: ") + e.what();
-    return job;
-  }
-  said = "the file records its scan clock (" + recorded.source +
-         "): the scan distortion is corrected (scan.auto_distortion; --auto-scan-distortion off for the rigid "
-         "result alone)";
-  return out;
-}
-
-}  // namespace
 
 int run_job(const Job& given, RunContext& ctx) {
   std::string said;

@@ -1,0 +1,116 @@
+// A drift applied to another signal recorded with the same frames — a
+// spectrum image (frames, y, x, channels), a 4-D STEM scan (frames, y, x,
+// ky, kx) seen as (frames, y, x, ky * kx) — handed over chunk by chunk: the
+// caller passes frame k's channels [c0, c0 + n) as an (y, x, n) array, each
+// channel plane is warped into frame 0's grid with the engine's warp
+// (warp_to_reference, cubic) and summed. Memory: the sums (one float64 per
+// output value) and the chunk in hand, whatever the number of frames.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "bindings.hpp"
+#include "driftscan/averaging/averaging.hpp"
+#include "driftscan/core/error.hpp"
+#include "driftscan/core/omp_threads.hpp"
+#include "driftscan/registration/drift_table.hpp"
+#include "exceptions.hpp"
+
+namespace py = pybind11;
+
+namespace driftscan::python {
+namespace {
+
+class SignalAccumulator {
+ public:
+  SignalAccumulator(const std::string& drift_csv, int height, int width, std::size_t channels, int threads)
+      : h_(height), w_(width), channels_(channels), threads_(std::max(1, threads)) {
+    if (height < 1 || width < 1 || channels < 1) throw bad_input("apply: an empty signal");
+    drift_ = reading_file([&] { return read_drift_table(drift_csv, Point{(width - 1) / 2.0, (height - 1) / 2.0}); })
+                 .to_frame0;
+    sum_.assign(plane() * channels_, 0.0);
+    coverage_.assign(plane(), 0.0);
+  }
+
+  std::size_t frames() const { return drift_.size(); }
+
+  // Frame k's channels [c0, c0 + chunk.shape[2]) (float32, C order).
+  void add(std::size_t k, const py::array_t<float, py::array::c_style | py::array::forcecast>& chunk, std::size_t c0) {
+    if (k >= drift_.size())
+      throw bad_input("apply: frame " + std::to_string(k) + " is not in the drift table (" +
+                      std::to_string(drift_.size()) + " frames)");
+    if (chunk.ndim() != 3 || chunk.shape(0) != h_ || chunk.shape(1) != w_ ||
+        c0 + static_cast<std::size_t>(chunk.shape(2)) > channels_)
+      throw bad_input("apply: frame " + std::to_string(k) + ": a chunk of shape (" + std::to_string(chunk.shape(0)) +
+                      ", " + std::to_string(chunk.shape(1)) + ", ...) does not fit frames of " + std::to_string(w_) +
+                      "x" + std::to_string(h_) + " and " + std::to_string(channels_) + " channels");
+    const float* src = chunk.data();
+    const auto n = static_cast<long>(chunk.shape(2));
+    const py::gil_scoped_release release;
+    const Transform t = drift_[k];
+    const OmpThreadCount guard(threads_);
+    std::vector<char> inside(plane(), 0);
+#pragma omp parallel for schedule(dynamic)
+    for (long c = 0; c < n; ++c) {
+      Frame f(w_, h_);
+      for (std::size_t p = 0; p < plane(); ++p) f.pixels[p] = src[p * static_cast<std::size_t>(n) + c];
+      const Frame warped = warp_to_reference(f, t, Interpolation::cubic, std::nanf(""));
+      double* dst = sum_.data() + c0 + static_cast<std::size_t>(c);
+      for (std::size_t p = 0; p < plane(); ++p) {
+        const float v = warped.pixels[p];
+        if (std::isnan(v)) continue;
+        dst[p * channels_] += v;
+        if (c == 0) inside[p] = 1;
+      }
+    }
+    if (c0 == 0)  // the frame counts once, with its first chunk
+      for (std::size_t p = 0; p < plane(); ++p) coverage_[p] += inside[p];
+  }
+
+  // (height, width, channels): the mean of the frames that covered each
+  // pixel (0 where none did), or their sum.
+  py::array_t<float> result(bool mean) const {
+    py::array_t<float> out({static_cast<py::ssize_t>(h_), static_cast<py::ssize_t>(w_),
+                            static_cast<py::ssize_t>(channels_)});
+    float* o = out.mutable_data();
+    for (std::size_t p = 0; p < plane(); ++p) {
+      const double scale = !mean ? 1.0 : (coverage_[p] > 0 ? 1.0 / coverage_[p] : 0.0);
+      for (std::size_t c = 0; c < channels_; ++c)
+        o[p * channels_ + c] = static_cast<float>(sum_[p * channels_ + c] * scale);
+    }
+    return out;
+  }
+  py::array_t<float> coverage() const {
+    py::array_t<float> out({static_cast<py::ssize_t>(h_), static_cast<py::ssize_t>(w_)});
+    std::copy(coverage_.begin(), coverage_.end(), out.mutable_data());
+    return out;
+  }
+
+ private:
+  std::size_t plane() const { return static_cast<std::size_t>(h_) * static_cast<std::size_t>(w_); }
+  int h_, w_;
+  std::size_t channels_;
+  int threads_;
+  std::vector<Transform> drift_;
+  std::vector<double> sum_;       // (y, x, channel)
+  std::vector<double> coverage_;  // frames per pixel
+};
+
+}  // namespace
+
+void bind_apply(py::module_& m) {
+  py::class_<SignalAccumulator>(m, "SignalAccumulator",
+                                "Sums of another signal's frames warped with a drift table, chunk by chunk.")
+      .def(py::init<const std::string&, int, int, std::size_t, int>(), py::arg("drift_csv"), py::arg("height"),
+           py::arg("width"), py::arg("channels"), py::arg("threads") = 1)
+      .def_property_readonly("frames", &SignalAccumulator::frames)
+      .def("add", &SignalAccumulator::add, py::arg("frame"), py::arg("chunk"), py::arg("first_channel"))
+      .def("result", &SignalAccumulator::result, py::arg("mean") = true)
+      .def("coverage", &SignalAccumulator::coverage);
+}
+
+}  // namespace driftscan::python
