@@ -1,5 +1,6 @@
 """register() and average() in this process: the engine's serial executor
 with OpenMP threads, no MPI in the interpreter."""
+import errno
 import json
 import os
 import shutil
@@ -112,7 +113,10 @@ def drift_table_path(drift, folder):
     if isinstance(drift, Result):
         return drift.files["drift.csv"]
     if isinstance(drift, (str, os.PathLike)):
-        return os.fspath(drift)
+        path = os.fspath(drift)
+        if not os.path.exists(path):
+            raise FileNotFoundError(errno.ENOENT, f"{path}: no such drift table", path)
+        return path
     path = os.path.join(folder, "drift.csv")
     write_drift_table(path, np.asarray(drift))
     return path

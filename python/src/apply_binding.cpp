@@ -30,8 +30,9 @@ class SignalAccumulator {
   SignalAccumulator(const std::string& drift_csv, int height, int width, std::size_t channels, int threads)
       : h_(height), w_(width), channels_(channels), threads_(std::max(1, threads)) {
     if (height < 1 || width < 1 || channels < 1) throw bad_input("apply: an empty signal");
-    drift_ = reading_file([&] { return read_drift_table(drift_csv, Point{(width - 1) / 2.0, (height - 1) / 2.0}); })
-                 .to_frame0;
+    drift_ = reading_file([&] {
+               return read_drift_table(drift_csv, Point{(width - 1) / 2.0, (height - 1) / 2.0});
+             }).to_frame0;
     sum_.assign(plane() * channels_, 0.0);
     coverage_.assign(plane(), 0.0);
   }
@@ -74,8 +75,8 @@ class SignalAccumulator {
   // (height, width, channels): the mean of the frames that covered each
   // pixel (0 where none did), or their sum.
   py::array_t<float> result(bool mean) const {
-    py::array_t<float> out({static_cast<py::ssize_t>(h_), static_cast<py::ssize_t>(w_),
-                            static_cast<py::ssize_t>(channels_)});
+    py::array_t<float> out(
+        {static_cast<py::ssize_t>(h_), static_cast<py::ssize_t>(w_), static_cast<py::ssize_t>(channels_)});
     float* o = out.mutable_data();
     for (std::size_t p = 0; p < plane(); ++p) {
       const double scale = !mean ? 1.0 : (coverage_[p] > 0 ? 1.0 / coverage_[p] : 0.0);

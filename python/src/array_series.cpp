@@ -39,18 +39,19 @@ ArraySeries::ArraySeries(py::array array, double pixel_size, std::string unit, s
   const py::dtype dt = array_.dtype();
   kind_ = dt.kind();
   item_size_ = static_cast<int>(dt.itemsize());
-  const bool known = (kind_ == 'f' && (item_size_ == 4 || item_size_ == 8)) ||
-                     ((kind_ == 'i' || kind_ == 'u') &&
-                      (item_size_ == 1 || item_size_ == 2 || item_size_ == 4 || item_size_ == 8)) ||
-                     (kind_ == 'b' && item_size_ == 1);
+  const bool known =
+      (kind_ == 'f' && (item_size_ == 4 || item_size_ == 8)) ||
+      ((kind_ == 'i' || kind_ == 'u') && (item_size_ == 1 || item_size_ == 2 || item_size_ == 4 || item_size_ == 8)) ||
+      (kind_ == 'b' && item_size_ == 1);
   if (!known)
     throw bad_input(name_ + ": pixels of dtype " + py::cast<std::string>(py::str(static_cast<const py::handle&>(dt))) +
                     " are not supported (integers, booleans, float32 or float64)");
   frames_ = static_cast<std::size_t>(array_.shape(0));
   height_ = static_cast<int>(array_.shape(1));
   width_ = static_cast<int>(array_.shape(2));
-  if (height_ < 1 || width_ < 1) throw bad_input(name_ + ": frames of " + std::to_string(width_) + "x" +
-                                                 std::to_string(height_) + " pixels hold no image");
+  if (height_ < 1 || width_ < 1)
+    throw bad_input(name_ + ": frames of " + std::to_string(width_) + "x" + std::to_string(height_) +
+                    " pixels hold no image");
   stride_k_ = array_.strides(0);
   stride_y_ = array_.strides(1);
   stride_x_ = array_.strides(2);
@@ -91,8 +92,8 @@ Frame ArraySeries::frame(std::size_t k) const {
 }
 
 std::string ArraySeries::describe() const {
-  return name_ + ": " + std::to_string(frames_) + " x " + std::to_string(width_) + "x" + std::to_string(height_) +
-         " " + std::string(kind_ == 'f' ? "float" : (kind_ == 'i' ? "int" : (kind_ == 'b' ? "bool" : "uint"))) +
+  return name_ + ": " + std::to_string(frames_) + " x " + std::to_string(width_) + "x" + std::to_string(height_) + " " +
+         std::string(kind_ == 'f' ? "float" : (kind_ == 'i' ? "int" : (kind_ == 'b' ? "bool" : "uint"))) +
          std::to_string(8 * item_size_);
 }
 

@@ -39,17 +39,15 @@ void bind_average(py::module_& m) {
         Job job = job_from_json(nlohmann::json::parse(job_json), "driftscan.average");
         validate(job);
         std::unique_ptr<FrameSource> frames;
-        if (array.is_none())
-          frames = reading_file([&] { return open_series(job.input, job.signal); });
-        else
-          frames = std::make_unique<ArraySeries>(py::array(array), pixel_size, unit, job.input);
+        if (array.is_none()) frames = reading_file([&] { return open_series(job.input, job.signal); });
+        else frames = std::make_unique<ArraySeries>(py::array(array), pixel_size, unit, job.input);
         AverageResult avg;
         std::vector<std::string> warnings;
         call_engine(
             [&](Progress& progress, const CancelToken& cancel) {
               const OmpThreadCount threads(job.execution.threads);
               progress.start("average", {{"ranks", 1}, {"threads", job.execution.threads}, {"input", job.input}});
-              const DriftAveraging plan = reading_file([&] { return plan_drift_averaging(job, *frames); });
+              const DriftAveraging plan = plan_drift_averaging(job, *frames);
               for (const std::string& w : plan.warnings) progress.log(LogLevel::warning, w);
               avg = average_series(*frames, plan.to_frame0, plan.options, &progress, &cancel);
               warnings = plan.warnings;

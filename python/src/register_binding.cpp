@@ -123,12 +123,11 @@ void bind_register(py::module_& m) {
             return open_series(job.input, job.signal,
                                static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0));
           });
-        else
-          frames = std::make_unique<ArraySeries>(py::array(array), pixel_size, unit, job.input);
+        else frames = std::make_unique<ArraySeries>(py::array(array), pixel_size, unit, job.input);
         nlohmann::json files;
-        call_engine([&](Progress& progress, const CancelToken& cancel) {
-          files = run(job, *frames, said, progress, cancel);
-        }, callback);
+        call_engine(
+            [&](Progress& progress, const CancelToken& cancel) { files = run(job, *frames, said, progress, cancel); },
+            callback);
         {
           const py::gil_scoped_release release;  // the frames' destructor takes it back if it needs it
           frames.reset();

@@ -8,11 +8,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "array_series.hpp"
 #include "bindings.hpp"
 #include "driftscan/core/error.hpp"
 #include "driftscan/formats/series_opener.hpp"
 #include "driftscan/formats/tiff/tiff_writer.hpp"
-#include "array_series.hpp"
 #include "exceptions.hpp"
 
 namespace py = pybind11;

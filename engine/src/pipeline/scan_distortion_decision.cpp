@@ -21,8 +21,8 @@ Job with_scan_distortion_decided(const Job& job, std::string& said) {
   std::unique_ptr<FrameSource> frames;
   try {
     if (!format_reader_for(job.input).scan_clock_in_index) return job;
-    frames = open_series(job.input, job.signal,
-                         static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0));
+    frames =
+        open_series(job.input, job.signal, static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0));
   } catch (const std::exception&) {
     return job;  // the caller's checks name what is wrong with the input
   }

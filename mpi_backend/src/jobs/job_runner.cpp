@@ -242,8 +242,7 @@ void average_and_write(const Job& job, RunContext& ctx, std::optional<OutputSet>
   const OmpThreadCount guard(job.execution.threads);
   const auto t0 = std::chrono::steady_clock::now();
   const std::clock_t c0 = std::clock();
-  const AverageResult avg =
-      average_distributed(ctx.comm, *frames, plan.to_frame0, options, &ctx.progress, &ctx.cancel);
+  const AverageResult avg = average_distributed(ctx.comm, *frames, plan.to_frame0, options, &ctx.progress, &ctx.cancel);
   if (ctx.rank == 0) {
     // The CPU time too: on a machine other jobs load, the wall time says
     // little about how the work divides over ranks.
