@@ -13,7 +13,7 @@ from ._engine import RegistrationFailed, __version__
 from . import job
 from .apply import apply_drift
 from .result import Result
-from .run import Average, average, register
+from .run import Average, average, register, synthesize
 from .series import Series, read
 from .submit import Submission, submit
 
@@ -25,5 +25,5 @@ def write_series(path, array, pixel_size=0.0, unit=""):
     _engine.write_series(os.fspath(path), array, float(pixel_size), unit)
 
 
-__all__ = ["read", "register", "average", "submit", "write_series", "Series", "Result", "Average", "Submission",
+__all__ = ["read", "register", "average", "submit", "synthesize", "write_series", "Series", "Result", "Average", "Submission",
            "RegistrationFailed", "job", "apply_drift", "__version__"]

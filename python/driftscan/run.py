@@ -150,3 +150,20 @@ def average(data, drift, method="mean", *, threads=None, progress=None, signal=N
         from .hyperspy import to_signal2d
         avg, cov = to_signal2d(avg, src.axes, "average"), to_signal2d(cov, src.axes, "coverage")
     return Average(avg, cov, np.asarray(out["quality"]), np.asarray(out["used"], dtype=bool), list(out["warnings"]))
+
+
+def synthesize(folder, *, progress=None, **fields):
+    """Writes a synthetic series with known drift into `folder` (created):
+    series.tif and its truth (series_truth.csv; series_lines_truth.csv when
+    scanned). `fields`: the synth job's fields (frames, width, height,
+    period, dose, drift_step, seed, ...; scan={"dwell": 2e-6} scans each
+    frame line by line). Returns the paths written (dict)."""
+    folder = os.fspath(folder)
+    os.makedirs(folder, exist_ok=True)
+    job = jobs.checked(jobs.build("synth", fields), "driftscan.synthesize")
+    cb = _callback(progress)
+    try:
+        out = _engine.synth(json.dumps(job), os.path.join(folder, "series.tif"), cb)
+    finally:
+        _close(cb)
+    return {k: v for k, v in out.items() if v}

@@ -61,8 +61,11 @@ ArraySeries::ArraySeries(py::array array, double pixel_size, std::string unit, s
 ArraySeries::~ArraySeries() {
   // The engine may drop the series on a thread of its own: the reference
   // count is Python's, so it is released under the GIL.
-  py::gil_scoped_acquire gil;
-  array_ = py::array();
+  try {
+    const py::gil_scoped_acquire gil;
+    array_ = py::array();
+  } catch (...) {  // nothing to do about a reference not dropped at exit
+  }
 }
 
 Frame ArraySeries::frame(std::size_t k) const {

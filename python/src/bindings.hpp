@@ -11,5 +11,6 @@ void bind_register(pybind11::module_& m);  // register_binding.cpp: the serial e
 void bind_average(pybind11::module_& m);   // average_binding.cpp: averaging again with a drift table
 void bind_apply(pybind11::module_& m);     // apply_binding.cpp: the drift applied to another signal, chunk by chunk
 void bind_submit(pybind11::module_& m);    // submit_binding.cpp: a run on a launch profile
+void bind_synth(pybind11::module_& m);     // synth_binding.cpp: a synthetic series with its truth
 
 }  // namespace driftscan::python

@@ -74,7 +74,7 @@ class EventLines : public std::streambuf {
   bool finished_ = false;
 };
 
-void deliver(std::deque<std::string> lines, const py::object& callback, const py::object& loads) {
+void deliver(const std::deque<std::string>& lines, const py::object& callback, const py::object& loads) {
   if (callback.is_none()) return;
   for (const std::string& line : lines) callback(loads(line));
 }

@@ -15,4 +15,5 @@ PYBIND11_MODULE(_engine, m) {
   driftscan::python::bind_average(m);
   driftscan::python::bind_apply(m);
   driftscan::python::bind_submit(m);
+  driftscan::python::bind_synth(m);
 }

@@ -64,8 +64,11 @@ class Submission {
     launcher_->start();
   }
   ~Submission() {
-    const py::gil_scoped_release release;  // the launcher's destructor cancels and waits
-    launcher_.reset();
+    try {
+      const py::gil_scoped_release release;  // the launcher's destructor cancels and waits
+      launcher_.reset();
+    } catch (...) {  // the launcher's own destructor does not throw; releasing the GIL cannot fail here
+    }
   }
   Submission(const Submission&) = delete;
   Submission& operator=(const Submission&) = delete;

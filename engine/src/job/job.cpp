@@ -222,6 +222,17 @@ void save_job(const Job& job, const std::string& path) {
   out.commit();
 }
 
+SynthOptions synth_options(const Job& job) {
+  SynthOptions synth = job.synth;
+  if (job.scan.dwell > 0) {
+    synth.scan_dwell = job.scan.dwell;
+    synth.scan_line_flyback = job.scan.line_flyback;
+    synth.scan_frame_flyback = job.scan.frame_flyback;
+    synth.scan_direction = job.scan.direction;
+  }
+  return synth;
+}
+
 void validate(const Job& job) {
   check_fields(job, "");
   if (job.command != "synth") check(!job.input.empty(), "'input' is required for " + job.command);

@@ -108,14 +108,7 @@ int run_synth(const Job& job, RunContext& ctx) {
   on_root(ctx, [&] {
     std::string folder = fs::path(series).parent_path().string();
     if (!folder.empty()) make_output_folder(folder);
-    SynthOptions synth = job.synth;
-    if (job.scan.dwell > 0) {  // scanned: drift during each frame bends it, as in STEM
-      synth.scan_dwell = job.scan.dwell;
-      synth.scan_line_flyback = job.scan.line_flyback;
-      synth.scan_frame_flyback = job.scan.frame_flyback;
-      synth.scan_direction = job.scan.direction;
-    }
-    SynthOutputs out = write_synthetic_series(synth, series, &ctx.progress, &ctx.cancel);
+    SynthOutputs out = write_synthetic_series(synth_options(job), series, &ctx.progress, &ctx.cancel);
     auto abs = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
     files = {{"series", abs(out.series)}, {"truth", abs(out.truth)}, {"reference", abs(out.reference)}};
     if (!out.lines_truth.empty()) files["lines_truth"] = abs(out.lines_truth);

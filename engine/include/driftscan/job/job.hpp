@@ -108,6 +108,9 @@ nlohmann::json to_json(const Job& job);
 Job job_from_json(const nlohmann::json& j, const std::string& source);
 Job load_job(const std::string& path);
 void save_job(const Job& job, const std::string& path);  // atomic
+// The generator's options of a synth job: job.synth, scanned with job.scan's
+// timing when a dwell is given (drift during each frame bends it, as in STEM).
+SynthOptions synth_options(const Job& job);
 // Throws bad_input on inconsistent settings (ROI outside frame is checked later, with the input).
 void validate(const Job& job);
 
