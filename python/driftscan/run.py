@@ -160,7 +160,9 @@ def synthesize(folder, *, progress=None, **fields):
     frame line by line). Returns the paths written (dict)."""
     folder = os.fspath(folder)
     os.makedirs(folder, exist_ok=True)
-    job = jobs.checked(jobs.build("synth", fields), "driftscan.synthesize")
+    job = jobs.build("synth", fields)
+    job["output"] = os.path.abspath(folder)
+    job = jobs.checked(job, "driftscan.synthesize")
     cb = _callback(progress)
     try:
         out = _engine.synth(json.dumps(job), os.path.join(folder, "series.tif"), cb)

@@ -68,3 +68,12 @@ def test_progress_events_reach_a_callable(lattice_frames):
     phases = {e.get("phase") for e in events if e["event"] == "progress"}
     assert {"pairs", "scan", "average"} <= phases
     assert events[0]["event"] == "start" and events[-1]["event"] == "result"
+
+
+def test_synthesize_writes_what_synth_writes(tmp_path):
+    engine("synth", "--frames", "5", "--width", "64", "--height", "48", "--seed", "9", "--scan-dwell", "1e-6",
+           "-o", str(tmp_path / "cli"))
+    made = driftscan.synthesize(tmp_path / "py", frames=5, width=64, height=48, seed=9, scan={"dwell": 1e-6})
+    for key in ("series", "truth", "lines_truth"):
+        name = os.path.basename(made[key])
+        assert same_file(made[key], tmp_path / "cli" / name), name
