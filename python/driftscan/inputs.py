@@ -13,6 +13,7 @@ class Source:
     path: str = ""        # a file the engine reads (with `signal`)
     signal: str = ""
     array: object = None  # else frames (n, height, width) read in place
+    lazy: object = None   # else a lazy (dask) stack, computed a frame at a time
     pixel_size: float = 0.0
     unit: str = ""
     name: str = "array"   # how messages name the input
@@ -20,7 +21,22 @@ class Source:
 
     @property
     def from_file(self):
-        return self.array is None
+        return self.array is None and self.lazy is None
+
+    def staged(self, folder):
+        """A lazy stack written to a TIFF in `folder` a frame at a time; the
+        Source of that file (any other Source as it is)."""
+        if self.lazy is None:
+            return self
+        import os
+        from . import _engine
+        n, h, w = (int(v) for v in self.lazy.shape)
+        path = os.path.join(folder, "series.tif")
+        writer = _engine.SeriesWriter(path, w, h, n, self.pixel_size, self.unit)
+        for k in range(n):
+            writer.append(np.asarray(self.lazy[k].compute(), dtype=np.float32))
+        writer.commit()
+        return Source(path=path, pixel_size=self.pixel_size, unit=self.unit, name=self.name, axes=self.axes)
 
 
 def is_hyperspy_signal(data):
@@ -38,6 +54,8 @@ def signal_axes(signal):
 
 def source(data, signal=None):
     """The Source for `data`."""
+    if isinstance(data, Source):
+        return data
     if isinstance(data, (str, os.PathLike)):
         path = os.fspath(data)
         _check_exists(path)
@@ -52,10 +70,10 @@ def source(data, signal=None):
                              f"navigation axis (the frames) is needed; this one has "
                              f"{am.navigation_dimension} navigation and {am.signal_dimension} signal dimension(s)")
         axes = signal_axes(data)
-        array = data.data
-        if not isinstance(array, np.ndarray):  # lazy (dask): the frames are computed once
-            array = np.asarray(array)
         title = getattr(data.metadata.General, "title", "") or "signal"
+        array = data.data
+        if not isinstance(array, np.ndarray):  # lazy (dask): computed a frame at a time, never whole
+            return Source(lazy=array, pixel_size=axes[0]["scale"], unit=axes[0]["units"], name=title, axes=axes)
         return Source(array=array, pixel_size=axes[0]["scale"], unit=axes[0]["units"], name=title, axes=axes)
     array = data if isinstance(data, np.ndarray) else np.asarray(data)
     if array.ndim != 3:

@@ -52,6 +52,10 @@ def register(data, *, model="translation", scan_distortion=False, threads=None, 
     executor's) is run by driftscan-engine on one rank through the
     launcher, with the same job."""
     src = _source(data, signal)
+    if src.lazy is not None:  # a lazy HyperSpy stack: staged as a file, a frame at a time
+        with tempfile.TemporaryDirectory(prefix="driftscan-input-") as staging:
+            return register(src.staged(staging), model=model, scan_distortion=scan_distortion, threads=threads,
+                            progress=progress, output=output, **fields)
     settings = dict(fields)
     settings["registration.model"] = model
     if scan_distortion:
@@ -128,6 +132,9 @@ def average(data, drift, method="mean", *, threads=None, progress=None, signal=N
     excluded frames (exclude_frames=[...]), max_sigma, weights, ...
     Returns an Average (average, coverage, quality, used, warnings)."""
     src = _source(data, signal)
+    if src.lazy is not None:
+        with tempfile.TemporaryDirectory(prefix="driftscan-input-") as staging:
+            return average(src.staged(staging), drift, method, threads=threads, progress=progress, **fields)
     settings = dict(fields)
     settings["averaging.method"] = method
     job = jobs.build("average", settings)

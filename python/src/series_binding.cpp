@@ -88,6 +88,31 @@ void bind_series(py::module_& m) {
       .def_property_readonly("unit", &FileSeries::unit)
       .def("__len__", &FileSeries::size)
       .def("frames", &FileSeries::frames, py::arg("first"), py::arg("last"));
+  // A stack written a frame at a time (a lazy signal computed frame by frame).
+  py::class_<TiffStackWriter>(m, "SeriesWriter", "A float32 TIFF stack written a frame at a time.")
+      .def(py::init([](const std::string& path, int width, int height, std::size_t frames, double pixel_size,
+                       const std::string& unit) {
+             TiffWriteOptions options;
+             options.pixel_size = pixel_size;
+             options.unit = unit;
+             return std::make_unique<TiffStackWriter>(path, width, height, frames, options);
+           }),
+           py::arg("path"), py::arg("width"), py::arg("height"), py::arg("frames"), py::arg("pixel_size") = 0.0,
+           py::arg("unit") = "")
+      .def(
+          "append",
+          [](TiffStackWriter& w, const py::array_t<float, py::array::c_style | py::array::forcecast>& frame) {
+            if (frame.ndim() != 2) throw bad_input("SeriesWriter.append: a frame is a 2-D array");
+            Frame f(static_cast<int>(frame.shape(1)), static_cast<int>(frame.shape(0)));
+            std::copy(frame.data(), frame.data() + f.pixels.size(), f.pixels.begin());
+            const py::gil_scoped_release release;
+            w.append(f);
+          },
+          py::arg("frame"))
+      .def("commit", [](TiffStackWriter& w) {
+        const py::gil_scoped_release release;
+        w.commit();
+      });
   m.def(
       "write_series",
       [](const std::string& path, const py::array& array, double pixel_size, const std::string& unit) {

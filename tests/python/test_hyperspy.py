@@ -30,6 +30,29 @@ def test_align_keeps_the_calibration(lattice_frames):
     assert aligned.average.data.shape == lattice_frames.shape[1:]
 
 
+def test_a_lazy_stack_is_registered_a_frame_at_a_time(lattice_frames):
+    s = stack_signal(lattice_frames).as_lazy()
+    aligned = dhs.align(s, threads=2)
+    ref = driftscan.register(lattice_frames, threads=2)
+    assert np.array_equal(aligned.drift["dx"], ref.drift["dx"])
+    assert np.array_equal(aligned.average.data, ref.average)
+    assert aligned.average.axes_manager.signal_axes[0].units == "nm"
+
+
+def test_apply_to_a_4d_stem_scan(lattice_frames):
+    r = driftscan.register(lattice_frames, threads=2)
+    n, h, w = lattice_frames.shape
+    pattern = np.arange(12, dtype=np.float32).reshape(3, 4) + 1
+    scan = hs.signals.Signal2D(lattice_frames[..., None, None] * pattern)  # (frames, y, x | ky, kx)
+    for ax in scan.axes_manager.signal_axes:
+        ax.scale, ax.units = 0.5, "1/nm"
+    out = dhs.apply(scan, r, memory_mb=1)
+    assert out.data.shape == (h, w, 3, 4)
+    assert out.axes_manager.signal_axes[0].units == "1/nm" and out.axes_manager.navigation_dimension == 2
+    full = r.coverage == r.coverage.max()
+    assert np.allclose(out.data[..., 2, 3][full], pattern[2, 3] * r.average[full], rtol=2e-5, atol=2e-5)
+
+
 def spectrum_image(frames, channels):
     """(frames, y, x, channels): channel c is the frame times (c + 1)."""
     return frames[..., None] * np.arange(1, channels + 1, dtype=np.float32)
