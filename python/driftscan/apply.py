@@ -108,7 +108,8 @@ def apply_drift(result, other, method="mean", memory_mb=256, threads=None, progr
     used = drift["used"].astype(bool) if "used" in drift.dtype.names else np.ones(frames.n, bool)
     budget = max(1, int(memory_mb * 2**20))
     plane = frames.h * frames.w
-    per_chunk = max(1, min(frames.channels, budget // 2 // max(1, plane * 4)))
+    # A chunk in hand three times: as read, as float32, transposed into planes.
+    per_chunk = max(1, min(frames.channels, budget // 3 // max(1, plane * 4)))
     acc = _engine.SignalAccumulator(result.files["drift.csv"], frames.h, frames.w, frames.channels,
                                     int(threads or default_threads()))
     cb = _callback(progress)
@@ -117,7 +118,7 @@ def apply_drift(result, other, method="mean", memory_mb=256, threads=None, progr
         for i, k in enumerate(todo):
             for c0 in range(0, frames.channels, per_chunk):
                 c1 = min(frames.channels, c0 + per_chunk)
-                acc.add(k, frames.chunk(k, c0, c1, budget // 2), c0)
+                acc.add(k, frames.chunk(k, c0, c1, budget // 3), c0)
             if cb is not None:
                 cb({"event": "progress", "phase": "apply", "done": i + 1, "total": len(todo)})
     finally:

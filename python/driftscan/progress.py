@@ -1,8 +1,8 @@
 """Progress of a run: the engine's progress events (docs/protocol.md) to a
 bar, or to a callable of the user's.
 
-``progress=True`` shows a bar — tqdm's (in a terminal, and as a widget in
-Jupyter through ``tqdm.auto``) when tqdm is installed, else a line redrawn on
+``progress=True`` shows a bar — tqdm's when tqdm is installed (a widget in
+Jupyter with ipywidgets 7 or later, text otherwise), else a line redrawn on
 stderr. A callable receives each event as a dict:
 ``{"event": "progress", "phase": "scan", "done": 40, "total": 199,
 "elapsed_s": 0.8, "eta_s": 3.2}``, ``{"event": "log", "level": "warning",
@@ -34,7 +34,13 @@ class Bar:
 
     def __init__(self):
         try:
-            from tqdm.auto import tqdm
+            try:  # a widget in Jupyter needs ipywidgets (7 or later: nbclient and JupyterLab speak its protocol)
+                import ipywidgets
+                if int(ipywidgets.__version__.split(".")[0]) < 7:
+                    raise ImportError
+                from tqdm.auto import tqdm
+            except (ImportError, ValueError):
+                from tqdm.std import tqdm  # text, in a terminal and in a notebook's output alike
             self._tqdm = tqdm
         except ImportError:
             self._tqdm = None

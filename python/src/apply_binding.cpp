@@ -5,6 +5,7 @@
 // channel plane is warped into frame 0's grid with the engine's warp
 // (warp_to_reference, cubic) and summed. Memory: the sums (one float64 per
 // output value) and the chunk in hand, whatever the number of frames.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -50,21 +51,33 @@ class SignalAccumulator {
                       ", " + std::to_string(chunk.shape(1)) + ", ...) does not fit frames of " + std::to_string(w_) +
                       "x" + std::to_string(h_) + " and " + std::to_string(channels_) + " channels");
     const float* src = chunk.data();
-    const auto n = static_cast<long>(chunk.shape(2));
+    const auto n = static_cast<std::size_t>(chunk.shape(2));
     const py::gil_scoped_release release;
     const Transform t = drift_[k];
     const OmpThreadCount guard(threads_);
+    // The chunk is (pixel, channel); the warp wants planes: transposed once,
+    // in tiles, so that neither side is read a cache line per value.
+    std::vector<float> planes(plane() * n);
+    const auto pixels = static_cast<long>(plane());
+    constexpr long kTile = 64;
+#pragma omp parallel for schedule(static)
+    for (long p0 = 0; p0 < pixels; p0 += kTile)
+      for (std::size_t c0t = 0; c0t < n; c0t += kTile)
+        for (long p = p0; p < std::min(pixels, p0 + kTile); ++p)
+          for (std::size_t c = c0t; c < std::min(n, c0t + kTile); ++c)
+            planes[c * plane() + static_cast<std::size_t>(p)] = src[static_cast<std::size_t>(p) * n + c];
     std::vector<char> inside(plane(), 0);
 #pragma omp parallel for schedule(dynamic)
-    for (long c = 0; c < n; ++c) {
+    for (long c = 0; c < static_cast<long>(n); ++c) {
       Frame f(w_, h_);
-      for (std::size_t p = 0; p < plane(); ++p) f.pixels[p] = src[p * static_cast<std::size_t>(n) + c];
+      const float* from = planes.data() + static_cast<std::size_t>(c) * plane();
+      std::copy(from, from + plane(), f.pixels.begin());
       const Frame warped = warp_to_reference(f, t, Interpolation::cubic, std::nanf(""));
-      double* dst = sum_.data() + c0 + static_cast<std::size_t>(c);
+      double* dst = sum_.data() + (c0 + static_cast<std::size_t>(c)) * plane();  // (channel, pixel)
       for (std::size_t p = 0; p < plane(); ++p) {
         const float v = warped.pixels[p];
         if (std::isnan(v)) continue;
-        dst[p * channels_] += v;
+        dst[p] += v;
         if (c == 0) inside[p] = 1;
       }
     }
@@ -81,7 +94,7 @@ class SignalAccumulator {
     for (std::size_t p = 0; p < plane(); ++p) {
       const double scale = !mean ? 1.0 : (coverage_[p] > 0 ? 1.0 / coverage_[p] : 0.0);
       for (std::size_t c = 0; c < channels_; ++c)
-        o[p * channels_ + c] = static_cast<float>(sum_[p * channels_ + c] * scale);
+        o[p * channels_ + c] = static_cast<float>(sum_[c * plane() + p] * scale);
     }
     return out;
   }
@@ -97,7 +110,7 @@ class SignalAccumulator {
   std::size_t channels_;
   int threads_;
   std::vector<Transform> drift_;
-  std::vector<double> sum_;       // (y, x, channel)
+  std::vector<double> sum_;       // (channel, y, x): a channel's plane is added in one pass
   std::vector<double> coverage_;  // frames per pixel
 };
 
