@@ -34,11 +34,14 @@ APPLY = textwrap.dedent("""
     path, n, h, w, c, bound = sys.argv[1], *map(int, sys.argv[2:7])
     si = np.memmap(path, dtype=np.float32, mode="r", shape=(n, h, w, c))
     r = driftscan.register(sys.argv[8], threads=int(sys.argv[7]))  # the HAADF frames of the same scan
+    def peak_mb():  # VmHWM: this process's own peak (ru_maxrss keeps the forking parent's across exec)
+        with open("/proc/self/status") as f:
+            return next(int(l.split()[1]) for l in f if l.startswith("VmHWM")) / 1024.0
     with open("/proc/self/statm") as f:
         before = int(f.read().split()[1]) * resource.getpagesize() / 2**20
     t = time.time()
     out = r.apply(si, memory_mb=bound, threads=int(sys.argv[7]))
-    print(before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, time.time() - t, out.nbytes / 2**20)
+    print(before, peak_mb(), time.time() - t, out.nbytes / 2**20)
 """)
 
 
