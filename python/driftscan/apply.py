@@ -51,6 +51,20 @@ class _Frames:
             return np.ascontiguousarray(frame, dtype=np.float32)
         return np.ascontiguousarray(frame.reshape((self.h, self.w, self.channels))[:, :, c0:c1], dtype=np.float32)
 
+    def rows(self, k, first, last):
+        """Rows [first, last) of frame k, every channel: (rows, width, channels) float32."""
+        if self.file is not None:
+            row = self.w * self.channels * self.dtype.itemsize
+            raw = os.pread(self.file, (last - first) * row, self.offset + (k * self.h + first) * row)
+            if len(raw) != (last - first) * row:
+                raise OSError(f"{self.data.filename}: truncated at frame {k}")
+            return np.frombuffer(raw, dtype=self.dtype).reshape((last - first, self.w, self.channels)).astype(
+                np.float32, copy=self.dtype != np.float32)
+        band = self.data[k, first:last]
+        if self.lazy:
+            band = band.compute()
+        return np.ascontiguousarray(np.asarray(band).reshape((last - first, self.w, self.channels)), dtype=np.float32)
+
     def _pread(self, k, c0, c1, budget):
         out = np.empty((self.h, self.w, c1 - c0), np.float32)
         row = self.w * self.channels * self.dtype.itemsize
@@ -114,11 +128,22 @@ def apply_drift(result, other, method="mean", memory_mb=256, threads=None, progr
                                     int(threads or default_threads()))
     cb = _callback(progress)
     todo = [k for k in range(frames.n) if used[k]]
+    # Bands of rows, every channel, when 16 rows fit the budget three times
+    # (as read, as float32, as planes): each frame is then read once. Else
+    # chunks of channels over the whole frame (a 4-D STEM scan's rows are large).
+    row_bytes = frames.w * frames.channels * 4
+    band = budget // 3 // max(1, row_bytes) - 8  # the taps' rows on either side
     try:
         for i, k in enumerate(todo):
-            for c0 in range(0, frames.channels, per_chunk):
-                c1 = min(frames.channels, c0 + per_chunk)
-                acc.add(k, frames.chunk(k, c0, c1, budget // 3), c0)
+            if band >= 16:
+                for y0 in range(0, frames.h, band):
+                    y1 = min(frames.h, y0 + band)
+                    first, last = acc.source_rows(k, y0, y1)
+                    acc.add(k, frames.rows(k, first, last), 0, first, y0, y1)
+            else:
+                for c0 in range(0, frames.channels, per_chunk):
+                    c1 = min(frames.channels, c0 + per_chunk)
+                    acc.add(k, frames.chunk(k, c0, c1, budget // 3), c0, 0, 0, frames.h)
             if cb is not None:
                 cb({"event": "progress", "phase": "apply", "done": i + 1, "total": len(todo)})
     finally:

@@ -46,7 +46,9 @@ def test_apply_to_a_4d_stem_scan(lattice_frames):
     scan = hs.signals.Signal2D(lattice_frames[..., None, None] * pattern)  # (frames, y, x | ky, kx)
     for ax in scan.axes_manager.signal_axes:
         ax.scale, ax.units = 0.5, "1/nm"
-    out = dhs.apply(scan, r, memory_mb=1)
+    out = dhs.apply(scan, r, memory_mb=1)  # bands of rows, every channel
+    by_channels = dhs.apply(scan, r, memory_mb=0.05)  # too small for 16 rows: chunks of channels, whole frames
+    assert np.allclose(by_channels.data, out.data, rtol=1e-6, atol=1e-5)
     assert out.data.shape == (h, w, 3, 4)
     assert out.axes_manager.signal_axes[0].units == "1/nm" and out.axes_manager.navigation_dimension == 2
     full = r.coverage == r.coverage.max()
