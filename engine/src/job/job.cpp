@@ -21,6 +21,7 @@
 #include "driftscan/core/atomic_file.hpp"
 #include "driftscan/core/enum_names.hpp"
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/scan_rotation.hpp"
 #include "driftscan/job/job_fields.hpp"
 
 namespace driftscan {
@@ -110,6 +111,13 @@ class Reader {
         if (!v->is_array()) fail(key, "must be " + shape);
         json r = json::array();
         for (const auto& x : *v) r.push_back(integer(key, x, 0, 9e15));
+        return r;
+      }
+      case FieldType::number_list: {
+        if (v->is_null()) return std::nullopt;
+        if (!v->is_array()) fail(key, "must be " + shape);
+        json r = json::array();
+        for (const auto& x : *v) r.push_back(number(key, x));
         return r;
       }
     }
@@ -246,6 +254,18 @@ void validate(const Job& job) {
   check_fields(job, "synth");
   check_fields(job, "scan");
   check_fields(job, "follow");
+  if (job.command == "synth")
+    check_scan_rotations(job.scan.rotation, job.synth.frames, job.synth.width, job.synth.height, "job: ");
+  for (double deg : job.scan.rotation)
+    check(job.command == "synth" || !std::isfinite(deg) || quarter_turns(deg) >= 0,
+          "scan.rotation " + message_number(deg) + ": " + job.command +
+              " takes multiples of 90 degrees so far (synth any angle)");
+  check(!job.scan.correct_distortion || !has_scan_rotation(job.scan.rotation),
+        "scan.correct_distortion and scan.rotation cannot be combined yet (the rigid registration and average "
+        "across directions can)");
+  check(!job.follow.enabled || !has_scan_rotation(job.scan.rotation),
+        "follow.enabled and scan.rotation cannot be combined yet (a series scanned in several directions is "
+        "registered in a batch run)");
   check(!job.follow.enabled || job.command == "register", "follow.enabled is for 'register' only");
   check(!job.follow.enabled || !job.scan.correct_distortion,
         "follow.enabled and scan.correct_distortion cannot be combined (the correction needs the whole series)");

@@ -17,6 +17,7 @@
 
 #include "driftscan/core/atomic_file.hpp"
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/scan_rotation.hpp"
 #include "driftscan/formats/format_reader.hpp"
 #include "driftscan/formats/tiff/tiff_series.hpp"
 #include "driftscan/formats/tiff/tiff_writer.hpp"
@@ -108,6 +109,7 @@ int run_synth(const Job& job, RunContext& ctx) {
     std::string folder = fs::path(series).parent_path().string();
     if (!folder.empty()) make_output_folder(folder);
     SynthOptions synth = job.synth;
+    synth.scan_rotation_deg = job.scan.rotation;
     if (job.scan.dwell > 0) {  // scanned: drift during each frame bends it, as in STEM
       synth.scan_dwell = job.scan.dwell;
       synth.scan_line_flyback = job.scan.line_flyback;
@@ -410,7 +412,8 @@ namespace {
 // the file's index alone, so that every phase and rank sees the same job.
 // `said` gets the line that tells the user why (empty: nothing changed).
 Job with_scan_distortion_decided(const Job& job, std::string& said) {
-  if (job.command != "register" || job.follow.enabled || job.scan.correct_distortion || !job.scan.auto_distortion)
+  if (job.command != "register" || job.follow.enabled || job.scan.correct_distortion || !job.scan.auto_distortion ||
+      has_scan_rotation(job.scan.rotation))
     return job;
   // Only a format whose reader says so records a scan clock read cheaply
   // here: other series (a TIFF index can take a second to read) are not

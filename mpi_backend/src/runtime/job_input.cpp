@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "driftscan/core/derotated_source.hpp"
+#include "driftscan/core/scan_rotation.hpp"
 #include "driftscan/formats/series_opener.hpp"
 
 namespace driftscan::mpi {
@@ -28,7 +30,16 @@ std::string host_name() {
 }
 
 std::unique_ptr<FrameSource> open_job_input(const Job& job) {
-  return open_series(job.input, job.signal, static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0));
+  auto frames =
+      open_series(job.input, job.signal, static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0));
+  if (job.scan.rotation.empty()) return frames;
+  const std::string where = job.input + ": ";
+  if (!has_scan_rotation(job.scan.rotation)) {  // every frame at 0: served as recorded, once checked
+    check_scan_rotations(job.scan.rotation, frames->frame_count(), frames->width(), frames->height(), where);
+    return frames;
+  }
+  return std::make_unique<DerotatedSource>(std::shared_ptr<const FrameSource>(std::move(frames)), job.scan.rotation,
+                                           where);
 }
 
 std::string synth_series_path(const std::string& output) {

@@ -1,0 +1,23 @@
+#include "driftscan/core/derotated_source.hpp"
+
+#include <utility>
+
+#include "driftscan/core/scan_rotation.hpp"
+
+namespace driftscan {
+
+DerotatedSource::DerotatedSource(std::shared_ptr<const FrameSource> recorded, std::vector<double> rotation_deg,
+                                 const std::string& where)
+    : recorded_(std::move(recorded)), rotation_deg_(std::move(rotation_deg)) {
+  check_scan_rotations(rotation_deg_, recorded_->frame_count(), recorded_->width(), recorded_->height(), where);
+}
+
+Frame DerotatedSource::frame(std::size_t k) const { return derotate(recorded_->frame(k), rotation_deg(k)); }
+
+double DerotatedSource::rotation_deg(std::size_t k) const { return scan_rotation_of(rotation_deg_, k); }
+
+std::string DerotatedSource::describe() const {
+  return recorded_->describe() + ", scan rotation " + scan_rotation_text(rotation_deg_) + " deg";
+}
+
+}  // namespace driftscan
