@@ -15,6 +15,7 @@
 #include "driftscan/core/error.hpp"
 #include "driftscan/core/scan_rotation.hpp"
 #include "driftscan/job/job.hpp"
+#include "driftscan/scan_distortion/scan_distortion.hpp"
 #include "driftscan/synthetic/synthetic_series.hpp"
 
 using namespace driftscan;
@@ -206,4 +207,92 @@ TEST(ScanRotation, IsAnOrdinaryJobField) {
   job.command = "synth";
   job.synth.frames = 1;
   EXPECT_NE(message_of([&] { validate(job); }).find("2 rotations for 1 frame(s)"), std::string::npos);
+}
+
+namespace {
+
+SynthOptions scanned_series(std::vector<double> rotations, std::size_t frames, int size) {
+  SynthOptions o;
+  o.frames = frames;
+  o.width = o.height = size;
+  o.period = 9.0;
+  o.dose = 8.0;
+  o.scan_dwell = 2e-6;
+  o.scan_line_flyback = 0.25;
+  o.drift_linear_x = 3.0;
+  o.drift_linear_y = 1.5;
+  o.drift_wobble = 1.0;
+  o.drift_wobble_period = 5.0;
+  o.drift_step = 0.2;
+  o.jitter = 0.4;
+  o.seed = 7;
+  o.scan_rotation_deg = std::move(rotations);
+  return o;
+}
+
+}  // namespace
+
+TEST(ScanRotation, ScanMapOfATurnedFrameIsTheSeriesOwnAndInverts) {
+  SyntheticSeries s(scanned_series({0, 90, 180, 270}, 4, 48));
+  const ScanTiming& timing = s.scan_timing();
+  ASSERT_TRUE(timing.turned());
+  ScanModel truth;
+  std::vector<DriftSample> samples;
+  for (double t = 0; t <= timing.frame_start(4); t += 0.25 * timing.line_time())
+    samples.push_back({t, s.drift_at(t).x, s.drift_at(t).y, 1});
+  DriftPathSettings ps;
+  ps.knot_spacing = 0.5 * timing.line_time();
+  ps.smoothing = 1e-6;
+  truth.path = DriftPath::fit(samples, 0.0, timing.frame_start(4), ps);
+  truth.jitter.assign(4, std::vector<double>(48));
+  for (std::size_t k = 0; k < 4; ++k)
+    for (int l = 0; l < 48; ++l) truth.jitter[k][static_cast<std::size_t>(l)] = s.line_jitter(k, l);
+  double worst = 0, inverse = 0;
+  for (std::size_t k = 0; k < 4; ++k) {
+    const FrameScanMap map(timing, truth, k);
+    for (int y = 0; y < 48; y += 5)
+      for (int x = 0; x < 48; x += 7) {
+        const Point a = map.probed(x, y), b = s.probed(k, x, y), c = truth.probed(timing, k, x, y);
+        worst = std::max({worst, std::hypot(a.x - b.x, a.y - b.y), std::hypot(c.x - b.x, c.y - b.y)});
+        const Point p = map.pixel_showing(a);
+        inverse = std::max(inverse, std::hypot(p.x - x, p.y - y));
+      }
+  }
+  EXPECT_LT(worst, 0.01);  // the path fitted to the truth's walk, linear within a line (a wrong turn: pixels)
+  EXPECT_LT(inverse, 1e-3);
+  EXPECT_EQ(timing.fast_axis(1).y, 1.0);
+}
+
+TEST(ScanRotation, DistortionCorrectedAcrossDirectionsFollowsTheLines) {
+  // Orthogonal pairs: what one direction's lines cannot see, the other's pin.
+  SyntheticSeries s(scanned_series({0, 90}, 8, 96));
+  const ScanTiming& timing = s.scan_timing();
+  FrameVector frames;
+  std::vector<Point> rigid;
+  for (std::size_t k = 0; k < 8; ++k) frames.push_back(s.frame(k)), rigid.push_back(s.drift(k));
+  const ScanDistortionResult r = estimate_scan_distortion(frames, timing, rigid, ScanDistortionSettings{});
+  double corrected = 0, by_frame = 0, jitter = 0, jitter0 = 0;
+  const Point d0 = s.drift_at(timing.frame_mid_time(0));
+  Point mean;
+  std::vector<Point> e;
+  for (std::size_t k = 0; k < 8; ++k)
+    for (int l = 0; l < timing.lines(); ++l) {
+      const double t = timing.line_mid_time(k, l);
+      const Point est = r.model.path.at(t), truth = s.drift_at(t);
+      e.push_back({est.x - truth.x, est.y - truth.y});
+      mean.x += e.back().x / (8.0 * timing.lines()), mean.y += e.back().y / (8.0 * timing.lines());
+      by_frame += std::pow(rigid[k].x + d0.x - truth.x, 2) + std::pow(rigid[k].y + d0.y - truth.y, 2);
+      jitter += std::pow(r.model.jitter[k][static_cast<std::size_t>(l)] - s.line_jitter(k, l), 2);
+      jitter0 += std::pow(s.line_jitter(k, l), 2);
+    }
+  for (const Point& p : e) corrected += std::pow(p.x - mean.x, 2) + std::pow(p.y - mean.y, 2);
+  const double n = 8.0 * timing.lines();
+  corrected = std::sqrt(corrected / n), by_frame = std::sqrt(by_frame / n);
+  jitter = std::sqrt(jitter / n), jitter0 = std::sqrt(jitter0 / n);
+  std::printf(
+      "orthogonal pairs: per-line drift error %.4f px (one shift per frame %.4f), jitter error %.4f px "
+      "(%.4f if 0)\n",
+      corrected, by_frame, jitter, jitter0);
+  EXPECT_LT(corrected, 0.3 * by_frame);
+  EXPECT_LT(jitter, 0.8 * jitter0);
 }

@@ -20,4 +20,9 @@ std::string DerotatedSource::describe() const {
   return recorded_->describe() + ", scan rotation " + scan_rotation_text(rotation_deg_) + " deg";
 }
 
+const FrameSource& recorded_frames(const FrameSource& frames) {
+  const auto* turned = dynamic_cast<const DerotatedSource*>(&frames);
+  return turned ? turned->recorded() : frames;
+}
+
 }  // namespace driftscan

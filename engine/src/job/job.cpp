@@ -260,9 +260,6 @@ void validate(const Job& job) {
     check(job.command == "synth" || !std::isfinite(deg) || quarter_turns(deg) >= 0,
           "scan.rotation " + message_number(deg) + ": " + job.command +
               " takes multiples of 90 degrees so far (synth any angle)");
-  check(!job.scan.correct_distortion || !has_scan_rotation(job.scan.rotation),
-        "scan.correct_distortion and scan.rotation cannot be combined yet (the rigid registration and average "
-        "across directions can)");
   check(!job.follow.enabled || !has_scan_rotation(job.scan.rotation),
         "follow.enabled and scan.rotation cannot be combined yet (a series scanned in several directions is "
         "registered in a batch run)");
@@ -278,6 +275,7 @@ ScanTimingSettings ScanSettings::timing() const {
   t.line_flyback_fraction = line_flyback;
   t.frame_flyback_fraction = frame_flyback;
   t.direction = direction;
+  t.rotation_deg = rotation;
   return t;
 }
 

@@ -349,6 +349,7 @@ SyntheticSeries::SyntheticSeries(const SynthOptions& options) : options_(options
     timing.line_flyback_fraction = o.scan_line_flyback;
     timing.frame_flyback_fraction = o.scan_frame_flyback;
     timing.direction = o.scan_direction;
+    timing.rotation_deg = o.scan_rotation_deg;  // the frames' directions, for those who model the scan
     timing_ = std::make_shared<const ScanTiming>(timing, o.width, o.height);  // validates, naming the setting
   }
 

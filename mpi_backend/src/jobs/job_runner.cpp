@@ -412,8 +412,7 @@ namespace {
 // the file's index alone, so that every phase and rank sees the same job.
 // `said` gets the line that tells the user why (empty: nothing changed).
 Job with_scan_distortion_decided(const Job& job, std::string& said) {
-  if (job.command != "register" || job.follow.enabled || job.scan.correct_distortion || !job.scan.auto_distortion ||
-      has_scan_rotation(job.scan.rotation))
+  if (job.command != "register" || job.follow.enabled || job.scan.correct_distortion || !job.scan.auto_distortion)
     return job;
   // Only a format whose reader says so records a scan clock read cheaply
   // here: other series (a TIFF index can take a second to read) are not

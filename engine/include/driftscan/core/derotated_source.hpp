@@ -37,4 +37,9 @@ class DerotatedSource : public FrameSource {
   std::vector<double> rotation_deg_;
 };
 
+// The frames as recorded: the series under a DerotatedSource, else `frames`
+// itself. The scan-distortion correction reads them so: it follows each
+// line along the frame's own fast axis and turns the result.
+const FrameSource& recorded_frames(const FrameSource& frames);
+
 }  // namespace driftscan
