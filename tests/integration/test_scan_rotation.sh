@@ -4,7 +4,7 @@
 # across directions without lattice-period jumps (a drift of more than a
 # period over the series) on 1 and 2 ranks, and fuses them on frame 0's grid;
 # --scan-distortion corrects them jointly (one drift path, each line's jitter
-# along its own fast axis);
+# along its own fast axis); --follow takes them turned back as they come;
 # rotations that do not fit the series are one line naming the frame, exit 2,
 # nothing written. Without rotations nothing changes (the bitcheck harness).
 set -euo pipefail
@@ -48,6 +48,21 @@ read -r ncc covered < <("$BIN/tiff_ncc" rev-1/average.tif rev_reference.tif rev-
 echo "fused average vs reference: NCC $ncc over $covered of the frame"
 python3 -c "import sys; sys.exit(0 if $ncc > 0.95 and $covered > 0.6 else 1)" || die "fused average: NCC $ncc"
 
+# Followed while written (a growing TIFF, frames appended at 20/s): taken
+# turned back as they come, they give the one-rank batch run's drift (within
+# 0.01 px) and average (within 1e-5 relative), as for one direction.
+[ -x "$BIN/follow_writer" ] && [ -x "$BIN/tiff_compare" ] || die "follow_writer / tiff_compare not built"
+"$BIN/follow_writer" rev.tif live.tif --frames 12 --rate 20 >/dev/null &
+writer=$!
+"$ENGINE" register live.tif --follow --until-frames 12 --idle-timeout 20 --out rev-f --scan-rotation 0,90,180,270 \
+  --progress none
+wait $writer
+"$ENGINE" register rev.tif --out rev-b1 --scan-rotation 0,90,180,270 --progress none
+d=$(max_drift_deviation rev-f/drift.csv rev-b1/drift.csv)
+a=$("$BIN/tiff_compare" rev-f/average.tif rev-b1/average.tif)
+awk "BEGIN{exit !($d <= 0.01 && $a <= 1e-5)}" || die "follow across directions: drift $d px, average $a from batch"
+echo "ok: follow across directions = batch: drift deviation $d px, average relative difference $a"
+
 # The scan distortion corrected jointly across directions: a revolving,
 # raster-scanned series with line jitter, on 1 and 2 ranks; lines.csv gains
 # each frame's angle_deg, the per-line drift follows the truth far better
@@ -89,6 +104,13 @@ print(f"per-line drift error {corrected:.4f} px (rigid {rigid:.4f}), jitter erro
 assert angles == ["0", "90", "180", "270"], angles
 assert corrected < 0.25 * rigid and err < 0.7 * zero and ranks <= 0.01, (corrected, rigid, err, zero, ranks)
 PY
+
+# Another detector of the same scan: average --lines with the rotations
+# gives the corrected average again.
+"$ENGINE" average sd.tif --lines sd-1/lines.csv --scan-rotation 0,90,180,270 "${TIMING[@]}" --out sd-avg \
+  --progress none
+diff=$("$BIN/tiff_compare" sd-avg/average.tif sd-1/average.tif)
+python3 -c "import sys; sys.exit(0 if $diff < 1e-3 else 1)" || die "average --lines differs from the run's by $diff"
 
 # Bad input: one line naming the frame or setting, exit 2, nothing written.
 refuse() {  # refuse NAME EXPECTED-TEXT COMMAND...

@@ -126,7 +126,9 @@ TEST(ScanRotation, SyntheticFramesTurnedBackShowFrameZerosOrientation) {
     const Frame recorded = s.clean_frame(k);
     const Frame back = derotate(recorded, s.scan_rotation_deg(k));
     EXPECT_LT(max_difference(back, s.ideal_frame(k)), 1e-4) << "frame " << k;
-    if (k % 2 == 1) EXPECT_GT(max_difference(recorded, s.ideal_frame(k)), 0.1) << "frame " << k << " is turned";
+    if (k % 2 == 1) {
+      EXPECT_GT(max_difference(recorded, s.ideal_frame(k)), 0.1) << "frame " << k << " is turned";
+    }
   }
   // The same frames through the source the register run reads.
   DerotatedSource source(std::make_shared<SyntheticSeries>(small_series({0, 90, 180, 270})), {0, 90, 180, 270});

@@ -1,5 +1,6 @@
 #include "driftscan/core/derotated_source.hpp"
 
+#include <limits>
 #include <utility>
 
 #include "driftscan/core/scan_rotation.hpp"
@@ -7,9 +8,10 @@
 namespace driftscan {
 
 DerotatedSource::DerotatedSource(std::shared_ptr<const FrameSource> recorded, std::vector<double> rotation_deg,
-                                 const std::string& where)
+                                 const std::string& where, bool growing)
     : recorded_(std::move(recorded)), rotation_deg_(std::move(rotation_deg)) {
-  check_scan_rotations(rotation_deg_, recorded_->frame_count(), recorded_->width(), recorded_->height(), where);
+  check_scan_rotations(rotation_deg_, growing ? std::numeric_limits<std::size_t>::max() : recorded_->frame_count(),
+                       recorded_->width(), recorded_->height(), where);
 }
 
 Frame DerotatedSource::frame(std::size_t k) const { return derotate(recorded_->frame(k), rotation_deg(k)); }

@@ -260,9 +260,6 @@ void validate(const Job& job) {
     check(job.command == "synth" || !std::isfinite(deg) || quarter_turns(deg) >= 0,
           "scan.rotation " + message_number(deg) + ": " + job.command +
               " takes multiples of 90 degrees so far (synth any angle)");
-  check(!job.follow.enabled || !has_scan_rotation(job.scan.rotation),
-        "follow.enabled and scan.rotation cannot be combined yet (a series scanned in several directions is "
-        "registered in a batch run)");
   check(!job.follow.enabled || job.command == "register", "follow.enabled is for 'register' only");
   check(!job.follow.enabled || !job.scan.correct_distortion,
         "follow.enabled and scan.correct_distortion cannot be combined (the correction needs the whole series)");

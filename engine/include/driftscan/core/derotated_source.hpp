@@ -16,9 +16,11 @@ namespace driftscan {
 class DerotatedSource : public FrameSource {
  public:
   // Checks the rotations against the series (check_scan_rotations; `where`
-  // prefixes the message, e.g. the input's path and ": ").
+  // prefixes the message, e.g. the input's path and ": "). A series still
+  // growing (register --follow) is not held to its count of frames so far
+  // (`growing`), nor to a size it does not know yet.
   DerotatedSource(std::shared_ptr<const FrameSource> recorded, std::vector<double> rotation_deg,
-                  const std::string& where = "");
+                  const std::string& where = "", bool growing = false);
 
   std::size_t frame_count() const override { return recorded_->frame_count(); }
   int width() const override { return recorded_->width(); }
