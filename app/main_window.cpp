@@ -32,7 +32,9 @@
 #include <utility>
 
 #include "driftscan/core/atomic_file.hpp"
+#include "driftscan/core/derotated_source.hpp"
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/scan_rotation.hpp"
 #include "driftscan/formats/series_opener.hpp"
 #include "driftscan/formats/tiff/tiff_series.hpp"
 #include "driftscan/formats/tiff/tiff_writer.hpp"
@@ -592,6 +594,8 @@ bool MainWindow::openResults(const QString& folder) {
   }
   drift_->setDrift(results_.drift);
   frames_->setDrift(results_.drift);
+  frames_->setScanRotation(results_.scanRotation);  // a column, and an arrow on each frame shown
+  series_->setScanRotation(results_.scanRotation);
   if (results_.report.contains("uncertainty") && results_.report["uncertainty"].contains("median_sigma"))
     statusBar()->showMessage(
         QString("Drift sigma: median %1 px, worst %2 px (frame %3); bands on the plot are +-2 sigma")
@@ -600,6 +604,17 @@ bool MainWindow::openResults(const QString& folder) {
             .arg(results_.report["uncertainty"].value("worst_frame", 0)));
   imbalance_->setTrace(results_.trace);
   compare_->setDrift(results_.drift);
+  if (source_) {  // frames scanned in several directions are compared turned back, as the run averaged them
+    std::shared_ptr<const driftscan::FrameSource> compared = source_;
+    if (driftscan::has_scan_rotation(results_.scanRotation)) {
+      try {
+        compared = std::make_shared<driftscan::DerotatedSource>(source_, results_.scanRotation);
+      } catch (const std::exception& e) {
+        log("warning", QString("frames compared as recorded: %1").arg(e.what()));
+      }
+    }
+    compare_->setSeries(compared);
+  }
   // The registration's transforms, for warping frames as the averaging did.
   std::vector<driftscan::Transform> transforms;
   if (source_ && !results_.driftPath.isEmpty()) {

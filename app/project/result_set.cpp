@@ -179,6 +179,11 @@ ResultSet ResultSet::load(const QString& folder) {
   if (!r.driftPath.isEmpty()) r.drift = drift_rows(driftscan::read_drift_records(r.driftPath.toStdString()));
   else r.warnings << folder + ": no drift.csv";
   r.trace = read_scan_trace(r.report);
+  if (auto it = r.report.find("job"); it != r.report.end() && it->is_object())
+    if (auto scan = it->find("scan"); scan != it->end() && scan->is_object())
+      if (auto rot = scan->find("rotation"); rot != scan->end() && rot->is_array())
+        for (const auto& v : *rot)
+          if (v.is_number()) r.scanRotation.push_back(v.get<double>());
   r.averageRigidPath = fromReport("average_rigid");
   if (r.averageRigidPath.isEmpty()) r.averageRigidPath = path("average_rigid.tif");
   r.linesPath = fromReport("lines");

@@ -72,6 +72,9 @@ struct ResultSet {
   driftscan::LineFieldTable lineField;
   QPointF specimenOrigin;
   bool specimenCoordinates = false;
+  // Each frame's scan rotation as the run took it (report.json's job
+  // scan.rotation: frame k at value k mod n; empty: one direction).
+  std::vector<double> scanRotation;
 
   // Reads what is there; missing parts are listed in warnings (never throws
   // for a missing file; throws driftscan::Error for a corrupt drift.csv).

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "driftscan/core/scan_rotation.hpp"
 #include "driftscan/registration/drift_uncertainty.hpp"
 
 namespace {
@@ -29,7 +30,7 @@ double sigma_of(const DriftRow& r) {
 // A model rather than one item per cell: a 10,000-frame table stays instant.
 class FrameTableModel : public QAbstractTableModel {
  public:
-  enum Column { frame, dx, dy, sigma, quality, used, columns };
+  enum Column { frame, dx, dy, sigma, quality, used, scan, columns };
   explicit FrameTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
   void setRows(std::vector<DriftRow> rows) {
@@ -49,6 +50,10 @@ class FrameTableModel : public QAbstractTableModel {
   }
   const PixelCalibration& calibration() const { return cal_; }
   const std::vector<DriftRow>& rows() const { return rows_; }
+  void setScanRotation(std::vector<double> rotation) {
+    rotation_ = std::move(rotation);
+    if (!rows_.empty()) emit dataChanged(index(0, scan), index(int(rows_.size()) - 1, scan));
+  }
 
   int rowCount(const QModelIndex& parent) const override { return parent.isValid() ? 0 : int(rows_.size()); }
   int columnCount(const QModelIndex& parent) const override { return parent.isValid() ? 0 : columns; }
@@ -63,6 +68,7 @@ class FrameTableModel : public QAbstractTableModel {
       case sigma: return QString::fromUtf8("\u03c3") + unit;
       case quality: return "quality";
       case used: return "in average";
+      case scan: return "scan";
       default: return {};
     }
   }
@@ -78,6 +84,8 @@ class FrameTableModel : public QAbstractTableModel {
     }
     if (role == Qt::ForegroundRole && above && i.column() == sigma) return QColor(170, 0, 0);
     if (role == Qt::TextAlignmentRole) return int(Qt::AlignRight | Qt::AlignVCenter);
+    if (role == Qt::ToolTipRole && i.column() == scan)
+      return "the frame's scan rotation (job field scan.rotation) and its fast axis in frame 0's orientation";
     if (role == Qt::ToolTipRole && i.column() == sigma) {
       if (r.sigma_dx < 0) return "drift.csv has no sigma columns (a table from before the uncertainty estimate)";
       const QString px =
@@ -101,6 +109,7 @@ class FrameTableModel : public QAbstractTableModel {
       }
       case quality: return r.quality >= -1 ? QString::number(r.quality, 'f', 4) : QString::fromUtf8("\u2013");
       case used: return r.used ? "yes" : "no";
+      case scan: return scan_text(driftscan::scan_rotation_of(rotation_, std::size_t(r.frame)));
       default: return {};
     }
   }
@@ -115,8 +124,17 @@ class FrameTableModel : public QAbstractTableModel {
     return QString::number(px * cal_.size, 'f', places);
   }
 
+  // "90° ↓": the angle and an arrow along the fast axis (x right, y down).
+  static QString scan_text(double deg) {
+    static const char* arrows[4] = {"\u2192", "\u2193", "\u2190", "\u2191"};
+    const int turns = driftscan::quarter_turns(deg);
+    return QString::fromUtf8("%1\u00b0").arg(deg, 0, 'g', 4) +
+           (turns >= 0 ? QString(" ") + QString::fromUtf8(arrows[turns]) : QString());
+  }
+
   std::vector<DriftRow> rows_;
   std::vector<bool> above_;
+  std::vector<double> rotation_;
   PixelCalibration cal_;
 };
 
@@ -173,6 +191,8 @@ void FrameTable::setDrift(std::vector<DriftRow> rows) {
   model_->setRows(std::move(rows));
   applyLimit();
 }
+
+void FrameTable::setScanRotation(std::vector<double> rotation) { model_->setScanRotation(std::move(rotation)); }
 
 void FrameTable::setPixelSize(double size, const QString& unit) {
   PixelCalibration cal = model_->calibration();

@@ -25,6 +25,9 @@ class FrameTable : public QWidget {
  public:
   explicit FrameTable(QWidget* parent = nullptr);
   void setDrift(std::vector<DriftRow> rows);
+  // Each frame's scan rotation (the run's scan.rotation: frame k at value k
+  // mod n; empty: every frame at 0), shown in the last column, "scan".
+  void setScanRotation(std::vector<double> rotation);
   // The series' pixel size (<= 0: unknown); the px/physical choice stays.
   void setPixelSize(double size, const QString& unit);
   // false: px even when the pixel size is known (View > Physical units).

@@ -89,6 +89,7 @@ void ImageView::paintEvent(QPaintEvent*) {
     p.drawRect(QRectF(toWidget(roi_.topLeft()), toWidget(QPointF(roi_.x() + roi_.width(), roi_.y() + roi_.height()))));
   }
   drawScaleBar(p);
+  drawScanArrow(p);
   if (!caption_.isEmpty()) {
     p.setRenderHint(QPainter::Antialiasing);
     QFont f = font();
@@ -100,6 +101,34 @@ void ImageView::paintEvent(QPaintEvent*) {
     p.setPen(Qt::white);
     p.drawText(box, Qt::AlignCenter, caption_);
   }
+}
+
+void ImageView::setScanArrow(double deg) {
+  if (deg == scanArrow_ || (std::isnan(deg) && std::isnan(scanArrow_))) return;
+  scanArrow_ = deg;
+  update();
+}
+
+void ImageView::drawScanArrow(QPainter& p) {
+  if (std::isnan(scanArrow_) || image_.isNull()) return;
+  // Top right: the fast axis R(θ)(1, 0), x right and y down as displayed.
+  const double a = scanArrow_ * M_PI / 180.0, len = 22.0;
+  const QPointF c(width() - 40.0, 40.0), d(std::cos(a) * len, std::sin(a) * len);
+  const QPointF tip = c + d, tail = c - d;
+  p.save();
+  p.setRenderHint(QPainter::Antialiasing);
+  p.setBrush(QColor(0, 0, 0, 150));
+  p.setPen(Qt::NoPen);
+  p.drawEllipse(c, len + 10, len + 10);
+  p.setPen(QPen(QColor(120, 220, 255), 2.5));
+  p.drawLine(tail, tip);
+  const QPointF u = d / len, n(-u.y(), u.x());
+  p.setBrush(QColor(120, 220, 255));
+  p.drawPolygon(QPolygonF{tip, tip - 8 * u + 5 * n, tip - 8 * u - 5 * n});
+  p.setPen(Qt::white);
+  p.drawText(QRectF(c.x() - 40, c.y() + len + 10, 80, 16), Qt::AlignCenter,
+             QString::fromUtf8("scan %1\u00b0").arg(scanArrow_, 0, 'g', 4));
+  p.restore();
 }
 
 void ImageView::drawScaleBar(QPainter& p) {

@@ -8,6 +8,7 @@
 #include <QPointF>
 #include <QRect>
 #include <QWidget>
+#include <limits>
 #include <memory>
 
 #include "driftscan/core/frame.hpp"
@@ -25,6 +26,11 @@ class ImageView : public QWidget {
   QString pixelUnit() const { return unit_; }
   void setCaption(const QString& caption);
   QString caption() const { return caption_; }
+  // An arrow along the shown frame's fast scan axis in frame 0's orientation
+  // (scan rotation `deg`, core/scan_rotation.hpp), labelled with the angle;
+  // NaN: none (a series scanned in one direction).
+  void setScanArrow(double deg);
+  double scanArrow() const { return scanArrow_; }
   void setRoiToolActive(bool on);
   bool roiToolActive() const { return roiTool_; }
   void setRoi(const QRect& roi);  // empty: none
@@ -60,6 +66,7 @@ class ImageView : public QWidget {
   QPointF toImage(QPointF widgetPos) const;
   QPointF toWidget(QPointF imagePos) const;
   void drawScaleBar(QPainter& p);
+  void drawScanArrow(QPainter& p);
   void emitView();
 
   QImage image_;
@@ -70,6 +77,7 @@ class ImageView : public QWidget {
   double pixelSize_ = 0.0;
   QString unit_;
   QString caption_;
+  double scanArrow_ = std::numeric_limits<double>::quiet_NaN();
   bool roiTool_ = false;
   QRect roi_;
   QPointF dragStart_;

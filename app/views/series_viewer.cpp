@@ -12,8 +12,10 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <cmath>
+#include <limits>
 
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/scan_rotation.hpp"
 #include "views/image_view.hpp"
 
 SeriesViewer::SeriesViewer(QWidget* parent) : QWidget(parent) {
@@ -120,6 +122,17 @@ void SeriesViewer::setSeries(std::shared_ptr<const driftscan::FrameSource> serie
 
 int SeriesViewer::currentFrame() const { return shown_; }
 
+void SeriesViewer::setScanRotation(std::vector<double> rotation) {
+  scanRotation_ = driftscan::has_scan_rotation(rotation) ? std::move(rotation) : std::vector<double>{};
+  showScanArrow();
+}
+
+void SeriesViewer::showScanArrow() {
+  view_->setScanArrow(scanRotation_.empty() || shown_ < 0
+                          ? std::numeric_limits<double>::quiet_NaN()
+                          : driftscan::scan_rotation_of(scanRotation_, std::size_t(shown_)));
+}
+
 void SeriesViewer::showFrame(int k) {
   if (!series_) return;
   if (slider_->value() != k) {
@@ -159,6 +172,7 @@ void SeriesViewer::decodeNow() {
                      .arg(k)
                      .arg(series_->frame_count())
                      .arg(lastMs_, 0, 'f', 1));
+  showScanArrow();
   emit frameShown(k);
 }
 

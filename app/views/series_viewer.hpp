@@ -5,6 +5,7 @@
 // moves are coalesced so scrubbing never queues up decodes.
 #include <QWidget>
 #include <memory>
+#include <vector>
 
 #include "driftscan/core/frame_source.hpp"
 #include "views/display_mapping.hpp"
@@ -23,6 +24,9 @@ class SeriesViewer : public QWidget {
  public:
   explicit SeriesViewer(QWidget* parent = nullptr);
   void setSeries(std::shared_ptr<const driftscan::FrameSource> series, const QString& name);
+  // Each frame's scan rotation (frame k at value k mod n; empty or all 0:
+  // one direction, no arrow): the shown frame's arrow on the view.
+  void setScanRotation(std::vector<double> rotation);
   std::shared_ptr<const driftscan::FrameSource> series() const { return series_; }
   ImageView* view() const { return view_; }
   int currentFrame() const;
@@ -45,7 +49,10 @@ class SeriesViewer : public QWidget {
   void applyMapping();
   void readControls();
 
+  void showScanArrow();
+
   std::shared_ptr<const driftscan::FrameSource> series_;
+  std::vector<double> scanRotation_;
   std::shared_ptr<const driftscan::Frame> data_;
   DisplayMapping mapping_;
   ImageView* view_;

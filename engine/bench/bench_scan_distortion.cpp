@@ -41,8 +41,10 @@
 #include "driftscan/averaging/averaging.hpp"
 #include "driftscan/core/bspline_taps.hpp"
 #include "driftscan/core/cubic_bspline.hpp"
+#include "driftscan/core/derotated_source.hpp"
 #include "driftscan/core/omp_threads.hpp"
 #include "driftscan/core/progress.hpp"
+#include "driftscan/core/scan_rotation.hpp"
 #include "driftscan/formats/tiff/tiff_series.hpp"
 #include "driftscan/pipeline/register_pipeline.hpp"
 #include "driftscan/pipeline/serial_register.hpp"
@@ -285,11 +287,11 @@ Errors line_errors(const SyntheticSeries& s, const ScanModel& m, const std::vect
   e.jitter = std::sqrt(sum / static_cast<double>(count));
   e.jitter_zero = std::sqrt(sum0 / static_cast<double>(count));
   // Position: the path and the jitter together along the fast axis (gauge: the mean removed).
-  const Point fast = t.fast_axis();
   std::vector<double> dp;
   double mean = 0;
   for (std::size_t k = 0; k < s.frame_count(); ++k)
     for (int l = 0; l < t.lines(); ++l) {
+      const Point fast = t.fast_axis(k);  // the frame's own, in specimen coordinates
       const double tm = t.line_mid_time(k, l);
       const Point est = m.path.at(tm), truth = s.drift_at(tm);
       const double j = m.jitter.empty() ? 0.0 : m.jitter[k][static_cast<std::size_t>(l)];
@@ -366,6 +368,23 @@ std::vector<Case> make_cases(std::size_t frames, int size) {
   cases.push_back(cases.back());
   cases.back().name += ", line field";
   cases.back().line_field_knots = 8;
+  // Frames scanned in several directions (cases 10-15): orthogonal pairs
+  // (0, 90) and revolving scans (0, 90, 180, 270); one orthogonal pair alone
+  // (2 frames: no third frame to lean on). Each is also run with the same
+  // frames scanned in one direction (its single-direction twin).
+  auto turned = [&](const std::string& name, std::vector<double> rotation, double jitter, double dose, bool content,
+                    std::size_t count) {
+    add(name, 3.0, 1.5, 1.5, 0.3, jitter, dose, content);
+    if (cases.back().name != name) return;  // no sample data
+    cases.back().synth.scan_rotation_deg = std::move(rotation);
+    if (count) cases.back().synth.frames = count;
+  };
+  turned("orthogonal pairs 0/90 hex jitter 0.5 dose 6", {0, 90}, 0.5, 6, false, 0);
+  turned("revolving 0/90/180/270 hex jitter 0.5 dose 6", {0, 90, 180, 270}, 0.5, 6, false, 0);
+  turned("revolving 0/90/180/270 hex jitter 0.2 dose 10", {0, 90, 180, 270}, 0.2, 10, false, 0);
+  turned("orthogonal pairs 0/90 real ABF jitter 0.5 dose 10", {0, 90}, 0.5, 10, true, 0);
+  turned("revolving 0/90/180/270 real ABF jitter 0.3 dose 4", {0, 90, 180, 270}, 0.3, 4, true, 0);
+  turned("one orthogonal pair 0/90 hex jitter 0.3 dose 10", {0, 90}, 0.3, 10, false, 2);
   return cases;
 }
 
@@ -377,7 +396,7 @@ SpecimenImage rigid_average(const SyntheticSeries& s, const std::vector<Frame>& 
   std::vector<FrameScanMap> maps;
   SpecimenExtent extent;
   for (std::size_t k = 0; k < s.frame_count(); ++k) {
-    maps.push_back(FrameScanMap::rigid(timing, {rigid[k].x + d0.x, rigid[k].y + d0.y}));
+    maps.push_back(FrameScanMap::rigid(timing, {rigid[k].x + d0.x, rigid[k].y + d0.y}, k));
     extent.merge(frame_extent(maps.back(), timing));
   }
   const SpecimenGrid grid = SpecimenGrid::covering(extent, timing);
@@ -424,6 +443,93 @@ void print_line_field_errors(const SyntheticSeries& s, const ScanModel& model) {
       std::sqrt(shared_zero / first), std::sqrt(own_err / count), std::sqrt(own_zero / count));
 }
 
+// One case: synthesise, register rigidly, correct, average under the
+// oracle, print the figures.
+void run_case(const Case& c, const ScanDistortionSettings& settings, int threads) {
+  SyntheticSeries s(c.synth);
+  const ScanTiming& timing = s.scan_timing();
+  // Frames in memory: the series is rendered once, so no method pays for drawing it.
+  std::vector<Frame> held;
+  for (std::size_t k = 0; k < s.frame_count(); ++k) held.push_back(s.frame(k));
+  const auto recorded = std::make_shared<FrameVector>(held);
+  const FrameVector& frames_in_memory = *recorded;
+  // The rigid registration sees the frames turned back into frame 0's orientation (as register does).
+  const DerotatedSource turned_back(recorded, c.synth.scan_rotation_deg);
+  const FrameSource& rigid_input = has_scan_rotation(c.synth.scan_rotation_deg)
+                                       ? static_cast<const FrameSource&>(turned_back)
+                                       : static_cast<const FrameSource&>(frames_in_memory);
+
+  const fs::path dir = fs::temp_directory_path() / ("driftscan_bench_sd_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto progress = make_silent_progress();
+  CancelToken cancel;
+  auto t0 = Clock::now();
+  std::clock_t c0 = std::clock();
+  RegisterResult reg = register_series(rigid_input, RegistrationSettings{}, AveragingOptions{}, dir.string(), *progress,
+                                       cancel, threads);
+  const double rigid_wall = seconds_since(t0);
+  const double rigid_cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+  fs::remove_all(dir);
+  std::vector<Point> rigid;
+  for (const Registration& r : reg.registrations) rigid.push_back({r.transform.tx, r.transform.ty});
+
+  t0 = Clock::now();
+  c0 = std::clock();
+  ScanDistortionSettings case_settings = settings;
+  if (c.line_field_knots >= 0) case_settings.line_field_knots = c.line_field_knots;
+  ScanDistortionResult est = estimate_scan_distortion(frames_in_memory, timing, rigid, case_settings);
+  const double corrected_wall = seconds_since(t0);
+  const double corrected_cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+
+  const ScanModel oracle = oracle_model(s);
+  const SpecimenImage oracle_avg = average_in_specimen_coordinates(frames_in_memory, timing, oracle);
+
+  // The region: specimen points every frame covers under the true model,
+  // shrunk by 8 px so that no fit samples an edge.
+  std::vector<Point> region;
+  const int ow = oracle_avg.coverage.width, oh = oracle_avg.coverage.height;
+  for (int j = 8; j < oh - 8; ++j)
+    for (int i = 8; i < ow - 8; ++i) {
+      bool all = true;
+      for (int dj = -8; dj <= 8 && all; dj += 8)
+        for (int di = -8; di <= 8 && all; di += 8)
+          all = oracle_avg.coverage.at(i + di, j + dj) >= static_cast<float>(s.frame_count());
+      if (all) region.push_back({oracle_avg.origin.x + i, oracle_avg.origin.y + j});
+    }
+  if (region.size() < 1000) {
+    std::printf("%-52s  skipped: the frames share only %zu px\n", c.name.c_str(), region.size());
+    return;
+  }
+  const SpecimenImage rigid_specimen = rigid_average(s, held, rigid);
+  const PlacedAverage rigid_avg{rigid_specimen.image, rigid_specimen.origin};
+  const double r_rigid = residual_to_specimen(s, rigid_avg, region);
+  const double r_corr = residual_to_specimen(s, {est.average.image, est.average.origin}, region);
+  const double r_oracle = residual_to_specimen(s, {oracle_avg.image, oracle_avg.origin}, region);
+  const Errors e = line_errors(s, est.model, rigid);
+  const double floor = jitter_floor(s);
+  // The floor one direction cannot go below (the average's own row offsets),
+  // of the same frames scanned in one direction: the last figure of the
+  // jitter's, for a series in several directions too (its frames' own row
+  // offsets are seen by the other directions).
+  SynthOptions one_direction = c.synth;
+  one_direction.scan_rotation_deg.clear();
+  const double single_floor = std::hypot(floor, row_gauge_floor(SyntheticSeries(one_direction)));
+  std::printf("%-52s  residual oracle %.4f  corrected %.4f (%+.1f%%)  rigid %.4f (%+.1f%%)\n", c.name.c_str(), r_oracle,
+              r_corr, 100.0 * (r_corr / r_oracle - 1.0), r_rigid, 100.0 * (r_rigid / r_oracle - 1.0));
+  std::printf(
+      "%-52s  per-line drift error %.4f px (rigid %.4f)  jitter error %.4f px (%.4f if 0, line fit precision %.4f,"
+      " Cramer-Rao floor %.4f, with the average's row offsets %.4f)"
+      "  fast-axis line position error %.4f px"
+      "  rounds %zu converged %d not followed %zu"
+      "  wall rigid %.2f s + correction %.2f s = %.2fx rigid  (cpu %.2f s + %.2f s = %.2fx)  region %zu px\n",
+      "", e.line_drift, e.rigid_line_drift, e.jitter, e.jitter_zero, est.jitter_precision_px, floor, single_floor,
+      e.position, est.rounds.size(), est.converged ? 1 : 0, est.not_followed.size(), rigid_wall, corrected_wall,
+      (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu, corrected_cpu,
+      (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
+  if (s.options().scan_hysteresis != 0.0) print_line_field_errors(s, est.model);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -464,76 +570,12 @@ int main(int argc, char** argv) {
       frames, size, size, threads);
   for (std::size_t ci = 0; ci < cases.size(); ++ci) {
     if (!only.empty() && std::find(only.begin(), only.end(), static_cast<int>(ci + 1)) == only.end()) continue;
-    const Case& c = cases[ci];
-    SyntheticSeries s(c.synth);
-    const ScanTiming& timing = s.scan_timing();
-    // Frames in memory: the series is rendered once, so no method pays for drawing it.
-    std::vector<Frame> held;
-    for (std::size_t k = 0; k < s.frame_count(); ++k) held.push_back(s.frame(k));
-    FrameVector frames_in_memory(held);
-
-    const fs::path dir = fs::temp_directory_path() / ("driftscan_bench_sd_" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    auto progress = make_silent_progress();
-    CancelToken cancel;
-    auto t0 = Clock::now();
-    std::clock_t c0 = std::clock();
-    RegisterResult reg = register_series(frames_in_memory, RegistrationSettings{}, AveragingOptions{}, dir.string(),
-                                         *progress, cancel, threads);
-    const double rigid_wall = seconds_since(t0);
-    const double rigid_cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
-    fs::remove_all(dir);
-    std::vector<Point> rigid;
-    for (const Registration& r : reg.registrations) rigid.push_back({r.transform.tx, r.transform.ty});
-
-    t0 = Clock::now();
-    c0 = std::clock();
-    ScanDistortionSettings case_settings = settings;
-    if (c.line_field_knots >= 0) case_settings.line_field_knots = c.line_field_knots;
-    ScanDistortionResult est = estimate_scan_distortion(frames_in_memory, timing, rigid, case_settings);
-    const double corrected_wall = seconds_since(t0);
-    const double corrected_cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
-
-    const ScanModel oracle = oracle_model(s);
-    const SpecimenImage oracle_avg = average_in_specimen_coordinates(frames_in_memory, timing, oracle);
-
-    // The region: specimen points every frame covers under the true model,
-    // shrunk by 8 px so that no fit samples an edge.
-    std::vector<Point> region;
-    const int ow = oracle_avg.coverage.width, oh = oracle_avg.coverage.height;
-    for (int j = 8; j < oh - 8; ++j)
-      for (int i = 8; i < ow - 8; ++i) {
-        bool all = true;
-        for (int dj = -8; dj <= 8 && all; dj += 8)
-          for (int di = -8; di <= 8 && all; di += 8)
-            all = oracle_avg.coverage.at(i + di, j + dj) >= static_cast<float>(s.frame_count());
-        if (all) region.push_back({oracle_avg.origin.x + i, oracle_avg.origin.y + j});
-      }
-    if (region.size() < 1000) {
-      std::printf("%-52s  skipped: the frames share only %zu px\n", c.name.c_str(), region.size());
-      continue;
-    }
-    const SpecimenImage rigid_specimen = rigid_average(s, held, rigid);
-    const PlacedAverage rigid_avg{rigid_specimen.image, rigid_specimen.origin};
-    const double r_rigid = residual_to_specimen(s, rigid_avg, region);
-    const double r_corr = residual_to_specimen(s, {est.average.image, est.average.origin}, region);
-    const double r_oracle = residual_to_specimen(s, {oracle_avg.image, oracle_avg.origin}, region);
-    const Errors e = line_errors(s, est.model, rigid);
-    const double floor = jitter_floor(s);
-    std::printf("%-52s  residual oracle %.4f  corrected %.4f (%+.1f%%)  rigid %.4f (%+.1f%%)\n", c.name.c_str(),
-                r_oracle, r_corr, 100.0 * (r_corr / r_oracle - 1.0), r_rigid, 100.0 * (r_rigid / r_oracle - 1.0));
-    std::printf(
-        "%-52s  per-line drift error %.4f px (rigid %.4f)  jitter error %.4f px (%.4f if 0, line fit precision %.4f,"
-        " Cramer-Rao floor %.4f, with the average's row offsets %.4f)"
-        "  fast-axis line position error %.4f px"
-        "  rounds %zu converged %d not followed %zu"
-        "  wall rigid %.2f s + correction %.2f s = %.2fx rigid  (cpu %.2f s + %.2f s = %.2fx)  region %zu px\n",
-        "", e.line_drift, e.rigid_line_drift, e.jitter, e.jitter_zero, est.jitter_precision_px, floor,
-        std::hypot(floor, row_gauge_floor(s)), e.position, est.rounds.size(), est.converged ? 1 : 0,
-        est.not_followed.size(), rigid_wall, corrected_wall, (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu,
-        corrected_cpu, (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
-    if (s.options().scan_hysteresis != 0.0) print_line_field_errors(s, est.model);
-    std::fflush(stdout);
+    run_case(cases[ci], settings, threads);
+    if (!has_scan_rotation(cases[ci].synth.scan_rotation_deg)) continue;
+    Case twin = cases[ci];  // the same frames (drift, jitter, noise) scanned in one direction
+    twin.synth.scan_rotation_deg.clear();
+    twin.name = "  ^ the same frames in one direction";
+    run_case(twin, settings, threads);
   }
   return 0;
 }

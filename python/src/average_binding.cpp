@@ -13,7 +13,7 @@
 #include "bindings.hpp"
 #include "driftscan/averaging/averaging.hpp"
 #include "driftscan/core/omp_threads.hpp"
-#include "driftscan/formats/series_opener.hpp"
+#include "driftscan/job/job_series.hpp"
 #include "driftscan/pipeline/drift_averaging.hpp"
 #include "engine_call.hpp"
 #include "exceptions.hpp"
@@ -39,8 +39,9 @@ void bind_average(py::module_& m) {
         Job job = job_from_json(nlohmann::json::parse(job_json), "driftscan.average");
         validate(job);
         std::unique_ptr<FrameSource> frames;
-        if (array.is_none()) frames = reading_file([&] { return open_series(job.input, job.signal); });
-        else frames = std::make_unique<ArraySeries>(py::array(array), pixel_size, unit, job.input);
+        if (array.is_none()) frames = reading_file([&] { return open_job_series(job); });
+        else
+          frames = oriented_series(job, std::make_unique<ArraySeries>(py::array(array), pixel_size, unit, job.input));
         AverageResult avg;
         std::vector<std::string> warnings;
         call_engine(

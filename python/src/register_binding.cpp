@@ -17,7 +17,7 @@
 #include "bindings.hpp"
 #include "driftscan/core/error.hpp"
 #include "driftscan/core/omp_threads.hpp"
-#include "driftscan/formats/series_opener.hpp"
+#include "driftscan/job/job_series.hpp"
 #include "driftscan/job/output_set.hpp"
 #include "driftscan/pipeline/rank_checkpoints.hpp"
 #include "driftscan/pipeline/register_plan.hpp"
@@ -118,12 +118,9 @@ void bind_register(py::module_& m) {
         const bool from_file = array.is_none();
         const Job job = decided_job(job_json, from_file, said);
         std::unique_ptr<FrameSource> frames;
-        if (from_file)
-          frames = reading_file([&] {
-            return open_series(job.input, job.signal,
-                               static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0));
-          });
-        else frames = std::make_unique<ArraySeries>(py::array(array), pixel_size, unit, job.input);
+        if (from_file) frames = reading_file([&] { return open_job_series(job); });
+        else
+          frames = oriented_series(job, std::make_unique<ArraySeries>(py::array(array), pixel_size, unit, job.input));
         nlohmann::json files;
         call_engine(
             [&](Progress& progress, const CancelToken& cancel) { files = run(job, *frames, said, progress, cancel); },

@@ -45,6 +45,7 @@ TEST(JobFields, EachRowReadsAndWritesItsOwnField) {
       case driftscan::FieldType::rectangle: v = json::array({1, 2, 30, 40}); break;
       case driftscan::FieldType::number_pair: v = json::array({3.5, 7.0}); break;
       case driftscan::FieldType::frame_list: v = json::array({4, 8}); break;
+      case driftscan::FieldType::number_list: v = json::array({0.0, 90.0}); break;
     }
     Job job;
     f.set(job, v);

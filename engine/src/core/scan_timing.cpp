@@ -6,6 +6,7 @@
 
 #include "driftscan/core/enum_names.hpp"
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/scan_rotation.hpp"
 
 namespace driftscan {
 namespace {
@@ -90,6 +91,20 @@ ScanTiming::ScanTiming(const ScanTimingSettings& settings, int width, int height
     frame_time_ = active_frame + frame_flyback;
   }
   require(std::isfinite(frame_time_) && frame_time_ > 0.0, "frame time is not a finite positive number");
+  turned_ = has_scan_rotation(s.rotation_deg);
+}
+
+double ScanTiming::scan_rotation(std::size_t frame) const { return scan_rotation_of(settings_.rotation_deg, frame); }
+
+Point ScanTiming::fast_axis(std::size_t frame) const {
+  const Point f = fast_axis();
+  if (!turned_) return f;
+  const Transform t = turn(frame);
+  return {t.a * f.x + t.b * f.y, t.c * f.x + t.d * f.y};
+}
+
+Transform ScanTiming::turn(std::size_t frame) const {
+  return scan_rotation_transform(scan_rotation(frame), width_, height_);
 }
 
 Point ScanTiming::fast_axis() const {
@@ -130,6 +145,7 @@ std::string ScanTiming::describe() const {
   std::ostringstream s;
   s << "scan " << to_string(settings_.direction) << ", dwell " << settings_.dwell << " s, line " << line_time_
     << " s (fly-back " << line_flyback() << " s), frame " << frame_time_ << " s (fly-back " << frame_flyback() << " s)";
+  if (turned_) s << ", scan rotation " << scan_rotation_text(settings_.rotation_deg) << " deg";
   return s.str();
 }
 

@@ -21,6 +21,7 @@
 #include "driftscan/core/atomic_file.hpp"
 #include "driftscan/core/enum_names.hpp"
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/scan_rotation.hpp"
 #include "driftscan/job/job_fields.hpp"
 
 namespace driftscan {
@@ -110,6 +111,13 @@ class Reader {
         if (!v->is_array()) fail(key, "must be " + shape);
         json r = json::array();
         for (const auto& x : *v) r.push_back(integer(key, x, 0, 9e15));
+        return r;
+      }
+      case FieldType::number_list: {
+        if (v->is_null()) return std::nullopt;
+        if (!v->is_array()) fail(key, "must be " + shape);
+        json r = json::array();
+        for (const auto& x : *v) r.push_back(number(key, x));
         return r;
       }
     }
@@ -224,6 +232,7 @@ void save_job(const Job& job, const std::string& path) {
 
 SynthOptions synth_options(const Job& job) {
   SynthOptions synth = job.synth;
+  synth.scan_rotation_deg = job.scan.rotation;
   if (job.scan.dwell > 0) {
     synth.scan_dwell = job.scan.dwell;
     synth.scan_line_flyback = job.scan.line_flyback;
@@ -257,6 +266,12 @@ void validate(const Job& job) {
   check_fields(job, "synth");
   check_fields(job, "scan");
   check_fields(job, "follow");
+  if (job.command == "synth")
+    check_scan_rotations(job.scan.rotation, job.synth.frames, job.synth.width, job.synth.height, "job: ");
+  for (double deg : job.scan.rotation)
+    check(job.command == "synth" || !std::isfinite(deg) || quarter_turns(deg) >= 0,
+          "scan.rotation " + message_number(deg) + ": " + job.command +
+              " takes multiples of 90 degrees so far (synth any angle)");
   check(!job.follow.enabled || job.command == "register", "follow.enabled is for 'register' only");
   check(!job.follow.enabled || !job.scan.correct_distortion,
         "follow.enabled and scan.correct_distortion cannot be combined (the correction needs the whole series)");
@@ -269,6 +284,7 @@ ScanTimingSettings ScanSettings::timing() const {
   t.line_flyback_fraction = line_flyback;
   t.frame_flyback_fraction = frame_flyback;
   t.direction = direction;
+  t.rotation_deg = rotation;
   return t;
 }
 

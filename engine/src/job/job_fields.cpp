@@ -359,6 +359,9 @@ std::vector<JobField> scan_rows() {
       Row("scan", "direction", T::choice, "Scan direction (rotated90: lines are columns)")
           .choices(enum_names<ScanDirection>()).flag("--scan-direction", scanned).editor("Scan direction")
           .member<C, &Scan::direction>(),
+      Row("scan", "rotation", T::number_list, "Scan rotation of each frame (degrees): frame k gets value k mod n, e.g. 0,90 (orthogonal pairs) or 0,90,180,270 (revolving scan)")
+          .shape("a list of angles in degrees").flag("--scan-rotation", scanned).value_name("DEG,...")
+          .member<C, &Scan::rotation>(),
       Row("scan", "correct_distortion", T::boolean, "Correct the drift during each scanned frame, line by line")
           .flag("--scan-distortion", reg).is_switch().editor("Scan distortion").member<C, &Scan::correct_distortion>(),
       Row("scan", "auto_distortion", T::boolean, "Correct the scan distortion, unasked, of a series whose file records its scan clock (DM DigiScan, Velox Scan)")

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "driftscan/core/atomic_file.hpp"
@@ -30,7 +31,7 @@ void write_line_drift_csv(const std::string& path, const ScanTiming& timing, std
   const double mean = band_samples.empty() ? 1.0 : total / static_cast<double>(band_samples.size());
   AtomicFile file(path, "line drift table");
   std::ostream& out = file.stream();
-  out << "frame,line,t,dx,dy,jitter,weight\n";
+  out << "frame,line,t,dx,dy,jitter,weight" << (timing.turned() ? ",angle_deg\n" : "\n");  // each frame's scan rotation
   char row[200];
   for (std::size_t k = 0; k < frames; ++k) {
     const bool has_jitter = k < model.jitter.size() && !model.jitter[k].empty();
@@ -42,6 +43,7 @@ void write_line_drift_csv(const std::string& path, const ScanTiming& timing, std
       const double w = weight[k * static_cast<std::size_t>(bands_per_frame) + static_cast<std::size_t>(band)] /
                        (mean > 0 ? mean : 1.0);
       std::snprintf(row, sizeof row, "%zu,%d,%.9g,%.5f,%.5f,%.5f,%.4g\n", k, l, t, d.x, d.y, j, w);
+      if (timing.turned()) std::snprintf(row + std::strlen(row) - 1, 40, ",%.10g\n", timing.scan_rotation(k));
       out << row;
     }
   }

@@ -12,6 +12,7 @@
 #include "driftscan/core/bspline_taps.hpp"
 #include "driftscan/core/cubic_bspline.hpp"
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/scan_rotation.hpp"
 
 namespace driftscan {
 namespace {
@@ -177,7 +178,10 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
   // The sample is the whole displacement the band saw: the path, the
   // (slow part of the) lines' jitter and the correction.
   double px = 0, py = 0;
-  for (std::size_t i = 0; i < pixels.size(); ++i) px += q[i].x - pixels[i].first, py += q[i].y - pixels[i].second;
+  for (std::size_t i = 0; i < pixels.size(); ++i) {
+    const Point at = map.unmoved(pixels[i].first, pixels[i].second);  // the pixel in frame 0's orientation
+    px += q[i].x - at.x, py += q[i].y - at.y;
+  }
   const double n = static_cast<double>(pixels.size());
   fit.t = mean_time;
   fit.mean_path = {px / n, py / n};
@@ -358,6 +362,11 @@ Point ScanModel::probed(const ScanTiming& timing, std::size_t frame, double x, d
     for (int a = 0; a < 4; ++a)
       if (w[a] != 0.0) j += w[a] * field[frame][static_cast<std::size_t>(first) + static_cast<std::size_t>(a)];
   }
+  if (timing.turned()) {  // the recorded pixel moved along its own line, turned, then drifted
+    const Point fast = timing.fast_axis();
+    const Point p = timing.turn(frame).apply(x + j * fast.x, y + j * fast.y);
+    return {p.x + d.x, p.y + d.y};
+  }
   const Point fast = timing.fast_axis();
   return {x + d.x + j * fast.x, y + d.y + j * fast.y};
 }
@@ -376,7 +385,7 @@ FrameScanMap::FrameScanMap(const ScanTiming& timing, const ScanModel& model, std
 
 FrameScanMap::FrameScanMap(const ScanTiming& timing, const DriftPath& path, const std::vector<double>& jitter,
                            std::size_t frame, const std::vector<double>& field) {
-  copy_geometry(timing);
+  copy_geometry(timing, frame);
   const int lines = timing.lines(), samples = timing.samples_per_line();
   const Point fast = timing.fast_axis();
   const bool has_jitter = !jitter.empty();
@@ -384,22 +393,23 @@ FrameScanMap::FrameScanMap(const ScanTiming& timing, const DriftPath& path, cons
   per_sample_.resize(static_cast<std::size_t>(lines));
   for (int l = 0; l < lines; ++l) {
     const double t0 = timing.line_start(frame, l);
-    const Point a = path.at(t0), b = path.at(t0 + std::max(1, samples - 1) * timing.dwell());
+    const Point a = unturned(path.at(t0)), b = unturned(path.at(t0 + std::max(1, samples - 1) * timing.dwell()));
     const double j = has_jitter ? jitter[static_cast<std::size_t>(l)] : 0.0;
     start_[static_cast<std::size_t>(l)] = {a.x + j * fast.x, a.y + j * fast.y};
     const double inv = samples > 1 ? 1.0 / (samples - 1) : 0.0;
     per_sample_[static_cast<std::size_t>(l)] = {(b.x - a.x) * inv, (b.y - a.y) * inv};
   }
-  mid_ = path.at(timing.frame_mid_time(frame));
+  mid_ = unturned(path.at(timing.frame_mid_time(frame)));
   if (has_jitter && std::any_of(jitter.begin(), jitter.end(), [](double j) { return j != 0.0; })) jitter_ = jitter;
   if (field.size() == static_cast<std::size_t>(samples) &&
       std::any_of(field.begin(), field.end(), [](double c) { return c != 0.0; }))
     field_ = field;
 }
 
-FrameScanMap FrameScanMap::rigid(const ScanTiming& timing, Point offset) {
+FrameScanMap FrameScanMap::rigid(const ScanTiming& timing, Point offset, std::size_t frame) {
   FrameScanMap m;
-  m.copy_geometry(timing);
+  m.copy_geometry(timing, frame);
+  offset = m.unturned(offset);
   m.start_.assign(static_cast<std::size_t>(timing.lines()), offset);
   m.per_sample_.assign(static_cast<std::size_t>(timing.lines()), Point{});
   m.mid_ = offset;
@@ -407,13 +417,14 @@ FrameScanMap FrameScanMap::rigid(const ScanTiming& timing, Point offset) {
 }
 
 FrameScanMap FrameScanMap::from_lines(const ScanTiming& timing, const std::vector<Point>& mid_drift,
-                                      const std::vector<double>& jitter, const std::vector<double>& field) {
+                                      const std::vector<double>& jitter, const std::vector<double>& field,
+                                      std::size_t frame) {
   const std::size_t lines = static_cast<std::size_t>(timing.lines());
   if (mid_drift.size() != lines || jitter.size() != lines)
     throw bad_input("scan distortion: a table of " + std::to_string(mid_drift.size()) + " lines for frames of " +
                     std::to_string(lines));
   FrameScanMap m;
-  m.copy_geometry(timing);
+  m.copy_geometry(timing, frame);
   m.start_.resize(lines);
   m.per_sample_.resize(lines);
   const Point fast = timing.fast_axis();
@@ -422,13 +433,14 @@ FrameScanMap FrameScanMap::from_lines(const ScanTiming& timing, const std::vecto
     // Velocity from the neighbouring lines (one-sided at the ends), per dwell.
     const std::size_t a = l > 0 ? l - 1 : l, b = l + 1 < lines ? l + 1 : l;
     const double dt = static_cast<double>(b - a) * timing.line_time();
-    const Point v = dt > 0 ? Point{(mid_drift[b].x - mid_drift[a].x) / dt * timing.dwell(),
-                                   (mid_drift[b].y - mid_drift[a].y) / dt * timing.dwell()}
+    const Point v = dt > 0 ? m.unturned({(mid_drift[b].x - mid_drift[a].x) / dt * timing.dwell(),
+                                         (mid_drift[b].y - mid_drift[a].y) / dt * timing.dwell()})
                            : Point{};
+    const Point d = m.unturned(mid_drift[l]);
     m.per_sample_[l] = v;
-    m.start_[l] = {mid_drift[l].x - half * v.x + jitter[l] * fast.x, mid_drift[l].y - half * v.y + jitter[l] * fast.y};
+    m.start_[l] = {d.x - half * v.x + jitter[l] * fast.x, d.y - half * v.y + jitter[l] * fast.y};
   }
-  m.mid_ = mid_drift[lines / 2];
+  m.mid_ = m.unturned(mid_drift[lines / 2]);
   if (std::any_of(jitter.begin(), jitter.end(), [](double j) { return j != 0.0; })) m.jitter_ = jitter;
   if (field.size() == static_cast<std::size_t>(timing.samples_per_line()) &&
       std::any_of(field.begin(), field.end(), [](double c) { return c != 0.0; }))
@@ -506,8 +518,10 @@ Frame FrameScanMap::lines_aligned(const Frame& frame) const {
   return rotated_ ? detail::transposed(rows) : rows;
 }
 
-void FrameScanMap::copy_geometry(const ScanTiming& timing) {
+void FrameScanMap::copy_geometry(const ScanTiming& timing, std::size_t frame) {
   timing_ = &timing;
+  turned_ = timing.turned() && quarter_turns(timing.scan_rotation(frame)) != 0;
+  if (turned_) turn_ = timing.turn(frame), unturn_ = turn_.inverse();
   rotated_ = timing.settings().direction == ScanDirection::rotated90;
   serpentine_ = timing.settings().direction == ScanDirection::serpentine;
   lines_ = timing.lines();
@@ -515,12 +529,15 @@ void FrameScanMap::copy_geometry(const ScanTiming& timing) {
 }
 
 Point FrameScanMap::pixel_showing(Point q) const {
-  // Fixed-point steps: d changes by far less than a pixel per pixel.
-  Point p{q.x - mid_.x, q.y - mid_.y};
+  // Fixed-point steps: d changes by far less than a pixel per pixel. A turned
+  // frame's start: its recorded pixel under the offset at mid-frame.
+  Point p = turned_ ? unturn_.apply(q) : q;
+  p = {p.x - mid_.x, p.y - mid_.y};
   for (int step = 0; step < 4; ++step) {
     const Point r = probed(p.x, p.y);
-    p.x += q.x - r.x;
-    p.y += q.y - r.y;
+    const Point e = unturned({q.x - r.x, q.y - r.y});
+    p.x += e.x;
+    p.y += e.y;
   }
   return p;
 }
@@ -854,8 +871,8 @@ namespace {
 template <class Template>
 FieldSums line_field_sums(const LineFieldBasis& basis, const ScanTiming& timing, const Template& tpl,
                           const NoiseModel& noise, const Frame& frame, double field_reach,
-                          const std::vector<std::pair<int, int>>& pixels, const std::vector<Point>& q, double j) {
-  const Point fast = timing.fast_axis();
+                          const std::vector<std::pair<int, int>>& pixels, const std::vector<Point>& q, double j,
+                          Point fast) {
   const int n = basis.knots();
   FieldSums out_sums(n);
   for (std::size_t i = 0; i < pixels.size(); ++i) {
@@ -922,7 +939,7 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
     for (long b = 0; b < static_cast<long>(bands_.size()); ++b)
       fits[static_cast<std::size_t>(b)] = fit_band(frame, bands_[static_cast<std::size_t>(b)],
                                                    timing_.frame_start(k) + band_time_[static_cast<std::size_t>(b)],
-                                                   map, *tpl, settings_.max_band_offset, timing_.fast_axis());
+                                                   map, *tpl, settings_.max_band_offset, timing_.fast_axis(k));
   }
   // Each band's offset from the model at its centre line, for the lines.
   std::vector<double> centre;
@@ -957,7 +974,7 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
   const FrameScanMap map(timing_, model.path, no_jitter, k, field);
   std::vector<double> jitter = current;
   jitter.resize(static_cast<std::size_t>(timing_.lines()), 0.0);
-  const Point fast = timing_.fast_axis();
+  const Point fast = timing_.fast_axis(k);  // in frame 0's orientation, where the template is
   // Each line's least-squares jitter (about the unshrunk estimate of the
   // previous round) and its variance.
   std::vector<double> raw(jitter.size()), information(jitter.size()), split(2 * jitter.size());
@@ -989,7 +1006,7 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
                               reuse ? f.gradient.data() + first : nullptr);
     if (!field_basis_.empty())
       field_sums[at] =
-          line_field_sums(field_basis_, timing_, *tpl, noise_model, frame, field_reach, pixels, q, raw[at]);
+          line_field_sums(field_basis_, timing_, *tpl, noise_model, frame, field_reach, pixels, q, raw[at], fast);
   }
   if (!field_basis_.empty()) {
     // The change of the field: least squares over every line of the frame
@@ -1015,7 +1032,7 @@ std::vector<double> ScanDistortionSteps::finish_jitter(const FrameFit& fit, std:
   // What the new path does not explain of each line's offset. Its frame
   // mean is the gauge between the two (the path's constant shift, d(0) = 0),
   // not jitter.
-  const Point fast = timing_.fast_axis();
+  const Point fast = timing_.fast_axis(k);
   std::vector<double> u(lines);
   double mean = 0.0, count = 0.0;
   for (std::size_t l = 0; l < lines; ++l) {
@@ -1140,12 +1157,13 @@ double ScanDistortionSteps::path_change(const DriftPath& a, const DriftPath& b) 
 
 int line_field_unseen_samples(const ScanTiming& timing, const ScanDistortionSettings& settings,
                               const std::vector<Point>& rigid_drift, const std::vector<std::size_t>& left_out) {
-  if (settings.line_field_knots <= 0 || rigid_drift.empty()) return 0;
+  // Frames in other directions see each line's start along their slow axis.
+  if (settings.line_field_knots <= 0 || rigid_drift.empty() || timing.turned()) return 0;
   const double extent = settings.line_field_extent * timing.samples_per_line();
-  const Point fast = timing.fast_axis();
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (std::size_t k = 0; k < rigid_drift.size(); ++k) {
     if (std::find(left_out.begin(), left_out.end(), k) != left_out.end()) continue;
+    const Point fast = timing.fast_axis(k);
     const double along = rigid_drift[k].x * fast.x + rigid_drift[k].y * fast.y;
     lo = std::min(lo, along), hi = std::max(hi, along);
   }

@@ -9,6 +9,7 @@
 #include "driftscan/core/cubic_bspline.hpp"
 #include "driftscan/core/enum_names.hpp"
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/scan_rotation.hpp"
 
 namespace driftscan {
 namespace {
@@ -329,6 +330,7 @@ void check_options(const SynthOptions& o) {
   check(std::isfinite(o.scan_hysteresis) && (o.scan_hysteresis == 0.0 || o.scan_dwell > 0),
         "scan hysteresis needs raster timing (scan dwell > 0)");
   check(std::isfinite(o.scan_hysteresis_length) && o.scan_hysteresis_length > 0, "scan hysteresis length must be > 0");
+  check_scan_rotations(o.scan_rotation_deg, o.frames, o.width, o.height, "synthetic series: ");
   if (o.scan_dwell > 0) {
     check(o.rotation_step_deg == 0.0, "rotation drift is not modelled with raster timing (scan dwell > 0)");
     check(std::isfinite(o.drift_wobble) && o.drift_wobble >= 0, "drift wobble must be >= 0");
@@ -347,6 +349,7 @@ SyntheticSeries::SyntheticSeries(const SynthOptions& options) : options_(options
     timing.line_flyback_fraction = o.scan_line_flyback;
     timing.frame_flyback_fraction = o.scan_frame_flyback;
     timing.direction = o.scan_direction;
+    timing.rotation_deg = o.scan_rotation_deg;  // the frames' directions, for those who model the scan
     timing_ = std::make_shared<const ScanTiming>(timing, o.width, o.height);  // validates, naming the setting
   }
 
@@ -500,7 +503,12 @@ Point SyntheticSeries::probed(std::size_t k, double x, double y) const {
   const double j = line_jitter(k, timing.line_of(static_cast<int>(std::lround(x)), static_cast<int>(std::lround(y)))) +
                    line_field(k, timing.sample_of(x, y));
   const Point fast = timing.fast_axis();
-  return {x + d.x + j * fast.x, y + d.y + j * fast.y};
+  const Point p = scan_rotation_transform(scan_rotation_deg(k), options_.width, options_.height)
+                      .apply(x + j * fast.x, y + j * fast.y);
+  return {p.x + d.x, p.y + d.y};
+}
+double SyntheticSeries::scan_rotation_deg(std::size_t k) const {
+  return scan_rotation_of(options_.scan_rotation_deg, k);
 }
 Point SyntheticSeries::drift(std::size_t k) const { return drift_.at(k); }
 double SyntheticSeries::angle_deg(std::size_t k) const { return angle_deg_.at(k); }
@@ -516,10 +524,12 @@ std::string SyntheticSeries::describe() const {
 }
 
 Frame SyntheticSeries::clean_frame(std::size_t k) const {
-  if (!timing_) return model_->render(truth(k), k, options_.jitter, counts_scale());
+  const int w = options_.width, h = options_.height;
+  // A recorded pixel shows the point its scan rotation turns it to, then drifted.
+  const Transform turn = scan_rotation_transform(scan_rotation_deg(k), w, h);
+  if (!timing_) return model_->render(compose(truth(k), turn), k, options_.jitter, counts_scale());
   // Scanned: every pixel at the point probed at its own acquisition time.
   const ScanTiming& timing = *timing_;
-  const int w = options_.width, h = options_.height;
   const Point fast = timing.fast_axis();
   std::vector<double> jitter(static_cast<std::size_t>(timing.lines()));
   for (int line = 0; line < timing.lines(); ++line) jitter[static_cast<std::size_t>(line)] = line_jitter(k, line);
@@ -528,7 +538,8 @@ Frame SyntheticSeries::clean_frame(std::size_t k) const {
     for (int x = 0; x < w; ++x) {
       const Point d = drift_at(timing.time_of(k, x, y));
       const double j = jitter[static_cast<std::size_t>(timing.line_of(x, y))] + line_field(k, timing.sample_of(x, y));
-      probed[static_cast<std::size_t>(y) * w + x] = {x + d.x + j * fast.x, y + d.y + j * fast.y};
+      const Point p = turn.apply(x + j * fast.x, y + j * fast.y);
+      probed[static_cast<std::size_t>(y) * w + x] = {p.x + d.x, p.y + d.y};
     }
   return model_->render_probed(probed, w, h, counts_scale());
 }

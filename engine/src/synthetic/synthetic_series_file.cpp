@@ -11,6 +11,7 @@
 
 #include "driftscan/core/atomic_file.hpp"
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/scan_rotation.hpp"
 #include "driftscan/formats/tiff/tiff_writer.hpp"
 #include "driftscan/synthetic/synthetic_series.hpp"
 
@@ -35,14 +36,20 @@ void write_text_file(const std::string& path, Fill&& fill) {
 
 void write_truth_csv(const SyntheticSeries& s, const std::string& path) {
   bool rotating = s.options().rotation_step_deg != 0.0;
+  const bool turned = has_scan_rotation(s.options().scan_rotation_deg);
   write_text_file(path, [&](std::ostream& out) {
-    out << (rotating ? "frame,dx,dy,angle_deg\n" : "frame,dx,dy\n");
+    out << (rotating ? "frame,dx,dy,angle_deg" : "frame,dx,dy") << (turned ? ",scan_rotation_deg\n" : "\n");
     char line[160];
     for (std::size_t k = 0; k < s.frame_count(); ++k) {
       Point d = s.drift(k);
-      if (rotating) std::snprintf(line, sizeof line, "%zu,%.6f,%.6f,%.8f\n", k, d.x, d.y, s.angle_deg(k));
-      else std::snprintf(line, sizeof line, "%zu,%.6f,%.6f\n", k, d.x, d.y);
+      if (rotating) std::snprintf(line, sizeof line, "%zu,%.6f,%.6f,%.8f", k, d.x, d.y, s.angle_deg(k));
+      else std::snprintf(line, sizeof line, "%zu,%.6f,%.6f", k, d.x, d.y);
       out << line;
+      if (turned) {
+        std::snprintf(line, sizeof line, ",%.10g", s.scan_rotation_deg(k));
+        out << line;
+      }
+      out << '\n';
     }
   });
 }
@@ -51,15 +58,21 @@ void write_truth_csv(const SyntheticSeries& s, const std::string& path) {
 // and the line's jitter (the per-line model a scan-distortion correction fits).
 void write_lines_truth_csv(const SyntheticSeries& s, const std::string& path) {
   const ScanTiming& timing = s.scan_timing();
+  const bool turned = has_scan_rotation(s.options().scan_rotation_deg);
   write_text_file(path, [&](std::ostream& out) {
-    out << "frame,line,t,dx,dy,jitter\n";
+    out << (turned ? "frame,line,t,dx,dy,jitter,angle_deg\n" : "frame,line,t,dx,dy,jitter\n");
     char line[200];
     for (std::size_t k = 0; k < s.frame_count(); ++k)
       for (int l = 0; l < timing.lines(); ++l) {
         const double t = timing.line_mid_time(k, l);
         const Point d = s.drift_at(t);
-        std::snprintf(line, sizeof line, "%zu,%d,%.12g,%.6f,%.6f,%.6f\n", k, l, t, d.x, d.y, s.line_jitter(k, l));
+        std::snprintf(line, sizeof line, "%zu,%d,%.12g,%.6f,%.6f,%.6f", k, l, t, d.x, d.y, s.line_jitter(k, l));
         out << line;
+        if (turned) {
+          std::snprintf(line, sizeof line, ",%.10g", s.scan_rotation_deg(k));
+          out << line;
+        }
+        out << '\n';
       }
   });
 }

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "driftscan/core/derotated_source.hpp"
 #include "driftscan/core/error.hpp"
 #include "driftscan/core/omp_threads.hpp"
 #include "driftscan/formats/tiff/tiff_writer.hpp"
@@ -79,7 +80,7 @@ int run_average_with_lines(const Job& job, RunContext& ctx) {
         while (reader.next_frame(k, drift, jitter, &registered)) {
           if (k >= frames->frame_count()) break;
           if (registered)
-            extent.merge(frame_extent(FrameScanMap::from_lines(timing, drift, jitter, field_of(k)), timing));
+            extent.merge(frame_extent(FrameScanMap::from_lines(timing, drift, jitter, field_of(k), k), timing));
           else ++left_out;
           ++rows;
         }
@@ -99,8 +100,9 @@ int run_average_with_lines(const Job& job, RunContext& ctx) {
       while (reader.next_frame(k, drift, jitter, &registered) && k < rows) {
         ctx.cancel.throw_if_cancelled();
         if (registered)
-          accumulate_in_specimen_coordinates(
-              frames->frame(k), FrameScanMap::from_lines(timing, drift, jitter, field_of(k)), grid, sum, coverage);
+          accumulate_in_specimen_coordinates(recorded_frames(*frames).frame(k),
+                                             FrameScanMap::from_lines(timing, drift, jitter, field_of(k), k), grid, sum,
+                                             coverage);
         ctx.progress.advance(k + 1);
       }
       const SpecimenImage average = finish_specimen_average(grid, sum, coverage);

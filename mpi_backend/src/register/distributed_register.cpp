@@ -1,4 +1,5 @@
 #include "driftscan/mpi/register/distributed_register.hpp"
+#include "driftscan/core/derotated_source.hpp"
 #include "driftscan/core/omp_threads.hpp"
 
 #include <omp.h>
@@ -652,7 +653,9 @@ void correct_distortion(RegisterRun& run) {
     run.ctx.progress.log(LogLevel::warning, said);
     run.res.warnings.push_back(said);
   }
-  run.distortion = correct_scan_distortion(*run.frames, *run.timing, rigid, settings, run.ctx, run.threads, leave_out);
+  // Frames scanned in several directions are corrected as recorded (the timing turns each one).
+  run.distortion = correct_scan_distortion(recorded_frames(*run.frames), *run.timing, rigid, settings, run.ctx,
+                                           run.threads, leave_out);
   if (run.ctx.rank == 0 && !run.distortion->not_followed.empty()) {
     std::string list;
     for (std::size_t i = 0; i < run.distortion->not_followed.size() && i < 20; ++i)

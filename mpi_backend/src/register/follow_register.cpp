@@ -1,6 +1,8 @@
 // `register --follow`; see follow_register.hpp.
 #include "driftscan/mpi/register/follow_register.hpp"
+#include "driftscan/core/derotated_source.hpp"
 #include "driftscan/core/omp_threads.hpp"
+#include "driftscan/core/scan_rotation.hpp"
 
 #include <fcntl.h>
 #include <omp.h>
@@ -19,6 +21,7 @@
 #include <exception>
 #include <filesystem>
 #include <future>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -150,6 +153,10 @@ class FollowRun {
     options.max_frames = job.follow.until_frames;
     options.cache_bytes = static_cast<std::size_t>(std::min(job.execution.frame_cache_mb, 256.0) * 1024.0 * 1024.0);
     series_ = GrowingSeries::open(job.input, options);
+    if (has_scan_rotation(job.scan.rotation))  // frames in several directions: taken turned back, as a batch run
+      turned_ = std::make_unique<DerotatedSource>(
+          std::shared_ptr<const FrameSource>(series_.get(), [](const FrameSource*) {}), job.scan.rotation,
+          job.input + ": ", true);
     std::error_code ec;
     fs::create_directories(out_, ec);
     if (ec || !fs::is_directory(out_))
@@ -264,7 +271,7 @@ class FollowRun {
   // event. The rest (uncertainty, running mean, average.tif) is the worker's.
   void take_frame(std::size_t k) {
     const auto t0 = Clock::now();
-    const FrameSource& frames = *series_;
+    const FrameSource& frames = taken_frames();
     if (k == 0) start(frames);
     rethrow_worker_error();
     Registration e, r;
@@ -319,6 +326,9 @@ class FollowRun {
   // With frame 0, before its row (the identity, which needs no operator):
   // drift.csv's header and what frame 0 tells about the series.
   void start(const FrameSource& frames) {
+    // The rotations against the frames' size, now that it is known (their count cannot be: the series grows).
+    check_scan_rotations(job_.scan.rotation, std::numeric_limits<std::size_t>::max(), series_->width(),
+                         series_->height(), job_.input + ": ");
     const Frame f0 = frames.frame(0);
     if (std::string why = unusable_frame_reason(f0); !why.empty())
       throw bad_input(series_->frame_origin(0) + ": frame 0 (the reference of the registration) " + why);
@@ -385,7 +395,7 @@ class FollowRun {
               drift_uncertainty(info, q->r.transform, centre_, reference_noise_share(info, counts_)));
           if (q->usable) {
             if (mean_.frames() == 0) last_average_ = Clock::now();  // the first write one interval after this
-            mean_.add(series_->frame(q->r.to), q->r.transform, job_.averaging.interpolation);
+            mean_.add(taken_frames().frame(q->r.to), q->r.transform, job_.averaging.interpolation);
             ++since_average_;
           }
         }
@@ -476,7 +486,7 @@ class FollowRun {
       res.warnings.push_back(std::move(w));
     // The file may show more frames by now than were taken (a Stop mid-file):
     // the results are those of the frames registered.
-    const FramePrefix taken(*series_, done());
+    const FramePrefix taken(taken_frames(), done());
     const int threads = std::max(1, job_.execution.threads);
     const auto t0 = Clock::now();
     {
@@ -518,6 +528,9 @@ class FollowRun {
   const fs::path out_;
   std::string ck_path_;
   std::unique_ptr<GrowingSeries> series_;
+  std::unique_ptr<DerotatedSource> turned_;  // scan.rotation: the frames turned back into frame 0's orientation
+  // What is registered and averaged: the series, or its frames turned back.
+  const FrameSource& taken_frames() const { return turned_ ? static_cast<const FrameSource&>(*turned_) : *series_; }
   std::optional<RegistrationOperator> op_;
   std::optional<DriftAppender> drift_;
   RegisterCheckpoint resume_;

@@ -93,6 +93,7 @@ json parse_value(const JobField& f, const std::string& v, const std::string& fla
     case FieldType::rectangle: return whole_numbers(to_list(v, flag, 4), flag, v, "expected non-negative integers");
     case FieldType::number_pair: return to_list(v, flag, 2);
     case FieldType::frame_list: return whole_numbers(to_list(v, flag, 0), flag, v, "expected frame numbers");
+    case FieldType::number_list: return to_list(v, flag, 0);
   }
   return v;
 }

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "driftscan/formats/series_opener.hpp"
+#include "driftscan/job/job_series.hpp"
 
 namespace driftscan::mpi {
 
@@ -27,9 +27,7 @@ std::string host_name() {
   return buf;
 }
 
-std::unique_ptr<FrameSource> open_job_input(const Job& job) {
-  return open_series(job.input, job.signal, static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0));
-}
+std::unique_ptr<FrameSource> open_job_input(const Job& job) { return open_job_series(job); }
 
 std::string synth_series_path(const std::string& output) {
   return ends_with_tiff(output) ? output : (fs::path(output) / "series.tif").string();

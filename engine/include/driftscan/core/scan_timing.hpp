@@ -16,6 +16,7 @@
 // drift; this is only the clock of the scan.
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "driftscan/core/enum_names.hpp"
 #include "driftscan/core/transform.hpp"
@@ -49,6 +50,11 @@ struct ScanTimingSettings {
   double frame_flyback = 0.0;           // seconds
   double frame_flyback_fraction = 0.0;  // of lines * line time
   ScanDirection direction = ScanDirection::normal;
+  // Each frame's scan rotation, degrees (scan_rotation.hpp): frame k at
+  // rotation_deg[k mod n]; empty: every frame at 0. The clock above is the
+  // recorded frame's (its rows, its columns); only where a pixel lands in
+  // frame 0's orientation turns.
+  std::vector<double> rotation_deg;
 };
 
 // The scan's clock as a file's metadata records it (a STEM detector's
@@ -84,6 +90,15 @@ class ScanTiming {
   // The unit vector of the fast axis in pixel coordinates: (1, 0) for row
   // scans, (0, 1) for rotated90. Line jitter displaces along it.
   Point fast_axis() const;
+  // Frame k's scan rotation (degrees) and whether any frame is turned.
+  double scan_rotation(std::size_t frame) const;
+  bool turned() const { return turned_; }
+  // Frame k's fast axis in frame 0's orientation (specimen coordinates):
+  // fast_axis() turned by the frame's scan rotation.
+  Point fast_axis(std::size_t frame) const;
+  // Frame k's recorded pixel -> the point of frame 0's orientation it shows
+  // (no drift): scan_rotation_transform(scan_rotation(k), width, height).
+  Transform turn(std::size_t frame) const;
 
   // The line (slow-axis index) and the position along the line (the number of
   // dwells since the line started) of pixel (x, y).
@@ -107,6 +122,7 @@ class ScanTiming {
   ScanTimingSettings settings_;
   int width_, height_, lines_, samples_;
   double line_time_, frame_time_;
+  bool turned_ = false;
 };
 
 // How the enum is spelled (enum_names.hpp).

@@ -4,6 +4,7 @@
 // Every command-line flag of driftscan-engine maps to one field here.
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -42,6 +43,9 @@ struct ScanSettings {
   double line_flyback = 0.0;   // fraction of a line's active time (samples x dwell)
   double frame_flyback = 0.0;  // fraction of a frame's active time (lines x line time)
   ScanDirection direction = ScanDirection::normal;
+  // Each frame's scan rotation in degrees (core/scan_rotation.hpp): frame k is
+  // scanned at rotation[k mod n]; empty: every frame at 0.
+  std::vector<double> rotation;
   bool correct_distortion = false;  // register: per-line drift and jitter, average in specimen coordinates
   // register: correct without being asked when the file records its scan
   // clock (DM DigiScan tags, Velox Scan metadata) and there are 2+ frames

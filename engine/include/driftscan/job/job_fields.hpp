@@ -38,6 +38,7 @@ enum class FieldType {
   rectangle,        // Roi: [x, y, w, h], null for the whole frame
   number_pair,      // two numbers [a, b]; `nullable`: null when both are 0 (off)
   frame_list,       // a list of frame numbers
+  number_list,      // a list of numbers ([] when empty)
 };
 
 // The job commands, as bits: which subcommands take a field's flag, and for

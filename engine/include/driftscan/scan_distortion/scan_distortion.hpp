@@ -99,11 +99,12 @@ class FrameScanMap {
                const std::vector<double>& field = {});
   // A rigid frame: every pixel shows pixel + offset (drift.csv convention), to
   // average rigid results the same way as corrected ones.
-  static FrameScanMap rigid(const ScanTiming& timing, Point offset);
+  static FrameScanMap rigid(const ScanTiming& timing, Point offset, std::size_t frame = 0);
   // From a table of lines (lines.csv): d at each line's mid time and each
   // line's jitter; the drift within a line from the neighbouring lines.
   static FrameScanMap from_lines(const ScanTiming& timing, const std::vector<Point>& mid_drift,
-                                 const std::vector<double>& jitter, const std::vector<double>& field = {});
+                                 const std::vector<double>& jitter, const std::vector<double>& field = {},
+                                 std::size_t frame = 0);
   // Inline: the averaging and the band fits call it for every pixel.
   Point probed(double x, double y) const {
     const double slow = rotated_ ? x : y, along = rotated_ ? y : x;
@@ -111,8 +112,13 @@ class FrameScanMap {
     const double s = serpentine_ && (l & 1) ? last_sample_ - along : along;
     const Point a = start_[static_cast<std::size_t>(l)], v = per_sample_[static_cast<std::size_t>(l)];
     const double h = field_.empty() ? 0.0 : field_at(s);
-    return {x + a.x + s * v.x + (rotated_ ? 0.0 : h), y + a.y + s * v.y + (rotated_ ? h : 0.0)};
+    const Point r{x + a.x + s * v.x + (rotated_ ? 0.0 : h), y + a.y + s * v.y + (rotated_ ? h : 0.0)};
+    return turned_ ? turn_.apply(r) : r;  // a turned frame's offsets are kept in its own (recorded) axes
   }
+  // Where pixel (x, y) sits in frame 0's orientation with no drift: itself,
+  // or turned by the frame's scan rotation; probed() minus this is the
+  // displacement the pixel shows.
+  Point unmoved(double x, double y) const { return turned_ ? turn_.apply(x, y) : Point{x, y}; }
   // The sample (acquisition order along its line) of frame pixel p.
   double sample_at(Point p) const {
     const double along = rotated_ ? p.y : p.x;
@@ -129,6 +135,7 @@ class FrameScanMap {
   // is the guess in and the returned pixel's line out — along an output row
   // it rarely changes, which makes this the averaging's inverse.
   Point pixel_showing_near(Point q, int& line) const {
+    if (turned_) q = unturn_.apply(q);
     Point p = pixel_on_line(q, line);
     for (int attempt = 0; attempt < 8; ++attempt) {
       const int nearest = nearest_line(rotated_ ? p.x : p.y);
@@ -138,7 +145,8 @@ class FrameScanMap {
     }
     return p;
   }
-  // The offset of a line at its start and its change per sample (dwell).
+  // The offset of a line at its start and its change per sample (dwell); of
+  // a turned frame, in its recorded axes.
   Point line_offset(int line) const { return start_[static_cast<std::size_t>(line)]; }
 
   // Whether some line has a jitter of its own, or the frame a line field.
@@ -157,6 +165,10 @@ class FrameScanMap {
   std::vector<Point> start_, per_sample_;
   // The timing's geometry, copied for the inline probed().
   bool rotated_ = false, serpentine_ = false;
+  // A frame scanned at a rotation (ScanTiming::turn): start_, per_sample_ and
+  // mid_ are in its recorded axes, and probed() turns the result.
+  bool turned_ = false;
+  Transform turn_, unturn_;
   int lines_ = 1;
   double last_sample_ = 0.0;
   std::vector<double> jitter_;  // per line, px along the fast axis (empty: none); included in start_
@@ -167,7 +179,11 @@ class FrameScanMap {
     const double f = c - static_cast<double>(i);
     return i + 1 < field_.size() ? field_[i] + f * (field_[i + 1] - field_[i]) : field_[i];
   }
-  void copy_geometry(const ScanTiming& timing);
+  void copy_geometry(const ScanTiming& timing, std::size_t frame);
+  // A displacement in frame 0's orientation, in this frame's recorded axes.
+  Point unturned(Point d) const {
+    return turned_ ? Point{unturn_.a * d.x + unturn_.b * d.y, unturn_.c * d.x + unturn_.d * d.y} : d;
+  }
   // The pixel of `line` (extended beyond the line) that shows q.
   Point pixel_on_line(Point q, int line) const {
     const Point a = start_[static_cast<std::size_t>(line)], v = per_sample_[static_cast<std::size_t>(line)];

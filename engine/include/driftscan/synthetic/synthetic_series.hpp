@@ -83,6 +83,11 @@ struct SynthOptions {
   // line starts, and settles differently from frame to frame.
   double scan_hysteresis = 0.0;          // pixels
   double scan_hysteresis_length = 30.0;  // samples
+  // Scan rotation per frame (degrees; core/scan_rotation.hpp): frame k is
+  // scanned at scan_rotation_deg[k mod n] and stored as recorded, so it shows
+  // the specimen turned by that angle and its lines (and their jitter) run
+  // along its own fast axis. Empty: every frame at 0, as without the field.
+  std::vector<double> scan_rotation_deg;
 };
 
 class SyntheticSeries : public FrameSource {
@@ -98,9 +103,14 @@ class SyntheticSeries : public FrameSource {
   // frame(k) is Poisson/read noise applied to exactly this.
   Frame clean_frame(std::size_t k) const;
   // The sample in frame k's coordinates without jitter or noise: the ideal
-  // the registration and averaging are judged against.
+  // the registration and averaging are judged against. A frame scanned at a
+  // rotation is shown turned back into frame 0's orientation (what
+  // DerotatedSource makes of it).
   Frame ideal_frame(std::size_t k) const;
-  // T_{0,k}: f_k(p) ~ f_0(T_{0,k}(p)). A rigid motion (rotation by angle(k)
+  // Frame k's scan rotation (degrees): scan_rotation_deg[k mod n], or 0.
+  double scan_rotation_deg(std::size_t k) const;
+  // T_{0,k}: f_k(p) ~ f_0(T_{0,k}(p)), f_k in frame 0's orientation (a
+  // frame scanned at a rotation turned back first: the drift alone). A rigid motion (rotation by angle(k)
   // about the frame centre c, then the shift): truth(k)(c) = c + drift(k).
   // With raster timing, the best rigid description of a scanned frame: the
   // shift d(mid time of frame k) - d(mid time of frame 0), and ideal_frame(k)
@@ -122,7 +132,8 @@ class SyntheticSeries : public FrameSource {
   // along the fast axis (0 without).
   double line_field(std::size_t k, double s) const;
   // The specimen point pixel (x, y) of frame k shows (noise-free, with jitter):
-  // (x, y) + d(time_of(k, x, y)) + j_{k,line} * fast axis.
+  // (x, y) + d(time_of(k, x, y)) + j_{k,line} * fast axis; at a scan rotation
+  // θ: c + R(θ)((x, y) + j * fast axis - c) + d(time_of(k, x, y)).
   Point probed(std::size_t k, double x, double y) const;
 
   // The noise-free specimen (counts scale, with the background) at the given
@@ -150,6 +161,9 @@ class SyntheticSeries : public FrameSource {
 // jitter). With raster timing also OUT_lines_truth.csv: one row per scan line,
 // frame,line,t,dx,dy,jitter with t the line's mid time (seconds from the start
 // of frame 0), (dx, dy) = d(t) and the line's jitter along the fast axis.
+// With scan rotations the truth gains a column scan_rotation_deg and the
+// lines' truth a column angle_deg (the frame's scan rotation; its jitter is
+// along that frame's own fast axis).
 // With fly-back hysteresis also OUT_hysteresis_truth.csv: frame,amplitude,
 // decay — sample s of every line of the frame (acquisition order) displaced
 // along the fast axis by amplitude * exp(-s / decay) pixels.

@@ -13,7 +13,10 @@ namespace driftscan::mpi {
 
 // The job's input series, decoded on demand through a cache of
 // execution.frame_cache_mb (each rank opens it and reads only what it needs).
-// Any supported format (series_opener.hpp), the signal job.signal.
+// Any supported format (series_opener.hpp), the signal job.signal. With
+// scan.rotation the frames come turned back into frame 0's orientation
+// (core/derotated_source.hpp); rotations that do not fit the series are
+// bad input naming the frame. The engine's rule (job/job_series.hpp).
 std::unique_ptr<FrameSource> open_job_input(const Job& job);
 
 // This host's name, for the lines that say where something happened.

@@ -1,0 +1,20 @@
+#pragma once
+// The frames a job reads, one rule for every executor and caller (the
+// command line's ranks, the Python package): job.input's signal job.signal,
+// decoded on demand through a cache of execution.frame_cache_mb, and with
+// scan.rotation turned back into frame 0's orientation
+// (core/derotated_source.hpp); rotations that do not fit the series are bad
+// input naming the frame.
+#include <memory>
+
+#include "driftscan/core/frame_source.hpp"
+#include "driftscan/job/job.hpp"
+
+namespace driftscan {
+
+std::unique_ptr<FrameSource> open_job_series(const Job& job);
+
+// `frames` (a series held elsewhere: a numpy array's) under the same rule.
+std::unique_ptr<FrameSource> oriented_series(const Job& job, std::unique_ptr<FrameSource> frames);
+
+}  // namespace driftscan
