@@ -64,13 +64,21 @@ constexpr int kScanTagBase = 0x5CA0;
 
 // Inclusive scan over ranks: rank r gets mine_0 ⊕ … ⊕ mine_r. `apply(l, r)`
 // applies the operator to two partials holding values (and may time it).
+// With `result_needed` false on the last rank (whose inclusive result goes to
+// nobody: it never sends in these algorithms) it only receives its messages
+// and returns `mine`, applying nothing — each of its applications would hold
+// up its own final phase for a result that is thrown away. MPI_Scan ignores it
+// (MPI's own algorithm may send a rank's partial sums anywhere).
 template <class T, class Codec = ScanElementCodec<T>, class Apply>
 ScanPartial<T> global_inclusive_scan(MPI_Comm comm, const ScanPartial<T>& mine, GlobalScanAlgorithm algorithm,
-                                     Apply&& apply) {
+                                     Apply&& apply, bool result_needed = true) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  auto combine = [&](const ScanPartial<T>& l, const ScanPartial<T>& r) { return combine_partials(l, r, apply); };
+  const bool discard = !result_needed && rank + 1 == size && algorithm != GlobalScanAlgorithm::mpi_scan;
+  auto combine = [&](const ScanPartial<T>& l, const ScanPartial<T>& r) {
+    return discard ? r : combine_partials(l, r, apply);
+  };
   std::deque<detail::PendingSend> pending;
   auto send = [&](int dest, int round, const ScanPartial<T>& p) {
     ByteBuffer bytes;
@@ -143,7 +151,10 @@ ScanPartial<T> global_inclusive_scan(MPI_Comm comm, const ScanPartial<T>& mine, 
       unsigned long long length = bytes.size(), capacity = 0;
       constexpr bool bitwise = std::is_trivially_copyable_v<T> && std::is_same_v<Codec, ScanElementCodec<T>> &&
                                !std::is_same_v<T, std::string>;
-      MPI_Allreduce(&length, &capacity, 1, MPI_UNSIGNED_LONG_LONG, bitwise ? MPI_MAX : MPI_SUM, comm);
+      // A bitwise element's record size is known without asking: an
+      // all-reduce here would make every rank wait for the slowest rank's sum.
+      if (bitwise) capacity = 1 + 2 * sizeof(std::int64_t) + sizeof(T);
+      else MPI_Allreduce(&length, &capacity, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm);
       capacity = std::max<unsigned long long>(capacity, 64);  // room for a failure message
       const std::size_t record = sizeof(std::uint64_t) + capacity;
       auto write = [&](const ScanPartial<T>& p, unsigned char* dst) {

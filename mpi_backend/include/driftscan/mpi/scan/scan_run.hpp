@@ -352,7 +352,8 @@ class ScanRun {
   ScanPartial<T> global_inclusive(const ScanPartial<T>& total) {
     const ScanPartial<T> mine = rank_ + 1 == size_ ? ScanPartial<T>{} : total;
     ScanPartial<T> inclusive =
-        global_inclusive_scan<T, Codec>(comm_, mine, options_.algorithm, applier(0, ScanPhase::global, false));
+        global_inclusive_scan<T, Codec>(comm_, mine, options_.algorithm, applier(0, ScanPhase::global, false),
+                                        /*result_needed=*/rank_ + 1 < size_);
     if (total.failed()) rank_failure_ = total;
     else if (inclusive.failed() && rank_ + 1 < size_) rank_failure_ = inclusive;
     return inclusive;
