@@ -10,18 +10,23 @@ void IdleBackoff::pause() {
   us_ = std::min(us_ * 2, 200);
 }
 
-void wait_idle(MPI_Request& request, MPI_Status* status) {
+void wait_idle(MPI_Request& request, MPI_Status* status, const WhileWaiting& meanwhile) {
   IdleBackoff backoff;
   int done = 0;
-  for (MPI_Test(&request, &done, status); !done; MPI_Test(&request, &done, status)) backoff.pause();
+  for (MPI_Test(&request, &done, status); !done; MPI_Test(&request, &done, status)) {
+    if (meanwhile) meanwhile();
+    backoff.pause();
+  }
 }
 
-MPI_Status probe_idle(int source, int tag, MPI_Comm comm) {
+MPI_Status probe_idle(int source, int tag, MPI_Comm comm, const WhileWaiting& meanwhile) {
   IdleBackoff backoff;
   MPI_Status status;
   int found = 0;
-  for (MPI_Iprobe(source, tag, comm, &found, &status); !found; MPI_Iprobe(source, tag, comm, &found, &status))
+  for (MPI_Iprobe(source, tag, comm, &found, &status); !found; MPI_Iprobe(source, tag, comm, &found, &status)) {
+    if (meanwhile) meanwhile();
     backoff.pause();
+  }
   return status;
 }
 

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <numeric>
 #include <string>
 
@@ -328,12 +326,6 @@ ScanModel model_ideal_stealing_scan(const std::vector<double>& costs, int ranks,
       }
     }
     all.model.makespan_s = std::max(all.model.makespan_s, fluid_finish(starts, work));
-    if (getenv("SCAN_MODEL_DEBUG")) {
-      fprintf(stderr, "rank %zu A %.4f E %.4f done %.4f work %.4f finish %.4f starts", r, rt.root_ready, e,
-              all.global.done[r], work, fluid_finish(starts, work));
-      for (double s : starts) fprintf(stderr, " %.4f", s);
-      fprintf(stderr, "\n");
-    }
   }
   // Stealing that moves no boundary leaves the static schedule: with few
   // elements per thread, the cut points and free elements it keeps may be

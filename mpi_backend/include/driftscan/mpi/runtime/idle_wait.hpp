@@ -6,6 +6,8 @@
 // operator is expensive (ms to s), so the scan instead polls with short
 // sleeps (backing off from 10 µs to 0.2 ms): a little latency per message,
 // no stolen cores.
+#include <functional>
+
 #include <mpi.h>
 
 namespace driftscan::mpi {
@@ -19,10 +21,14 @@ class IdleBackoff {
   int us_ = 10;
 };
 
+// What a waiting thread does between polls besides sleeping (may be empty):
+// the scan's master hands over messages that arrived meanwhile.
+using WhileWaiting = std::function<void()>;
+
 // MPI_Wait, sleeping between tests.
-void wait_idle(MPI_Request& request, MPI_Status* status = MPI_STATUS_IGNORE);
+void wait_idle(MPI_Request& request, MPI_Status* status = MPI_STATUS_IGNORE, const WhileWaiting& meanwhile = {});
 // MPI_Probe, sleeping between probes.
-MPI_Status probe_idle(int source, int tag, MPI_Comm comm);
+MPI_Status probe_idle(int source, int tag, MPI_Comm comm, const WhileWaiting& meanwhile = {});
 // MPI_Barrier, sleeping while waiting.
 void barrier_idle(MPI_Comm comm);
 

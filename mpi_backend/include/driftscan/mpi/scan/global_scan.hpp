@@ -29,6 +29,7 @@
 #include <mpi.h>
 
 #include "driftscan/mpi/runtime/collectives.hpp"
+#include "driftscan/mpi/runtime/idle_wait.hpp"
 #include "driftscan/mpi/scan/scan_element_codec.hpp"
 #include "driftscan/mpi/scan/scan_partial.hpp"
 
@@ -49,14 +50,14 @@ struct PendingSend {
   MPI_Request request = MPI_REQUEST_NULL;
 };
 void isend_bytes(MPI_Comm comm, int dest, int tag, std::deque<PendingSend>& pending, ByteBuffer bytes);
-ByteBuffer recv_bytes(MPI_Comm comm, int source, int tag);
+ByteBuffer recv_bytes(MPI_Comm comm, int source, int tag, const WhileWaiting& meanwhile = {});
 void wait_all(std::deque<PendingSend>& pending);
 
 // MPI_Scan over fixed-size byte records with a non-commutative user op that
 // calls `combine(left_record, inout_record)` (inout = left ⊕ inout).
 using RecordCombiner = std::function<void(const unsigned char* left, unsigned char* inout)>;
 void mpi_scan_records(MPI_Comm comm, const unsigned char* in, unsigned char* out, std::size_t record_size,
-                      const RecordCombiner& combine);
+                      const RecordCombiner& combine, const WhileWaiting& meanwhile = {});
 
 constexpr int kScanTagBase = 0x5CA0;
 
@@ -68,10 +69,11 @@ constexpr int kScanTagBase = 0x5CA0;
 // nobody: it never sends in these algorithms) it only receives its messages
 // and returns `mine`, applying nothing — each of its applications would hold
 // up its own final phase for a result that is thrown away. MPI_Scan ignores it
-// (MPI's own algorithm may send a rank's partial sums anywhere).
+// (MPI's own algorithm may send a rank's partial sums anywhere). `meanwhile`
+// runs between polls while the rank waits for a message.
 template <class T, class Codec = ScanElementCodec<T>, class Apply>
 ScanPartial<T> global_inclusive_scan(MPI_Comm comm, const ScanPartial<T>& mine, GlobalScanAlgorithm algorithm,
-                                     Apply&& apply, bool result_needed = true) {
+                                     Apply&& apply, bool result_needed = true, const WhileWaiting& meanwhile = {}) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -86,7 +88,7 @@ ScanPartial<T> global_inclusive_scan(MPI_Comm comm, const ScanPartial<T>& mine, 
     detail::isend_bytes(comm, dest, detail::kScanTagBase + round, pending, std::move(bytes));
   };
   auto recv = [&](int source, int round) {
-    ByteBuffer bytes = detail::recv_bytes(comm, source, detail::kScanTagBase + round);
+    ByteBuffer bytes = detail::recv_bytes(comm, source, detail::kScanTagBase + round, meanwhile);
     return ScanPartial<T>::template decode<Codec>(bytes.data(), bytes.size());
   };
 
@@ -179,14 +181,16 @@ ScanPartial<T> global_inclusive_scan(MPI_Comm comm, const ScanPartial<T>& mine, 
       };
       ByteBuffer in(record, 0), out(record, 0);
       write(cur, in.data());
-      detail::mpi_scan_records(comm, in.data(), out.data(), record,
-                               [&](const unsigned char* left, unsigned char* inout) {
-                                 try {  // nothing may unwind through MPI's C frames
-                                   write(combine(read(left), read(inout)), inout);
-                                 } catch (const std::exception& e) {
-                                   write(ScanPartial<T>::failure(ErrorKind::failure, e.what()), inout);
-                                 }
-                               });
+      detail::mpi_scan_records(
+          comm, in.data(), out.data(), record,
+          [&](const unsigned char* left, unsigned char* inout) {
+            try {  // nothing may unwind through MPI's C frames
+              write(combine(read(left), read(inout)), inout);
+            } catch (const std::exception& e) {
+              write(ScanPartial<T>::failure(ErrorKind::failure, e.what()), inout);
+            }
+          },
+          meanwhile);
       cur = read(out.data());
       break;
     }

@@ -353,10 +353,19 @@ class ScanRun {
     const ScanPartial<T> mine = rank_ + 1 == size_ ? ScanPartial<T>{} : total;
     ScanPartial<T> inclusive =
         global_inclusive_scan<T, Codec>(comm_, mine, options_.algorithm, applier(0, ScanPhase::global, false),
-                                        /*result_needed=*/rank_ + 1 < size_);
+                                        /*result_needed=*/rank_ + 1 < size_, [this] { hand_over_exclusive(); });
     if (total.failed()) rank_failure_ = total;
     else if (inclusive.failed() && rank_ + 1 < size_) rank_failure_ = inclusive;
     return inclusive;
+  }
+
+  // While the master waits inside the global phase: the ranks' exclusive
+  // prefix may be here long before this rank's own global result (a rank
+  // whose block ends on an expensive element pays it in every round), and
+  // the other threads' final phase needs nothing else.
+  // (A rank without elements takes the prefix in run_without_elements() instead.)
+  void hand_over_exclusive() {
+    if (n_ > 0 && !exclusive_known_.is_open() && receiver_.poll()) publish_exclusive(receiver_.value());
   }
 
   void publish_exclusive(const ScanPartial<T>& value) {
