@@ -7,7 +7,7 @@
 namespace driftscan::mpi {
 void IdleBackoff::pause() {
   std::this_thread::sleep_for(std::chrono::microseconds(us_));
-  us_ = std::min(us_ * 2, 200);
+  us_ = std::min(us_ * 2, max_us_);
 }
 
 void wait_idle(MPI_Request& request, MPI_Status* status, const WhileWaiting& meanwhile) {

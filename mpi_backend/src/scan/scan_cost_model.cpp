@@ -307,8 +307,11 @@ ScanModel model_ideal_stealing_scan(const std::vector<double>& costs, int ranks,
   for (std::size_t r = 0; r < all.times.size(); ++r) {
     const RankTimes& rt = all.times[r];
     const double e = all.global.exclusive[r];
-    // Every element once; rank 0's first needs no application (nothing precedes it).
-    double work = sum_of(costs, rt.block.first + (r == 0 ? 1 : 0), rt.block.last + 1);
+    // Every element once; on rank 0 (nothing precedes it) the first segment's
+    // local prefixes, kept from the reduce when there is stealing, are final
+    // already (one thread: its first element).
+    const std::int64_t from = r > 0 ? rt.block.first : rt.segments.size() > 1 ? rt.segments[0].last + 1 : 1;
+    double work = sum_of(costs, from, rt.block.last + 1);
     std::vector<double> starts{std::max(e, all.global.done[r])};
     for (std::size_t t = 1; t < rt.segments.size(); ++t) {
       // Start from the prefix within the rank (then exclusive ⊕ before costs the

@@ -12,13 +12,17 @@
 
 namespace driftscan::mpi {
 
-// Sleeps between polls, backing off from 10 µs to 0.2 ms.
+// Sleeps between polls, backing off from 10 µs to `max_us` (0.2 ms unless
+// the wait is known to be long: every poll is a wake-up, and hundreds of
+// oversubscribed ranks polling every 0.2 ms take the cores from the work).
 class IdleBackoff {
  public:
+  explicit IdleBackoff(int max_us = 200) : max_us_(max_us) {}
   void pause();
 
  private:
   int us_ = 10;
+  int max_us_;
 };
 
 // What a waiting thread does between polls besides sleeping (may be empty):

@@ -18,7 +18,8 @@
 //     the reduce phase's work (every element but the threads' starting ones)
 //     spread evenly over the rank's threads; the tree and the prefixes
 //     within the rank over the evenly balanced segments; the final phase's
-//     work (every element once) spread evenly over the threads from the
+//     work (every element once; on rank 0 not the first segment, whose local
+//     prefixes the reduce leaves final) spread evenly over the threads from the
 //     moment each may start (its prefix within the rank known, the ranks'
 //     exclusive prefix arrived; the master also done with its global phase)
 //     — or the static schedule, where that is shorter (with few elements per
