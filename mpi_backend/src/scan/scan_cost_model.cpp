@@ -85,6 +85,7 @@ void tree_and_prefixes(const std::vector<double>& c, const std::vector<double>& 
 
 std::vector<std::size_t> equal_blocks(std::size_t n, int ranks) {
   std::vector<std::size_t> sizes;
+  sizes.reserve(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) sizes.push_back(static_segment(n, std::size_t(ranks), std::size_t(r)).size());
   return sizes;
 }
