@@ -120,7 +120,8 @@ void rigid_case(const std::string& name, const SynthOptions& o, MotionModel mode
   const FrameVector frames(held);
   const Registered reg = register_frames(frames, model);
   const std::size_t n = frames.frame_count();
-  const double n_even = static_cast<double>((n + 1) / 2), n_odd = static_cast<double>(n / 2);
+  const std::size_t evens = (n + 1) / 2, odds = n / 2;  // frames in each half
+  const double n_even = static_cast<double>(evens), n_odd = static_cast<double>(odds);
   struct Method {
     const char* name;
     AverageMethod method;
@@ -157,7 +158,8 @@ void scanned_case(const std::string& name, const SynthOptions& o) {
   const ScanTiming& timing = s.scan_timing();
   const ScanDistortionResult est = estimate_scan_distortion(frames, timing, rigid);
   const std::size_t n = frames.frame_count();
-  const double n_even = static_cast<double>((n + 1) / 2), n_odd = static_cast<double>(n / 2);
+  const std::size_t evens = (n + 1) / 2, odds = n / 2;  // frames in each half
+  const double n_even = static_cast<double>(evens), n_odd = static_cast<double>(odds);
   SpecimenImage half[2];
   for (std::size_t parity = 0; parity < 2; ++parity) {
     std::vector<char> left_out(n, 0);

@@ -36,10 +36,11 @@ double split_z_rms(const FrameSource& frames, const std::vector<Transform>& t, A
   const AverageResult even = average_series(frames, t, opt);
   opt.exclude_frames = parity(n, 0);
   const AverageResult odd = average_series(frames, t, opt);
+  const std::size_t evens = (n + 1) / 2, odds = n / 2;  // frames in each half
   double z2 = 0;
   std::size_t m = 0;
   for (std::size_t i = 0; i < even.average.size(); ++i) {
-    if (even.coverage.pixels[i] < 0.9 * double((n + 1) / 2) || odd.coverage.pixels[i] < 0.9 * double(n / 2)) continue;
+    if (even.coverage.pixels[i] < 0.9 * double(evens) || odd.coverage.pixels[i] < 0.9 * double(odds)) continue;
     const double v =
         double(even.sigma.pixels[i]) * even.sigma.pixels[i] + double(odd.sigma.pixels[i]) * odd.sigma.pixels[i];
     EXPECT_TRUE(v > 0) << "pixel " << i;
@@ -191,6 +192,7 @@ TEST(AverageSigma, SpecimenAverageOfAScannedSeriesUnderItsTrueModel) {
     half[p] = average_in_specimen_coordinates(s, timing, model, nullptr, nullptr, &left_out);
     ASSERT_EQ(half[p].sigma.width, half[p].image.width);
   }
+  const std::size_t half_n = n / 2;  // frames in each half (n even)
   const int sx = static_cast<int>(std::lround(half[1].origin.x - half[0].origin.x));
   const int sy = static_cast<int>(std::lround(half[1].origin.y - half[0].origin.y));
   double z2 = 0;
@@ -199,7 +201,8 @@ TEST(AverageSigma, SpecimenAverageOfAScannedSeriesUnderItsTrueModel) {
     for (int i = 0; i < half[1].image.width; ++i) {
       const int x = i + sx, y = j + sy;
       if (x < 0 || y < 0 || x >= half[0].image.width || y >= half[0].image.height) continue;
-      if (half[0].coverage.at(x, y) < 0.9 * double(n / 2) || half[1].coverage.at(i, j) < 0.9 * double(n / 2)) continue;
+      if (half[0].coverage.at(x, y) < 0.9 * double(half_n) || half[1].coverage.at(i, j) < 0.9 * double(half_n))
+        continue;
       const double v = double(half[0].sigma.at(x, y)) * half[0].sigma.at(x, y) +
                        double(half[1].sigma.at(i, j)) * half[1].sigma.at(i, j);
       const double z = (half[0].image.at(x, y) - half[1].image.at(i, j)) / std::sqrt(v);

@@ -239,7 +239,7 @@ Point DriftPath::velocity(double t) const {
 
 namespace driftscan {
 
-DriftPathUncertainty DriftPathUncertainty::of(std::vector<DriftSample> samples, double t_begin, double t_end,
+DriftPathUncertainty DriftPathUncertainty::of(const std::vector<DriftSample>& samples, double t_begin, double t_end,
                                               const DriftPathSettings& settings, std::size_t gauge_count,
                                               const std::function<double(std::size_t)>& gauge_time) {
   const DriftPath path = DriftPath::fit(samples, t_begin, t_end, settings);  // validates; the residuals' path

@@ -125,7 +125,7 @@ class DriftPathUncertainty {
   // The same samples, interval and settings DriftPath::fit was given (the
   // fit is repeated); gauge_time(i), i < gauge_count: the times whose mean
   // path is the offset (every line of a series: not held).
-  static DriftPathUncertainty of(std::vector<DriftSample> samples, double t_begin, double t_end,
+  static DriftPathUncertainty of(const std::vector<DriftSample>& samples, double t_begin, double t_end,
                                  const DriftPathSettings& settings, std::size_t gauge_count,
                                  const std::function<double(std::size_t)>& gauge_time);
   // Of d(t) - mean over the gauge times of d.
@@ -148,7 +148,7 @@ class DriftPathUncertainty {
   };
   double t_begin_ = 0.0, h_ = 1.0;
   std::size_t segments_ = 0;
-  Axis axis_[2];
+  std::array<Axis, 2> axis_;
   Point offset_, scale_;
 };
 
