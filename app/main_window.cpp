@@ -657,6 +657,17 @@ bool MainWindow::openResults(const QString& folder) {
   }
   compare_->setAverageOrigin(results_.specimenCoordinates ? results_.specimenOrigin : QPointF());
   compare_->setAverage(average, results_.averagePath);
+  std::shared_ptr<const driftscan::Frame> sigma;
+  if (average && !results_.sigmaPath.isEmpty()) {
+    try {
+      sigma = std::make_shared<const driftscan::Frame>(
+          driftscan::TiffSeries::open(results_.sigmaPath.toStdString())->frame(0));
+      if (sigma->width != average->width || sigma->height != average->height) sigma.reset();  // not this average's
+    } catch (const std::exception& e) {
+      log("warning", QString("standard-error map not shown: %1").arg(e.what()));
+    }
+  }
+  compare_->setSigma(sigma);
   spectra_->setAverage(average);
   showScanDistortion(average);
   if (!results_.spectrumPath.isEmpty()) {

@@ -287,11 +287,38 @@ void LineDriftPlot::rebuildCurves() {
     addSeries(chart, s, chart == drift_ ? driftX_ : jitterX_, y, inLegend);
     curves_.push_back(s);
   };
+  // Each curve's +-1 sigma band (lines.csv's sigma columns), drawn over it
+  // translucent; a line without a finite sigma leaves a gap's worth of band out.
+  auto band = [&](QChart* chart, QValueAxis* y, const std::vector<double>& v, const std::vector<double>& sd,
+                  const QColor& colour, std::size_t b, std::size_t e) {
+    if (sd.size() != v.size()) return;
+    auto* upper = new QLineSeries;
+    auto* lower = new QLineSeries;
+    for (std::size_t i = b; i < e; ++i)
+      if (std::isfinite(sd[i]))
+        upper->append(lines_.t[i], (v[i] + sd[i]) * k), lower->append(lines_.t[i], (v[i] - sd[i]) * k);
+    auto* area = new QAreaSeries(upper, lower);
+    upper->setParent(area);
+    lower->setParent(area);
+    area->setName("+-1 sigma");
+    area->setPen(Qt::NoPen);
+    QColor c = colour;
+    c.setAlpha(60);
+    area->setBrush(c);
+    addSeries(chart, area, chart == drift_ ? driftX_ : jitterX_, y, false);
+    overCurves_.push_back(area);
+  };
+  auto bands = [&](std::size_t b, std::size_t e) {
+    band(drift_, driftY_, lines_.dx, lines_.sigmaDx, kDx, b, e);
+    band(drift_, driftY_, lines_.dy, lines_.sigmaDy, kDy, b, e);
+    band(jitter_, jitterY_, lines_.jitter, lines_.sigmaJitter, kJitter, b, e);
+  };
   const QString suffix = joined_ ? QString(" (%1)").arg(why) : QString();
   if (joined_) {
     curve(drift_, driftY_, lines_.dx, "dx" + suffix, kDx, 0, lines_.t.size(), true);
     curve(drift_, driftY_, lines_.dy, "dy" + suffix, kDy, 0, lines_.t.size(), true);
     curve(jitter_, jitterY_, lines_.jitter, "jitter", kJitter, 0, lines_.t.size(), false);
+    bands(0, lines_.t.size());
   } else {
     // The legend names each curve once.
     for (int f = builtFrames_.first; f <= builtFrames_.second; ++f) {
@@ -301,6 +328,7 @@ void LineDriftPlot::rebuildCurves() {
       curve(drift_, driftY_, lines_.dx, "dx", kDx, b, e, named);
       curve(drift_, driftY_, lines_.dy, "dy", kDy, b, e, named);
       curve(jitter_, jitterY_, lines_.jitter, "jitter", kJitter, b, e, false);
+      bands(b, e);
     }
   }
   QLineSeries* zero = line("0", Qt::black, 0.5);

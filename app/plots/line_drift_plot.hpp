@@ -3,7 +3,8 @@
 // curves over acquisition time with the frame boundaries marked (and the
 // frames numbered above while they fit), the rigid one-shift-per-frame drift
 // as dots for comparison, and each line's fast-axis offset (jitter) in its
-// own panel. Clicking selects a frame. With a line field (fly-back
+// own panel, each with its +-1 sigma band when lines.csv has the sigma
+// columns (translucent, over the curve). Clicking selects a frame. With a line field (fly-back
 // hysteresis), a third panel: the field over a line's first samples, the
 // series' mean and the current frame's.
 //

@@ -33,7 +33,16 @@ LineDriftSeries LineDriftSeries::read(const QString& path, std::size_t maxPoints
     if (it == names.end()) throw driftscan::bad_input(file + ": no '" + need[i] + "' column (not a lines.csv?)");
     col[i] = static_cast<std::size_t>(it - names.begin());
   }
-  const std::size_t width = *std::max_element(col, col + 5) + 1;
+  // The sigma columns, when there (an older table has none).
+  std::size_t sig[3] = {};
+  bool sigmas = true;
+  for (int i = 0; i < 3; ++i) {
+    const char* name[3] = {"sigma_dx", "sigma_dy", "sigma_jitter"};
+    const auto it = std::find(names.begin(), names.end(), name[i]);
+    sigmas = sigmas && it != names.end();
+    if (it != names.end()) sig[i] = static_cast<std::size_t>(it - names.begin());
+  }
+  const std::size_t width = std::max(*std::max_element(col, col + 5), sigmas ? *std::max_element(sig, sig + 3) : 0) + 1;
   // The stride from the file size and the first row's length: the table is
   // read once, never held whole.
   const auto bytes = static_cast<double>(std::filesystem::file_size(file));
@@ -66,6 +75,12 @@ LineDriftSeries LineDriftSeries::read(const QString& path, std::size_t maxPoints
       s.dx.push_back(number(f[col[2]], where));
       s.dy.push_back(number(f[col[3]], where));
       s.jitter.push_back(number(f[col[4]], where));
+      if (sigmas) {
+        // "nan" where the jitter was not estimated: strtod reads it.
+        s.sigmaDx.push_back(std::strtod(f[sig[0]].c_str(), nullptr));
+        s.sigmaDy.push_back(std::strtod(f[sig[1]].c_str(), nullptr));
+        s.sigmaJitter.push_back(std::strtod(f[sig[2]].c_str(), nullptr));
+      }
     }
   }
   if (lastFrame >= 0) s.frameLast.push_back(lastT);

@@ -1,5 +1,5 @@
 #pragma once
-// lines.csv of a scan-distortion run (frame,line,t,dx,dy,jitter,weight), read
+// lines.csv of a scan-distortion run (frame,line,t,dx,dy,jitter,weight[,sigma_dx,sigma_dy,sigma_jitter]), read
 // for plotting: every line when the table is small, else an even subsample of
 // at most maxPoints lines (a 100,000-frame table has tens of millions of
 // rows; a plot shows a few thousand pixels). Each frame's first and last line
@@ -9,7 +9,10 @@
 #include <vector>
 
 struct LineDriftSeries {
-  std::vector<double> t, dx, dy, jitter;      // one entry per kept line; t in seconds
+  std::vector<double> t, dx, dy, jitter;  // one entry per kept line; t in seconds
+  // Their standard errors (lines.csv's sigma_dx, sigma_dy, sigma_jitter), when
+  // the table has them (else empty); the path's relative to the common offset.
+  std::vector<double> sigmaDx, sigmaDy, sigmaJitter;
   std::vector<int> frame;                     // the frame of each kept line
   std::vector<double> frameFirst, frameLast;  // per frame: the time of its first and last line
   std::size_t totalLines = 0;                 // rows in the table

@@ -142,6 +142,8 @@ ResultSet ResultSet::load(const QString& folder) {
   if (r.averagePath.isEmpty()) r.averagePath = path("average.tif");
   r.coveragePath = fromReport("coverage");
   if (r.coveragePath.isEmpty()) r.coveragePath = path("coverage.tif");
+  r.sigmaPath = fromReport("sigma");
+  if (r.sigmaPath.isEmpty()) r.sigmaPath = path("sigma.tif");
   r.driftPath = fromReport("drift");
   if (r.driftPath.isEmpty()) r.driftPath = path("drift.csv");
   // The volume view's file: the spectrum command writes spectrum3d.tif beside

@@ -55,6 +55,7 @@ struct ScanTraceData {
 struct ResultSet {
   QString folder;
   QString averagePath, coveragePath, driftPath, reportPath, spectrumPath, input;
+  QString sigmaPath;  // sigma.tif: the average's standard error per pixel (empty: none)
   std::vector<DriftRow> drift;
   ScanTraceData trace;
   nlohmann::json report;

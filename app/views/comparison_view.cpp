@@ -22,6 +22,14 @@ ComparisonView::ComparisonView(QWidget* parent) : QWidget(parent) {
   tile_->setValue(32);
   tile_->setPrefix("tile ");
   tile_->setSuffix(" px");
+  layer_ = new QComboBox;
+  layer_->addItems({"average", "standard error (sigma.tif)"});
+  layer_->setToolTip(
+      "sigma.tif: the standard error of each pixel of the average, from the spread of the frames "
+      "that made it (NaN, shown dark, where fewer than 2 frames covered)");
+  layer_->setEnabled(false);
+  bar->addWidget(new QLabel("Left view:"));
+  bar->addWidget(layer_);
   bar->addWidget(new QLabel("Right view:"));
   bar->addWidget(mode_);
   bar->addWidget(tile_);
@@ -40,17 +48,33 @@ ComparisonView::ComparisonView(QWidget* parent) : QWidget(parent) {
   connect(left_, &ImageView::viewChanged, right_, &ImageView::setView);
   connect(right_, &ImageView::viewChanged, left_, &ImageView::setView);
   connect(mode_, qOverload<int>(&QComboBox::currentIndexChanged), this, &ComparisonView::refresh);
+  connect(layer_, qOverload<int>(&QComboBox::currentIndexChanged), this, &ComparisonView::showLeft);
   connect(tile_, qOverload<int>(&QSpinBox::valueChanged), this, &ComparisonView::refresh);
 }
 
 void ComparisonView::setAverage(std::shared_ptr<const driftscan::Frame> average, const QString& path) {
   average_ = std::move(average);
   averagePath_ = path;
-  if (average_) left_->setImage(render_frame(*average_, auto_levels(*average_)), average_);
-  else left_->setImage(QImage());
-  left_->setCaption(average_ ? "average" : "no average");
+  showLeft();
   left_->fit();
   refresh();
+}
+
+void ComparisonView::setSigma(std::shared_ptr<const driftscan::Frame> sigma) {
+  sigma_ = std::move(sigma);
+  layer_->setEnabled(sigma_ != nullptr);
+  if (!sigma_) layer_->setCurrentIndex(0);
+  showLeft();
+}
+
+void ComparisonView::setLayer(Layer layer) { layer_->setCurrentIndex(sigma_ ? int(layer) : 0); }
+
+void ComparisonView::showLeft() {
+  const bool sigma = sigma_ && layer_->currentIndex() == int(Layer::sigma);
+  const std::shared_ptr<const driftscan::Frame>& shown = sigma ? sigma_ : average_;
+  if (shown) left_->setImage(render_frame(*shown, auto_levels(*shown)), shown);
+  else left_->setImage(QImage());
+  left_->setCaption(sigma ? "standard error of the average (sigma.tif)" : average_ ? "average" : "no average");
 }
 
 void ComparisonView::setSeries(std::shared_ptr<const driftscan::FrameSource> series) {

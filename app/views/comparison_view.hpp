@@ -22,6 +22,12 @@ class ComparisonView : public QWidget {
   enum class Mode { side_by_side, difference, checkerboard };
   explicit ComparisonView(QWidget* parent = nullptr);
   void setAverage(std::shared_ptr<const driftscan::Frame> average, const QString& path);
+  // The average's standard-error map (sigma.tif; null: none): a layer the
+  // left view can show instead of the average ("Left view").
+  void setSigma(std::shared_ptr<const driftscan::Frame> sigma);
+  enum class Layer { average, sigma };
+  void setLayer(Layer layer);
+  bool hasSigma() const { return sigma_ != nullptr; }
   // The frame-0 point the average's pixel (0, 0) shows: (0, 0) but for a
   // scan-distortion average, which is in specimen coordinates.
   void setAverageOrigin(QPointF origin);
@@ -46,13 +52,15 @@ class ComparisonView : public QWidget {
 
  private:
   void refresh();
+  void showLeft();
 
   ImageView* left_;
   ImageView* right_;
   QComboBox* mode_;
+  QComboBox* layer_;
   QSpinBox* tile_;
   QLabel* info_;
-  std::shared_ptr<const driftscan::Frame> average_;
+  std::shared_ptr<const driftscan::Frame> average_, sigma_;
   std::shared_ptr<const driftscan::FrameSource> series_;
   std::vector<DriftRow> drift_;
   std::vector<driftscan::Transform> toFrame0_;

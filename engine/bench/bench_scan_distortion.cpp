@@ -305,6 +305,49 @@ Errors line_errors(const SyntheticSeries& s, const ScanModel& m, const std::vect
   return e;
 }
 
+// lines.csv's standard errors against the truth: the path's error at every
+// line (the common offset, its mean over the lines, removed: the gauge the
+// sigmas are relative to) over sigma_dx / sigma_dy, and the jitter's (each
+// frame's mean jitter removed from the truth, as above) over sigma_jitter.
+// Target z-RMS 0.8-1.25.
+void print_line_sigma_calibration(const SyntheticSeries& s, const ScanDistortionResult& est) {
+  const ScanTiming& t = s.scan_timing();
+  std::vector<Point> e;
+  Point mean;
+  for (std::size_t k = 0; k < s.frame_count(); ++k)
+    for (int l = 0; l < t.lines(); ++l) {
+      const double tm = t.line_mid_time(k, l);
+      const Point est_d = est.model.path.at(tm), truth = s.drift_at(tm);
+      e.push_back({est_d.x - truth.x, est_d.y - truth.y});
+      mean.x += e.back().x, mean.y += e.back().y;
+    }
+  mean.x /= static_cast<double>(e.size()), mean.y /= static_cast<double>(e.size());
+  double zx = 0, zy = 0, zj = 0, sx = 0, sy = 0, sj = 0;
+  std::size_t i = 0, nj = 0;
+  for (std::size_t k = 0; k < s.frame_count(); ++k) {
+    double jmean = 0;
+    for (int l = 0; l < t.lines(); ++l) jmean += s.line_jitter(k, l) / t.lines();
+    for (int l = 0; l < t.lines(); ++l, ++i) {
+      const Point sig = est.path_sigma.sigma(t.line_mid_time(k, l));
+      zx += std::pow((e[i].x - mean.x) / sig.x, 2), zy += std::pow((e[i].y - mean.y) / sig.y, 2);
+      sx += sig.x, sy += sig.y;
+      if (k < est.jitter_sigma.size() && static_cast<std::size_t>(l) < est.jitter_sigma[k].size() &&
+          est.jitter_sigma[k][static_cast<std::size_t>(l)] > 0) {
+        const double sj_l = est.jitter_sigma[k][static_cast<std::size_t>(l)];
+        const double ej = est.model.jitter[k][static_cast<std::size_t>(l)] - (s.line_jitter(k, l) - jmean);
+        zj += (ej / sj_l) * (ej / sj_l), sj += sj_l, ++nj;
+      }
+    }
+  }
+  const double n = static_cast<double>(e.size());
+  std::printf(
+      "%-52s  line sigma: path z-RMS x %.3f y %.3f (mean sigma %.4f, %.4f px; common offset sigma %.4f, "
+      "%.4f px; weights' scale %.3g, %.3g)  jitter z-RMS %.3f (mean sigma %.4f px, %zu lines)\n",
+      "", std::sqrt(zx / n), std::sqrt(zy / n), sx / n, sy / n, est.path_sigma.offset_sigma().x,
+      est.path_sigma.offset_sigma().y, est.path_sigma.scale().x, est.path_sigma.scale().y,
+      nj ? std::sqrt(zj / static_cast<double>(nj)) : 0.0, nj ? sj / static_cast<double>(nj) : 0.0, nj);
+}
+
 // The real ABF image from the optional sample data (the folder named by
 // $DRIFTSCAN_SAMPLE_DATA; README, "Sample data"), or nullptr: its cases are left out.
 std::shared_ptr<const Frame> real_content() {
@@ -526,6 +569,7 @@ void run_case(const Case& c, const ScanDistortionSettings& settings, int threads
       e.position, est.rounds.size(), est.converged ? 1 : 0, est.not_followed.size(), rigid_wall, corrected_wall,
       (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu, corrected_cpu,
       (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
+  print_line_sigma_calibration(s, est);
   if (s.options().scan_hysteresis != 0.0) print_line_field_errors(s, est.model);
   std::fflush(stdout);
 }

@@ -109,6 +109,7 @@ class Average:
     quality: np.ndarray
     used: np.ndarray
     warnings: list = field(default_factory=list)
+    sigma: object = None  # the standard error of each pixel of the average (sigma.tif's)
 
 
 def drift_table_path(drift, folder):
@@ -152,11 +153,13 @@ def average(data, drift, method="mean", *, threads=None, progress=None, signal=N
             out = _engine.average(json.dumps(job), src.array, src.pixel_size, src.unit, cb)
         finally:
             _close(cb)
-    avg, cov = out["average"], out["coverage"]
+    avg, cov, sigma = out["average"], out["coverage"], out["sigma"]
     if src.axes:
         from .hyperspy import to_signal2d
         avg, cov = to_signal2d(avg, src.axes, "average"), to_signal2d(cov, src.axes, "coverage")
-    return Average(avg, cov, np.asarray(out["quality"]), np.asarray(out["used"], dtype=bool), list(out["warnings"]))
+        sigma = None if sigma is None else to_signal2d(sigma, src.axes, "sigma")
+    return Average(avg, cov, np.asarray(out["quality"]), np.asarray(out["used"], dtype=bool), list(out["warnings"]),
+                   sigma)
 
 
 def synthesize(folder, *, progress=None, **fields):

@@ -62,6 +62,7 @@ void bind_average(py::module_& m) {
         py::dict d;
         d["average"] = to_array(avg.average);
         d["coverage"] = to_array(avg.coverage);
+        d["sigma"] = avg.sigma.pixels.empty() ? py::object(py::none()) : py::object(to_array(avg.sigma));
         d["quality"] = avg.quality;
         d["used"] = avg.used;
         d["warnings"] = warnings;

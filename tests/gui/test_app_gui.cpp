@@ -623,7 +623,7 @@ class AppGuiTest : public QObject {
     const QStringList started = log.filter("started: register on " + threads);
     QVERIFY2(started.size() == 1, qPrintable(all));
     QVERIFY2(started.front().contains("input " + QFileInfo(abf).canonicalFilePath()), qPrintable(started.front()));
-    const QString resultsLine = QString("results in %1: average.tif, coverage.tif, drift.csv, report.json")
+    const QString resultsLine = QString("results in %1: average.tif, coverage.tif, drift.csv, report.json, sigma.tif")
                                     .arg(QFileInfo(out).absoluteFilePath());
     QVERIFY2(log.contains(resultsLine), qPrintable(all));
     // The run panel: how long the run took by the app's clock, no ETA.

@@ -114,6 +114,31 @@ class ScanDistortionViewsTest : public QObject {
     QCOMPARE(few.frameLast.back(), r.lines.frameLast.back());
   }
 
+  void errorBarsAreShown() {
+    // lines.csv's sigma columns are read and drawn as bands; sigma.tif is a
+    // layer of the average view that shows the map itself.
+    const ResultSet r = ResultSet::load(results_);
+    QCOMPARE(r.lines.sigmaDx.size(), r.lines.t.size());
+    QCOMPARE(r.lines.sigmaJitter.size(), r.lines.t.size());
+    for (std::size_t i = 0; i < r.lines.t.size(); ++i) QVERIFY(r.lines.sigmaDx[i] > 0 && r.lines.sigmaDy[i] > 0);
+    QVERIFY(!r.sigmaPath.isEmpty());
+    MainWindow w;
+    w.setInteractive(false);
+    w.resize(1200, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openResults(results_));
+    ComparisonView* view = w.comparisonView();
+    QVERIFY(view->hasSigma());
+    const QImage average = view->averageView()->image();
+    view->setLayer(ComparisonView::Layer::sigma);
+    QVERIFY(view->averageView()->caption().contains("sigma.tif"));
+    QCOMPARE(view->averageView()->image().size(), average.size());
+    QVERIFY(view->averageView()->image() != average);
+    view->setLayer(ComparisonView::Layer::average);
+    QCOMPARE(view->averageView()->caption(), QString("average"));
+  }
+
   void corruptLineTableIsOneLineError() {
     const QString bad = tmp_.filePath("bad_lines.csv");
     QFile f(bad);

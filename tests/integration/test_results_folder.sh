@@ -74,8 +74,8 @@ engine 1 register big.tif --out A "${OPTS[@]}" --progress none
 engine 2 register big.tif --out ref2 "${OPTS[@]}" --progress none
 after=$(ls A | tr '\n' ' ')
 echo "  A: before: $before; after: $after"
-check "A: the earlier run's lines.csv, average_rigid.tif, coverage_rigid.tif are gone" \
-  "[ \"$after\" = 'average.tif coverage.tif drift.csv report.json ' ]"
+check "A: the earlier run's lines.csv, average_rigid.tif, coverage_rigid.tif, sigma_rigid.tif are gone" \
+  "[ \"$after\" = 'average.tif coverage.tif drift.csv report.json sigma.tif ' ]"
 check "A: coverage.tif is the new run's (its size is the 2-rank run's of the same series)" \
   "[ $(stat -c %s A/coverage.tif) -eq $(stat -c %s ref2/coverage.tif) ]"
 ln -s A ref1  # the uninterrupted references on 1 and 2 ranks

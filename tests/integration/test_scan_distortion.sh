@@ -15,7 +15,8 @@ TIMING=(--scan-dwell 2e-6 --line-flyback 0.25)
 "$ENGINE" register s.tif --out one --threads 2 --scan-distortion "${TIMING[@]}" --progress none
 "${MPIRUN[@]}" -np 3 "$ENGINE" register s.tif --out three --threads 1 --scan-distortion "${TIMING[@]}" --progress none
 for d in one three; do
-  for f in average.tif coverage.tif lines.csv average_rigid.tif coverage_rigid.tif drift.csv report.json; do
+  for f in average.tif coverage.tif sigma.tif lines.csv average_rigid.tif coverage_rigid.tif sigma_rigid.tif drift.csv \
+    report.json; do
     [ -s "$d/$f" ] || die "$d: $f missing"
   done
   ! ls -a "$d" | grep -q tmp || die "$d: temporary file left"
@@ -49,6 +50,15 @@ assert 0 < p1 < 0.3 and abs(p1 - p3) <= 1e-3 * p1, (p1, p3)
 files = json.load(open("one/report.json"))["files"]  # what a reader of the report takes as the run's outputs
 assert files["average"].endswith("/average.tif") and files["average_rigid"].endswith("/average_rigid.tif"), files
 assert files["lines"].endswith("/lines.csv") and files["coverage"].endswith("/coverage.tif"), files
+assert files["sigma"].endswith("/sigma.tif") and files["sigma_rigid"].endswith("/sigma_rigid.tif"), files
+# Per-line standard errors: finite and positive, the same on 1 and 3 ranks (the
+# path's from the same band samples; the jitter's gathered from every rank).
+for k in ("sigma_dx", "sigma_dy", "sigma_jitter"):
+    assert all(0 < float(r[k]) < 1 for r in one), k
+    worst = max(abs(float(a[k]) - float(b[k])) for a, b in zip(one, three))
+    assert worst <= 0.01, f"{k}: 1 and 3 ranks differ by {worst} px"
+common = report["line_sigma"]["common_offset_sigma_px"]
+assert len(common) == 2 and all(0 < c < 0.5 for c in common), common
 PY
 
 # A frame the user excludes stays out of the corrected average too, on 1 and

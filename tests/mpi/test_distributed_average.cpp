@@ -4,7 +4,9 @@
 // every rank equals the serial average within 1e-6 relative (quality and use
 // of every frame too); a median split in several bands per rank; and a frame
 // that one rank cannot read ends the average on every rank with the same
-// one-line error naming the rank, its host and the frame's file.
+// one-line error naming the rank, its host and the frame's file. The
+// standard-error map (sigma.tif) equals the serial one within 1e-5 relative,
+// the weighted mean's included.
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <unistd.h>
@@ -72,6 +74,19 @@ void expect_same_result(const AverageResult& a, const AverageResult& b, const ch
     worst = std::max(worst, std::fabs(a.average.pixels[i] - ref) / std::max(std::fabs(ref), 1e-3));
   }
   EXPECT_LE(worst, 1e-6) << what;
+  // The standard-error map (sigma.tif) too: NaN at the same pixels.
+  ASSERT_EQ(a.sigma.size(), b.sigma.size()) << what;
+  double worst_sigma = 0;
+  std::size_t finite = 0;
+  for (std::size_t i = 0; i < a.sigma.size(); ++i) {
+    ASSERT_EQ(std::isnan(a.sigma.pixels[i]), std::isnan(b.sigma.pixels[i])) << what << " sigma pixel " << i;
+    if (std::isnan(b.sigma.pixels[i])) continue;
+    ++finite;
+    const double ref = b.sigma.pixels[i];
+    worst_sigma = std::max(worst_sigma, std::fabs(a.sigma.pixels[i] - ref) / std::max(std::fabs(ref), 1e-3));
+  }
+  EXPECT_LE(worst_sigma, 1e-5) << what;
+  EXPECT_GT(finite, a.sigma.size() / 2) << what << ": sigma where frames cover";
   ASSERT_EQ(a.quality.size(), b.quality.size());
   for (std::size_t k = 0; k < a.quality.size(); ++k) {
     EXPECT_NEAR(a.quality[k], b.quality[k], 1e-9) << what << " frame " << k;
@@ -115,6 +130,16 @@ TEST(DistributedAverage, EveryMethodEqualsTheSerialAverage) {
       EXPECT_FALSE(shared.used[9]) << "the blank frame is left out";
     }
   }
+}
+
+TEST(DistributedAverage, WeightedMeanAndItsSigmaEqualTheSerialOnes) {
+  const Series s = awkward_series();
+  AveragingOptions opt;
+  opt.min_quality = 0.5;
+  for (std::size_t k = 0; k < s.frames.frame_count(); ++k) opt.frame_weights.push_back(1.0 + double(k % 3));
+  const AverageResult serial = average_series(s.frames, s.truth, opt);
+  const AverageResult shared = average_distributed(MPI_COMM_WORLD, s.frames, s.truth, opt, nullptr, nullptr);
+  expect_same_result(shared, serial, "weighted mean");
 }
 
 TEST(DistributedAverage, MedianInSeveralBandsPerRank) {

@@ -30,6 +30,7 @@ def test_register_matches_command_line(lattice, lattice_frames, tmp_path, settin
         cli_average = np.asarray(driftscan.read(str(cli / "average.tif"))[0])
         assert np.array_equal(r.average, cli_average)
         assert np.array_equal(r.coverage, np.asarray(driftscan.read(str(cli / "coverage.tif"))[0]))
+        assert np.array_equal(r.sigma, np.asarray(driftscan.read(str(cli / "sigma.tif"))[0]), equal_nan=True)
     # The structured array holds drift.csv's columns and numbers (to its six decimals).
     text = np.genfromtxt(cli / "drift.csv", delimiter=",", names=True)
     assert np.allclose(from_array.drift["dx"], text["dx"], atol=5e-7)
@@ -59,6 +60,7 @@ def test_average_again_matches_command_line(lattice, tmp_path):
     for drift in (first, first.files["drift.csv"], first.drift):
         again = driftscan.average(series, drift, "clipped", exclude_frames=[2, 3], threads=2)
         assert np.array_equal(again.average, np.asarray(driftscan.read(str(cli / "average.tif"))[0]))
+        assert np.array_equal(again.sigma, np.asarray(driftscan.read(str(cli / "sigma.tif"))[0]), equal_nan=True)
         assert not again.used[2] and not again.used[3] and again.used[4]
 
 

@@ -3,15 +3,20 @@
 #include <cmath>
 
 #include "averaging/average_strategy.hpp"
+#include "driftscan/averaging/standard_error.hpp"
 
 namespace driftscan {
 namespace averaging {
 
 // One more pass: samples beyond clip_sigma standard deviations of the
 // selection's sums are dropped. The sums become the mean and the clip limit
-// in place (memory).
+// in place (memory). The standard error is the plain mean's of the same
+// frames: the kept samples' spread misses what the limits, chosen from the
+// data, add (each limit moves with the sample, and low counts cross it in
+// steps; measured on the odd/even split, z-RMS 1.14 at dose 6 and 1.27 at
+// dose 2 with the kept spread), and at >= 2.5 sigma few samples are clipped.
 void ClippedMean::average(FrameStream& stream, const std::vector<std::size_t>& used, MeanAccumulator& sums,
-                          Frame& average, Frame& coverage) const {
+                          Frame& average, Frame& coverage, Frame& sigma) const {
   const std::size_t npix = sums.count.size();
   const std::vector<double>& sum = sums.sum;
   const std::vector<double>& sum2 = sums.sum2;
@@ -23,6 +28,7 @@ void ClippedMean::average(FrameStream& stream, const std::vector<std::size_t>& u
       mean[i] = 0, limit[i] = -1;
       continue;
     }
+    sigma.pixels[i] = static_cast<float>(mean_standard_error(sum[i], sum2[i], std::round(count[i])));
     mean[i] = sum[i] / count[i];
     double var = std::max(0.0, sum2[i] / count[i] - mean[i] * mean[i]);
     // a little slack so identical samples (var ~ rounding) are all kept

@@ -6,18 +6,20 @@
 #include <utility>
 
 #include "averaging/average_strategy.hpp"
+#include "driftscan/averaging/standard_error.hpp"
 
 namespace driftscan {
 namespace averaging {
 
 void MeanAccumulator::add(const float* v, double sign) {
   const std::size_t npix = count.size();
-  const bool squares = !sum2.empty();
+  const bool squares = !sum2.empty(), spreads = !spread.empty();
 #pragma omp parallel for schedule(static) if (npix >= 65536)
   for (std::size_t i = 0; i < npix; ++i) {
     if (!std::isfinite(v[i])) continue;
     sum[i] += sign * v[i];
     if (squares) sum2[i] += sign * double(v[i]) * v[i];
+    if (spreads) spread[i] += sign * double(v[i]) * v[i];
     count[i] += sign;
   }
 }
@@ -40,21 +42,32 @@ void sum_over_team(const FrameStream& stream, std::vector<double>& a, std::vecto
   std::copy(packed.begin() + static_cast<long>(a.size()), packed.end(), b.begin());
 }
 
+void sum_over_team(const FrameStream& stream, std::vector<double>& a) {
+  if (const AveragingTeam* team = stream.team()) team->sum(a);
+}
+
 void PlainMean::average(FrameStream&, const std::vector<std::size_t>&, MeanAccumulator& sums, Frame& average,
-                        Frame& coverage) const {
+                        Frame& coverage, Frame& sigma) const {
   const std::vector<double>&sum = sums.sum, &count = sums.count;
   for (std::size_t i = 0; i < count.size(); ++i) {
     if (count[i] > 0.5) {
       average.pixels[i] = static_cast<float>(sum[i] / count[i]);
       coverage.pixels[i] = static_cast<float>(std::round(count[i]));
+      sigma.pixels[i] = static_cast<float>(mean_standard_error(sum[i], sums.spread[i], std::round(count[i])));
     }
   }
 }
 
 void WeightedMean::average(FrameStream& stream, const std::vector<std::size_t>& used, MeanAccumulator& sums,
-                           Frame& average, Frame& coverage) const {
+                           Frame& average, Frame& coverage, Frame& sigma) const {
   const std::size_t npix = sums.count.size();
   std::vector<double> wsum(npix, 0.0), wcount(npix, 0.0);
+  // The standard error's sums (w v, w v^2, w, w^2). Every member reads every
+  // used frame here and the sums above come out size() times the series'
+  // (the average, a ratio, does not mind); these take its own frames only.
+  std::vector<double> esum(npix, 0.0), esum2(npix, 0.0), ecount(npix, 0.0), ecount2(npix, 0.0);
+  std::vector<char> mine(used.empty() ? 0 : used.back() + 1, 0);
+  for (std::size_t k : stream.own(used)) mine[k] = 1;
   stream.run(
       used, 0, average.height, [](std::size_t, const float*) {},
       [&](std::size_t k, const float* v) {
@@ -65,12 +78,24 @@ void WeightedMean::average(FrameStream& stream, const std::vector<std::size_t>& 
           wsum[i] += wk * v[i];
           wcount[i] += wk;
         }
+        if (!mine[k]) return;
+        for (std::size_t i = 0; i < npix; ++i) {
+          if (!std::isfinite(v[i])) continue;
+          esum[i] += wk * v[i];
+          esum2[i] += wk * v[i] * double(v[i]);
+          ecount[i] += wk;
+          ecount2[i] += wk * wk;
+        }
       });
   sum_over_team(stream, wsum, wcount);  // each member weighed its own frames
+  sum_over_team(stream, esum, esum2);
+  sum_over_team(stream, ecount, ecount2);
   for (std::size_t i = 0; i < npix; ++i) {
     if (sums.count[i] > 0.5 && wcount[i] > 0) {
       average.pixels[i] = static_cast<float>(wsum[i] / wcount[i]);
       coverage.pixels[i] = static_cast<float>(std::round(sums.count[i]));
+      if (sums.count[i] > 1.5)
+        sigma.pixels[i] = static_cast<float>(weighted_standard_error(ecount[i], ecount2[i], esum[i], esum2[i]));
     }
   }
 }

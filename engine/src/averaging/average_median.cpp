@@ -1,8 +1,10 @@
 // The median in bounded memory, band by band; see average_strategy.hpp.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "averaging/average_strategy.hpp"
+#include "driftscan/averaging/standard_error.hpp"
 
 namespace driftscan {
 namespace averaging {
@@ -22,7 +24,7 @@ std::size_t TiledMedian::extra_reads(std::size_t, std::size_t candidates) const 
 }
 
 void TiledMedian::average(FrameStream& stream, const std::vector<std::size_t>& used, MeanAccumulator&, Frame& average,
-                          Frame& coverage) const {
+                          Frame& coverage, Frame& sigma) const {
   const int w = w_, h = h_;
   const std::size_t m = used.size();
   const int rows = band_rows(m);
@@ -55,6 +57,9 @@ void TiledMedian::average(FrameStream& stream, const std::vector<std::size_t>& u
       const std::size_t c = static_cast<std::size_t>(last - first);
       const std::size_t out = static_cast<std::size_t>(y0) * w + i;
       if (c == 0) continue;
+      double s = 0.0, s2 = 0.0;  // the standard error, before nth_element reorders
+      for (const float* p = first; p != last; ++p) s += *p, s2 += double(*p) * *p;
+      sigma.pixels[out] = static_cast<float>(median_standard_error(s, s2, static_cast<double>(c)));
       std::nth_element(first, first + c / 2, last);
       double med = first[c / 2];
       if (c % 2 == 0) med = 0.5 * (med + *std::max_element(first, first + c / 2));
@@ -72,6 +77,16 @@ void TiledMedian::average(FrameStream& stream, const std::vector<std::size_t>& u
       average.pixels[i] = static_cast<float>(packed[i]);
       coverage.pixels[i] = static_cast<float>(packed[npix + i]);
     }
+    // The sigma bands in a reduction of their own (NaN outside a band: 0 there first).
+    std::vector<double> band_sigma(npix, 0.0);
+    for (int y = own_first; y < own_last; ++y)
+      for (int x = 0; x < w; ++x) {
+        const std::size_t i = static_cast<std::size_t>(y) * w + x;
+        band_sigma[i] = std::isnan(sigma.pixels[i]) ? -1.0 : sigma.pixels[i];
+      }
+    team->sum(band_sigma);
+    for (std::size_t i = 0; i < npix; ++i)
+      sigma.pixels[i] = band_sigma[i] < 0 ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(band_sigma[i]);
   }
 }
 

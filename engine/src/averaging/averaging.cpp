@@ -107,10 +107,12 @@ std::unique_ptr<AveragingStrategy> make_strategy(const AveragingOptions& options
   return std::make_unique<averaging::PlainMean>();
 }
 
-// The members' sums added up (with a team; nothing to do without).
-void combine_sums(const FrameStream& stream, MeanAccumulator& sums) {
+// The members' sums added up (with a team; nothing to do without); the
+// standard error's squares (MeanAccumulator::spread) too when `spread`.
+void combine_sums(const FrameStream& stream, MeanAccumulator& sums, bool spread) {
   const AveragingTeam* team = stream.team();
   if (!team) return;
+  if (spread && !sums.spread.empty()) team->sum(sums.spread);
   std::vector<double> packed;
   packed.reserve(sums.sum.size() + sums.sum2.size() + sums.count.size());
   for (const auto* v : {&sums.sum, &sums.sum2, &sums.count}) packed.insert(packed.end(), v->begin(), v->end());
@@ -184,7 +186,7 @@ void sum_and_grade_frames(FrameStream& stream, std::vector<FrameState>& state, d
   std::vector<double> first_mean;
   if (stream.team()) {
     MeanAccumulator all_sums = sums;
-    combine_sums(stream, all_sums);
+    combine_sums(stream, all_sums, false);
     first_mean = all_sums.mean_or_nan();
   } else {
     first_mean = sums.mean_or_nan();
@@ -200,7 +202,7 @@ void sum_and_grade_frames(FrameStream& stream, std::vector<FrameState>& state, d
       [&](std::size_t k, const float* v) {
         if (state[k].rejected_quality) sums.add(v, -1.0);
       });
-  combine_sums(stream, sums);
+  combine_sums(stream, sums, true);
   combine_states(stream, state);
 }
 
@@ -309,14 +311,15 @@ AverageResult average_impl(const FrameSource& frames, const std::vector<Transfor
   FrameStream stream(frames, transforms, warper, state, cancel, progress, total, team);
 
   // Select the frames; the sums come out as those of the used frames.
-  MeanAccumulator sums(npix, strategy->needs_squares());
+  MeanAccumulator sums(npix, strategy->needs_squares(), strategy->needs_spread());
   sum_and_grade_frames(stream, state, options.min_quality, sums);
   const std::vector<std::size_t> used = used_frames(state, options, npix, where, warnings);
 
   // The method's own average and coverage.
   result.average = Frame(w, h, 0.0f);
   result.coverage = Frame(w, h, 0.0f);
-  strategy->average(stream, used, sums, result.average, result.coverage);
+  result.sigma = Frame(w, h, averaging::kMissing);
+  strategy->average(stream, used, sums, result.average, result.coverage, result.sigma);
 
   // Per-frame quality and use.
   result.quality.resize(n);

@@ -21,11 +21,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Every name a run of register, average or spectrum writes (average_<signal>.tif
-// and coverage_<signal>.tif with --apply-to; the *_rigid.tif of a
-// scan-distortion run).
+// Every name a run of register, average or spectrum writes (average_<signal>.tif,
+// coverage_<signal>.tif and sigma_<signal>.tif with --apply-to; the
+// *_rigid.tif of a scan-distortion run).
 const std::regex kOutputName(R"(report\.json|drift\.csv|quality\.csv|lines\.csv|line_field\.csv)"
-                             R"(|(average|coverage)(_[A-Za-z0-9._-]+)?\.tif|spectrum(_average|3d)?\.tif)");
+                             R"(|(average|coverage|sigma)(_[A-Za-z0-9._-]+)?\.tif|spectrum(_average|3d)?\.tif)");
 
 // The command recorded in DIR/report.json, "" when there is none or it is unreadable.
 std::string recorded_command(const fs::path& report) {

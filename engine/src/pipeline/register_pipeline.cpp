@@ -377,6 +377,21 @@ RegisterOutputs write_register_outputs(OutputSet& set, const FrameSource& frames
                                average_suffix);
 }
 
+std::string average_sigma_method(const AveragingOptions& averaging) {
+  const char* how =
+      "standard error of each pixel of the average from the spread of the warped frames that cover it "
+      "(the interpolation's smoothing at each frame's sub-pixel phase included): ";
+  switch (averaging.method) {
+    case AverageMethod::clipped: return std::string(how) + "the kept samples' s / sqrt(n kept); NaN below 2 frames";
+    case AverageMethod::median: return std::string(how) + "sqrt(pi/2) s / sqrt(n) (normal noise); NaN below 2 frames";
+    case AverageMethod::mean: break;
+  }
+  if (averaging.weights == FrameWeighting::inverse_variance || !averaging.frame_weights.empty())
+    return std::string(how) +
+           "the weighted spread (reliability-weight correction) x sqrt(sum w^2) / sum w; NaN below 2 frames";
+  return std::string(how) + "s / sqrt(n); NaN below 2 frames";
+}
+
 RegisterOutputs write_register_report(OutputSet& set, const FrameSource& frames, const RegistrationSettings& settings,
                                       const AveragingOptions& averaging, std::size_t registered,
                                       const RegistrationFailures& failures, const UncertaintySummary* uncertainty,
@@ -385,10 +400,12 @@ RegisterOutputs write_register_report(OutputSet& set, const FrameSource& frames,
                                       const std::vector<ReportArray>& streamed, const std::string& average_suffix) {
   RegisterOutputs files;
   const std::string average_name = "average" + average_suffix + ".tif",
-                    coverage_name = "coverage" + average_suffix + ".tif";
+                    coverage_name = "coverage" + average_suffix + ".tif",
+                    sigma_name = "sigma" + average_suffix + ".tif";
   files.drift = set.final_path("drift.csv");
   files.average = set.final_path(average_name);
   files.coverage = set.final_path(coverage_name);
+  files.sigma = set.final_path(sigma_name);
   files.report = set.final_path(kOutputRecord);
   const bool averaged = !average.average.empty();
   if (averaged) {
@@ -398,9 +415,13 @@ RegisterOutputs write_register_report(OutputSet& set, const FrameSource& frames,
     tw.unit = frames.pixel_unit();
     set.write(average_name, [&](const std::string& path) { write_tiff(path, average.average, tw); });
     set.write(coverage_name, [&](const std::string& path) { write_tiff(path, average.coverage, tw); });
+    if (!average.sigma.empty())
+      set.write(sigma_name, [&](const std::string& path) { write_tiff(path, average.sigma, tw); });
+    else files.sigma.clear();
   } else {
     files.average.clear();
     files.coverage.clear();
+    files.sigma.clear();
   }
 
   Job job;
@@ -437,6 +458,9 @@ RegisterOutputs write_register_report(OutputSet& set, const FrameSource& frames,
       {"frames_used", used},
       {"frames_excluded", excluded}};
   if (uncertainty) report["uncertainty"] = to_json(*uncertainty);
+  if (averaged && !files.sigma.empty())
+    report["uncertainty"]["average_sigma" + average_suffix] = {{"file", files.sigma},
+                                                               {"method", average_sigma_method(averaging)}};
   report["registration"] = failures.to_json();
   report["status"] = averaged ? "done" : "registration_failed";
   report["warnings"] = warnings;
@@ -444,6 +468,7 @@ RegisterOutputs write_register_report(OutputSet& set, const FrameSource& frames,
   if (averaged) {
     report["files"]["average" + average_suffix] = files.average;
     report["files"]["coverage" + average_suffix] = files.coverage;
+    if (!files.sigma.empty()) report["files"]["sigma" + average_suffix] = files.sigma;
   }
   // Extra files (a corrected average, lines.csv) join the list; other extra blocks are set whole.
   for (auto it = report_extra.begin(); it != report_extra.end(); ++it)

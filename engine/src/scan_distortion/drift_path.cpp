@@ -236,3 +236,117 @@ Point DriftPath::velocity(double t) const {
 }
 
 }  // namespace driftscan
+
+namespace driftscan {
+
+DriftPathUncertainty DriftPathUncertainty::of(const std::vector<DriftSample>& samples, double t_begin, double t_end,
+                                              const DriftPathSettings& settings, std::size_t gauge_count,
+                                              const std::function<double(std::size_t)>& gauge_time) {
+  const DriftPath path = DriftPath::fit(samples, t_begin, t_end, settings);  // validates; the residuals' path
+  DriftPathUncertainty u;
+  const std::size_t n = path.coefficient_count();
+  u.t_begin_ = t_begin, u.h_ = path.knot_spacing(), u.segments_ = n - 3;
+  auto weights_at = [&u](double t, std::size_t& seg, double w[4]) {
+    const double x = (t - u.t_begin_) / u.h_;
+    const double s = std::clamp(std::floor(x), 0.0, static_cast<double>(u.segments_ - 1));
+    seg = static_cast<std::size_t>(s);
+    bspline_weights(std::clamp(x - s, 0.0, 1.0), w);
+  };
+  // A^T W A and the weighted residuals, over the samples the fit used.
+  std::vector<std::array<double, kBand>> g(n, std::array<double, kBand>{});
+  double total_weight = 0.0, used = 0.0, r2[2] = {0.0, 0.0};
+  for (const DriftSample& s : samples) {
+    if (!(s.weight > 0.0) || !std::isfinite(s.weight) || !std::isfinite(s.t) || !std::isfinite(s.dx) ||
+        !std::isfinite(s.dy) || s.t < t_begin || s.t > t_end)
+      continue;
+    std::size_t seg;
+    double w[4];
+    weights_at(s.t, seg, w);
+    for (std::size_t i = 0; i < 4; ++i)
+      for (std::size_t j = i; j < 4; ++j) g[seg + i][j - i] += s.weight * w[i] * w[j];
+    const Point p = path.at(s.t);
+    r2[0] += s.weight * (p.x - s.dx) * (p.x - s.dx), r2[1] += s.weight * (p.y - s.dy) * (p.y - s.dy);
+    total_weight += s.weight, used += 1.0;
+  }
+  // The gauge: the mean basis vector over the gauge times.
+  std::vector<double> b(n, 0.0);
+  for (std::size_t g_i = 0; g_i < gauge_count; ++g_i) {
+    std::size_t seg;
+    double w[4];
+    weights_at(std::clamp(gauge_time(g_i), t_begin, t_end), seg, w);
+    for (std::size_t i = 0; i < 4; ++i) b[seg + i] += w[i] / static_cast<double>(gauge_count);
+  }
+  const double v[3] = {1.0, -2.0, 1.0};
+  for (int axis = 0; axis < 2; ++axis) {
+    const double smoothing = axis == 1 && settings.smoothing_y > 0.0 ? settings.smoothing_y : settings.smoothing;
+    std::vector<std::array<double, kBand>> m = g;
+    const double lambda = smoothing * total_weight / static_cast<double>(n);
+    for (std::size_t j = 0; j + 2 < n; ++j)
+      for (std::size_t i = 0; i < 3; ++i)
+        for (std::size_t k = i; k < 3; ++k) m[j + i][k - i] += lambda * v[i] * v[k];
+    if (!band_cholesky(m)) throw bad_input("drift path: the fit is singular");
+    // The band of Z = M^-1 from the factor (Takahashi): Z = L^-T L^-1, so for
+    // j >= i, Z(i, j) = [i == j] / L(i, i)^2 - sum_{k > i} L(k, i) Z(k, j) / L(i, i).
+    Axis& a = u.axis_[axis];
+    a.z.assign(n, std::array<double, 4>{});
+    auto z_at = [&a](std::size_t r, std::size_t c) {  // Z(r, c), |r - c| < kBand
+      const std::size_t lo = std::min(r, c);
+      return a.z[lo][std::min<std::size_t>(r + c - 2 * lo, kBand - 1)];
+    };
+    for (std::size_t i = n; i-- > 0;) {
+      const double lii = m[i][0];
+      for (std::size_t off = kBand - 1; off >= 1; --off) {
+        if (i + off >= n) continue;
+        double s = 0.0;
+        for (std::size_t k = 1; k < kBand && i + k < n; ++k) s += m[i][k] * z_at(i + k, i + off);
+        a.z[i][off] = -s / lii;
+      }
+      double s = 0.0;
+      for (std::size_t k = 1; k < kBand && i + k < n; ++k) s += m[i][k] * a.z[i][k];
+      a.z[i][0] = 1.0 / (lii * lii) - s / lii;
+    }
+    double edf = 0.0;  // trace(M^-1 A^T W A)
+    for (std::size_t i = 0; i < n; ++i) {
+      edf += g[i][0] * a.z[i][0];
+      for (std::size_t k = 1; k < kBand && i + k < n; ++k) edf += 2.0 * g[i][k] * a.z[i][k];
+    }
+    const double s2 = r2[axis] / std::max(1.0, used - edf);
+    a.q = b;
+    band_solve(m, a.q);
+    a.c0 = 0.0;
+    for (std::size_t i = 0; i < n; ++i) a.c0 += b[i] * a.q[i];
+    for (auto& row : a.z)
+      for (double& z : row) z *= s2;
+    for (double& q : a.q) q *= s2;
+    a.c0 *= s2;
+    (axis == 0 ? u.offset_.x : u.offset_.y) = std::sqrt(std::max(0.0, a.c0));
+    (axis == 0 ? u.scale_.x : u.scale_.y) = s2;
+    a.nugget = s2 * used / std::max(total_weight, 1e-300);
+  }
+  return u;
+}
+
+Point DriftPathUncertainty::sigma(double t) const {
+  if (empty()) return {};
+  const double x = (t - t_begin_) / h_;
+  const double s = std::clamp(std::floor(x), 0.0, static_cast<double>(segments_ - 1));
+  const auto seg = static_cast<std::size_t>(s);
+  double w[4];
+  bspline_weights(std::clamp(x - s, 0.0, 1.0), w);
+  double var[2];
+  for (int axis = 0; axis < 2; ++axis) {
+    const Axis& a = axis_[axis];
+    double v = a.c0 + a.nugget;
+    for (std::size_t i = 0; i < 4; ++i) {
+      v -= 2.0 * w[i] * a.q[seg + i];
+      for (std::size_t j = 0; j < 4; ++j) {
+        const std::size_t p = seg + std::min(i, j), q = seg + std::max(i, j);
+        v += w[i] * w[j] * a.z[p][std::min<std::size_t>(q - p, 3)];
+      }
+    }
+    var[axis] = std::max(0.0, v);
+  }
+  return {std::sqrt(var[0]), std::sqrt(var[1])};
+}
+
+}  // namespace driftscan

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 #include "driftscan/core/atomic_file.hpp"
 #include "driftscan/core/error.hpp"
@@ -13,8 +14,21 @@
 
 namespace driftscan {
 
+namespace {
+// ",sigma_dx,sigma_dy,sigma_jitter" of frame k's line l.
+std::string line_sigma_columns(const LineSigmas& sigmas, std::size_t k, int l, double t) {
+  const Point p = sigmas.path ? sigmas.path->sigma(t) : Point{};
+  const auto* rows = sigmas.jitter;
+  const bool has = rows && k < rows->size() && static_cast<std::size_t>(l) < (*rows)[k].size();
+  char cols[96];
+  std::snprintf(cols, sizeof cols, ",%.5f,%.5f,%.5f", p.x, p.y,
+                has ? (*rows)[k][static_cast<std::size_t>(l)] : std::numeric_limits<double>::quiet_NaN());
+  return cols;
+}
+}  // namespace
+
 void write_line_drift_csv(const std::string& path, const ScanTiming& timing, std::size_t frames, const ScanModel& model,
-                          const std::vector<DriftSample>& band_samples, int band_lines) {
+                          const std::vector<DriftSample>& band_samples, int band_lines, const LineSigmas* sigmas) {
   // Each band sample's weight goes to the band its time falls in.
   const int lines = timing.lines();
   const int bands_per_frame = std::max(1, lines / std::max(1, band_lines));
@@ -31,7 +45,8 @@ void write_line_drift_csv(const std::string& path, const ScanTiming& timing, std
   const double mean = band_samples.empty() ? 1.0 : total / static_cast<double>(band_samples.size());
   AtomicFile file(path, "line drift table");
   std::ostream& out = file.stream();
-  out << "frame,line,t,dx,dy,jitter,weight" << (timing.turned() ? ",angle_deg\n" : "\n");  // each frame's scan rotation
+  out << "frame,line,t,dx,dy,jitter,weight" << (sigmas ? ",sigma_dx,sigma_dy,sigma_jitter" : "")
+      << (timing.turned() ? ",angle_deg" : "") << "\n";  // each frame's scan rotation, last
   char row[200];
   for (std::size_t k = 0; k < frames; ++k) {
     const bool has_jitter = k < model.jitter.size() && !model.jitter[k].empty();
@@ -42,9 +57,14 @@ void write_line_drift_csv(const std::string& path, const ScanTiming& timing, std
       const int band = std::min(l / std::max(1, band_lines), bands_per_frame - 1);
       const double w = weight[k * static_cast<std::size_t>(bands_per_frame) + static_cast<std::size_t>(band)] /
                        (mean > 0 ? mean : 1.0);
-      std::snprintf(row, sizeof row, "%zu,%d,%.9g,%.5f,%.5f,%.5f,%.4g\n", k, l, t, d.x, d.y, j, w);
-      if (timing.turned()) std::snprintf(row + std::strlen(row) - 1, 40, ",%.10g\n", timing.scan_rotation(k));
+      std::snprintf(row, sizeof row, "%zu,%d,%.9g,%.5f,%.5f,%.5f,%.4g", k, l, t, d.x, d.y, j, w);
       out << row;
+      if (sigmas) out << line_sigma_columns(*sigmas, k, l, t);
+      if (timing.turned()) {
+        std::snprintf(row, sizeof row, ",%.10g", timing.scan_rotation(k));
+        out << row;
+      }
+      out << '\n';
     }
   }
   file.commit();

@@ -9,6 +9,7 @@
 #include <limits>
 #include <string>
 
+#include "driftscan/averaging/standard_error.hpp"
 #include "driftscan/core/bspline_taps.hpp"
 #include "driftscan/core/cubic_bspline.hpp"
 #include "driftscan/core/error.hpp"
@@ -633,6 +634,24 @@ void add_contribution(const FrameContribution& c, const SpecimenGrid& grid, std:
   }
 }
 
+void add_contribution_squares(const FrameContribution& c, const SpecimenGrid& grid, std::vector<double>& squares) {
+#pragma omp parallel for schedule(static) if (c.value.size() >= 65536)
+  for (int j = 0; j < c.height; ++j) {
+    const float* row = c.value.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(c.width);
+    const std::size_t at = static_cast<std::size_t>(c.j0 + j) * static_cast<std::size_t>(grid.width) + c.i0;
+    for (int i = 0; i < c.width; ++i)
+      if (!std::isnan(row[i])) squares[at + i] += double(row[i]) * row[i];
+  }
+}
+
+Frame specimen_sigma(const SpecimenGrid& grid, const std::vector<double>& sum, const std::vector<double>& squares,
+                     const std::vector<double>& coverage) {
+  Frame sigma(grid.width, grid.height, std::numeric_limits<float>::quiet_NaN());
+  for (std::size_t i = 0; i < sigma.pixels.size() && i < sum.size(); ++i)
+    if (coverage[i] > 1.5) sigma.pixels[i] = static_cast<float>(mean_standard_error(sum[i], squares[i], coverage[i]));
+  return sigma;
+}
+
 void accumulate_in_specimen_coordinates(const Frame& frame, const FrameScanMap& map, const SpecimenGrid& grid,
                                         std::vector<double>& sum, std::vector<double>& coverage) {
   add_contribution(sample_in_specimen_coordinates(frame, map, grid), grid, sum, coverage);
@@ -682,6 +701,9 @@ SpecimenImage average_in_specimen_coordinates(const FrameSource& frames, const S
   // Even and odd frames apart (their difference is the noise), then added.
   std::vector<double> sum[2] = {std::vector<double>(size, 0.0), std::vector<double>(noise ? size : 0, 0.0)};
   std::vector<double> coverage[2] = {sum[0], sum[1]};
+  // The final average (no noise, nothing kept) carries its standard error.
+  const bool final_average = !noise && !kept;
+  std::vector<double> squares(final_average ? size : 0, 0.0);
   ContributionBudget budget(kept);
   std::size_t counted[2] = {0, 0};
   for (std::size_t k = 0; k < n; ++k) {
@@ -693,8 +715,14 @@ SpecimenImage average_in_specimen_coordinates(const FrameSource& frames, const S
     FrameContribution c =
         sample_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid, from_sample);
     add_contribution(c, grid, sum[half], coverage[half]);
+    if (final_average) add_contribution_squares(c, grid, squares);
     budget.keep(std::move(c));
     ++counted[k % 2];
+  }
+  if (final_average) {
+    SpecimenImage out = finish_specimen_average(grid, sum[0], coverage[0]);
+    out.sigma = specimen_sigma(grid, sum[0], squares, coverage[0]);
+    return out;
   }
   if (!noise) return finish_specimen_average(grid, sum[0], coverage[0]);
   return finish_split_average(grid, sum, coverage, counted[0], counted[1], *noise);
@@ -802,6 +830,20 @@ DriftPath ScanDistortionSteps::fit_path(std::vector<DriftSample> samples) const 
   if (!(settings_.smoothing > 0.0))
     ps = cross_validated_smoothing(samples, 0.0, t_end(), knots, {0.0125, 0.05, 0.2, 0.8, 3.2, 12.8, 51.2});
   return to_gauge(DriftPath::fit(std::move(samples), 0.0, t_end(), ps));
+}
+
+DriftPathUncertainty ScanDistortionSteps::path_uncertainty(const std::vector<DriftSample>& samples) const {
+  if (samples.size() < 2) return {};
+  const double knots = choose_knot_spacing(timing_.frame_time(), static_cast<double>(bands_.size()));
+  DriftPathSettings ps;  // as fit_path chose them
+  ps.knot_spacing = knots;
+  ps.smoothing = settings_.smoothing;
+  if (!(settings_.smoothing > 0.0))
+    ps = cross_validated_smoothing(samples, 0.0, t_end(), knots, {0.0125, 0.05, 0.2, 0.8, 3.2, 12.8, 51.2});
+  const auto lines = static_cast<std::size_t>(timing_.lines());
+  return DriftPathUncertainty::of(samples, 0.0, t_end(), ps, frames_ * lines, [&](std::size_t i) {
+    return timing_.line_mid_time(i / lines, static_cast<int>(i % lines));
+  });
 }
 
 void ScanDistortionSteps::set_template(const SpecimenImage& average, const DriftPath& built_with,
@@ -1025,9 +1067,10 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
 }
 
 std::vector<double> ScanDistortionSteps::finish_jitter(const FrameFit& fit, std::size_t k, const DriftPath& before,
-                                                       const DriftPath& after) const {
+                                                       const DriftPath& after, std::vector<double>* sigma) const {
   const std::size_t lines = static_cast<std::size_t>(timing_.lines());
   std::vector<double> jitter(lines, 0.0);
+  if (sigma) sigma->assign(lines, settings_.jitter_prior);  // no fit: the prior's
   if (fit.line_offset.size() != lines) return jitter;
   // What the new path does not explain of each line's offset. Its frame
   // mean is the gauge between the two (the path's constant shift, d(0) = 0),
@@ -1052,6 +1095,18 @@ std::vector<double> ScanDistortionSteps::finish_jitter(const FrameFit& fit, std:
     if (std::isfinite(fit.line_variance[l]))
       spread += (u[l] - mean) * (u[l] - mean), noise_part += fit.line_variance[l];
   const double tau2 = std::clamp((spread - noise_part) / count, 0.0, settings_.jitter_prior * settings_.jitter_prior);
+  if (sigma) {
+    // tau^2 is itself estimated from the frame's lines: its upper bound (two
+    // standard errors, (2 / lines)^1/2 (tau^2 + mean v) each) in the
+    // posterior, or a frame whose jitter looked like noise alone would claim
+    // its lines exactly 0.
+    const double hi = std::min(settings_.jitter_prior * settings_.jitter_prior,
+                               tau2 + 2.0 * std::sqrt(2.0 / count) * (tau2 + noise_part / count));
+    for (std::size_t l = 0; l < lines; ++l)
+      (*sigma)[l] = std::isfinite(fit.line_variance[l]) && hi + fit.line_variance[l] > 0
+                        ? std::sqrt(hi * fit.line_variance[l] / (hi + fit.line_variance[l]))
+                        : std::sqrt(hi);
+  }
   for (std::size_t l = 0; l < lines; ++l)
     if (std::isfinite(fit.line_variance[l]) && tau2 > 0)
       jitter[l] =
@@ -1214,7 +1269,10 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
     const DriftPath previous = model.path;
     model.path = steps.fit_path(samples);
     if (settings.estimate_jitter)
-      for (std::size_t k = 0; k < n; ++k) model.jitter[k] = steps.finish_jitter(lines[k], k, previous, model.path);
+      for (std::size_t k = 0; k < n; ++k) {
+        result.jitter_sigma.resize(n);
+        model.jitter[k] = steps.finish_jitter(lines[k], k, previous, model.path, &result.jitter_sigma[k]);
+      }
     steps.finish_fields(lines, 0, model);
     if (settings.estimate_jitter)
       result.jitter_precision_px = precision[1] > 0 ? std::sqrt(precision[0] / precision[1]) : 0.0;
@@ -1229,6 +1287,7 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
     }
   }
   result.average = average_in_specimen_coordinates(frames, timing, model, nullptr, nullptr, &steps.left_out_frames());
+  result.path_sigma = steps.path_uncertainty(result.band_samples);
   for (std::size_t k = 0; k < n; ++k)
     if (steps.left_out(k)) result.left_out.push_back(k);
   return result;

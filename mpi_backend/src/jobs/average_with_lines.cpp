@@ -75,22 +75,28 @@ int run_average_with_lines(const Job& job, RunContext& ctx) {
       SpecimenExtent extent;
       std::size_t rows = 0, left_out = 0;
       bool registered = false;
+      // --exclude: frames left out too (an odd/even split checks sigma.tif).
+      std::vector<char> listed(frames->frame_count(), 0);
+      for (const std::size_t e : job.averaging.exclude_frames)
+        if (e < listed.size()) listed[e] = 1;
+      auto take = [&](std::size_t frame) { return registered && !(frame < listed.size() && listed[frame]); };
       {
         LineDriftReader reader(table, timing);
         while (reader.next_frame(k, drift, jitter, &registered)) {
           if (k >= frames->frame_count()) break;
-          if (registered)
+          if (take(k))
             extent.merge(frame_extent(FrameScanMap::from_lines(timing, drift, jitter, field_of(k), k), timing));
-          else ++left_out;
+          else if (!registered) ++left_out;
           ++rows;
         }
       }
       if (rows != frames->frame_count())
         throw bad_input(table + ": " + std::to_string(rows) + " frames, but " + job.input + " has " +
                         std::to_string(frames->frame_count()));
+      if (extent.empty()) throw bad_input(table + ": no frame left to average (every frame excluded or unregistered)");
       const SpecimenGrid grid = SpecimenGrid::covering(extent, timing);
       const std::size_t size = static_cast<std::size_t>(grid.width) * static_cast<std::size_t>(grid.height);
-      std::vector<double> sum(size, 0.0), coverage(size, 0.0);
+      std::vector<double> sum(size, 0.0), coverage(size, 0.0), squares(size, 0.0);
       const OmpThreadCount guard(job.execution.threads);
       ctx.progress.phase("average", rows);
       LineDriftReader reader(table, timing);
@@ -99,26 +105,31 @@ int run_average_with_lines(const Job& job, RunContext& ctx) {
                                              " have no registered band (left out of that run's average): left out");
       while (reader.next_frame(k, drift, jitter, &registered) && k < rows) {
         ctx.cancel.throw_if_cancelled();
-        if (registered)
-          accumulate_in_specimen_coordinates(recorded_frames(*frames).frame(k),
-                                             FrameScanMap::from_lines(timing, drift, jitter, field_of(k), k), grid, sum,
-                                             coverage);
+        if (take(k)) {
+          const FrameContribution c = sample_in_specimen_coordinates(
+              recorded_frames(*frames).frame(k), FrameScanMap::from_lines(timing, drift, jitter, field_of(k), k), grid);
+          add_contribution(c, grid, sum, coverage);
+          add_contribution_squares(c, grid, squares);
+        }
         ctx.progress.advance(k + 1);
       }
       const SpecimenImage average = finish_specimen_average(grid, sum, coverage);
-      ctx.progress.phase("write", 3);
+      const Frame sigma = specimen_sigma(grid, sum, squares, coverage);
+      ctx.progress.phase("write", 4);
       TiffWriteOptions tw;
       tw.pixel_size = frames->pixel_size();
       tw.unit = frames->pixel_unit();
       set->write("average.tif", [&](const std::string& path) { write_tiff(path, average.image, tw); });
       set->write("coverage.tif", [&](const std::string& path) { write_tiff(path, average.coverage, tw); });
+      set->write("sigma.tif", [&](const std::string& path) { write_tiff(path, sigma, tw); });
       auto abs = [&](const char* name) { return fs::absolute(set->final_path(name)).lexically_normal().string(); };
       files = {{"average", abs("average.tif")},
                {"coverage", abs("coverage.tif")},
+               {"sigma", abs("sigma.tif")},
                {"report", abs(kOutputRecord)},
                {"specimen_origin", {average.origin.x, average.origin.y}}};
       set->write(kOutputRecord, [&](const std::string& path) { write_command_report(path, job, *frames, files, {}); });
-      ctx.progress.advance(3);
+      ctx.progress.advance(4);
     } catch (const Error& e) {
       error = set->explain(e);
     } catch (const std::exception& e) {

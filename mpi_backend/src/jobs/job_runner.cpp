@@ -136,6 +136,7 @@ int run_register(const Job& job, RunContext& ctx) {
              {"report", abs(r.files.report)}};
     if (!r.files.lines.empty()) files["lines"] = abs(r.files.lines);
     if (!r.files.average_rigid.empty()) files["average_rigid"] = abs(r.files.average_rigid);
+    if (!r.files.sigma.empty()) files["sigma"] = abs(r.files.sigma);
     char line[200];
     std::snprintf(line, sizeof line,
                   "registered %zu frames in %.2f s: %.1f frames/s (pairs %.2f s, scan %.2f s, average %.2f s)", frames,
@@ -255,6 +256,7 @@ void average_and_write(const Job& job, RunContext& ctx, std::optional<OutputSet>
     tw.unit = frames->pixel_unit();
     set->write("average.tif", [&](const std::string& path) { write_tiff(path, avg.average, tw); });
     set->write("coverage.tif", [&](const std::string& path) { write_tiff(path, avg.coverage, tw); });
+    set->write("sigma.tif", [&](const std::string& path) { write_tiff(path, avg.sigma, tw); });
     set->write("quality.csv", [&](const std::string& path) {
       AtomicFile file(path, "quality table");
       std::ostream& q = file.stream();
@@ -264,7 +266,10 @@ void average_and_write(const Job& job, RunContext& ctx, std::optional<OutputSet>
       file.commit();
     });
     auto abs = [&](const char* name) { return fs::absolute(set->final_path(name)).lexically_normal().string(); };
-    files = {{"average", abs("average.tif")}, {"coverage", abs("coverage.tif")}, {"quality", abs("quality.csv")}};
+    files = {{"average", abs("average.tif")},
+             {"coverage", abs("coverage.tif")},
+             {"sigma", abs("sigma.tif")},
+             {"quality", abs("quality.csv")}};
     nlohmann::json listed = files;
     listed["report"] = abs(kOutputRecord);
     set->write(kOutputRecord,

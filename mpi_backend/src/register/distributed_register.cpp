@@ -690,8 +690,11 @@ nlohmann::json write_distortion_outputs(RegisterRun& run, OutputSet& set) {
   tw.unit = run.frames->pixel_unit();
   set.write("average.tif", [&](const std::string& path) { write_tiff(path, d.average.image, tw); });
   set.write("coverage.tif", [&](const std::string& path) { write_tiff(path, d.average.coverage, tw); });
+  files.sigma = set.final_path("sigma.tif");
+  set.write("sigma.tif", [&](const std::string& path) { write_tiff(path, d.average.sigma, tw); });
   set.write("lines.csv", [&](const std::string& path) {
-    write_line_drift_csv(path, *run.timing, run.n, d.model, d.band_samples, job.scan.band_lines);
+    const LineSigmas sigmas{&d.path_sigma, &d.jitter_sigma};
+    write_line_drift_csv(path, *run.timing, run.n, d.model, d.band_samples, job.scan.band_lines, &sigmas);
   });
   double field2 = 0.0, field_samples = 0.0;
   if (!d.model.field.empty()) {
@@ -713,6 +716,19 @@ nlohmann::json write_distortion_outputs(RegisterRun& run, OutputSet& set) {
             {"direction", to_string(t.direction())},
             {"dwell_given", job.scan.dwell > 0}}},
           {"average_origin", {d.average.origin.x, d.average.origin.y}},
+          {"line_sigma",
+           {{"common_offset_sigma_px", {d.path_sigma.offset_sigma().x, d.path_sigma.offset_sigma().y}},
+            {"weights_scale", {d.path_sigma.scale().x, d.path_sigma.scale().y}},
+            {"method",
+             "lines.csv sigma_dx, sigma_dy: standard error of the path at each line relative to the series' common "
+             "offset (the path's mean over every line, which the gauge d(0) = 0 leaves to the template; its own "
+             "sigma is common_offset_sigma_px), from the penalised spline fit's Bayesian covariance s^2 M^-1 with "
+             "the band samples' weights scaled by their residuals (weights_scale); sigma_jitter: the jitter "
+             "shrinkage's posterior standard error, sqrt(tau^2 v / (tau^2 + v)) (v: the line fit's variance, tau^2: "
+             "the frame's jitter variance), nan where jitter is not estimated"}}},
+          {"sigma_method",
+           "sigma.tif: standard error of each pixel of average.tif, s / sqrt(n) of the frames sampled at that specimen "
+           "point under the final model (cubic B-spline); NaN below 2 frames"},
           {"average_convention",
            "average.tif pixel (i, j) shows specimen point origin + (i, j); specimen coordinates are frame 0's pixels "
            "at the start of frame 0 (d = 0)"},
@@ -732,8 +748,10 @@ nlohmann::json write_distortion_outputs(RegisterRun& run, OutputSet& set) {
             {"coverage", files.coverage},
             {"lines", files.lines},
             {"line_field", d.model.field.empty() ? std::string() : set.final_path("line_field.csv")},
+            {"sigma", files.sigma},
             {"average_rigid", files.average_rigid},
-            {"coverage_rigid", set.final_path("coverage_rigid.tif")}}}};
+            {"coverage_rigid", set.final_path("coverage_rigid.tif")},
+            {"sigma_rigid", set.final_path("sigma_rigid.tif")}}}};
 }
 
 // Phase "average" (every rank, collective): each rank warps and sums its own
@@ -779,8 +797,10 @@ void write_outputs(RegisterRun& run, OutputSet& set) {
   if (run.distortion) {
     extra["timings_s"]["distortion"] = res.seconds.distortion;
     extra["scan_distortion"] = write_distortion_outputs(run, set);
-    extra["files"] = {
-        {"average", run.res.files.average}, {"coverage", run.res.files.coverage}, {"lines", run.res.files.lines}};
+    extra["files"] = {{"average", run.res.files.average},
+                      {"coverage", run.res.files.coverage},
+                      {"sigma", run.res.files.sigma},
+                      {"lines", run.res.files.lines}};
   }
   const RegisterOutputs corrected = res.files;
   res.files = write_register_report(
@@ -792,6 +812,7 @@ void write_outputs(RegisterRun& run, OutputSet& set) {
     res.files.average_rigid = res.files.average;
     res.files.average = corrected.average;
     res.files.coverage = corrected.coverage;
+    res.files.sigma = corrected.sigma;
     res.files.lines = corrected.lines;
   }
   run.ctx.progress.advance(4);

@@ -57,10 +57,15 @@ SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timi
   // ones: by the frame's own index, so the halves are the same for any ranks.
   const std::size_t halves = noise ? 2 : 1;
   std::vector<double> sums;
+  // The final average (no noise, nothing kept) carries its standard error:
+  // squares summed apart, in a reduction of their own (the sums' stays as it was).
+  const bool final_average = !noise && !kept;
+  std::vector<double> squares;
   together(ctx, [&] {
     grid = SpecimenGrid::covering(extent, timing);
     const std::size_t size = static_cast<std::size_t>(grid.width) * static_cast<std::size_t>(grid.height);
     sums.assign(2 * halves * size + 2, 0.0);  // + the frames counted in each half
+    squares.assign(final_average ? size : 0, 0.0);
     std::vector<std::vector<double>> sum(halves, std::vector<double>(size, 0.0)), coverage = sum;
     ContributionBudget budget(kept);
     for (std::size_t k = lo; k < hi; ++k) {
@@ -75,6 +80,7 @@ SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timi
       FrameContribution c =
           sample_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid, from_sample);
       add_contribution(c, grid, sum[half], coverage[half]);
+      if (final_average) add_contribution_squares(c, grid, squares);
       budget.keep(std::move(c));
       ctx.progress.advance(++progress_done);
     }
@@ -87,6 +93,12 @@ SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timi
   if (everywhere) MPI_Allreduce(MPI_IN_PLACE, sums.data(), count, MPI_DOUBLE, MPI_SUM, ctx.comm);
   else if (ctx.rank == 0) MPI_Reduce(MPI_IN_PLACE, sums.data(), count, MPI_DOUBLE, MPI_SUM, 0, ctx.comm);
   else MPI_Reduce(sums.data(), nullptr, count, MPI_DOUBLE, MPI_SUM, 0, ctx.comm);
+  if (final_average) {
+    const int n2 = static_cast<int>(squares.size());
+    if (everywhere) MPI_Allreduce(MPI_IN_PLACE, squares.data(), n2, MPI_DOUBLE, MPI_SUM, ctx.comm);
+    else if (ctx.rank == 0) MPI_Reduce(MPI_IN_PLACE, squares.data(), n2, MPI_DOUBLE, MPI_SUM, 0, ctx.comm);
+    else MPI_Reduce(squares.data(), nullptr, n2, MPI_DOUBLE, MPI_SUM, 0, ctx.comm);
+  }
   if (!everywhere && ctx.rank != 0) return {};
   const std::size_t size = (sums.size() - 2) / (2 * halves);
   const std::size_t counted[2] = {static_cast<std::size_t>(sums[2 * halves * size]),
@@ -97,6 +109,11 @@ SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timi
   };
   std::vector<double> sum[2] = {part(0), noise ? part(2) : std::vector<double>{}};
   std::vector<double> coverage[2] = {part(1), noise ? part(3) : std::vector<double>{}};
+  if (final_average) {
+    SpecimenImage out = finish_specimen_average(grid, sum[0], coverage[0]);
+    out.sigma = specimen_sigma(grid, sum[0], squares, coverage[0]);
+    return out;
+  }
   if (!noise) return finish_specimen_average(grid, sum[0], coverage[0]);
   return finish_split_average(grid, sum, coverage, counted[0], counted[1], *noise);
 }
@@ -156,6 +173,7 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
   // Only this rank's frames' jitter is kept (the others' is not needed here).
   for (std::size_t k = 0; k < n; ++k)
     if (k < lo || k >= hi) out.model.jitter[k].clear(), out.model.jitter[k].shrink_to_fit();
+  out.jitter_sigma.assign(n, {});  // this rank's frames' rows, once estimated
 
   const std::size_t mine = hi - lo;
   ctx.progress.phase("distortion", mine * (2 * static_cast<std::size_t>(settings.max_rounds) + 1));
@@ -202,7 +220,7 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
       out.model.path = steps->fit_path(samples);
       if (settings.estimate_jitter)
         for (std::size_t k = lo; k < hi; ++k)
-          out.model.jitter[k] = steps->finish_jitter(lines[k - lo], k, previous, out.model.path);
+          out.model.jitter[k] = steps->finish_jitter(lines[k - lo], k, previous, out.model.path, &out.jitter_sigma[k]);
     });
     // The shared line field from every rank's frames; this rank's frames' own.
     steps->finish_fields(lines, lo, out.model, [&](std::vector<double>& pool) {
@@ -232,6 +250,15 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
 
   // Every frame's jitter and line field to rank 0.
   gather_frame_rows(ctx, out.model.jitter, lo, hi, static_cast<std::size_t>(timing.lines()));
+  if (settings.estimate_jitter)
+    gather_frame_rows(ctx, out.jitter_sigma, lo, hi, static_cast<std::size_t>(timing.lines()));
+  if (ctx.rank == 0) {
+    try {
+      out.path_sigma = steps->path_uncertainty(out.band_samples);
+    } catch (const Error&) {
+      out.path_sigma = {};  // the path was fitted through these samples: not expected; no sigma then
+    }
+  }
   if (!steps->field_basis().empty())
     gather_frame_rows(ctx, out.model.field, lo, hi, static_cast<std::size_t>(steps->field_basis().knots()));
   return out;

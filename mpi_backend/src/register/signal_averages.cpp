@@ -92,7 +92,9 @@ nlohmann::json average_signals(const Job& job, const std::vector<std::string>& s
     const std::string f = signal_file_name(name);
     set.write("average_" + f + ".tif", [&](const std::string& path) { write_tiff(path, avg.average, tw); });
     set.write("coverage_" + f + ".tif", [&](const std::string& path) { write_tiff(path, avg.coverage, tw); });
+    set.write("sigma_" + f + ".tif", [&](const std::string& path) { write_tiff(path, avg.sigma, tw); });
     files["average_" + f] = fs::absolute(set.final_path("average_" + f + ".tif")).lexically_normal().string();
+    files["sigma_" + f] = fs::absolute(set.final_path("sigma_" + f + ".tif")).lexically_normal().string();
   }
   return files;
 }

@@ -39,8 +39,16 @@ struct AveragingOptions {
 };
 
 struct AverageResult {
-  Frame average;                // NaN-free; 0 where coverage is 0
-  Frame coverage;               // number (or weight) of frames contributing per pixel
+  Frame average;   // NaN-free; 0 where coverage is 0
+  Frame coverage;  // number (or weight) of frames contributing per pixel
+  // The standard error of each pixel of `average` (sigma.tif): from the
+  // spread of the warped frames that made it, at that pixel (so the
+  // interpolation's smoothing at each frame's sub-pixel phase is in it), for
+  // the method and weights used; NaN where fewer than 2 frames contributed.
+  // mean: s/sqrt(n); weighted: the weighted spread times sqrt(sum w^2)/sum w;
+  // clipped: the kept samples' s/sqrt(n kept); median: sqrt(pi/2) s/sqrt(n)
+  // (Gaussian noise).
+  Frame sigma;
   std::vector<double> quality;  // per frame: NCC with the average/reference after warping
   std::vector<bool> used;       // per frame: contributed to the average
   std::vector<std::string> warnings;

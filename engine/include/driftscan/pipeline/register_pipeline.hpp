@@ -71,6 +71,7 @@ struct PhaseSeconds {
 
 struct RegisterOutputs {
   std::string drift, average, coverage, report;
+  std::string sigma;                 // the average's standard error (sigma.tif)
   std::string lines, average_rigid;  // with the scan-distortion correction only
 };
 
@@ -179,6 +180,9 @@ RegisterOutputs write_register_outputs(OutputSet& set, const FrameSource& frames
 // report.json, from what the report says of the registration — the number
 // of frames registered, every frame's failures and (when given) the
 // uncertainty summary.
+// How sigma.tif of an average made with these options was obtained (the
+// report's uncertainty block names it).
+std::string average_sigma_method(const AveragingOptions& averaging);
 RegisterOutputs write_register_report(OutputSet& set, const FrameSource& frames, const RegistrationSettings& settings,
                                       const AveragingOptions& averaging, std::size_t registered,
                                       const RegistrationFailures& failures, const UncertaintySummary* uncertainty,

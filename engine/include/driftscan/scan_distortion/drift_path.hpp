@@ -14,7 +14,10 @@
 // The fit is deterministic: samples are sorted before they are accumulated,
 // so every rank of a distributed run gets bit-identical coefficients from the
 // same samples in any order.
+#include <array>
+#include <cmath>
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 #include "driftscan/core/transform.hpp"
@@ -100,6 +103,53 @@ class DriftPath {
   double t_begin_ = 0.0, t_end_ = 0.0, h_ = 1.0;
   std::size_t segments_ = 0;
   std::vector<double> cx_, cy_;  // segments_ + 3 coefficients each
+};
+
+// The standard error of a fitted path, per axis, relative to the path's mean
+// over a set of times (lines.csv's rows: the series' common offset, which
+// the gauge d(0) = 0 leaves to the template), and of that mean itself. From
+// the fit's normal equations M = A^T W A + lambda P: Cov(c) = s^2 M^-1, the
+// penalised fit's Bayesian covariance (Wahba), which holds the smoothing's
+// bias on average over the path as well as the samples' noise; s^2, the
+// weights' scale, from the weighted residuals over the residual degrees of
+// freedom (n - trace(M^-1 A^T W A)). Plus a sample's residual variance at the
+// mean weight: a line's own drift differs from the smooth path by what no
+// band sample resolves (a drift that wanders within a band), and the
+// residuals are the only measure of that; it also holds the band noise,
+// which makes the sigma conservative (bench_scan_distortion: path z-RMS
+// 1.46-2.16 without it, 0.70-0.94 with it). The band of M^-1 by the
+// Takahashi recursion: O(coefficients), so any series length.
+class DriftPathUncertainty {
+ public:
+  DriftPathUncertainty() = default;  // no path: sigma 0
+  // The same samples, interval and settings DriftPath::fit was given (the
+  // fit is repeated); gauge_time(i), i < gauge_count: the times whose mean
+  // path is the offset (every line of a series: not held).
+  static DriftPathUncertainty of(const std::vector<DriftSample>& samples, double t_begin, double t_end,
+                                 const DriftPathSettings& settings, std::size_t gauge_count,
+                                 const std::function<double(std::size_t)>& gauge_time);
+  // Of d(t) - mean over the gauge times of d.
+  Point sigma(double t) const;
+  // Of that mean (the common offset) itself.
+  Point offset_sigma() const { return offset_; }
+  // The weights' scale found (x, y): 1 when they were inverse variances in px^-2.
+  Point scale() const { return scale_; }
+  // A sample's residual sd at the mean weight (x, y): the part of sigma() the
+  // fit's covariance does not hold (sigma^2 = fit's^2 + this^2).
+  Point residual_sigma() const { return {std::sqrt(axis_[0].nugget), std::sqrt(axis_[1].nugget)}; }
+  bool empty() const { return axis_[0].z.empty(); }
+
+ private:
+  struct Axis {
+    std::vector<std::array<double, 4>> z;  // z[i][k] = (M^-1)(i, i + k) x s^2
+    std::vector<double> q;                 // s^2 M^-1 b, b the gauge's mean basis vector
+    double c0 = 0.0;                       // s^2 b^T M^-1 b
+    double nugget = 0.0;                   // a sample's residual variance at the mean weight
+  };
+  double t_begin_ = 0.0, h_ = 1.0;
+  std::size_t segments_ = 0;
+  std::array<Axis, 2> axis_;
+  Point offset_, scale_;
 };
 
 }  // namespace driftscan

@@ -16,10 +16,20 @@
 
 namespace driftscan {
 
+// The standard errors lines.csv carries after its other columns: sigma_dx,
+// sigma_dy of the path at each line relative to the series' common offset
+// (its mean over the lines), sigma_jitter of each line's jitter.
+struct LineSigmas {
+  const DriftPathUncertainty* path = nullptr;
+  const std::vector<std::vector<double>>* jitter = nullptr;  // [frame][line]; a missing row: nan (not estimated)
+};
+
 // Written atomically. `model.jitter` holds every frame's lines (empty rows
-// are written as 0); band_samples are those of the last round.
+// are written as 0); band_samples are those of the last round. With
+// `sigmas` the three sigma columns follow the others.
 void write_line_drift_csv(const std::string& path, const ScanTiming& timing, std::size_t frames, const ScanModel& model,
-                          const std::vector<DriftSample>& band_samples, int band_lines);
+                          const std::vector<DriftSample>& band_samples, int band_lines,
+                          const LineSigmas* sigmas = nullptr);
 
 // Reads lines.csv frame by frame (a long series' table is not held whole).
 // Throws a bad_input Error naming the file and line for a missing column, a

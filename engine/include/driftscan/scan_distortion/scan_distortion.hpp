@@ -212,6 +212,9 @@ struct SpecimenImage {
   Frame image;
   Frame coverage;  // frames that contributed to each pixel
   Point origin;
+  // The standard error of each pixel of image (sigma.tif; standard_error.hpp):
+  // of the final averages only, empty otherwise.
+  Frame sigma;
 };
 
 struct ScanDistortionRound {
@@ -233,6 +236,10 @@ struct ScanDistortionResult {
   // Frames left out of the average: those the caller left out and those
   // that could not be followed (fewer than half their bands registered).
   std::vector<std::size_t> left_out, not_followed;
+  // The final model's standard errors (lines.csv's sigma columns): the path
+  // relative to its mean over the lines, [frame][line] the jitter's.
+  DriftPathUncertainty path_sigma;
+  std::vector<std::vector<double>> jitter_sigma;
 };
 
 // The specimen region a set of frames covers: origin and size of the grid
@@ -273,6 +280,13 @@ FrameContribution sample_in_specimen_coordinates(const Frame& frame, const Frame
 // ranks add up in any order to the same float after rounding.
 void add_contribution(const FrameContribution& c, const SpecimenGrid& grid, std::vector<double>& sum,
                       std::vector<double>& coverage);
+// Adds a contribution's squares (the standard error's sums) where it covers;
+// kept apart from add_contribution, whose sums stay the ones they were.
+void add_contribution_squares(const FrameContribution& c, const SpecimenGrid& grid, std::vector<double>& squares);
+// The standard error of each pixel of the average of those sums (NaN where
+// fewer than 2 frames covered).
+Frame specimen_sigma(const SpecimenGrid& grid, const std::vector<double>& sum, const std::vector<double>& squares,
+                     const std::vector<double>& coverage);
 // Both at once.
 void accumulate_in_specimen_coordinates(const Frame& frame, const FrameScanMap& map, const SpecimenGrid& grid,
                                         std::vector<double>& sum, std::vector<double>& coverage);
@@ -390,8 +404,16 @@ class ScanDistortionSteps {
   // Step 4's end, once the path is fitted: frame k's jitter for the next
   // model, what the path `after` does not explain of the lines' offsets from
   // `before` (the template's), shrunk by its noise.
-  std::vector<double> finish_jitter(const FrameFit& fit, std::size_t k, const DriftPath& before,
-                                    const DriftPath& after) const;
+  // `sigma` (when given): each line's standard error of that jitter, the
+  // shrinkage's posterior one, sqrt(tau^2 v / (tau^2 + v)) with v the line
+  // fit's variance and tau^2 the frame's jitter variance (its prior sd where a
+  // line has no fit).
+  std::vector<double> finish_jitter(const FrameFit& fit, std::size_t k, const DriftPath& before, const DriftPath& after,
+                                    std::vector<double>* sigma = nullptr) const;
+  // The standard error of the path fit_path() fits to these samples, relative
+  // to its mean over every line of the series (lines.csv's sigma_dx, sigma_dy;
+  // DriftPathUncertainty), and of that mean.
+  DriftPathUncertainty path_uncertainty(const std::vector<DriftSample>& samples) const;
   // The next model's line fields of frames first, first + 1, ... (their
   // fits `fits`); the other frames' are left as they are. Each frame's field
   // is the series' shared field plus the frame's own deviation (prior std

@@ -23,6 +23,10 @@ struct DistributedDistortion {
   // Frames in no average: those in `leave_out` and those that could not be
   // followed (ScanDistortionSteps::followed), on every rank.
   std::vector<std::size_t> left_out, not_followed;
+  // Rank 0: the final model's standard errors (lines.csv's sigma columns):
+  // the path's relative to its mean over the lines, [frame][line] the jitter's.
+  DriftPathUncertainty path_sigma;
+  std::vector<std::vector<double>> jitter_sigma;
 };
 
 // Collective. `rigid_drift` (drift.csv convention, one per frame) must be the

@@ -1,0 +1,87 @@
+// The drift path's standard error (DriftPathUncertainty, lines.csv's
+// sigma_dx / sigma_dy): over many noise draws around a known path, the fit's
+// part of sigma matches the spread of the fitted path's error relative to its
+// mean (the band of M^-1 from the Takahashi recursion, the weights' scale
+// from the residuals); sigma does not depend on the weights' scale and grows
+// with the samples' noise; the common offset's sigma is that of the mean.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "driftscan/scan_distortion/drift_path.hpp"
+
+using namespace driftscan;
+
+namespace {
+
+constexpr int kSamples = 96;
+constexpr int kGauge = 200;
+
+double truth_x(double t) { return 0.7 * t - 0.3; }
+double truth_y(double t) { return 0.2 * std::sin(2.0 * t); }
+double gauge_time(std::size_t i) { return (static_cast<double>(i) + 0.5) / kGauge; }
+
+std::vector<DriftSample> draw(std::mt19937& rng, double noise, double weight) {
+  std::normal_distribution<double> n(0.0, noise);
+  std::vector<DriftSample> s;
+  for (int i = 0; i < kSamples; ++i) {
+    const double t = (i + 0.5) / kSamples;
+    s.push_back({t, truth_x(t) + n(rng), truth_y(t) + n(rng), weight});
+  }
+  return s;
+}
+
+DriftPathSettings settings() {
+  DriftPathSettings ps;
+  ps.knot_spacing = 0.1;
+  ps.smoothing = 1e-4;  // nearly unpenalised: the Bayesian covariance is the sampling one
+  return ps;
+}
+
+}  // namespace
+
+TEST(DriftPathUncertainty, FitPartMatchesTheSpreadOverNoiseDraws) {
+  std::mt19937 rng(5);
+  const double noise = 0.1;
+  double z2x = 0, z2y = 0, off2x = 0, off_sigma = 0;
+  std::size_t n = 0;
+  const int draws = 200;
+  for (int d = 0; d < draws; ++d) {
+    const std::vector<DriftSample> s = draw(rng, noise, 1.0 / (noise * noise));
+    const DriftPath path = DriftPath::fit(s, 0.0, 1.0, settings());
+    const DriftPathUncertainty u = DriftPathUncertainty::of(s, 0.0, 1.0, settings(), kGauge, gauge_time);
+    EXPECT_NEAR(u.scale().x, 1.0, 0.4);  // inverse-variance weights: scale ~1
+    double mx = 0, my = 0, tx = 0, ty = 0;
+    for (std::size_t i = 0; i < kGauge; ++i) {
+      const double t = gauge_time(i);
+      mx += path.at(t).x / kGauge, my += path.at(t).y / kGauge;
+      tx += truth_x(t) / kGauge, ty += truth_y(t) / kGauge;
+    }
+    off2x += (mx - tx) * (mx - tx), off_sigma += u.offset_sigma().x / draws;
+    for (std::size_t i = 0; i < kGauge; i += 7) {
+      const double t = gauge_time(i);
+      const Point sig = u.sigma(t), res = u.residual_sigma();
+      const double fx = std::sqrt(sig.x * sig.x - res.x * res.x), fy = std::sqrt(sig.y * sig.y - res.y * res.y);
+      const double ex = (path.at(t).x - mx) - (truth_x(t) - tx), ey = (path.at(t).y - my) - (truth_y(t) - ty);
+      z2x += ex * ex / (fx * fx), z2y += ey * ey / (fy * fy), ++n;
+    }
+  }
+  EXPECT_NEAR(std::sqrt(z2x / n), 1.0, 0.1);
+  EXPECT_NEAR(std::sqrt(z2y / n), 1.0, 0.1);
+  EXPECT_NEAR(std::sqrt(off2x / draws) / off_sigma, 1.0, 0.15);
+}
+
+TEST(DriftPathUncertainty, ScaleOfTheWeightsDoesNotMatterTheNoiseDoes) {
+  std::mt19937 a(9), b(9), c(9);
+  const DriftPathUncertainty u1 = DriftPathUncertainty::of(draw(a, 0.1, 1.0), 0.0, 1.0, settings(), kGauge, gauge_time);
+  const DriftPathUncertainty u2 =
+      DriftPathUncertainty::of(draw(b, 0.1, 250.0), 0.0, 1.0, settings(), kGauge, gauge_time);
+  const DriftPathUncertainty u3 = DriftPathUncertainty::of(draw(c, 0.2, 1.0), 0.0, 1.0, settings(), kGauge, gauge_time);
+  for (double t : {0.05, 0.5, 0.93}) {
+    EXPECT_NEAR(u1.sigma(t).x, u2.sigma(t).x, 1e-9 + 1e-6 * u1.sigma(t).x);
+    EXPECT_NEAR(u3.sigma(t).x / u1.sigma(t).x, 2.0, 1e-6);  // the same draws doubled (x: a line, fitted exactly)
+  }
+  EXPECT_GT(u1.sigma(0.5).x, u1.residual_sigma().x);
+}
