@@ -72,7 +72,7 @@ for np in 1 2; do
   check "np=$np: the first run completes (exit 0) with its results" \
     "[ $rc -eq 0 ] && [ -s $out/report.json ] && [ -s $out/average.tif ] && [ \$(rows $out) -eq $frames ]"
   check "np=$np: nothing else in the folder, no lock file left" \
-    "[ \"\$(ls -A $out | tr '\n' ' ')\" = 'average.tif coverage.tif drift.csv report.json ' ]"
+    "[ \"\$(ls -A $out | tr '\n' ' ')\" = 'average.tif coverage.tif drift.csv report.json sigma.tif ' ]"
 
   # --- 2. kill -9 midway, then a new run
   out=$WORK/killed$np
