@@ -7,26 +7,21 @@
 namespace driftscan::mpi {
 void IdleBackoff::pause() {
   std::this_thread::sleep_for(std::chrono::microseconds(us_));
-  us_ = std::min(us_ * 2, max_us_);
+  us_ = std::min(us_ * 2, 200);
 }
 
-void wait_idle(MPI_Request& request, MPI_Status* status, const WhileWaiting& meanwhile) {
+void wait_idle(MPI_Request& request, MPI_Status* status) {
   IdleBackoff backoff;
   int done = 0;
-  for (MPI_Test(&request, &done, status); !done; MPI_Test(&request, &done, status)) {
-    if (meanwhile) meanwhile();
-    backoff.pause();
-  }
+  for (MPI_Test(&request, &done, status); !done; MPI_Test(&request, &done, status)) backoff.pause();
 }
 
-MPI_Status probe_idle(int source, int tag, MPI_Comm comm, const WhileWaiting& meanwhile) {
+MPI_Status probe_idle(int source, int tag, MPI_Comm comm) {
   IdleBackoff backoff;
   MPI_Status status;
   int found = 0;
-  for (MPI_Iprobe(source, tag, comm, &found, &status); !found; MPI_Iprobe(source, tag, comm, &found, &status)) {
-    if (meanwhile) meanwhile();
+  for (MPI_Iprobe(source, tag, comm, &found, &status); !found; MPI_Iprobe(source, tag, comm, &found, &status))
     backoff.pause();
-  }
   return status;
 }
 
