@@ -66,17 +66,12 @@ class _Frames:
         return np.ascontiguousarray(np.asarray(band).reshape((last - first, self.w, self.channels)), dtype=np.float32)
 
     def _pread(self, k, c0, c1, budget):
+        """Channels [c0, c1) of frame k, read a band of rows (every channel) at a time."""
         out = np.empty((self.h, self.w, c1 - c0), np.float32)
-        row = self.w * self.channels * self.dtype.itemsize
-        rows = max(1, min(self.h, budget // max(1, row)))
-        base = self.offset + k * self.h * row
+        rows = max(1, min(self.h, budget // max(1, self.w * self.channels * self.dtype.itemsize)))
         for y0 in range(0, self.h, rows):
             y1 = min(self.h, y0 + rows)
-            raw = os.pread(self.file, (y1 - y0) * row, base + y0 * row)
-            if len(raw) != (y1 - y0) * row:
-                raise OSError(f"{self.data.filename}: truncated at frame {k}")
-            band = np.frombuffer(raw, dtype=self.dtype).reshape((y1 - y0, self.w, self.channels))
-            out[y0:y1] = band[:, :, c0:c1]
+            out[y0:y1] = self.rows(k, y0, y1)[:, :, c0:c1]
         return out
 
 

@@ -10,8 +10,6 @@ import numpy as np
 from . import _engine
 from .tables import read_table
 
-# What save() leaves out of a results folder: the lock and checkpoints.
-_NOT_RESULTS = (".driftscan.lock",)
 
 
 def _read_image(path):
@@ -38,8 +36,8 @@ class Result:
         if owned:  # a temporary folder of this result's own: gone with it
             self._finalizer = weakref.finalize(self, shutil.rmtree, self.folder, True)
         self.files = {name: os.path.join(self.folder, name) for name in sorted(os.listdir(self.folder))
-                      if name not in _NOT_RESULTS and not name.startswith(".") and
-                      os.path.isfile(os.path.join(self.folder, name)) and not name.endswith(".ckpt")}
+                      if not name.startswith(".") and  # the lock, staged temporaries
+                      os.path.isfile(os.path.join(self.folder, name))}
 
     def _get(self, key, make):
         if key not in self._cache:
