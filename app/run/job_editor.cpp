@@ -10,6 +10,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QRegularExpression>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QThread>
@@ -22,6 +23,35 @@
 #include "driftscan/job/job_fields.hpp"
 
 using driftscan::Job;
+
+namespace {
+
+// A list of numbers as typed ("0, 90"; spaces or commas between them): the
+// JSON array a number_list field takes, and the entries that are no number.
+struct TypedNumberList {
+  nlohmann::json value = nlohmann::json::array();
+  QStringList rejected;
+};
+
+TypedNumberList numberList(const QString& text) {
+  TypedNumberList out;
+  for (const QString& part : text.split(QRegularExpression("[,\\s]+"), Qt::SkipEmptyParts)) {
+    bool ok = false;
+    const double v = part.toDouble(&ok);
+    if (ok && std::isfinite(v)) out.value.push_back(v);
+    else out.rejected << part;
+  }
+  return out;
+}
+
+QString numberListText(const nlohmann::json& values) {
+  QStringList parts;
+  for (const auto& v : values)
+    if (v.is_number()) parts << QString::number(v.get<double>(), 'g', 10);
+  return parts.join(",");
+}
+
+}  // namespace
 
 QLabel* JobEditor::messageLabel() {
   auto* l = new QLabel;
@@ -197,7 +227,9 @@ void JobEditor::showValue(const FieldWidget& fw, const nlohmann::json& v) {
     return;
   }
   if (auto* e = qobject_cast<QLineEdit*>(fw.widget)) {
-    e->setText(v.is_string() ? QString::fromStdString(v.get<std::string>()) : QString());
+    e->setText(v.is_array()    ? numberListText(v)
+               : v.is_string() ? QString::fromStdString(v.get<std::string>())
+                               : QString());
   } else if (auto* c = qobject_cast<QComboBox*>(fw.widget)) {
     const QString name = v.is_string() ? QString::fromStdString(v.get<std::string>()) : QString();
     if (c->findText(name) < 0 && fw.field->editor.listed) c->addItem(name);  // a profile this machine lacks
@@ -213,7 +245,10 @@ void JobEditor::showValue(const FieldWidget& fw, const nlohmann::json& v) {
 
 nlohmann::json JobEditor::valueOf(const FieldWidget& fw) const {
   if (auto it = flyback_.find(fw.field->path()); it != flyback_.end()) return it->second;
-  if (auto* e = qobject_cast<QLineEdit*>(fw.widget)) return e->text().trimmed().toStdString();
+  if (auto* e = qobject_cast<QLineEdit*>(fw.widget)) {
+    if (fw.field->type == driftscan::FieldType::number_list) return numberList(e->text()).value;
+    return e->text().trimmed().toStdString();
+  }
   if (auto* c = qobject_cast<QComboBox*>(fw.widget)) return c->currentText().toStdString();
   if (auto* s = qobject_cast<QSpinBox*>(fw.widget)) return s->value();
   if (auto* d = qobject_cast<QDoubleSpinBox*>(fw.widget)) return d->value() / fw.field->editor.display_scale;
@@ -362,7 +397,9 @@ void JobEditor::setRoi(int x, int y, int w, int h) {
 
 QStringList JobEditor::validationErrors() const {
   QStringList all;
-  for (auto* l : {inputMsg_, registrationMsg_, roiMsg_, averagingMsg_, executionMsg_, jobMsg_})
+  for (const auto& [block, l] : blockMsg_)  // input, registration, averaging, scan, execution, ...
+    if (!l->text().isEmpty()) all << l->text();
+  for (auto* l : {roiMsg_, jobMsg_})
     if (!l->text().isEmpty()) all << l->text();
   return all;
 }
@@ -384,6 +421,13 @@ void JobEditor::revalidate() {
     if (!f.has_range() || !v.is_number() || !fw.widget->isEnabledTo(this)) continue;
     if (!f.in_range(v.get<double>()))
       ranges[f.block] << QString("%1 must be %2.").arg(f.editor.label).arg(QString::fromStdString(f.range_text()));
+  }
+  for (const auto& fw : fields_) {  // lists typed with an entry that is no number
+    const auto* e = qobject_cast<QLineEdit*>(fw.widget);
+    if (!e || fw.field->type != driftscan::FieldType::number_list) continue;
+    const QStringList bad = numberList(e->text()).rejected;
+    if (!bad.isEmpty())
+      ranges[fw.field->block] << QString("%1: '%2' is not a number.").arg(fw.field->editor.label, bad.front());
   }
   in << ranges[""];
   reg << ranges["registration"];
@@ -410,7 +454,12 @@ void JobEditor::revalidate() {
   if (j.execution.profile.empty()) exe << "Choose a launcher profile.";
   exe << ranges["execution"];
   QString engineMsg;
-  if (in.isEmpty() && reg.isEmpty() && roi.isEmpty() && avg.isEmpty() && exe.isEmpty()) {
+  // The other blocks' (scan, synth, ...) messages are their ranges and lists.
+  bool othersValid = true;
+  for (const auto& [block, messages] : ranges)
+    if (!messages.isEmpty() && block != "" && block != "registration" && block != "averaging" && block != "execution")
+      othersValid = false;
+  if (in.isEmpty() && reg.isEmpty() && roi.isEmpty() && avg.isEmpty() && exe.isEmpty() && othersValid) {
     // The engine's own rules, so the GUI never accepts what the engine rejects.
     try {
       driftscan::validate(j);
@@ -428,4 +477,7 @@ void JobEditor::revalidate() {
   show(averagingMsg_, avg);
   show(executionMsg_, exe);
   show(jobMsg_, engineMsg.isEmpty() ? QStringList{} : QStringList{engineMsg});
+  for (const auto& [block, label] : blockMsg_)
+    if (block != "" && block != "registration" && block != "averaging" && block != "execution")
+      show(label, ranges[block]);
 }

@@ -15,6 +15,7 @@
 #include "driftscan/core/omp_threads.hpp"
 #include "driftscan/job/job_series.hpp"
 #include "driftscan/pipeline/drift_averaging.hpp"
+#include "driftscan/pipeline/recorded_rotation.hpp"
 #include "engine_call.hpp"
 #include "exceptions.hpp"
 
@@ -39,8 +40,11 @@ void bind_average(py::module_& m) {
         Job job = job_from_json(nlohmann::json::parse(job_json), "driftscan.average");
         validate(job);
         std::unique_ptr<FrameSource> frames;
-        if (array.is_none()) frames = reading_file([&] { return open_job_series(job); });
-        else
+        if (array.is_none()) {
+          std::string said;  // the file's scan rotations, as the command line takes them
+          job = with_recorded_rotations(job, said);
+          frames = reading_file([&] { return open_job_series(job); });
+        } else
           frames = oriented_series(job, std::make_unique<ArraySeries>(py::array(array), pixel_size, unit, job.input));
         AverageResult avg;
         std::vector<std::string> warnings;

@@ -20,6 +20,7 @@
 #include "driftscan/job/job_series.hpp"
 #include "driftscan/job/output_set.hpp"
 #include "driftscan/pipeline/rank_checkpoints.hpp"
+#include "driftscan/pipeline/recorded_rotation.hpp"
 #include "driftscan/pipeline/register_plan.hpp"
 #include "driftscan/pipeline/scan_distortion_decision.hpp"
 #include "driftscan/pipeline/serial_register.hpp"
@@ -38,11 +39,16 @@ Job checked_job(const std::string& text) {
   return job;
 }
 
-// The job as the command line would run it: scan.auto_distortion decided
-// from the file (`said`: why, or "").
+// The job as the command line would run it: the file's scan rotations and
+// scan.auto_distortion decided from it (`said`: why, or "").
 Job decided_job(const std::string& text, bool from_file, std::string& said) {
   const Job job = checked_job(text);
-  return from_file ? with_scan_distortion_decided(job, said) : job;
+  if (!from_file) return job;
+  std::string rotations_said;
+  const Job turned = with_recorded_rotations(job, rotations_said);
+  const Job decided = with_scan_distortion_decided(turned, said);
+  if (!rotations_said.empty()) said = rotations_said + (said.empty() ? "" : "; " + said);
+  return decided;
 }
 
 void check_frames(const Job& job, const FrameSource& frames) {

@@ -8,6 +8,7 @@
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QLabel>
+#include <QLineEdit>
 #include <QProcess>
 #include <QProgressBar>
 #include <QPushButton>
@@ -590,6 +591,48 @@ class AppGuiTest : public QObject {
   // press Run. The job runs on one rank with a thread per core, the log has
   // one readable line for the engine's start and for its results (no raw
   // JSON), and the run panel says how long the run took, with no ETA.
+  // Issue #33: the scan rotations are typed as a list ("0,90" or "0 90 180
+  // 270"), kept as the job's scan.rotation; an entry that is no number and an
+  // angle the run cannot take are refused inline.
+  void scanRotationIsEditedAsAList() {
+    JobEditor editor;
+    driftscan::Job job = JobEditor::newJob();
+    job.input = series_.toStdString();
+    job.output = tmp_.filePath("rotation-results").toStdString();
+    job.scan.rotation = {0, 90};
+    editor.setJob(job);
+    QLabel* label = nullptr;
+    for (QLabel* l : editor.findChildren<QLabel*>())
+      if (l->text().startsWith("Scan rotation")) label = l;
+    QVERIFY(label);
+    auto* edit = qobject_cast<QLineEdit*>(label->buddy());
+    QVERIFY(edit);
+    QCOMPARE(edit->text(), QString("0,90"));
+    editor.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&editor));
+    auto type = [&](const QString& text) {
+      edit->setFocus();
+      edit->selectAll();
+      QTest::keyClick(edit, Qt::Key_Backspace);
+      QTest::keyClicks(edit, text);
+      QTest::keyClick(edit, Qt::Key_Tab);
+    };
+    type("0 90 180 270");
+    QCOMPARE(editor.job().scan.rotation, (std::vector<double>{0, 90, 180, 270}));
+    QVERIFY2(editor.isValid(), qPrintable(editor.validationErrors().join("; ")));
+    type("0,abc");
+    QVERIFY(!editor.isValid());
+    QVERIFY2(editor.validationErrors().join("; ").contains("Scan rotation: 'abc' is not a number."),
+             qPrintable(editor.validationErrors().join("; ")));
+    type("0,45");
+    QVERIFY(!editor.isValid());
+    QVERIFY2(editor.validationErrors().join("; ").contains("multiples of 90 degrees"),
+             qPrintable(editor.validationErrors().join("; ")));
+    type("");  // empty: one direction, or the file's rotations
+    QVERIFY(editor.job().scan.rotation.empty());
+    QVERIFY2(editor.isValid(), qPrintable(editor.validationErrors().join("; ")));
+  }
+
   void realSeriesRunsAsANewUserWould() {
     const QString abf = QString::fromStdString(driftscan::test::sample_file("stem_abf_series.tif"));
     if (abf.isEmpty()) QSKIP(driftscan::test::sample_absent("stem_abf_series.tif").c_str());

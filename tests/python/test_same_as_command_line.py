@@ -2,12 +2,13 @@
 line's on the same frames and settings."""
 import filecmp
 import os
+import subprocess
 
 import numpy as np
 import pytest
 
 import driftscan
-from conftest import engine
+from conftest import BIN, engine
 
 
 def same_file(a, b):
@@ -80,3 +81,17 @@ def test_synthesize_writes_what_synth_writes(tmp_path):
     for key in ("series", "truth", "lines_truth"):
         name = os.path.basename(made[key])
         assert same_file(made[key], tmp_path / "cli" / name), name
+
+
+def test_scan_rotations_from_the_file_as_the_command_line_takes_them(tmp_path):
+    # A Velox series whose frames' metadata record an orthogonal pair cycle:
+    # both take scan.rotation 0,90 from it, and register the same.
+    emd = tmp_path / "pairs.emd"
+    subprocess.run([os.path.join(BIN, "velox_scanned_series"), str(emd), "--frames", "6", "--size", "96",
+                    "--scan-rotation", "0,90"], check=True, stdout=subprocess.DEVNULL)
+    cli = tmp_path / "cli"
+    engine("register", str(emd), "-o", str(cli), "--threads", "2", "--auto-scan-distortion", "off")
+    r = driftscan.register(str(emd), threads=2, **{"scan.auto_distortion": False})
+    assert r.report["job"]["scan"]["rotation"] == [0, 90]
+    assert same_file(r.files["drift.csv"], cli / "drift.csv")
+    assert np.array_equal(r.average, np.asarray(driftscan.read(str(cli / "average.tif"))[0]))

@@ -5,7 +5,9 @@
 // the Velox / Berkeley EMD layouts (written with libhdf5).
 #include <hdf5.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -236,11 +238,12 @@ inline void h5_string_attr(hid_t obj, const char* name, const std::string& value
 }
 
 // A Velox image group: Data (h, w, n) int16 with value(k, x, y), chunked one
-// frame per chunk as Velox writes it, and Metadata (len, n) uint8 JSON
-// (`more`: further top-level members, e.g. "\"Scan\":{...}").
-template <class F>
-void velox_image(hid_t file, const std::string& id, const std::string& detector, double pixel_m, int w, int h, int n,
-                 F value, const std::string& more = "") {
+// frame per chunk as Velox writes it, and Metadata (len, n) uint8 JSON, one
+// text per frame (`more_of(k)`: further top-level members of frame k's, e.g.
+// "\"Scan\":{...}").
+template <class F, class More>
+void velox_image_frames(hid_t file, const std::string& id, const std::string& detector, double pixel_m, int w, int h,
+                        int n, F value, More more_of) {
   hid_t g = H5Gcreate2(file, ("/Data/Image/" + id).c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   const hsize_t dims[3] = {static_cast<hsize_t>(h), static_cast<hsize_t>(w), static_cast<hsize_t>(n)};
   const hsize_t chunk[3] = {static_cast<hsize_t>(h), static_cast<hsize_t>(w), 1};
@@ -257,24 +260,38 @@ void velox_image(hid_t file, const std::string& id, const std::string& detector,
   H5Dclose(ds);
   H5Sclose(space);
   H5Pclose(dcpl);
-  char json[1024];
-  std::snprintf(
-      json, sizeof json,
-      "{\"BinaryResult\":{\"DetectorIndex\":\"1\",\"PixelSize\":{\"width\":\"%.17g\",\"height\":\"%.17g\"},"
-      "\"PixelUnitX\":\"m\",\"PixelUnitY\":\"m\"},\"Detectors\":{\"Detector-1\":{\"DetectorName\":\"%s\"}}%s%s}",
-      pixel_m, pixel_m, detector.c_str(), more.empty() ? "" : ",", more.c_str());
-  const std::size_t len = std::strlen(json) + 64;
+  std::vector<std::string> texts;
+  std::size_t len = 0;
+  for (int k = 0; k < n; ++k) {
+    const std::string more = more_of(k);
+    char json[1024];
+    std::snprintf(
+        json, sizeof json,
+        "{\"BinaryResult\":{\"DetectorIndex\":\"1\",\"PixelSize\":{\"width\":\"%.17g\",\"height\":\"%.17g\"},"
+        "\"PixelUnitX\":\"m\",\"PixelUnitY\":\"m\"},\"Detectors\":{\"Detector-1\":{\"DetectorName\":\"%s\"}}%s%s}",
+        pixel_m, pixel_m, detector.c_str(), more.empty() ? "" : ",", more.c_str());
+    texts.emplace_back(json);
+    len = std::max(len, texts.back().size() + 64);
+  }
   const hsize_t mdims[2] = {len, static_cast<hsize_t>(n)};
   std::vector<unsigned char> meta(len * static_cast<std::size_t>(n), 0);
   for (int k = 0; k < n; ++k)
-    for (std::size_t i = 0; json[i]; ++i)
-      meta[i * static_cast<std::size_t>(n) + static_cast<std::size_t>(k)] = static_cast<unsigned char>(json[i]);
+    for (std::size_t i = 0; i < texts[static_cast<std::size_t>(k)].size(); ++i)
+      meta[i * static_cast<std::size_t>(n) + static_cast<std::size_t>(k)] =
+          static_cast<unsigned char>(texts[static_cast<std::size_t>(k)][i]);
   hid_t ms = H5Screate_simple(2, mdims, nullptr);
   hid_t md = H5Dcreate2(g, "Metadata", H5T_STD_U8LE, ms, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   H5Dwrite(md, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, meta.data());
   H5Dclose(md);
   H5Sclose(ms);
   H5Gclose(g);
+}
+
+// The same with one text for every frame (`more`: its further members).
+template <class F>
+void velox_image(hid_t file, const std::string& id, const std::string& detector, double pixel_m, int w, int h, int n,
+                 F value, const std::string& more = "") {
+  velox_image_frames(file, id, detector, pixel_m, w, h, n, value, [&](int) { return more; });
 }
 
 inline hid_t velox_file(const std::string& path) {

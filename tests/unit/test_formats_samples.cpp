@@ -67,6 +67,11 @@ TEST(FormatSamples, Dm3StemImageCalibrated) {
   EXPECT_DOUBLE_EQ(scan.line_flyback, 400e-6);
   EXPECT_EQ(scan.frame_time, 0.0);
   EXPECT_EQ(scan.source, "DigiScan tags");
+  // DigiScan's scan rotation: "Rotation" 0 degrees, one for the image.
+  const RecordedRotations rotations = s->recorded_rotations();
+  ASSERT_EQ(rotations.deg.size(), 1u);
+  EXPECT_EQ(rotations.deg[0], 0.0);
+  EXPECT_EQ(rotations.source, "DigiScan tags");
 }
 
 TEST(FormatSamples, SerFramesOrientationAndReciprocalCalibration) {

@@ -361,6 +361,7 @@ std::vector<JobField> scan_rows() {
           .member<C, &Scan::direction>(),
       Row("scan", "rotation", T::number_list, "Scan rotation of each frame (degrees): frame k gets value k mod n, e.g. 0,90 (orthogonal pairs) or 0,90,180,270 (revolving scan)")
           .shape("a list of angles in degrees").flag("--scan-rotation", scanned).value_name("DEG,...")
+          .editor("Scan rotation", "deg").placeholder("0,90 or 0,90,180,270; empty: one direction, or the file's")
           .member<C, &Scan::rotation>(),
       Row("scan", "correct_distortion", T::boolean, "Correct the drift during each scanned frame, line by line")
           .flag("--scan-distortion", reg).is_switch().editor("Scan distortion").member<C, &Scan::correct_distortion>(),

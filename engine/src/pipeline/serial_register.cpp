@@ -8,6 +8,7 @@
 
 #include "driftscan/core/error.hpp"
 #include "driftscan/core/omp_threads.hpp"
+#include "driftscan/job/job.hpp"
 #include "driftscan/pipeline/phase_timer.hpp"
 #include "driftscan/pipeline/rank_checkpoints.hpp"
 #include "driftscan/pipeline/register_checkpoint.hpp"
@@ -208,6 +209,7 @@ class SerialRegister {
                           {"resumed", plan_.resume && !ck_.elements.empty()},
                           {"resumed_scan_complete", scanned_}};
     extra["smoothing_sigma_px"] = op_.smoothing_sigma();
+    extra["job"] = to_json(job_);  // the job as run: with what was decided from the file (scan.rotation)
     extra["lattice_vector_px"] = op_.pair_plan().options().lattice_vector;  // 0: not periodic
     extra["timings_s"] = {{"pairs", res_.seconds.pairs},
                           {"scan", res_.seconds.scan},

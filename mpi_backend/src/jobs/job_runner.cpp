@@ -32,6 +32,7 @@
 #include "driftscan/mpi/scan/global_scan.hpp"
 #include "driftscan/pipeline/drift_averaging.hpp"
 #include "driftscan/pipeline/rank_checkpoints.hpp"
+#include "driftscan/pipeline/recorded_rotation.hpp"
 #include "driftscan/pipeline/register_checkpoint.hpp"
 #include "driftscan/pipeline/register_plan.hpp"
 #include "driftscan/pipeline/scan_distortion_decision.hpp"
@@ -375,8 +376,8 @@ void spectrum_and_write(const Job& job, RunContext& ctx, const FrameSource& sour
 bool job_command_available(const std::string&) { return true; }
 
 int run_job(const Job& given, RunContext& ctx) {
-  std::string said;
-  const Job job = with_scan_distortion_decided(given, said);
+  std::string rotations_said, said;
+  const Job job = with_scan_distortion_decided(with_recorded_rotations(given, rotations_said), said);
   preflight(job, ctx);  // before OpenMP sees the thread count, before any frame is read
   const OmpThreadCount threads_for_the_run(job.execution.threads);
   nlohmann::json details{{"ranks", ctx.size},
@@ -385,6 +386,7 @@ int run_job(const Job& given, RunContext& ctx) {
                          {"input", job.input},
                          {"output", job.output}};
   if (ctx.rank == 0) ctx.progress.start(job.command, details);
+  if (ctx.rank == 0 && !rotations_said.empty()) ctx.progress.log(LogLevel::info, rotations_said);
   if (ctx.rank == 0 && !said.empty())
     ctx.progress.log(job.scan.correct_distortion ? LogLevel::info : LogLevel::warning, said);
   if (job.command == "synth") return run_synth(job, ctx);

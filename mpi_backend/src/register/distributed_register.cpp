@@ -21,6 +21,7 @@
 #include "driftscan/core/error.hpp"
 #include "driftscan/formats/tiff/tiff_series.hpp"
 #include "driftscan/formats/tiff/tiff_writer.hpp"
+#include "driftscan/job/job.hpp"
 #include "driftscan/mpi/register/distributed_average.hpp"
 #include "driftscan/mpi/register/distributed_drift.hpp"
 #include "driftscan/mpi/register/distributed_scan_distortion.hpp"
@@ -787,6 +788,7 @@ void write_outputs(RegisterRun& run, OutputSet& set) {
                         {"local_strategy", job.execution.local_strategy},
                         {"work_stealing", job.execution.work_stealing}};
   extra["scan_trace"] = run.trace.to_json(false);  // its records are streamed (below)
+  extra["job"] = to_json(job);  // the job as run: with what was decided from the file (scan.rotation)
   res.seconds.total = run.timer.total();
   extra["timings_s"] = {{"open", res.seconds.open},       {"pairs", res.seconds.pairs},
                         {"scan", res.seconds.scan},       {"uncertainty", res.seconds.uncertainty},

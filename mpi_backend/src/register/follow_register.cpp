@@ -32,6 +32,7 @@
 #include "driftscan/core/frame_prefix.hpp"
 #include "driftscan/formats/growing_series.hpp"
 #include "driftscan/formats/tiff/tiff_writer.hpp"
+#include "driftscan/job/job.hpp"
 #include "driftscan/job/output_set.hpp"
 #include "driftscan/job/results_lock.hpp"
 #include "driftscan/mpi/runtime/collectives.hpp"
@@ -510,6 +511,7 @@ class FollowRun {
                        {"waits_on_incomplete", series_->incomplete_waits()},
                        {"follow_seconds", follow_seconds_}};
     extra["timings_s"] = {{"follow", follow_seconds_}, {"average", res.seconds.average}};
+    extra["job"] = to_json(job_);  // the job as run (the app reads scan.rotation from it)
     // The final set replaces the running drift.csv and average.tif as one,
     // report.json last (output_set.hpp), like a batch run's.
     OutputSet set(job_.output, "register", {job_.input}, lock_);

@@ -29,6 +29,7 @@ class DerotatedSource : public FrameSource {
   double pixel_size() const override { return recorded_->pixel_size(); }
   std::string pixel_unit() const override { return recorded_->pixel_unit(); }
   RecordedScan recorded_scan() const override { return recorded_->recorded_scan(); }
+  RecordedRotations recorded_rotations() const override { return recorded_->recorded_rotations(); }
   std::string describe() const override;
 
   double rotation_deg(std::size_t k) const;

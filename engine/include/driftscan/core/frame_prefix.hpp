@@ -29,6 +29,7 @@ class FramePrefix : public FrameSource {
   double pixel_size() const override { return frames_.pixel_size(); }
   std::string pixel_unit() const override { return frames_.pixel_unit(); }
   RecordedScan recorded_scan() const override { return frames_.recorded_scan(); }
+  RecordedRotations recorded_rotations() const override { return frames_.recorded_rotations(); }
   std::string describe() const override { return frames_.describe(); }
 
  private:

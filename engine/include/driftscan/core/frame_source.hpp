@@ -37,6 +37,9 @@ class FrameSource {
   virtual std::string pixel_unit() const { return ""; }
   // The scan timing the file records (dwell, fly-back), if any.
   virtual RecordedScan recorded_scan() const { return {}; }
+  // The scan rotations the file records, if any (may read every frame's
+  // metadata: asked once per run, not per frame).
+  virtual RecordedRotations recorded_rotations() const { return {}; }
   // A one-line human description ("series.tif: 200 x 512x512 uint16").
   virtual std::string describe() const { return ""; }
 };

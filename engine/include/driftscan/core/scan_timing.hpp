@@ -67,6 +67,17 @@ struct RecordedScan {
   bool known() const { return dwell > 0.0; }
 };
 
+// A series' scan rotations as its file's metadata records them (Velox's
+// per-frame Scan.ScanRotation, DigiScan's Rotation tag), in degrees as the
+// file gives them (not yet relative to frame 0): one value per frame, or one
+// for every frame; NaN for a frame whose metadata says nothing while other
+// frames' do (pipeline/recorded_rotation.hpp refuses that).
+struct RecordedRotations {
+  std::vector<double> deg;
+  std::string source;  // "Velox Scan metadata", "DigiScan tags"
+  bool known() const { return !deg.empty(); }
+};
+
 class ScanTiming {
  public:
   // Validates the settings for frames of width x height; an impossible

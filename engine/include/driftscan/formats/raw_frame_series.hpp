@@ -35,6 +35,7 @@ class RawFrameSeries : public FrameSource {
   double pixel_size() const override { return info_.pixel_size; }
   std::string pixel_unit() const override { return info_.unit; }
   RecordedScan recorded_scan() const override { return info_.scan; }
+  RecordedRotations recorded_rotations() const override { return info_.rotations; }
   std::string describe() const override;
   const SignalInfo& info() const { return info_; }
   const FrameCache& cache() const { return cache_; }

@@ -20,6 +20,9 @@ struct SignalInfo {
   double pixel_size = 0.0;  // physical size of a pixel, 0 when unknown
   std::string unit;         // unit of pixel_size ("nm", "1/nm", ...)
   RecordedScan scan;        // the scan's timing, where the file records it
+  // The scan rotation where the file records it in its index (DigiScan's
+  // tag); a reader that keeps it per frame (Velox) reads it when asked.
+  RecordedRotations rotations;
   // 1 for a 1-D signal (a spectrum: EELS, EDX), whose frames are `width`
   // channels long and `height` 1; it is listed but is no image series.
   int dimensions = 2;

@@ -7,6 +7,8 @@
 // Pixel size and unit from the image's calibration of its first dimension.
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <set>
 
 #include "driftscan/core/error.hpp"
@@ -342,6 +344,11 @@ DmContents read_contents(const BinaryFile& f) {
         im.info.scan.dwell = dwell_us * 1e-6;
         if (flyback_us > 0 && flyback_us < 1e9) im.info.scan.line_flyback = flyback_us * 1e-6;
         im.info.scan.source = "DigiScan tags";
+      }
+      // DigiScan's scan rotation (degrees), one for the image's every frame.
+      if (const DmTag* rot = scan->child("Rotation")) {
+        const double deg = number(f, rot, c.order, std::numeric_limits<double>::quiet_NaN());
+        if (std::isfinite(deg) && std::fabs(deg) <= 1e6) im.info.rotations = {{deg}, "DigiScan tags"};
       }
     }
     c.images.push_back(std::move(im));

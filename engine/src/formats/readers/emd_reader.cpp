@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 #include <set>
 
@@ -208,6 +209,66 @@ RecordedScan velox_scan(const nlohmann::json& meta, int samples_per_line) {
   return r;
 }
 
+// The number after "ScanRotation" in a Velox metadata text's "Scan" block
+// (radians, written as a string or a number); NaN when it is not there.
+double velox_scan_rotation(const std::string& text) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  std::size_t at = 0;
+  for (; (at = text.find("\"Scan\"", at)) != std::string::npos; at += 6) {  // the key, not a value "Scan"
+    const std::size_t colon = text.find_first_not_of(" \t\r\n", at + 6);
+    if (colon != std::string::npos && text[colon] == ':') break;
+  }
+  if (at == std::string::npos) return kNaN;
+  const std::size_t key = text.find("\"ScanRotation\"", at);
+  if (key == std::string::npos) return kNaN;
+  std::size_t v = text.find_first_not_of(" \t\r\n:\"", key + 14);
+  if (v == std::string::npos || text.find(':', key + 14) > v) return kNaN;
+  char* end = nullptr;
+  const double rad = std::strtod(text.c_str() + v, &end);
+  return end != text.c_str() + v && std::isfinite(rad) && std::fabs(rad) < 1e4 ? rad * (180.0 / 3.14159265358979323846)
+                                                                               : kNaN;
+}
+
+// Every frame's Scan.ScanRotation of a Velox image group, in degrees: its
+// Metadata holds one JSON text per frame (a column each), read a block of
+// columns at a time so that a long series' metadata is never held whole.
+RecordedRotations velox_rotations(hid_t group, std::size_t frames) {
+  if (H5Lexists(group, "Metadata", H5P_DEFAULT) <= 0) return {};
+  Handle ds(H5Dopen2(group, "Metadata", H5P_DEFAULT), H5Dclose);
+  if (!ds.ok()) return {};
+  const auto d = dims_of(ds.get());
+  if (d.size() != 2 || d[0] == 0 || d[1] == 0 || d[0] > kMaxMetadataBytes) return {};
+  const hsize_t columns = std::min<hsize_t>(d[1], frames);
+  const hsize_t block = std::max<hsize_t>(1, std::min<hsize_t>(columns, kMaxMetadataBytes / d[0]));
+  RecordedRotations r;
+  r.source = "Velox Scan metadata";
+  std::vector<unsigned char> bytes;
+  std::string text;
+  bool any = false;
+  for (hsize_t k0 = 0; k0 < columns; k0 += block) {
+    const hsize_t b = std::min(block, columns - k0);
+    Handle space(H5Dget_space(ds.get()), H5Sclose);
+    const hsize_t start[2] = {0, k0}, count[2] = {d[0], b};
+    H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
+    Handle mem(H5Screate_simple(2, count, nullptr), H5Sclose);
+    bytes.assign(static_cast<std::size_t>(d[0] * b), 0);
+    if (H5Dread(ds.get(), H5T_NATIVE_UCHAR, mem.get(), space.get(), H5P_DEFAULT, bytes.data()) < 0) return {};
+    for (hsize_t j = 0; j < b; ++j) {
+      text.clear();
+      for (hsize_t i = 0; i < d[0]; ++i) {
+        const unsigned char c = bytes[static_cast<std::size_t>(i * b + j)];
+        if (c == 0) break;
+        text.push_back(static_cast<char>(c));
+      }
+      r.deg.push_back(velox_scan_rotation(text));
+      any = any || std::isfinite(r.deg.back());
+    }
+  }
+  if (!any) return {};
+  if (d[1] == 1) r.deg.resize(1);  // one text for every frame
+  return r;
+}
+
 void add_unique(std::vector<EmdSignal>& out, EmdSignal s) {
   std::set<std::string> names;
   for (const auto& o : out) names.insert(o.info.name);
@@ -370,6 +431,16 @@ class EmdSeries : public FrameSource {
   double pixel_size() const override { return signal_.info.pixel_size; }
   std::string pixel_unit() const override { return signal_.info.unit; }
   RecordedScan recorded_scan() const override { return signal_.info.scan; }
+  RecordedRotations recorded_rotations() const override {
+    std::call_once(rotations_read_, [this] {
+      if (signal_.info.format != "Velox EMD") return;
+      std::lock_guard<std::recursive_mutex> lock(hdf5_lock());
+      const std::string group = signal_.dataset.substr(0, signal_.dataset.rfind('/'));
+      Handle g(H5Gopen2(file_.get(), group.c_str(), H5P_DEFAULT), H5Gclose);
+      if (g.ok()) rotations_ = velox_rotations(g.get(), signal_.info.frames);
+    });
+    return rotations_;
+  }
   std::string describe() const override { return describe_signal(path_, signal_.info); }
 
   Frame frame(std::size_t k) const override {
@@ -411,6 +482,8 @@ class EmdSeries : public FrameSource {
   Handle dataset_;
   EmdSignal signal_;
   mutable FrameCache cache_;
+  mutable std::once_flag rotations_read_;  // every frame's metadata is read once, when asked
+  mutable RecordedRotations rotations_;
 };
 
 std::vector<SignalInfo> list_emd_signals(const std::string& path) {

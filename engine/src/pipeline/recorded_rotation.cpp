@@ -1,0 +1,88 @@
+#include "driftscan/pipeline/recorded_rotation.hpp"
+
+#include <cmath>
+#include <cstddef>
+#include <exception>
+#include <memory>
+
+#include "driftscan/core/error.hpp"
+#include "driftscan/core/scan_rotation.hpp"
+#include "driftscan/formats/format_reader.hpp"
+#include "driftscan/formats/series_opener.hpp"
+
+namespace driftscan {
+namespace {
+
+// Scan coils are set to a few hundredths of a degree; a file's radians to
+// a few digits. Within this of a multiple of 90° a rotation is that multiple.
+constexpr double kQuarterTolerance_deg = 0.01;
+
+double turned_relative(double deg, double deg0) {
+  double r = std::fmod(deg - deg0, 360.0);
+  if (r < 0) r += 360.0;
+  const double q = std::round(r / 90.0) * 90.0;
+  if (std::fabs(r - q) <= kQuarterTolerance_deg) r = q;
+  return r >= 360.0 ? r - 360.0 : r;
+}
+
+// The shortest prefix of `values` that repeats into all of them (a partial
+// last cycle too: frame k is at value k mod p).
+std::vector<double> shortest_period(const std::vector<double>& values) {
+  const std::size_t n = values.size();
+  for (std::size_t p = 1; p < n; ++p) {
+    bool repeats = true;
+    for (std::size_t k = p; k < n && repeats; ++k) repeats = values[k] == values[k % p];
+    if (repeats) return {values.begin(), values.begin() + static_cast<std::ptrdiff_t>(p)};
+  }
+  return values;
+}
+
+}  // namespace
+
+std::vector<double> relative_scan_rotations(const RecordedRotations& recorded, const std::string& path) {
+  if (!recorded.known()) return {};
+  const std::vector<double>& deg = recorded.deg;
+  std::size_t first_known = 0;
+  while (first_known < deg.size() && !std::isfinite(deg[first_known])) ++first_known;
+  for (std::size_t k = 0; k < deg.size(); ++k)
+    if (!std::isfinite(deg[k]))
+      throw bad_input(path + ": frame " + std::to_string(k) + ": its scan rotation is unknown (the " + recorded.source +
+                      " has none for it) while frame " + std::to_string(first_known) +
+                      "'s is known; give every frame's with scan.rotation (--scan-rotation)");
+  std::vector<double> relative;
+  relative.reserve(deg.size());
+  for (double d : deg) relative.push_back(turned_relative(d, deg.front()));
+  bool all_as_frame0 = true;
+  for (double r : relative) all_as_frame0 = all_as_frame0 && r == 0.0;
+  if (all_as_frame0) return {};
+  return shortest_period(relative);
+}
+
+Job with_recorded_rotations(const Job& job, std::string& said) {
+  said.clear();
+  if ((job.command != "register" && job.command != "average") || job.follow.enabled || !job.scan.rotation.empty())
+    return job;
+  std::unique_ptr<FrameSource> frames;
+  try {
+    if (!format_reader_for(job.input).scan_clock_in_index) return job;
+    frames =
+        open_series(job.input, job.signal, static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0));
+  } catch (const std::exception&) {
+    return job;  // the caller's checks name what is wrong with the input
+  }
+  const RecordedRotations recorded = frames->recorded_rotations();
+  const std::vector<double> relative = relative_scan_rotations(recorded, job.input);
+  if (relative.empty()) return job;
+  for (std::size_t k = 0; k < relative.size(); ++k)
+    if (quarter_turns(relative[k]) < 0)
+      throw bad_input(job.input + ": frame " + std::to_string(k) + " is scanned at " + message_number(relative[k]) +
+                      "° from frame 0 (" + recorded.source + "): " + job.command +
+                      " takes multiples of 90 degrees so far");
+  Job out = job;
+  out.scan.rotation = relative;
+  said = "scan rotations from the file's " + recorded.source + ": " + scan_rotation_text(relative) +
+         " deg (frame k at value k mod " + std::to_string(relative.size()) + ")";
+  return out;
+}
+
+}  // namespace driftscan

@@ -1,0 +1,140 @@
+// Scan rotations read from a file's metadata (Velox's per-frame
+// Scan.ScanRotation) and taken as the job's scan.rotation, relative to
+// frame 0 (pipeline/recorded_rotation.hpp).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "driftscan/core/error.hpp"
+#include "driftscan/core/scan_rotation.hpp"
+#include "driftscan/formats/series_opener.hpp"
+#include "driftscan/job/job.hpp"
+#include "driftscan/job/job_series.hpp"
+#include "driftscan/pipeline/recorded_rotation.hpp"
+#include "format_test_files.hpp"
+
+using namespace driftscan;
+using namespace format_test;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kRadPerDeg = 3.14159265358979323846 / 180.0;
+
+std::string temp(const std::string& name) { return (fs::temp_directory_path() / ("ds_rot_" + name)).string(); }
+
+int pattern(int k, int x, int y) { return 100 + 7 * x + 3 * y + k; }
+
+// A Velox file of n square frames whose frame k's metadata gives ScanRotation
+// `deg(k)` degrees (as radians text); NaN leaves it out of frame k's.
+template <class Deg>
+std::string velox_with_rotations(const std::string& name, int n, Deg deg) {
+  const std::string path = temp(name);
+  hid_t f = velox_file(path);
+  velox_image_frames(f, "img", "HAADF", 1e-10, 8, 8, n, pattern, [&](int k) {
+    const double d = deg(k);
+    if (!std::isfinite(d)) return std::string(R"("Scan":{"DwellTime":"1e-06"})");
+    char text[128];
+    std::snprintf(text, sizeof text, R"("Scan":{"DwellTime":"1e-06","ScanRotation":"%.12g"})", d * kRadPerDeg);
+    return std::string(text);
+  });
+  H5Fclose(f);
+  return path;
+}
+
+Job register_job(const std::string& path) {
+  Job j;
+  j.command = "register";
+  j.input = path;
+  j.signal = "HAADF";
+  return j;
+}
+
+}  // namespace
+
+TEST(RecordedRotation, VeloxRecordsEachFramesRotation) {
+  // A session at 30° whose scan alternates with 30° + 90° (radians in the file).
+  const std::string path = velox_with_rotations("pairs.emd", 5, [](int k) { return k % 2 ? 120.0 : 30.0; });
+  const RecordedRotations r = open_series(path, "HAADF")->recorded_rotations();
+  ASSERT_EQ(r.deg.size(), 5u);
+  for (int k = 0; k < 5; ++k) EXPECT_NEAR(r.deg[static_cast<std::size_t>(k)], k % 2 ? 120.0 : 30.0, 1e-9);
+  EXPECT_EQ(r.source, "Velox Scan metadata");
+  // Relative to frame 0, shortened to its period: scan.rotation 0,90.
+  EXPECT_EQ(relative_scan_rotations(r, path), (std::vector<double>{0.0, 90.0}));
+  fs::remove(path);
+}
+
+TEST(RecordedRotation, RelativeRotationsAreTurnedSnappedAndShortened) {
+  RecordedRotations r{{350.0, 80.0000004, 170.0, 259.996, 350.0, 80.0, 170.0, 260.0}, "test"};
+  EXPECT_EQ(relative_scan_rotations(r, "f"), (std::vector<double>{0.0, 90.0, 180.0, 270.0}));
+  // Every frame as frame 0: one direction, nothing to take.
+  EXPECT_TRUE(relative_scan_rotations({{12.5, 12.5, 12.5}, "test"}, "f").empty());
+  EXPECT_TRUE(relative_scan_rotations({{42.0}, "test"}, "f").empty());
+  // A revolving cycle cut short keeps its period (frame k at value k mod 4).
+  EXPECT_EQ(relative_scan_rotations({{0, 90, 180, 270, 0, 90}, "test"}, "f"),
+            (std::vector<double>{0.0, 90.0, 180.0, 270.0}));
+  // Other angles are kept as they are (the run then refuses them).
+  EXPECT_EQ(relative_scan_rotations({{10.0, 55.0}, "test"}, "f"), (std::vector<double>{0.0, 45.0}));
+}
+
+TEST(RecordedRotation, RegisterJobTakesTheFilesRotationsUnlessItGivesItsOwn) {
+  const std::string path = velox_with_rotations("revolving.emd", 8, [](int k) { return 17.0 + 90.0 * (k % 4); });
+  std::string said;
+  const Job decided = with_recorded_rotations(register_job(path), said);
+  EXPECT_EQ(decided.scan.rotation, (std::vector<double>{0.0, 90.0, 180.0, 270.0}));
+  EXPECT_NE(said.find("scan rotations from the file's Velox Scan metadata: 0,90,180,270"), std::string::npos) << said;
+  // The frames come turned back into frame 0's orientation.
+  const auto turned = open_job_series(decided);
+  const auto recorded = open_series(path, "HAADF");
+  const Frame expected = derotate(recorded->frame(1), 90.0);
+  EXPECT_EQ(turned->frame(1).pixels, expected.pixels);
+  // A job that gives scan.rotation keeps it, and says nothing.
+  Job own = register_job(path);
+  own.scan.rotation = {0.0};
+  const Job kept = with_recorded_rotations(own, said);
+  EXPECT_EQ(kept.scan.rotation, (std::vector<double>{0.0}));
+  EXPECT_TRUE(said.empty());
+  fs::remove(path);
+}
+
+TEST(RecordedRotation, OneDirectionLeavesTheJobAsItIs) {
+  const std::string path = velox_with_rotations("one.emd", 4, [](int) { return 17.0; });
+  std::string said;
+  EXPECT_TRUE(with_recorded_rotations(register_job(path), said).scan.rotation.empty());
+  EXPECT_TRUE(said.empty());
+  fs::remove(path);
+}
+
+TEST(RecordedRotation, AFrameOfUnknownDirectionAmongKnownOnesIsBadInput) {
+  const std::string path = velox_with_rotations(
+      "unknown.emd", 4, [](int k) { return k == 2 ? std::numeric_limits<double>::quiet_NaN() : 90.0 * k; });
+  std::string said;
+  try {
+    (void)with_recorded_rotations(register_job(path), said);
+    FAIL() << "a frame of unknown direction was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::bad_input);
+    const std::string m = e.what();
+    EXPECT_NE(m.find(path + ": frame 2: its scan rotation is unknown"), std::string::npos) << m;
+  }
+  fs::remove(path);
+}
+
+TEST(RecordedRotation, AnAngleTheRunCannotTakeIsBadInputNamingTheFrame) {
+  const std::string path = velox_with_rotations("oblique.emd", 4, [](int k) { return k == 3 ? 45.0 : 0.0; });
+  std::string said;
+  try {
+    (void)with_recorded_rotations(register_job(path), said);
+    FAIL() << "a 45 degree frame was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::bad_input);
+    const std::string m = e.what();
+    EXPECT_NE(m.find(path + ": frame 3 is scanned at 45"), std::string::npos) << m;
+    EXPECT_NE(m.find("multiples of 90 degrees"), std::string::npos) << m;
+  }
+  fs::remove(path);
+}
