@@ -207,23 +207,23 @@ class ScanRun {
   // `seg` becomes what it took. Each application's cost is measured and
   // charged to one element, for segment_start()'s choice.
   //
-  // Thread 0 starts at the block's first element and only extends right, so
-  // its running sum is the local prefix of every element it takes: kept in
-  // out_, they make its segment's final phase a map (head_map()).
+  // On rank 0 thread 0 starts at the block's first element and only extends
+  // right, so its running sum is the final prefix of every element it takes,
+  // bracketed as its final phase would (a left fold from the first element):
+  // kept in out_, its final phase only publishes them (publish_head()).
   ScanPartial<T> steal_segment(std::size_t t, SegmentRange& seg) {
-    if (t == 0) out_[0] = block_[0];
-    auto apply = [this, t](const ScanPartial<T>& l, const ScanPartial<T>& r, bool stolen) {
+    const bool keep = t == 0 && rank_ == 0;
+    if (keep) out_[0] = block_[0];
+    auto apply = [this, t, keep](const ScanPartial<T>& l, const ScanPartial<T>& r, bool stolen) {
       const auto start = std::chrono::steady_clock::now();
       T result = applier(t, ScanPhase::local_reduce, stolen)(l, r);
       const std::int64_t k = (l.first() == l.last() && r.first() != r.last()) ? l.first() : r.last();
       element_seconds_[static_cast<std::size_t>(k - offset_)] =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (t == 0) out_[static_cast<std::size_t>(k - offset_)] = result;
+      if (keep) out_[static_cast<std::size_t>(k - offset_)] = result;
       return result;
     };
-    ScanPartial<T> sum = stealing_reduce(block_, offset_, t, tree_.workers(), gaps_, paces_, apply, seg);
-    if (t == 0) head_map_.reset(seg.lo, seg.hi);  // published with leaf 0
-    return sum;
+    return stealing_reduce(block_, offset_, t, tree_.workers(), gaps_, paces_, apply, seg);
   }
 
   // Phase 2a: the rank's sum, up the tree; a node is combined as soon as its
@@ -394,41 +394,23 @@ class ScanRun {
       if (t == 0) final_status_[0] = exclusive_;
     } else if (options_.strategy == LocalStrategy::scan_then_map) {
       map_segment(t, start.before);
-    } else if (shares_head()) {
-      if (t != 0) scan_segment(t, start);
-      head_map(t);
+    } else if (t == 0 && rank_ == 0 && options_.steals() && tree_.workers() > 1) {
+      publish_head();
     } else {
       scan_segment(t, start);
     }
   }
 
-  // With stealing, thread 0's segment is mapped, not scanned: each of its
-  // prefixes is exclusive ⊕ its local prefix, one application apiece and
-  // independent of the others, so every thread of the rank takes a share —
-  // the master from the front once its global phase is done, the others from
-  // the back once their own segment is. The master, late by the tree and its
-  // global phase, then no longer holds up the rank with a whole segment.
-  bool shares_head() const { return options_.steals() && tree_.workers() > 1; }
-
-  void head_map(std::size_t t) {
-    if (tree_.node(0, 0).failed()) return;  // no local prefixes: the rank's failure is reported
-    const auto apply = applier(t, ScanPhase::map, false);
-    const std::int64_t first = offset_ + static_cast<std::int64_t>(segments_[0].lo);
-    for (;;) {
-      const std::optional<std::size_t> k = t == 0 ? head_map_.take_front() : head_map_.take_back();
-      if (!k) return;
-      if (exclusive_.empty()) {  // rank 0: the local prefixes are final
-        set_out(*k, out_[*k]);
-      } else {
-        const auto local = ScanPartial<T>::of(out_[*k], first, offset_ + static_cast<std::int64_t>(*k));
-        const ScanPartial<T> r = combine_partials(exclusive_, local, apply);
-        if (!r.has_value()) {
-          final_status_[t] = r;
-          continue;
-        }
-        set_out(*k, r.value());
-      }
-      on_output_(*k, out_[*k]);
+  // Rank 0 with stealing: thread 0's reduce left the final prefixes of its
+  // segment in out_ (steal_segment()). Not on other ranks: exclusive ⊕ local
+  // prefix would bracket each prefix otherwise than the scan from the
+  // exclusive prefix, and the operator is only approximately associative, so
+  // results would depend on the decomposition.
+  void publish_head() {
+    if (tree_.node(0, 0).failed()) return;  // not all prefixes there: the rank's failure is reported
+    for (std::size_t k = segments_[0].lo; k < segments_[0].hi; ++k) {
+      set_out(k, out_[k]);
+      on_output_(k, out_[k]);
     }
   }
 
@@ -524,7 +506,6 @@ class ScanRun {
   ThreadSumTree<T> tree_;
   std::vector<SegmentRange> segments_;  // thread t's final segment, once leaf t is published
   std::vector<SegmentGap> gaps_;        // stealing: between threads g and g+1
-  SegmentGap head_map_;                 // stealing: thread 0's segment, not yet mapped
   std::vector<WorkerPace> paces_;
   // Stealing: measured time of the reduce-phase application charged to each
   // element (< 0: not measured — a thread's starting element).
