@@ -167,7 +167,6 @@ bool solve(int n, const std::array<double, 36>& H, const std::array<double, 6>& 
 
 struct Span {
   int y, x0, x1;  // inclusive
-  bool operator==(const Span& o) const { return y == o.y && x0 == o.x0 && x1 == o.x1; }
 };
 
 }  // namespace
@@ -296,18 +295,8 @@ class LevelSolver {
 
   // Overlap at S with `margin` px of slack inside the safe sampling zone.
   void build_set(const Transform& S, double margin) {
-    spans_ = overlap(S, margin);
+    spans_.clear();
     set_S_ = S;
-    build_constants();
-  }
-
-  // Whether the set built is the overlap at S: an estimate is measured on
-  // the pixels its own overlap holds, not on those of wherever the set was
-  // built (the guess), or two guesses of one result settle apart.
-  bool set_is_overlap_at(const Transform& S, double margin) const { return overlap(S, margin) == spans_; }
-
-  std::vector<Span> overlap(const Transform& S, double margin) const {
-    std::vector<Span> spans;
     const double lox = 1 + margin, hix = mov_.width - 3 - margin;
     const double loy = 1 + margin, hiy = mov_.height - 3 - margin;
     for (int y = qy0_; y <= qy1_; ++y) {
@@ -326,12 +315,8 @@ class LevelSolver {
       clip(S.a, S.b * y + S.tx, lox, hix);
       clip(S.c, S.d * y + S.ty, loy, hiy);
       int x0 = static_cast<int>(std::ceil(a)), x1 = static_cast<int>(std::floor(b));
-      if (x0 <= x1) spans.push_back({y, x0, x1});
+      if (x0 <= x1) spans_.push_back({y, x0, x1});
     }
-    return spans;
-  }
-
-  void build_constants() {
     // Constants of the set: sums over it that do not depend on S. Per-span
     // partial sums added in span order: the same result for any thread count.
     struct Part {
@@ -684,10 +669,6 @@ Transform make_rigid(const Transform& t, Point c) {
 
 }  // namespace
 
-// Within this (px) of where the undamped steps lead, the finest level
-// settles on their fixed point (execute()).
-constexpr double kSettle = 0.05;
-
 RefineResult Refinement::execute(const Prepared& reference, const Prepared& moving, const Transform& init,
                                  double init_uncertainty) const {
   const int avail = static_cast<int>(std::min({reference.level.size(), moving.coeff.size(), reference.gx.size()}));
@@ -727,18 +708,10 @@ RefineResult Refinement::execute(const Prepared& reference, const Prepared& movi
     Transform S_prev = SL;
     LevelSolver::Pass prev;
     bool converged = false;
-    int rebuilds = 0;
-    double last_step = 1e300;  // corner motion of the last step taken (px)
     for (int it = 0; it < options_.max_iterations; ++it) {
       LevelSolver::Pass pass = solver.evaluate(SL);
       ++res.iterations;
-      // Settling at the finest level: the inverse-compositional step and the
-      // cost measured at the estimate have optima a few 1e-3 px apart, and a
-      // step into that gap raises the cost. Rejecting it (and damping) would
-      // stop wherever the path met the gap, another place for each guess;
-      // taking it settles on the fixed point of the step, the same for all.
-      const bool settling = L == 0 && last_step < kSettle;
-      if (have_prev && !settling && pass.cost > prev.cost * (1 + 1e-9) + 1e-15) {
+      if (have_prev && pass.cost > prev.cost * (1 + 1e-9) + 1e-15) {
         // The step raised the cost: back to the previous estimate, damp harder.
         SL = S_prev;
         pass = prev;
@@ -762,7 +735,6 @@ RefineResult Refinement::execute(const Prepared& reference, const Prepared& movi
       SL = compose(SL, W.inverse());
       if (model == MotionModel::rigid) SL = make_rigid(SL, solver.centre());
       const double step = solver.corner_motion(W, Transform::identity()) * scale;
-      if (lambda == 0) last_step = step;
       if (solver.corner_motion(SL, solver.set_transform()) > margin - 0.25) {
         solver.build_set(SL, margin);  // moved far: new overlap
         check_overlap();
@@ -770,17 +742,6 @@ RefineResult Refinement::execute(const Prepared& reference, const Prepared& movi
         lambda = 0;
       }
       if (step < tol) {
-        // Converged at the finest level on a set built elsewhere (at the
-        // guess): go on from the overlap of this estimate (a few times at
-        // most: an estimate on the edge of two sets may move to and fro).
-        if (L == 0 && rebuilds < 3 && !solver.set_is_overlap_at(SL, margin)) {
-          ++rebuilds;
-          solver.build_set(SL, margin);
-          check_overlap();
-          have_prev = false;
-          lambda = 0;
-          continue;
-        }
         converged = true;
         break;
       }
