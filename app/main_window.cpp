@@ -21,6 +21,7 @@
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
+#include <QStackedWidget>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QVBoxLayout>
@@ -42,6 +43,7 @@
 #include "plots/drift_plot.hpp"
 #include "plots/imbalance_view.hpp"
 #include "plots/line_drift_plot.hpp"
+#include "plots/scan_sweep_plot.hpp"
 #include "run/follow_monitor.hpp"
 #include "run/job_editor.hpp"
 #include "run/run_controller.hpp"
@@ -72,6 +74,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   lines_ = new LineDriftPlot;
   distortion_ = new DistortionComparisonView;
   imbalance_ = new ImbalanceView;
+  sweep_ = new ScanSweepPlot;
+  loadBalance_ = new QStackedWidget;
+  loadBalance_->addWidget(imbalance_);
+  loadBalance_->addWidget(sweep_);
   spectra_ = new SpectrumView;
   volume_ = new VolumeView;
   follow_ = new FollowView;
@@ -81,7 +87,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs_->addTab(frames_, "Frames");
   tabs_->addTab(lines_, "Drift in time");
   tabs_->addTab(distortion_, "Rigid vs corrected");
-  tabs_->addTab(imbalance_, "Load balance");
+  tabs_->addTab(loadBalance_, "Load balance");
   tabs_->addTab(spectra_, "Spectra");
   tabs_->addTab(volume_, "3-D spectrum");
   tabs_->addTab(follow_, "Live");
@@ -274,6 +280,11 @@ void MainWindow::buildMenus() {
   file->addAction("Open &results folder...", this, [this] {
     const QString p = QFileDialog::getExistingDirectory(this, "Open results folder");
     if (!p.isEmpty()) openResults(p);
+  });
+  file->addAction("Open scan s&weep (CSV)...", this, [this] {
+    const QString p =
+        QFileDialog::getOpenFileName(this, "Open scan sweep (scripts/scan-sweep)", QString(), "CSV (*.csv)");
+    if (!p.isEmpty()) openScanSweep(p);
   });
   file->addAction("&Follow acquisition...", this, &MainWindow::chooseFollowInput);
   file->addAction("Open 3-D &spectrum (TIFF volume)...", this, [this] {
@@ -603,6 +614,7 @@ bool MainWindow::openResults(const QString& folder) {
             .arg(results_.report["uncertainty"].value("worst_sigma", 0.0), 0, 'g', 3)
             .arg(results_.report["uncertainty"].value("worst_frame", 0)));
   imbalance_->setTrace(results_.trace);
+  loadBalance_->setCurrentWidget(imbalance_);
   compare_->setDrift(results_.drift);
   if (source_) {  // frames scanned in several directions are compared turned back, as the run averaged them
     std::shared_ptr<const driftscan::FrameSource> compared = source_;
@@ -706,8 +718,22 @@ bool MainWindow::saveProject(const QString& path) {
   return true;
 }
 
+bool MainWindow::openScanSweep(const QString& path) {
+  try {
+    sweep_->setTable(read_scan_sweep(path));
+  } catch (const std::exception& e) {
+    showError(QString("Cannot read the scan sweep: %1").arg(e.what()));
+    return false;
+  }
+  loadBalance_->setCurrentWidget(sweep_);
+  tabs_->setCurrentWidget(loadBalance_);
+  log("info", QString("scan sweep %1: %2 configurations").arg(path).arg(sweep_->table().rows.size()));
+  return true;
+}
+
 bool MainWindow::openAny(const QString& path) {
   const QFileInfo fi(path);
+  if (fi.isFile() && fi.suffix().toLower() == "csv") return openScanSweep(path);
   if (fi.isDir() && ResultSet::looksLikeResults(path)) return openResults(path);
   if (fi.isFile() && fi.suffix().toLower() == "json") return openProject(path);
   return openSeries(path);
@@ -792,7 +818,9 @@ QImage MainWindow::grabView(const QString& name) {
 }
 
 void MainWindow::exportPlot(bool svg) {
-  ChartView* plot = qobject_cast<ChartView*>(tabs_->currentWidget());
+  QWidget* shown = tabs_->currentWidget();
+  if (auto* stack = qobject_cast<QStackedWidget*>(shown)) shown = stack->currentWidget();
+  ChartView* plot = qobject_cast<ChartView*>(shown);
   const QString filter = svg ? "SVG (*.svg)" : "PNG (*.png)";
   const QString path = QFileDialog::getSaveFileName(this, "Export view", svg ? "plot.svg" : "plot.png", filter);
   if (path.isEmpty()) return;

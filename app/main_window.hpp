@@ -24,6 +24,8 @@ class RunController;
 class FollowView;
 class FollowMonitor;
 class QTabWidget;
+class QStackedWidget;
+class ScanSweepPlot;
 class QProgressBar;
 class QLabel;
 class QPlainTextEdit;
@@ -45,9 +47,11 @@ class MainWindow : public QMainWindow {
   // when not interactive) unless `signal` names it.
   bool openSeries(const QString& path, const QString& signal = QString());
   bool openResults(const QString& folder);
+  // scripts/scan-sweep's CSV, shown in the Load balance tab (instead of a run's trace).
+  bool openScanSweep(const QString& path);
   bool openProject(const QString& path);
   bool saveProject(const QString& path);
-  // A series, a results folder or a job file, whichever `path` is.
+  // A series, a results folder, a job file or a scan sweep's CSV, whichever `path` is.
   bool openAny(const QString& path);
   // What File > Follow acquisition... does once a growing TIFF or a folder
   // (or glob) of frame files is chosen: the job of the settings panel with
@@ -68,6 +72,7 @@ class MainWindow : public QMainWindow {
   LineDriftPlot* lineDriftPlot() const { return lines_; }
   DistortionComparisonView* distortionView() const { return distortion_; }
   ImbalanceView* imbalanceView() const { return imbalance_; }
+  ScanSweepPlot* scanSweepPlot() const { return sweep_; }
   SpectrumView* spectrumView() const { return spectra_; }
   VolumeView* volumeView() const { return volume_; }
   FollowView* followView() const { return follow_; }
@@ -134,6 +139,8 @@ class MainWindow : public QMainWindow {
   LineDriftPlot* lines_;
   DistortionComparisonView* distortion_;
   ImbalanceView* imbalance_;
+  ScanSweepPlot* sweep_;
+  QStackedWidget* loadBalance_;  // a run's trace (imbalance_) or a scan sweep (sweep_)
   SpectrumView* spectra_;
   VolumeView* volume_;
   FollowView* follow_;

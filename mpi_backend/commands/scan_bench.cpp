@@ -22,6 +22,7 @@
 #include <iostream>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -31,6 +32,7 @@
 
 #include "driftscan/core/error.hpp"
 #include "driftscan/mpi/runtime/command.hpp"
+#include "driftscan/mpi/scan/scan_cost_model.hpp"
 #include "driftscan/mpi/scan/work_stealing_scan.hpp"
 
 namespace driftscan::mpi {
@@ -93,6 +95,12 @@ class SleepOperator {
       first_stream_ = static_cast<std::size_t>(rank) * static_cast<std::size_t>(o.threads);
     }
     per_thread_.resize(static_cast<std::size_t>(o.threads));
+  }
+
+  // Element k's cost (per-element draws; empty when drawn per application).
+  const std::vector<double>& element_costs() const {
+    static const std::vector<double> none;
+    return per_element_ ? costs_ : none;
   }
 
   void reset() {
@@ -184,6 +192,23 @@ RunResult run_once(RunContext& ctx, const ScanBenchOptions& o, SleepOperator& op
   return r;
 }
 
+// The cost model's figures for a configuration (null with costs drawn per
+// application: no fixed cost per element to model).
+struct ModelFigures {
+  std::optional<double> makespan_s, speedup_vs_static;
+};
+ModelFigures model_for(const std::vector<double>& costs, int ranks, int threads, GlobalScanAlgorithm algorithm,
+                       const std::string& strategy) {
+  if (costs.empty()) return {};
+  const double baseline = model_static_scan(costs, ranks, threads, algorithm).makespan_s;
+  double makespan = 0.0;
+  if (strategy == "work-stealing") makespan = model_ideal_stealing_scan(costs, ranks, threads, algorithm).makespan_s;
+  else makespan = model_static_scan(costs, ranks, threads, algorithm, local_strategy_from_string(strategy)).makespan_s;
+  return {makespan, baseline / makespan};
+}
+
+nlohmann::json or_null(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+
 int run_bench(RunContext& ctx, const ScanBenchOptions& o) {
   std::vector<GlobalScanAlgorithm> algorithms;
   if (o.algorithm == "all") algorithms = all_global_scan_algorithms();
@@ -230,30 +255,36 @@ int run_bench(RunContext& ctx, const ScanBenchOptions& o) {
     for (std::size_t i = 0; i < strategies.size(); ++i) {
       if (ctx.rank != 0) continue;
       const RunResult r = median_run(runs[i]);
+      const ModelFigures model = model_for(op.element_costs(), ctx.size, o.threads, algorithm, strategies[i]);
       double lo = r.makespan_s, hi = r.makespan_s;
       for (const RunResult& x : runs[i]) lo = std::min(lo, x.makespan_s), hi = std::max(hi, x.makespan_s);
       const double work_bound = r.work_s / workers;
-      nlohmann::json line{{"algorithm", to_string(algorithm)},
-                          {"strategy", strategies[i]},
-                          {"ranks", ctx.size},
-                          {"threads", o.threads},
-                          {"elements_per_worker", o.elements_per_worker},
-                          {"cost", o.cost},
-                          {"cost_per", o.cost_per},
-                          {"mean_ms", o.mean_ms},
-                          {"tail_fraction", o.tail_fraction},
-                          {"tail_factor", o.tail_factor},
-                          {"repeat", o.repeat},
-                          {"makespan_s", r.makespan_s},
-                          {"makespan_min_s", lo},
-                          {"makespan_max_s", hi},
-                          {"work_bound_s", work_bound},
-                          {"efficiency", work_bound / r.makespan_s},
-                          {"speedup_vs_static", baseline.makespan_s / r.makespan_s},
-                          {"imbalance", r.imbalance},
-                          {"critical_path_s", r.critical_path_s},
-                          {"operator_overrun", r.busy_s / r.work_s},
-                          {"stolen_elements", r.stolen}};
+      nlohmann::json line{
+          {"algorithm", to_string(algorithm)},
+          {"strategy", strategies[i]},
+          {"ranks", ctx.size},
+          {"threads", o.threads},
+          {"elements_per_worker", o.elements_per_worker},
+          {"cost", o.cost},
+          {"cost_per", o.cost_per},
+          {"mean_ms", o.mean_ms},
+          {"tail_fraction", o.tail_fraction},
+          {"tail_factor", o.tail_factor},
+          {"repeat", o.repeat},
+          {"makespan_s", r.makespan_s},
+          {"makespan_min_s", lo},
+          {"makespan_max_s", hi},
+          {"work_bound_s", work_bound},
+          {"efficiency", work_bound / r.makespan_s},
+          {"speedup_vs_static", baseline.makespan_s / r.makespan_s},
+          {"imbalance", r.imbalance},
+          {"critical_path_s", r.critical_path_s},
+          {"operator_overrun", r.busy_s / r.work_s},
+          {"stolen_elements", r.stolen},
+          {"model_makespan_s", or_null(model.makespan_s)},
+          {"model_speedup_vs_static", or_null(model.speedup_vs_static)},
+          {"model_efficiency",
+           or_null(model.makespan_s ? std::optional<double>(work_bound / *model.makespan_s) : std::nullopt)}};
       std::cout << line.dump() << std::endl;
     }
   }

@@ -126,6 +126,36 @@ TEST(ScanStealing, FinalPhaseDoesNotWaitForSlowestSibling) {
   }
 }
 
+// The operator is only approximately associative in DriftScan (the
+// registration's refinement), so how each prefix is bracketed matters: inside
+// a thread's segment, each prefix must be the previous one extended by one
+// application (a left fold from what precedes the segment), also in thread
+// 0's segment on ranks after the first, where its reduce's local prefixes are
+// not final (combining the rank's prefix with each of them would bracket
+// otherwise and make the results depend on the decomposition). Only where a
+// later thread's segment starts may a prefix be built otherwise; on rank 0
+// thread 0's prefixes are its reduce's own, the same left fold.
+TEST(ScanStealing, EachPrefixExtendsThePreviousOneInsideASegment) {
+  const std::size_t per_rank = 45, threads = 3;
+  WorkStealingScan scan(MPI_COMM_WORLD, ScanOptions{GlobalScanAlgorithm::dissemination, LocalStrategy::reduce_then_scan,
+                                                    true, int(threads)});
+  const std::int64_t offset = static_cast<std::int64_t>(per_rank) * world_rank();
+  std::vector<std::string> block(per_rank);
+  for (std::size_t k = 0; k < per_rank; ++k) block[k] = std::to_string(offset + std::int64_t(k));
+  auto op = [](const std::string& a, const std::string& b) {
+    std::this_thread::sleep_for(std::chrono::microseconds(300));  // so the threads overlap
+    return "(" + a + "," + b + ")";
+  };
+  std::vector<std::string> got = scan.run(block, op);
+  std::size_t otherwise = 0;
+  for (std::size_t k = 1; k < per_rank; ++k)
+    if (got[k] != "(" + got[k - 1] + "," + block[k] + ")") ++otherwise;
+  EXPECT_LE(otherwise, threads - 1) << "rank " << world_rank();
+  if (world_rank() == 0) {
+    EXPECT_EQ(got[1], "(0,1)");
+  }
+}
+
 // Stealing off: every thread keeps exactly its static segment.
 TEST(ScanStealing, StaticRunStealsNothing) {
   WorkStealingScan scan(MPI_COMM_WORLD,

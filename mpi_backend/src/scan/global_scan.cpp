@@ -39,8 +39,9 @@ void isend_bytes(MPI_Comm comm, int dest, int tag, std::deque<PendingSend>& pend
   MPI_Isend(p.bytes.data(), static_cast<int>(p.bytes.size()), MPI_BYTE, dest, tag, comm, &p.request);
 }
 
-ByteBuffer recv_bytes(MPI_Comm comm, int source, int tag) {
-  MPI_Status status = probe_idle(source, tag, comm);
+ByteBuffer recv_bytes(MPI_Comm comm, int source, int tag, const WhileWaiting& meanwhile) {
+  if (meanwhile) meanwhile();  // also when the message is already here: the last chance for a while
+  MPI_Status status = probe_idle(source, tag, comm, meanwhile);
   int count = 0;
   MPI_Get_count(&status, MPI_BYTE, &count);
   ByteBuffer bytes(static_cast<std::size_t>(count));
@@ -75,7 +76,7 @@ extern "C" void scan_record_op(void* invec, void* inoutvec, int* len, MPI_Dataty
 }  // namespace
 
 void mpi_scan_records(MPI_Comm comm, const unsigned char* in, unsigned char* out, std::size_t record_size,
-                      const RecordCombiner& combine) {
+                      const RecordCombiner& combine, const WhileWaiting& meanwhile) {
   if (record_size > static_cast<std::size_t>(INT_MAX)) throw failure("scan: MPI_Scan record exceeds 2 GiB");
   MPI_Datatype type;
   MPI_Type_contiguous(static_cast<int>(record_size), MPI_BYTE, &type);
@@ -86,7 +87,7 @@ void mpi_scan_records(MPI_Comm comm, const unsigned char* in, unsigned char* out
   g_context.store(&context, std::memory_order_release);
   MPI_Request request;
   MPI_Iscan(in, out, 1, type, op, comm, &request);
-  wait_idle(request);  // the op runs while MPI progresses the scan
+  wait_idle(request, MPI_STATUS_IGNORE, meanwhile);  // the op runs while MPI progresses the scan
   g_context.store(nullptr, std::memory_order_release);
   MPI_Op_free(&op);
   MPI_Type_free(&type);

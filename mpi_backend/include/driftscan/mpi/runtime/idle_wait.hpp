@@ -6,23 +6,33 @@
 // operator is expensive (ms to s), so the scan instead polls with short
 // sleeps (backing off from 10 µs to 0.2 ms): a little latency per message,
 // no stolen cores.
+#include <functional>
+
 #include <mpi.h>
 
 namespace driftscan::mpi {
 
-// Sleeps between polls, backing off from 10 µs to 0.2 ms.
+// Sleeps between polls, backing off from 10 µs to `max_us` (0.2 ms unless
+// the wait is known to be long: every poll is a wake-up, and hundreds of
+// oversubscribed ranks polling every 0.2 ms take the cores from the work).
 class IdleBackoff {
  public:
+  explicit IdleBackoff(int max_us = 200) : max_us_(max_us) {}
   void pause();
 
  private:
   int us_ = 10;
+  int max_us_;
 };
 
+// What a waiting thread does between polls besides sleeping (may be empty):
+// the scan's master hands over messages that arrived meanwhile.
+using WhileWaiting = std::function<void()>;
+
 // MPI_Wait, sleeping between tests.
-void wait_idle(MPI_Request& request, MPI_Status* status = MPI_STATUS_IGNORE);
+void wait_idle(MPI_Request& request, MPI_Status* status = MPI_STATUS_IGNORE, const WhileWaiting& meanwhile = {});
 // MPI_Probe, sleeping between probes.
-MPI_Status probe_idle(int source, int tag, MPI_Comm comm);
+MPI_Status probe_idle(int source, int tag, MPI_Comm comm, const WhileWaiting& meanwhile = {});
 // MPI_Barrier, sleeping while waiting.
 void barrier_idle(MPI_Comm comm);
 

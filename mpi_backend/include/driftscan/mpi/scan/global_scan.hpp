@@ -29,6 +29,7 @@
 #include <mpi.h>
 
 #include "driftscan/mpi/runtime/collectives.hpp"
+#include "driftscan/mpi/runtime/idle_wait.hpp"
 #include "driftscan/mpi/scan/scan_element_codec.hpp"
 #include "driftscan/mpi/scan/scan_partial.hpp"
 
@@ -49,14 +50,14 @@ struct PendingSend {
   MPI_Request request = MPI_REQUEST_NULL;
 };
 void isend_bytes(MPI_Comm comm, int dest, int tag, std::deque<PendingSend>& pending, ByteBuffer bytes);
-ByteBuffer recv_bytes(MPI_Comm comm, int source, int tag);
+ByteBuffer recv_bytes(MPI_Comm comm, int source, int tag, const WhileWaiting& meanwhile = {});
 void wait_all(std::deque<PendingSend>& pending);
 
 // MPI_Scan over fixed-size byte records with a non-commutative user op that
 // calls `combine(left_record, inout_record)` (inout = left ⊕ inout).
 using RecordCombiner = std::function<void(const unsigned char* left, unsigned char* inout)>;
 void mpi_scan_records(MPI_Comm comm, const unsigned char* in, unsigned char* out, std::size_t record_size,
-                      const RecordCombiner& combine);
+                      const RecordCombiner& combine, const WhileWaiting& meanwhile = {});
 
 constexpr int kScanTagBase = 0x5CA0;
 
@@ -64,13 +65,22 @@ constexpr int kScanTagBase = 0x5CA0;
 
 // Inclusive scan over ranks: rank r gets mine_0 ⊕ … ⊕ mine_r. `apply(l, r)`
 // applies the operator to two partials holding values (and may time it).
+// With `result_needed` false on the last rank (whose inclusive result goes to
+// nobody: it never sends in these algorithms) it only receives its messages
+// and returns `mine`, applying nothing — each of its applications would hold
+// up its own final phase for a result that is thrown away. MPI_Scan ignores it
+// (MPI's own algorithm may send a rank's partial sums anywhere). `meanwhile`
+// runs between polls while the rank waits for a message.
 template <class T, class Codec = ScanElementCodec<T>, class Apply>
 ScanPartial<T> global_inclusive_scan(MPI_Comm comm, const ScanPartial<T>& mine, GlobalScanAlgorithm algorithm,
-                                     Apply&& apply) {
+                                     Apply&& apply, bool result_needed = true, const WhileWaiting& meanwhile = {}) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  auto combine = [&](const ScanPartial<T>& l, const ScanPartial<T>& r) { return combine_partials(l, r, apply); };
+  const bool discard = !result_needed && rank + 1 == size && algorithm != GlobalScanAlgorithm::mpi_scan;
+  auto combine = [&](const ScanPartial<T>& l, const ScanPartial<T>& r) {
+    return discard ? r : combine_partials(l, r, apply);
+  };
   std::deque<detail::PendingSend> pending;
   auto send = [&](int dest, int round, const ScanPartial<T>& p) {
     ByteBuffer bytes;
@@ -78,7 +88,7 @@ ScanPartial<T> global_inclusive_scan(MPI_Comm comm, const ScanPartial<T>& mine, 
     detail::isend_bytes(comm, dest, detail::kScanTagBase + round, pending, std::move(bytes));
   };
   auto recv = [&](int source, int round) {
-    ByteBuffer bytes = detail::recv_bytes(comm, source, detail::kScanTagBase + round);
+    ByteBuffer bytes = detail::recv_bytes(comm, source, detail::kScanTagBase + round, meanwhile);
     return ScanPartial<T>::template decode<Codec>(bytes.data(), bytes.size());
   };
 
@@ -143,7 +153,10 @@ ScanPartial<T> global_inclusive_scan(MPI_Comm comm, const ScanPartial<T>& mine, 
       unsigned long long length = bytes.size(), capacity = 0;
       constexpr bool bitwise = std::is_trivially_copyable_v<T> && std::is_same_v<Codec, ScanElementCodec<T>> &&
                                !std::is_same_v<T, std::string>;
-      MPI_Allreduce(&length, &capacity, 1, MPI_UNSIGNED_LONG_LONG, bitwise ? MPI_MAX : MPI_SUM, comm);
+      // A bitwise element's record size is known without asking: an
+      // all-reduce here would make every rank wait for the slowest rank's sum.
+      if (bitwise) capacity = 1 + 2 * sizeof(std::int64_t) + sizeof(T);
+      else MPI_Allreduce(&length, &capacity, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm);
       capacity = std::max<unsigned long long>(capacity, 64);  // room for a failure message
       const std::size_t record = sizeof(std::uint64_t) + capacity;
       auto write = [&](const ScanPartial<T>& p, unsigned char* dst) {
@@ -168,14 +181,16 @@ ScanPartial<T> global_inclusive_scan(MPI_Comm comm, const ScanPartial<T>& mine, 
       };
       ByteBuffer in(record, 0), out(record, 0);
       write(cur, in.data());
-      detail::mpi_scan_records(comm, in.data(), out.data(), record,
-                               [&](const unsigned char* left, unsigned char* inout) {
-                                 try {  // nothing may unwind through MPI's C frames
-                                   write(combine(read(left), read(inout)), inout);
-                                 } catch (const std::exception& e) {
-                                   write(ScanPartial<T>::failure(ErrorKind::failure, e.what()), inout);
-                                 }
-                               });
+      detail::mpi_scan_records(
+          comm, in.data(), out.data(), record,
+          [&](const unsigned char* left, unsigned char* inout) {
+            try {  // nothing may unwind through MPI's C frames
+              write(combine(read(left), read(inout)), inout);
+            } catch (const std::exception& e) {
+              write(ScanPartial<T>::failure(ErrorKind::failure, e.what()), inout);
+            }
+          },
+          meanwhile);
       cur = read(out.data());
       break;
     }

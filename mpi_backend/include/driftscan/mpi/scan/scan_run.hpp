@@ -206,13 +206,21 @@ class ScanRun {
   // taking elements from the gaps to its neighbours (stealing_reduce.hpp);
   // `seg` becomes what it took. Each application's cost is measured and
   // charged to one element, for segment_start()'s choice.
+  //
+  // On rank 0 thread 0 starts at the block's first element and only extends
+  // right, so its running sum is the final prefix of every element it takes,
+  // bracketed as its final phase would (a left fold from the first element):
+  // kept in out_, its final phase only publishes them (publish_head()).
   ScanPartial<T> steal_segment(std::size_t t, SegmentRange& seg) {
-    auto apply = [this, t](const ScanPartial<T>& l, const ScanPartial<T>& r, bool stolen) {
+    const bool keep = t == 0 && rank_ == 0;
+    if (keep) out_[0] = block_[0];
+    auto apply = [this, t, keep](const ScanPartial<T>& l, const ScanPartial<T>& r, bool stolen) {
       const auto start = std::chrono::steady_clock::now();
       T result = applier(t, ScanPhase::local_reduce, stolen)(l, r);
       const std::int64_t k = (l.first() == l.last() && r.first() != r.last()) ? l.first() : r.last();
       element_seconds_[static_cast<std::size_t>(k - offset_)] =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (keep) out_[static_cast<std::size_t>(k - offset_)] = result;
       return result;
     };
     return stealing_reduce(block_, offset_, t, tree_.workers(), gaps_, paces_, apply, seg);
@@ -242,7 +250,10 @@ class ScanRun {
   // not held up by this rank's slowest reduce.
   void wait_node(std::size_t t, std::size_t level, std::size_t i) {
     if (t != 0) return tree_.wait(level, i);
-    IdleBackoff backoff;
+    // Waiting for other threads' operator applications (ms and more): a
+    // millisecond more before the prefix is handed over costs little, the
+    // polls of every oversubscribed master would cost the cores.
+    IdleBackoff backoff(1000);
     while (!exclusive_known_.is_open() && !tree_.is_ready(level, i)) {
       try {
         if (receiver_.poll()) publish_exclusive(receiver_.value());
@@ -352,10 +363,20 @@ class ScanRun {
   ScanPartial<T> global_inclusive(const ScanPartial<T>& total) {
     const ScanPartial<T> mine = rank_ + 1 == size_ ? ScanPartial<T>{} : total;
     ScanPartial<T> inclusive =
-        global_inclusive_scan<T, Codec>(comm_, mine, options_.algorithm, applier(0, ScanPhase::global, false));
+        global_inclusive_scan<T, Codec>(comm_, mine, options_.algorithm, applier(0, ScanPhase::global, false),
+                                        /*result_needed=*/rank_ + 1 < size_, [this] { hand_over_exclusive(); });
     if (total.failed()) rank_failure_ = total;
     else if (inclusive.failed() && rank_ + 1 < size_) rank_failure_ = inclusive;
     return inclusive;
+  }
+
+  // While the master waits inside the global phase: the ranks' exclusive
+  // prefix may be here long before this rank's own global result (a rank
+  // whose block ends on an expensive element pays it in every round), and
+  // the other threads' final phase needs nothing else.
+  // (A rank without elements takes the prefix in run_without_elements() instead.)
+  void hand_over_exclusive() {
+    if (n_ > 0 && !exclusive_known_.is_open() && receiver_.poll()) publish_exclusive(receiver_.value());
   }
 
   void publish_exclusive(const ScanPartial<T>& value) {
@@ -373,8 +394,23 @@ class ScanRun {
       if (t == 0) final_status_[0] = exclusive_;
     } else if (options_.strategy == LocalStrategy::scan_then_map) {
       map_segment(t, start.before);
+    } else if (t == 0 && rank_ == 0 && options_.steals() && tree_.workers() > 1) {
+      publish_head();
     } else {
       scan_segment(t, start);
+    }
+  }
+
+  // Rank 0 with stealing: thread 0's reduce left the final prefixes of its
+  // segment in out_ (steal_segment()). Not on other ranks: exclusive ⊕ local
+  // prefix would bracket each prefix otherwise than the scan from the
+  // exclusive prefix, and the operator is only approximately associative, so
+  // results would depend on the decomposition.
+  void publish_head() {
+    if (tree_.node(0, 0).failed()) return;  // not all prefixes there: the rank's failure is reported
+    for (std::size_t k = segments_[0].lo; k < segments_[0].hi; ++k) {
+      set_out(k, out_[k]);
+      on_output_(k, out_[k]);
     }
   }
 

@@ -1,0 +1,341 @@
+#include "driftscan/mpi/scan/scan_cost_model.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <string>
+
+#include "driftscan/core/error.hpp"
+#include "driftscan/mpi/scan/local_scan.hpp"
+#include "driftscan/mpi/scan/stealing_reduce.hpp"
+
+namespace driftscan::mpi {
+namespace {
+
+// The global elements a partial result covers (empty: last < first).
+struct Span {
+  std::int64_t first = 0, last = -1;
+  bool empty() const { return last < first; }
+};
+Span join(Span a, Span b) { return a.empty() ? b : b.empty() ? a : Span{a.first, b.last}; }
+Span single(std::int64_t k) { return {k, k}; }
+
+// scan-bench's charge for l ⊕ r (nothing when either is empty: no application).
+double cost(const std::vector<double>& c, Span l, Span r) {
+  if (l.empty() || r.empty()) return 0.0;
+  if (l.first == l.last && r.first != r.last) return c[static_cast<std::size_t>(l.first)];
+  return c[static_cast<std::size_t>(r.last)];
+}
+
+// One rank's thread sums, the tree over them and what precedes each segment.
+struct RankTimes {
+  Span block;
+  std::vector<Span> segments;
+  double root_ready = 0.0;
+  std::vector<double> before_ready;  // thread t ≥ 1: the sum of threads 0..t−1 known
+  std::vector<double> head_ready;    // … and extended by the segment's first element
+};
+
+// The tree of thread_sum_tree.hpp: node (l+1, i) = (l, 2i) ⊕ (l, 2i+1), combined by
+// thread i·2^(l+1) as soon as both are known; then each thread t ≥ 1 assembles
+// blocks_before(t) in order.
+void tree_and_prefixes(const std::vector<double>& c, const std::vector<double>& leaf_ready, RankTimes& rt) {
+  const std::size_t workers = rt.segments.size();
+  std::vector<std::vector<Span>> span(1);
+  std::vector<std::vector<double>> ready(1, leaf_ready);
+  for (const auto& s : rt.segments) span[0].push_back({s.first, s.last});
+  while (span.back().size() > 1) {
+    const auto& below = span.back();
+    const auto& below_ready = ready.back();
+    std::vector<Span> up;
+    std::vector<double> up_ready;
+    for (std::size_t i = 0; 2 * i < below.size(); ++i) {
+      if (2 * i + 1 < below.size()) {
+        up.push_back(join(below[2 * i], below[2 * i + 1]));
+        up_ready.push_back(std::max(below_ready[2 * i], below_ready[2 * i + 1]) +
+                           cost(c, below[2 * i], below[2 * i + 1]));
+      } else {
+        up.push_back(below[2 * i]);
+        up_ready.push_back(below_ready[2 * i]);
+      }
+    }
+    span.push_back(std::move(up));
+    ready.push_back(std::move(up_ready));
+  }
+  rt.root_ready = ready.back()[0];
+  rt.before_ready.assign(workers, 0.0);
+  rt.head_ready.assign(workers, 0.0);
+  for (std::size_t t = 1; t < workers; ++t) {
+    std::size_t top = 0;  // the highest node thread t combined
+    while (top + 1 < span.size() && t % (std::size_t(1) << (top + 1)) == 0) ++top;
+    double clock = ready[top][t >> top];
+    Span sum;
+    std::size_t pos = 0;
+    for (std::size_t level = span.size(); level-- > 0;)
+      if ((t >> level) & 1) {
+        const std::size_t i = pos >> level;
+        clock = std::max(clock, ready[level][i]) + cost(c, sum, span[level][i]);
+        sum = join(sum, span[level][i]);
+        pos += std::size_t(1) << level;
+      }
+    rt.before_ready[t] = clock;
+    rt.head_ready[t] = clock + cost(c, sum, single(rt.segments[t].first));
+  }
+}
+
+std::vector<std::size_t> equal_blocks(std::size_t n, int ranks) {
+  std::vector<std::size_t> sizes;
+  sizes.reserve(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) sizes.push_back(static_segment(n, std::size_t(ranks), std::size_t(r)).size());
+  return sizes;
+}
+
+void check(const std::vector<double>& costs, int ranks, int threads) {
+  if (ranks < 1 || threads < 1) throw bad_input("scan model: ranks and threads must be at least 1");
+  if (costs.size() < std::size_t(ranks) * std::size_t(threads))
+    throw bad_input("scan model: fewer elements than workers");
+}
+
+// Σ c over [lo, hi) of the global elements.
+double sum_of(const std::vector<double>& c, std::int64_t lo, std::int64_t hi) {
+  return std::accumulate(c.begin() + lo, c.begin() + hi, 0.0);
+}
+
+// Static segments of one rank and each thread's sum ready (reduce or local scan).
+RankTimes static_rank(const std::vector<double>& c, std::int64_t offset, std::size_t n, std::size_t workers) {
+  RankTimes rt;
+  rt.block = {offset, offset + std::int64_t(n) - 1};
+  std::vector<double> leaf(workers);
+  for (std::size_t t = 0; t < workers; ++t) {
+    const SegmentRange s = static_segment(n, workers, t);
+    rt.segments.push_back({offset + std::int64_t(s.lo), offset + std::int64_t(s.hi) - 1});
+    leaf[t] = sum_of(c, rt.segments[t].first + 1, rt.segments[t].last + 1);
+  }
+  tree_and_prefixes(c, leaf, rt);
+  return rt;
+}
+
+// Perfect stealing: the reduce work (every element but the threads' starting
+// ones) shared evenly; segments cut where the rank's cost is evenly shared.
+RankTimes ideal_rank(const std::vector<double>& c, std::int64_t offset, std::size_t n, std::size_t workers) {
+  RankTimes rt;
+  rt.block = {offset, offset + std::int64_t(n) - 1};
+  const double total = sum_of(c, rt.block.first, rt.block.last + 1);
+  double work = total;
+  for (std::size_t t = 0; t < workers; ++t) work -= c[static_cast<std::size_t>(offset) + stealing_start(n, workers, t)];
+  std::vector<std::size_t> lo(workers + 1, n);
+  lo[0] = 0;
+  double running = 0.0;
+  std::size_t k = 0;
+  for (std::size_t t = 1; t < workers; ++t) {
+    const double target = total * double(t) / double(workers);
+    while (k < n && running + c[static_cast<std::size_t>(offset) + k] <= target) running += c[offset + k++];
+    lo[t] = std::clamp(k, lo[t - 1] + 1, n - (workers - t));
+    while (k < lo[t]) running += c[offset + k++];
+  }
+  for (std::size_t t = 0; t < workers; ++t)
+    rt.segments.push_back({offset + std::int64_t(lo[t]), offset + std::int64_t(lo[t + 1]) - 1});
+  tree_and_prefixes(c, std::vector<double>(workers, work / double(workers)), rt);
+  return rt;
+}
+
+// The time at which `work` is done by workers joining at `starts`, shared perfectly.
+double fluid_finish(std::vector<double> starts, double work) {
+  std::sort(starts.begin(), starts.end());
+  double sum = 0.0;
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    sum += starts[i];
+    const double f = (work + sum) / double(i + 1);
+    if (i + 1 == starts.size() || f <= starts[i + 1]) return f;
+  }
+  return starts.empty() ? 0.0 : starts.back();
+}
+
+// Thread t's final phase as the scan runs it (no stealing), after `start`.
+double static_final(const std::vector<double>& c, LocalStrategy strategy, Span exclusive, Span before, Span seg) {
+  double time = cost(c, exclusive, before);
+  Span acc = join(exclusive, before);
+  if (strategy == LocalStrategy::scan_then_map) {
+    if (acc.empty()) return 0.0;  // the local prefixes are final
+    for (std::int64_t k = seg.first; k <= seg.last; ++k) time += cost(c, acc, {seg.first, k});
+    return time;
+  }
+  for (std::int64_t k = seg.first; k <= seg.last; ++k) {
+    time += cost(c, acc, single(k));
+    acc = join(acc, single(k));
+  }
+  return time;
+}
+
+using RankPlanner = RankTimes (*)(const std::vector<double>&, std::int64_t, std::size_t, std::size_t);
+
+struct Ranks {
+  std::vector<RankTimes> times;
+  GlobalPhaseTimes global;
+  ScanModel model;
+};
+
+Ranks plan_ranks(const std::vector<double>& costs, int ranks, int threads, GlobalScanAlgorithm algorithm,
+                 RankPlanner planner) {
+  check(costs, ranks, threads);
+  Ranks out;
+  const auto sizes = equal_blocks(costs.size(), ranks);
+  std::vector<double> ready;
+  std::int64_t offset = 0;
+  for (int r = 0; r < ranks; ++r) {
+    out.times.push_back(planner(costs, offset, sizes[std::size_t(r)], std::size_t(threads)));
+    ready.push_back(out.times.back().root_ready);
+    out.model.rank_sums_s = std::max(out.model.rank_sums_s, ready.back());
+    offset += std::int64_t(sizes[std::size_t(r)]);
+  }
+  out.global = model_global_phase(costs, sizes, ready, algorithm);
+  for (double d : out.global.done) out.model.global_s = std::max(out.model.global_s, d);
+  out.model.makespan_s = out.model.global_s;
+  return out;
+}
+
+// Global phase helpers: one algorithm each, as global_scan.hpp sends.
+struct GlobalState {
+  std::vector<double> t;  // each master's clock
+  std::vector<Span> cur;  // each rank's partial
+  std::vector<bool> needed;
+  const std::vector<double>* c;
+  // Rank r takes (from `from`'s partial and time at sending) cur = from ⊕ cur.
+  void receive(std::size_t r, double sent_at, Span from) {
+    t[r] = std::max(t[r], sent_at) + (needed[r] ? cost(*c, from, cur[r]) : 0.0);
+    cur[r] = join(from, cur[r]);
+  }
+};
+
+void dissemination(GlobalState& g) {
+  const std::size_t p = g.t.size();
+  for (std::size_t d = 1; d < p; d *= 2) {
+    const auto t0 = g.t;
+    const auto c0 = g.cur;
+    for (std::size_t r = d; r < p; ++r) g.receive(r, t0[r - d], c0[r - d]);
+  }
+}
+
+void blelloch(GlobalState& g) {
+  const std::size_t p = g.t.size();
+  std::size_t top = 1;
+  for (std::size_t d = 1; d < p; d *= 2) {
+    top = d;
+    const auto t0 = g.t;
+    const auto c0 = g.cur;
+    for (std::size_t r = d; r < p; ++r)
+      if ((r + 1) % (2 * d) == 0) g.receive(r, t0[r - d], c0[r - d]);
+  }
+  for (std::size_t d = top; d >= 1; d /= 2) {
+    const auto t0 = g.t;
+    const auto c0 = g.cur;
+    for (std::size_t r = d; r < p; ++r)
+      if ((r - d + 1) % (2 * d) == 0) g.receive(r, t0[r - d], c0[r - d]);
+  }
+}
+
+void ladner_fischer(GlobalState& g) {
+  const std::size_t p = g.t.size();
+  {
+    const auto t0 = g.t;
+    const auto c0 = g.cur;
+    for (std::size_t r = 1; r < p; r += 2) g.receive(r, t0[r - 1], c0[r - 1]);
+  }
+  const std::size_t odd = p / 2;
+  for (std::size_t d = 1; d < odd; d *= 2) {
+    const auto t0 = g.t;
+    const auto c0 = g.cur;
+    for (std::size_t j = 0; j < odd; ++j)
+      if (j % (2 * d) >= d) {
+        const std::size_t s = 2 * ((j / (2 * d)) * (2 * d) + d - 1) + 1;
+        g.receive(2 * j + 1, t0[s], c0[s]);
+      }
+  }
+  for (std::size_t r = 2; r < p; r += 2) g.receive(r, g.t[r - 1], g.cur[r - 1]);
+}
+
+void linear_chain(GlobalState& g) {
+  for (std::size_t r = 1; r < g.t.size(); ++r) g.receive(r, g.t[r - 1], g.cur[r - 1]);
+}
+
+}  // namespace
+
+GlobalPhaseTimes model_global_phase(const std::vector<double>& costs, const std::vector<std::size_t>& block_sizes,
+                                    const std::vector<double>& ready, GlobalScanAlgorithm algorithm) {
+  const std::size_t p = block_sizes.size();
+  if (p == 0 || ready.size() != p) throw bad_input("scan model: one ready time per rank");
+  GlobalState g{ready, std::vector<Span>(p), std::vector<bool>(p, true), &costs};
+  std::int64_t offset = 0;
+  std::vector<Span> blocks;
+  for (std::size_t r = 0; r < p; ++r) {
+    blocks.push_back({offset, offset + std::int64_t(block_sizes[r]) - 1});
+    offset += std::int64_t(block_sizes[r]);
+    g.cur[r] = r + 1 == p ? Span{} : blocks[r];  // the last rank's result goes to nobody
+  }
+  g.needed[p - 1] = false;
+  switch (algorithm) {
+    case GlobalScanAlgorithm::dissemination: dissemination(g); break;
+    case GlobalScanAlgorithm::blelloch: blelloch(g); break;
+    case GlobalScanAlgorithm::ladner_fischer: ladner_fischer(g); break;
+    case GlobalScanAlgorithm::mpi_scan: linear_chain(g); break;
+  }
+  GlobalPhaseTimes out{g.t, std::vector<double>(p, 0.0)};
+  // Rank 0 sends its own sum at once; rank r ≥ 1 its inclusive result once its global phase is done.
+  for (std::size_t r = 1; r < p; ++r) out.exclusive[r] = r == 1 ? ready[0] : out.done[r - 1];
+  return out;
+}
+
+ScanModel model_static_scan(const std::vector<double>& costs, int ranks, int threads, GlobalScanAlgorithm algorithm,
+                            LocalStrategy strategy) {
+  Ranks all = plan_ranks(costs, ranks, threads, algorithm, &static_rank);
+  for (std::size_t r = 0; r < all.times.size(); ++r) {
+    const RankTimes& rt = all.times[r];
+    const Span exclusive{0, rt.block.first - 1};
+    const double e = all.global.exclusive[r];
+    for (std::size_t t = 0; t < rt.segments.size(); ++t) {
+      const double start = t == 0 ? std::max(e, all.global.done[r]) : std::max(e, rt.before_ready[t]);
+      const Span before = t == 0 ? Span{} : Span{rt.block.first, rt.segments[t].first - 1};
+      all.model.makespan_s =
+          std::max(all.model.makespan_s, start + static_final(costs, strategy, exclusive, before, rt.segments[t]));
+    }
+  }
+  return all.model;
+}
+
+ScanModel model_ideal_stealing_scan(const std::vector<double>& costs, int ranks, int threads,
+                                    GlobalScanAlgorithm algorithm) {
+  Ranks all = plan_ranks(costs, ranks, threads, algorithm, &ideal_rank);
+  for (std::size_t r = 0; r < all.times.size(); ++r) {
+    const RankTimes& rt = all.times[r];
+    const double e = all.global.exclusive[r];
+    // Every element once; on rank 0 (nothing precedes it) the first segment's
+    // local prefixes, kept from the reduce when there is stealing, are final
+    // already (one thread: its first element).
+    const std::int64_t from = r > 0 ? rt.block.first : rt.segments.size() > 1 ? rt.segments[0].last + 1 : 1;
+    double work = sum_of(costs, from, rt.block.last + 1);
+    std::vector<double> starts{std::max(e, all.global.done[r])};
+    for (std::size_t t = 1; t < rt.segments.size(); ++t) {
+      // Start from the prefix within the rank (then exclusive ⊕ before costs the
+      // element before the segment) or from it extended by the segment's first
+      // element, paid ahead — whichever finishes earlier.
+      const double plain_extra = r == 0 ? 0.0 : costs[static_cast<std::size_t>(rt.segments[t].first - 1)];
+      const double plain = std::max(e, rt.before_ready[t]), head = std::max(e, rt.head_ready[t]);
+      const double head_saves = r == 0 ? costs[static_cast<std::size_t>(rt.segments[t].first)] : 0.0;
+      if (head <= plain + plain_extra + head_saves) {
+        starts.push_back(head);
+        work -= head_saves;  // rank 0: x[lo] paid ahead is its prefix's last application
+      } else {
+        starts.push_back(plain);
+        work += plain_extra;
+      }
+    }
+    all.model.makespan_s = std::max(all.model.makespan_s, fluid_finish(starts, work));
+  }
+  // Stealing that moves no boundary leaves the static schedule: with few
+  // elements per thread, the cut points and free elements it keeps may be
+  // the cheaper ones.
+  const ScanModel fixed = model_static_scan(costs, ranks, threads, algorithm);
+  return fixed.makespan_s < all.model.makespan_s ? fixed : all.model;
+}
+
+}  // namespace driftscan::mpi

@@ -1,0 +1,126 @@
+// mpi-ranks: 1
+// The scan's cost model (scan_cost_model.hpp) on cost tables small enough to
+// work out by hand, and its bounds on random ones. No messages are sent: it
+// lives in the MPI layer only because it models the distributed scan.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "driftscan/core/error.hpp"
+#include "driftscan/mpi/scan/scan_cost_model.hpp"
+
+using namespace driftscan::mpi;
+
+namespace {
+
+constexpr double kTol = 1e-12;
+
+TEST(ScanCostModel, OneWorkerPaysEveryElementButTheFirstTwice) {
+  // Reduce 2+3+4, nothing to combine, final phase 2+3+4 again.
+  const std::vector<double> c{1, 2, 3, 4};
+  for (auto a : all_global_scan_algorithms()) {
+    EXPECT_NEAR(model_static_scan(c, 1, 1, a).makespan_s, 18.0, kTol);
+    EXPECT_NEAR(model_ideal_stealing_scan(c, 1, 1, a).makespan_s, 18.0, kTol);
+  }
+}
+
+TEST(ScanCostModel, TwoThreadsOfOneRankByHand) {
+  // Static halves [0..3] (cost 1 each) and [4..7] (cost 5 each): thread 1
+  // reduces 5+5+5 = 15, the root costs c[7] = 5 more (20), thread 1 scans its
+  // half after its own reduce: 15 + 20 = 35 (thread 0 is done at 20 + 3).
+  const std::vector<double> c{1, 1, 1, 1, 5, 5, 5, 5};
+  const auto a = GlobalScanAlgorithm::dissemination;
+  const ScanModel s = model_static_scan(c, 1, 2, a);
+  EXPECT_NEAR(s.rank_sums_s, 20.0, kTol);
+  EXPECT_NEAR(s.makespan_s, 35.0, kTol);
+  // Ideal: the reduce work (all but the starting elements 0 and 7: 18) over
+  // two threads, 9 each; segments [0..4] | [5..7]; root 9 + c[7] = 14. Rank
+  // 0's first segment is final after the reduce; the rest, 5+5+5 (thread 1's
+  // head c[5] paid ahead, 14), is shared from 14 on: 14 + 10 / 2 = 19.
+  const ScanModel i = model_ideal_stealing_scan(c, 1, 2, a);
+  EXPECT_NEAR(i.rank_sums_s, 14.0, kTol);
+  EXPECT_NEAR(i.makespan_s, 19.0, kTol);
+}
+
+// Four ranks of two elements; the blocks end on elements 1, 3, 5, 7 with costs
+// 1, 2, 4, 8; every rank's sum known at 0. Rank 3's result goes to nobody.
+struct GlobalCase : ::testing::Test {
+  std::vector<double> c{0.5, 1, 0.5, 2, 0.5, 4, 0.5, 8};
+  std::vector<std::size_t> sizes{2, 2, 2, 2};
+  std::vector<double> ready{0, 0, 0, 0};
+};
+
+TEST_F(GlobalCase, Dissemination) {
+  // Round 1: rank 1 pays c[3] (2), rank 2 c[5] (4). Round 2: rank 2 takes
+  // rank 0's at 0 and pays c[5] again: 8; rank 3 waits for rank 1's (2).
+  const auto g = model_global_phase(c, sizes, ready, GlobalScanAlgorithm::dissemination);
+  EXPECT_EQ(g.done, (std::vector<double>{0, 2, 8, 2}));
+  EXPECT_EQ(g.exclusive, (std::vector<double>{0, 0, 2, 8}));
+}
+
+TEST_F(GlobalCase, MpiScanIsALinearChain) {
+  const auto g = model_global_phase(c, sizes, ready, GlobalScanAlgorithm::mpi_scan);
+  EXPECT_EQ(g.done, (std::vector<double>{0, 2, 6, 6}));
+  EXPECT_EQ(g.exclusive, (std::vector<double>{0, 0, 2, 6}));
+}
+
+TEST_F(GlobalCase, BlellochAndLadnerFischerPayEachEndOnce) {
+  for (auto a : {GlobalScanAlgorithm::blelloch, GlobalScanAlgorithm::ladner_fischer}) {
+    const auto g = model_global_phase(c, sizes, ready, a);
+    EXPECT_EQ(g.done, (std::vector<double>{0, 2, 6, 2})) << to_string(a);
+    EXPECT_EQ(g.exclusive, (std::vector<double>{0, 0, 2, 6})) << to_string(a);
+  }
+}
+
+TEST_F(GlobalCase, ALateRankHoldsUpTheRanksAfterIt) {
+  // Rank 1 ready at 10: 12 after its round; rank 2 takes that (14) and rank
+  // 0's (18); rank 0 is done at once.
+  ready = {0, 10, 0, 0};
+  const auto g = model_global_phase(c, sizes, ready, GlobalScanAlgorithm::dissemination);
+  EXPECT_EQ(g.done, (std::vector<double>{0, 12, 18, 12}));
+  EXPECT_EQ(g.exclusive, (std::vector<double>{0, 0, 12, 18}));
+}
+
+TEST(ScanCostModel, StaticScanThenMapAndReduceThenScanCostTheSameOnEqualCosts) {
+  const std::vector<double> c(64, 1.0);
+  for (auto a : all_global_scan_algorithms())
+    EXPECT_NEAR(model_static_scan(c, 4, 4, a, LocalStrategy::scan_then_map).makespan_s,
+                model_static_scan(c, 4, 4, a, LocalStrategy::reduce_then_scan).makespan_s, kTol)
+        << to_string(a);
+}
+
+TEST(ScanCostModel, IdealBalanceNeverLosesToStaticAndRespectsTheWorkBound) {
+  std::mt19937 rng(1410);
+  std::exponential_distribution<double> exponential(1.0);
+  for (int shape = 0; shape < 12; ++shape) {
+    const int ranks = 1 + shape % 5, threads = 1 + (shape * 7) % 6, k = 2 + shape % 4;
+    std::vector<double> c(std::size_t(ranks * threads * k));
+    for (auto& x : c) x = exponential(rng);
+    const double largest = *std::max_element(c.begin(), c.end());
+    // Both local phases apply every element of a block but at most one per
+    // thread: no rank can finish before 2 × (its work − threads × largest) /
+    // threads (rank 0: one pass, its first segment's prefixes being final).
+    double bound = 0.0;
+    for (int r = 0; r < ranks; ++r) {
+      const auto first = c.begin() + r * threads * k;
+      const double work = std::accumulate(first, first + threads * k, 0.0);
+      bound = std::max(bound, (r == 0 ? 1.0 : 2.0) * (work - threads * largest) / threads);
+    }
+    for (auto a : all_global_scan_algorithms()) {
+      const double s = model_static_scan(c, ranks, threads, a).makespan_s;
+      const double i = model_ideal_stealing_scan(c, ranks, threads, a).makespan_s;
+      EXPECT_LE(i, s + kTol) << ranks << "x" << threads << " K=" << k << " " << to_string(a);
+      EXPECT_GE(i, bound - kTol) << ranks << "x" << threads << " K=" << k << " " << to_string(a);
+    }
+  }
+}
+
+TEST(ScanCostModel, RejectsFewerElementsThanWorkers) {
+  EXPECT_THROW(model_static_scan(std::vector<double>(3, 1.0), 2, 2, GlobalScanAlgorithm::dissemination),
+               driftscan::Error);
+}
+
+}  // namespace
