@@ -164,6 +164,26 @@ TEST(DriftUncertainty, OwnPartIsCalibratedAtLowDoseOnSmallFrames) {
   EXPECT_LT(own, 1.25);
 }
 
+TEST(DriftUncertainty, CommonShareLeavesTheGradientNoiseProductToEachFrame) {
+  // kappa: 1 without a prefilter (central differences of white noise), the
+  // continuum's 1/4 for a wide Gaussian, falling in between.
+  EXPECT_NEAR(gradient_noise_kappa(0.0), 1.0, 1e-12);
+  EXPECT_NEAR(gradient_noise_kappa(8.0), 0.25, 0.01);
+  double last = 1.0;
+  for (double s : {0.5, 1.0, 1.5, 2.0, 4.0}) {
+    const double k = gradient_noise_kappa(s);
+    EXPECT_LT(k, last) << "sigma " << s;
+    EXPECT_GT(k, 0.25) << "sigma " << s;
+    last = k;
+  }
+  // Noise-free gradients: frame 0's share is all of its noise share; the
+  // noisier the gradient, the less of the variance is common.
+  EXPECT_DOUBLE_EQ(common_fraction(0.5, 1.0, 0.3), 0.5);
+  EXPECT_LT(common_fraction(0.5, 0.2, 0.3), common_fraction(0.5, 0.6, 0.3));
+  EXPECT_LT(common_fraction(0.5, 0.01, 0.3), 0.05);
+  EXPECT_GT(common_fraction(0.5, 0.01, 0.3), 0.0);
+}
+
 TEST(DriftUncertainty, SeriesCommonPartKeepsEachFramesOwnPart) {
   std::vector<DriftUncertainty> u(4);
   u[1].sigma_dx = 0.10, u[1].common_sigma_dx = 0.06, u[1].sigma_dy = 0.2, u[1].common_sigma_dy = 0.1;
