@@ -38,16 +38,12 @@ double reference_noise_share(const RefineInformation& info, bool counts) {
   // var = alpha^2 mean g = alpha (mean f - beta).
   const double vf = std::max(0.0, info.reference_mean);
   const double vg = std::max(0.0, info.alpha * (info.reference_mean - info.beta));
-  return vf + vg > 0 ? vf / (vf + vg) : 0.5;
-}
-
-double misfit_free_share(const RefineInformation& info, double share) {
-  // Poisson: both frames' noise variance after the prefilter, as in reference_noise_share.
-  const double vf = std::max(0.0, info.reference_mean);
-  const double vg = std::max(0.0, info.alpha * (info.reference_mean - info.beta));
+  if (!(vf + vg > 0)) return 0.5;
+  // What the residual holds beyond both frames' noise (after the prefilter)
+  // is misfit: the interpolation at frame k's sub-pixel phase, its own.
   const double noise = (vf + vg) * prefilter_noise_gain(info.prefilter_sigma);
   const double r2 = info.residual_rms * info.residual_rms;
-  return share * (noise > 0 && r2 > noise ? noise / r2 : 1.0);
+  return vf / (vf + vg) * (noise > 0 && r2 > noise ? noise / r2 : 1.0);
 }
 
 // kappa of common_fraction for noise white before the registration's
@@ -96,8 +92,7 @@ double common_fraction(double share, double rho, double kappa) {
   return share * rho / (rho + kappa * (1.0 - share) * (1.0 - rho));
 }
 
-DriftUncertainty drift_uncertainty(const RefineInformation& info, const Transform& t, Point c, double share,
-                                   bool counts) {
+DriftUncertainty drift_uncertainty(const RefineInformation& info, const Transform& t, Point c, double share) {
   DriftUncertainty u;
   const double inf = std::numeric_limits<double>::infinity();
   if (info.singular) {
@@ -128,9 +123,8 @@ DriftUncertainty drift_uncertainty(const RefineInformation& info, const Transfor
   u.noise_variance = (1.0 - share) * r2 / std::max(1e-300, info.alpha * info.alpha);
   u.reference_noise_variance = share * r2;
   const double kappa = gradient_noise_kappa(info.prefilter_sigma);
-  const double common_share = counts ? misfit_free_share(info, share) : share;
-  const double fx = common_fraction(common_share, info.gradient_signal_fraction[0], kappa);
-  const double fy = common_fraction(common_share, info.gradient_signal_fraction[1], kappa);
+  const double fx = common_fraction(share, info.gradient_signal_fraction[0], kappa);
+  const double fy = common_fraction(share, info.gradient_signal_fraction[1], kappa);
   u.common_sigma_dx = std::sqrt(fx * vx);
   u.common_sigma_dy = std::sqrt(fy * vy);
   u.common_cov_dxdy = std::sqrt(fx * fy) * u.cov_dxdy;
@@ -180,7 +174,7 @@ std::vector<DriftUncertainty> estimate_drift_uncertainty(const RegistrationOpera
       const Registration& r = registrations[begin + static_cast<std::size_t>(i)];
       const RefineInformation info = op.information(r);
       out[static_cast<std::size_t>(i)] =
-          drift_uncertainty(info, r.transform, centre, reference_noise_share(info, counts), counts);
+          drift_uncertainty(info, r.transform, centre, reference_noise_share(info, counts));
     } catch (const Error& e) {
 #pragma omp critical(drift_uncertainty_error)
       if (error.empty() || e.kind() == ErrorKind::cancelled) {

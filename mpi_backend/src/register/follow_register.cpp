@@ -392,7 +392,7 @@ class FollowRun {
         if (q) {
           const RefineInformation info = op_->information(q->r);
           uncertainty_.push_back(
-              drift_uncertainty(info, q->r.transform, centre_, reference_noise_share(info, counts_), counts_));
+              drift_uncertainty(info, q->r.transform, centre_, reference_noise_share(info, counts_)));
           if (q->usable) {
             if (mean_.frames() == 0) last_average_ = Clock::now();  // the first write one interval after this
             mean_.add(taken_frames().frame(q->r.to), q->r.transform, job_.averaging.interpolation);

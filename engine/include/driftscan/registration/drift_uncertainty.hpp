@@ -39,14 +39,10 @@ bool looks_like_counts(const Frame& f);
 
 // The share of the residual's variance that is frame 0's (the reference's)
 // noise: for counts from the Poisson model (reference mean against the
-// gain-matched moving frame's mean); otherwise the frames' noise is taken
-// equal after the gain match (1/2).
+// gain-matched moving frame's mean), less what the residual holds beyond
+// both frames' noise (misfit, each frame's own); otherwise the frames' noise
+// is taken equal after the gain match (1/2).
 double reference_noise_share(const RefineInformation& info, bool counts);
-// For counts: that share less what the residual holds beyond both frames'
-// Poisson noise after the prefilter (misfit: the interpolation at frame k's
-// sub-pixel phase, each frame's own). The common part's share only (the
-// noise variances keep reference_noise_share).
-double misfit_free_share(const RefineInformation& info, double share);
 
 // The share (0..share] of a frame's drift variance along one axis that is
 // frame 0's noise, common to every frame: share of the part the signal's
@@ -60,9 +56,8 @@ double gradient_noise_kappa(double sigma);
 double prefilter_noise_gain(double sigma);
 
 // The drift's covariance at the frame centre from T's.
-// counts: the common part's share is misfit_free_share.
 DriftUncertainty drift_uncertainty(const RefineInformation& info, const Transform& to_frame0, Point centre,
-                                   double reference_share, bool counts = false);
+                                   double reference_share);
 
 // Every frame in [begin, end) of a scan's results (0 -> k), `threads`
 // OpenMP threads; advances `progress` by one per frame.
