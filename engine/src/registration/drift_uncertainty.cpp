@@ -17,33 +17,13 @@ bool looks_like_counts(const Frame& f) {
   return !f.pixels.empty();
 }
 
-// The variance of white noise after gaussian_smooth(sigma) over its variance
-// before: sum of the 2-D kernel's squares.
-double prefilter_noise_gain(double sigma) {
-  if (!(sigma > 0)) return 1.0;
-  const int r = std::max(1, static_cast<int>(std::ceil(3.0 * sigma)));
-  double sum = 0, sq = 0;
-  for (int i = -r; i <= r; ++i) {
-    const double g = std::exp(-0.5 * i * i / (sigma * sigma));
-    sum += g;
-    sq += g * g;
-  }
-  const double one_d = sq / (sum * sum);
-  return one_d * one_d;
-}
-
 double reference_noise_share(const RefineInformation& info, bool counts) {
   if (!counts) return 0.5;
   // Poisson: var f = mean f; the moving frame enters as alpha g + beta with
   // var = alpha^2 mean g = alpha (mean f - beta).
   const double vf = std::max(0.0, info.reference_mean);
   const double vg = std::max(0.0, info.alpha * (info.reference_mean - info.beta));
-  if (!(vf + vg > 0)) return 0.5;
-  // What the residual holds beyond both frames' noise (after the prefilter)
-  // is misfit: the interpolation at frame k's sub-pixel phase, its own.
-  const double noise = (vf + vg) * prefilter_noise_gain(info.prefilter_sigma);
-  const double r2 = info.residual_rms * info.residual_rms;
-  return vf / (vf + vg) * (noise > 0 && r2 > noise ? noise / r2 : 1.0);
+  return vf + vg > 0 ? vf / (vf + vg) : 0.5;
 }
 
 // kappa of common_fraction for noise white before the registration's

@@ -39,9 +39,8 @@ bool looks_like_counts(const Frame& f);
 
 // The share of the residual's variance that is frame 0's (the reference's)
 // noise: for counts from the Poisson model (reference mean against the
-// gain-matched moving frame's mean), less what the residual holds beyond
-// both frames' noise (misfit, each frame's own); otherwise the frames' noise
-// is taken equal after the gain match (1/2).
+// gain-matched moving frame's mean); otherwise the frames' noise is taken
+// equal after the gain match (1/2).
 double reference_noise_share(const RefineInformation& info, bool counts);
 
 // The share (0..share] of a frame's drift variance along one axis that is
@@ -52,8 +51,6 @@ double common_fraction(double share, double rho, double kappa);
 // That product's weight kappa for noise white before a Gaussian prefilter
 // of `sigma` px (0: none) and central-difference gradients.
 double gradient_noise_kappa(double sigma);
-// The variance of white noise after that prefilter over its variance before.
-double prefilter_noise_gain(double sigma);
 
 // The drift's covariance at the frame centre from T's.
 DriftUncertainty drift_uncertainty(const RefineInformation& info, const Transform& to_frame0, Point centre,
