@@ -248,13 +248,14 @@ std::shared_ptr<const Frame> amorphous_content() {
     for (float& v : f.pixels) v = g(rng);
     Frame sx = gaussian_smooth(f, 1.2);  // isotropic first, then more along x
     Frame out(512, 512, 0.0f);
-    const int r = 9;
-    std::vector<double> w(2 * r + 1);
-    for (int i = -r; i <= r; ++i) w[static_cast<std::size_t>(i + r)] = std::exp(-0.5 * (i * i) / (2.8 * 2.8));
+    const int r = 9;  // taps at x - r .. x + r, Gaussian 2.8 px
+    std::vector<double> w;
+    for (int i = -r; i <= r; ++i) w.push_back(std::exp(-0.5 * (i * i) / (2.8 * 2.8)));
     for (int y = 0; y < 512; ++y)
       for (int x = 0; x < 512; ++x) {
         double acc = 0;
-        for (int i = -r; i <= r; ++i) acc += w[static_cast<std::size_t>(i + r)] * sx.at(std::clamp(x + i, 0, 511), y);
+        int i = -r;
+        for (double wi : w) acc += wi * sx.at(std::clamp(x + i++, 0, 511), y);
         out.at(x, y) = static_cast<float>(acc);
       }
     return std::make_shared<const Frame>(std::move(out));
@@ -296,7 +297,7 @@ int main(int argc, char** argv) {
   const char* only = std::getenv("BENCH_CASE");
   std::vector<Case> cases;
   auto add = [&](const std::string& name, int size, double dose, Lattice lattice, MotionModel model, double blur,
-                 bool content = false, double background = 0.05, std::shared_ptr<const Frame> image = nullptr) {
+                 bool content = false, double background = 0.05, const std::shared_ptr<const Frame>& image = nullptr) {
     Case c;
     c.name = name;
     c.synth.frames = frames;

@@ -34,14 +34,20 @@ double reference_noise_share(const RefineInformation& info, bool counts) {
 // 1 without a prefilter, 1/4 for a wide one.
 double gradient_noise_kappa(double sigma) {
   const int r = sigma > 0 ? std::max(1, static_cast<int>(std::ceil(3.0 * sigma))) : 0;
-  std::vector<double> g(static_cast<std::size_t>(2 * r + 1));
+  const std::size_t n = 2 * static_cast<std::size_t>(r) + 1;
+  std::vector<double> g(n);
   double sum = 0;
-  for (int i = -r; i <= r; ++i)
-    sum += g[static_cast<std::size_t>(i + r)] = r ? std::exp(-0.5 * i * i / (sigma * sigma)) : 1.0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const double i = static_cast<double>(k) - r;
+    sum += g[k] = r ? std::exp(-0.5 * i * i / (sigma * sigma)) : 1.0;
+  }
   for (double& v : g) v /= sum;
-  std::vector<double> dg(g.size() + 2, 0.0);  // (g(i+1) - g(i-1)) / 2 on [-r-1, r+1]
-  auto at = [&](int i) { return i >= -r && i <= r ? g[static_cast<std::size_t>(i + r)] : 0.0; };
-  for (int i = -r - 1; i <= r + 1; ++i) dg[static_cast<std::size_t>(i + r + 1)] = 0.5 * (at(i - 1) - at(i + 1));
+  // (g(i+1) - g(i-1)) / 2 on [-r-1, r+1]: dg[k] at i = k - r - 1, g[k'] at i = k' - r.
+  std::vector<double> dg(n + 2, 0.0);
+  for (std::size_t k = 0; k < n + 2; ++k) {
+    const double before = k >= 2 ? g[k - 2] : 0.0, after = k < n ? g[k] : 0.0;
+    dg[k] = 0.5 * (before - after);
+  }
   auto autocorrelation = [](const std::vector<double>& f, int lag) {
     double v = 0;
     for (std::size_t i = 0; i < f.size(); ++i) {
