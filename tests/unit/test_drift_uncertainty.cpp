@@ -147,14 +147,14 @@ TEST(DriftUncertainty, OwnPartIsCalibratedAtLowDoseOnSmallFrames) {
     const double n = static_cast<double>(rows.size());
     ASSERT_GT(n, 30) << "seed " << seed;
     for (const auto& row : rows)
-      for (int a = 0; a < 2; ++a) {
-        mean[a] += row[static_cast<std::size_t>(a)] / n;
-        S[a] += row[static_cast<std::size_t>(2 + a)];
+      for (std::size_t a = 0; a < 2; ++a) {
+        mean[a] += row[a] / n;
+        S[a] += row[2 + a];
       }
     for (const auto& row : rows)
-      for (int a = 0; a < 2; ++a) {
-        const double e = row[static_cast<std::size_t>(a)] - mean[a];
-        own2 += e * e / (row[static_cast<std::size_t>(2 + a)] * (1 - 2 / n) + S[a] / (n * n));
+      for (std::size_t a = 0; a < 2; ++a) {
+        const double e = row[a] - mean[a];
+        own2 += e * e / (row[2 + a] * (1 - 2 / n) + S[a] / (n * n));
         ++own_n;
       }
   }
