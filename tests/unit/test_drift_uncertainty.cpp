@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -111,6 +112,108 @@ TEST(DriftUncertainty, NormalisedErrorsHaveUnitScaleAndIntervalsHoldTheTruth) {
   EXPECT_LT(rms(zy), 1.4);
   const double coverage = static_cast<double>(inside) / count;
   EXPECT_GT(coverage, 0.86);
+}
+
+// The split (#35): per series the common part is the mean error over
+// its frames (frame 0's noise, one draw), each frame's own part its error
+// minus that mean, judged against sqrt(sigma^2 - common^2) with the mean's
+// own share taken out. Low dose on small frames: before the common share
+// counted frame 0's gradient noise times frame k's noise as common, the own
+// part's z-RMS was 1.8 here and some frames' sigma lay below the common part.
+TEST(DriftUncertainty, OwnPartIsCalibratedAtLowDoseOnSmallFrames) {
+  double own2 = 0;
+  std::size_t own_n = 0;
+  for (std::uint32_t seed : {41u, 42u, 43u, 44u, 45u, 46u}) {
+    SynthOptions o = small(seed, 2);
+    o.frames = 40;
+    o.width = o.height = 64;
+    SyntheticSeries s(o);
+    const Registered r = register_and_estimate(s);
+    const std::vector<DriftUncertainty> u = with_series_common(r.u);
+    const UncertaintySummary common = summarize_uncertainty(u);
+    const double c2[2] = {common.common_sigma_dx * common.common_sigma_dx,
+                          common.common_sigma_dy * common.common_sigma_dy};
+    std::vector<std::array<double, 4>> rows;  // ex, ey, own variance x, y
+    double mean[2] = {0, 0}, S[2] = {0, 0};
+    for (std::size_t k = 1; k < s.frame_count(); ++k) {
+      const Point d = r.regs[k].transform.displacement(s.centre()), t = s.drift(k);
+      if (std::hypot(d.x - t.x, d.y - t.y) > 1.0) continue;  // a period jump: no local sigma describes it
+      // The invariant: no frame's sigma below the part common to all frames.
+      EXPECT_GE(u[k].sigma_dx, common.common_sigma_dx) << "seed " << seed << " frame " << k;
+      EXPECT_GE(u[k].sigma_dy, common.common_sigma_dy) << "seed " << seed << " frame " << k;
+      rows.push_back(
+          {d.x - t.x, d.y - t.y, u[k].sigma_dx * u[k].sigma_dx - c2[0], u[k].sigma_dy * u[k].sigma_dy - c2[1]});
+    }
+    const double n = static_cast<double>(rows.size());
+    ASSERT_GT(n, 30) << "seed " << seed;
+    for (const auto& row : rows)
+      for (std::size_t a = 0; a < 2; ++a) {
+        mean[a] += row[a] / n;
+        S[a] += row[2 + a];
+      }
+    for (const auto& row : rows)
+      for (std::size_t a = 0; a < 2; ++a) {
+        const double e = row[a] - mean[a];
+        own2 += e * e / (row[2 + a] * (1 - 2 / n) + S[a] / (n * n));
+        ++own_n;
+      }
+  }
+  const double own = std::sqrt(own2 / static_cast<double>(own_n));
+  // ~460 frame-axes: the 0.85-1.2 band, widened by the sampling spread.
+  EXPECT_GT(own, 0.8);
+  EXPECT_LT(own, 1.25);
+}
+
+TEST(DriftUncertainty, CommonShareLeavesTheGradientNoiseProductToEachFrame) {
+  // kappa: 1 without a prefilter (central differences of white noise), the
+  // continuum's 1/4 for a wide Gaussian, falling in between.
+  EXPECT_NEAR(gradient_noise_kappa(0.0), 1.0, 1e-12);
+  EXPECT_NEAR(gradient_noise_kappa(8.0), 0.25, 0.01);
+  double last = 1.0;
+  for (double s : {0.5, 1.0, 1.5, 2.0, 4.0}) {
+    const double k = gradient_noise_kappa(s);
+    EXPECT_LT(k, last) << "sigma " << s;
+    EXPECT_GT(k, 0.25) << "sigma " << s;
+    last = k;
+  }
+  // Noise-free gradients: frame 0's share is all of its noise share; the
+  // noisier the gradient, the less of the variance is common.
+  EXPECT_DOUBLE_EQ(common_fraction(0.5, 1.0, 0.3), 0.5);
+  EXPECT_LT(common_fraction(0.5, 0.2, 0.3), common_fraction(0.5, 0.6, 0.3));
+  EXPECT_LT(common_fraction(0.5, 0.01, 0.3), 0.05);
+  EXPECT_GT(common_fraction(0.5, 0.01, 0.3), 0.0);
+}
+
+TEST(DriftUncertainty, SeriesCommonPartKeepsEachFramesOwnPart) {
+  std::vector<DriftUncertainty> u(4);
+  u[1].sigma_dx = 0.10, u[1].common_sigma_dx = 0.06, u[1].sigma_dy = 0.2, u[1].common_sigma_dy = 0.1;
+  u[2].sigma_dx = 0.05, u[2].common_sigma_dx = 0.02, u[2].sigma_dy = 0.1, u[2].common_sigma_dy = 0.05;
+  u[3].sigma_dx = 0.07, u[3].common_sigma_dx = 0.07, u[3].sigma_dy = 0.08, u[3].common_sigma_dy = 0.07;
+  u[3].cov_dxdy = 0.001, u[3].common_cov_dxdy = 0.0004;
+  UncertaintySummary series;
+  series.common_sigma_dx = 0.06, series.common_sigma_dy = 0.07, series.common_cov_dxdy = 0.0002;
+  std::vector<DriftUncertainty> v = u;
+  share_series_common(v, series, 0);
+  EXPECT_EQ(v[0].sigma_dx, 0.0);  // frame 0 is exact
+  for (std::size_t k = 1; k < 4; ++k) {
+    // own^2 = sigma^2 - own common^2 kept; the common part is the series'.
+    EXPECT_NEAR(v[k].sigma_dx * v[k].sigma_dx - 0.06 * 0.06,
+                u[k].sigma_dx * u[k].sigma_dx - u[k].common_sigma_dx * u[k].common_sigma_dx, 1e-12);
+    EXPECT_NEAR(v[k].sigma_dy * v[k].sigma_dy - 0.07 * 0.07,
+                u[k].sigma_dy * u[k].sigma_dy - u[k].common_sigma_dy * u[k].common_sigma_dy, 1e-12);
+    EXPECT_GE(v[k].sigma_dx, series.common_sigma_dx);
+    EXPECT_GE(v[k].sigma_dy, series.common_sigma_dy);
+    EXPECT_EQ(v[k].common_sigma_dx, series.common_sigma_dx);
+  }
+  EXPECT_NEAR(v[3].cov_dxdy, 0.001 - 0.0004 + 0.0002, 1e-15);
+  // Idempotent: a resumed run applies it again to what it saved.
+  std::vector<DriftUncertainty> w = v;
+  share_series_common(w, series, 0);
+  for (std::size_t k = 0; k < 4; ++k) EXPECT_DOUBLE_EQ(w[k].sigma_dx, v[k].sigma_dx);
+  // A block that starts past frame 0 (a rank's share) changes its first frame too.
+  std::vector<DriftUncertainty> block(u.begin() + 1, u.end());
+  share_series_common(block, series, 1);
+  EXPECT_DOUBLE_EQ(block[0].sigma_dx, v[1].sigma_dx);
 }
 
 TEST(DriftUncertainty, SigmaFollowsTheDose) {

@@ -367,11 +367,15 @@ RegisterOutputs write_register_outputs(OutputSet& set, const FrameSource& frames
   // No average (most frames failed): none is staged, so the commit leaves
   // none of an earlier run to pass for this one's.
   const bool averaged = !average.average.empty();
+  // Written with the series' common part in every frame's sigma (the weights were the frames' own).
+  std::optional<std::vector<DriftUncertainty>> written;
+  if (uncertainty) written = with_series_common(*uncertainty);
   set.write("drift.csv", [&](const std::string& path) {
-    write_drift_csv(path, registrations, settings.model, centre, averaged ? &average : nullptr, uncertainty);
+    write_drift_csv(path, registrations, settings.model, centre, averaged ? &average : nullptr,
+                    written ? &*written : nullptr);
   });
   std::optional<UncertaintySummary> summary;
-  if (uncertainty && !uncertainty->empty()) summary = summarize_uncertainty(*uncertainty);
+  if (written && !written->empty()) summary = summarize_uncertainty(*written);
   return write_register_report(set, frames, settings, averaging, registrations.size(), classify_failures(registrations),
                                summary ? &*summary : nullptr, applications, average, warnings, report_extra, streamed,
                                average_suffix);

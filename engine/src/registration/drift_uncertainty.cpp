@@ -26,6 +26,58 @@ double reference_noise_share(const RefineInformation& info, bool counts) {
   return vf + vg > 0 ? vf / (vf + vg) : 0.5;
 }
 
+// kappa of common_fraction for noise white before the registration's
+// Gaussian prefilter (gaussian_smooth's kernel g, central-difference
+// gradients D): sum_d K_DD(d) K(d) / K_DD(0), K the filtered noise's
+// correlation, K_DD its gradient's; separable, so with a = g*g and
+// b = Dg*Dg (1-D autocorrelations) kappa = (sum b a / b(0)) (sum a^2 / a(0)).
+// 1 without a prefilter, 1/4 for a wide one.
+double gradient_noise_kappa(double sigma) {
+  const int r = sigma > 0 ? std::max(1, static_cast<int>(std::ceil(3.0 * sigma))) : 0;
+  const std::size_t n = 2 * static_cast<std::size_t>(r) + 1;
+  std::vector<double> g(n);
+  double sum = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const double i = static_cast<double>(k) - r;
+    sum += g[k] = r ? std::exp(-0.5 * i * i / (sigma * sigma)) : 1.0;
+  }
+  for (double& v : g) v /= sum;
+  // (g(i+1) - g(i-1)) / 2 on [-r-1, r+1]: dg[k] at i = k - r - 1, g[k'] at i = k' - r.
+  std::vector<double> dg(n + 2, 0.0);
+  for (std::size_t k = 0; k < n + 2; ++k) {
+    const double before = k >= 2 ? g[k - 2] : 0.0, after = k < n ? g[k] : 0.0;
+    dg[k] = 0.5 * (before - after);
+  }
+  auto autocorrelation = [](const std::vector<double>& f, int lag) {
+    double v = 0;
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      const long j = static_cast<long>(i) + lag;
+      if (j >= 0 && j < static_cast<long>(f.size())) v += f[i] * f[static_cast<std::size_t>(j)];
+    }
+    return v;
+  };
+  const int span = 2 * r + 2;
+  double ba = 0, aa = 0;
+  for (int d = -span; d <= span; ++d) {
+    const double a = autocorrelation(g, d);
+    ba += autocorrelation(dg, d) * a;
+    aa += a * a;
+  }
+  return ba / autocorrelation(dg, 0) * aa / autocorrelation(g, 0);
+}
+
+// The share of a frame's drift variance (per axis) that is frame 0's noise
+// seen through the signal's gradient, the part common to every frame. The
+// variance is S (V0 + Vk) + kappa G Vk per pixel: S the signal gradient's
+// power, G frame 0's gradient noise (G/S = (1 - rho)/rho), V0, Vk the frames'
+// noise (V0 = share (V0 + Vk)); kappa G Vk is frame 0's gradient noise times
+// frame k's noise, new in every frame (gradient_noise_kappa). The common
+// share is share S (V0 + Vk) over the whole.
+double common_fraction(double share, double rho, double kappa) {
+  rho = std::clamp(rho, 1e-6, 1.0);
+  return share * rho / (rho + kappa * (1.0 - share) * (1.0 - rho));
+}
+
 DriftUncertainty drift_uncertainty(const RefineInformation& info, const Transform& t, Point c, double share) {
   DriftUncertainty u;
   const double inf = std::numeric_limits<double>::infinity();
@@ -56,10 +108,35 @@ DriftUncertainty drift_uncertainty(const RefineInformation& info, const Transfor
   const double r2 = info.residual_rms * info.residual_rms;
   u.noise_variance = (1.0 - share) * r2 / std::max(1e-300, info.alpha * info.alpha);
   u.reference_noise_variance = share * r2;
-  u.common_sigma_dx = std::sqrt(share * vx);
-  u.common_sigma_dy = std::sqrt(share * vy);
-  u.common_cov_dxdy = share * u.cov_dxdy;
+  const double kappa = gradient_noise_kappa(info.prefilter_sigma);
+  const double fx = common_fraction(share, info.gradient_signal_fraction[0], kappa);
+  const double fy = common_fraction(share, info.gradient_signal_fraction[1], kappa);
+  u.common_sigma_dx = std::sqrt(fx * vx);
+  u.common_sigma_dy = std::sqrt(fy * vy);
+  u.common_cov_dxdy = std::sqrt(fx * fy) * u.cov_dxdy;
   return u;
+}
+
+void share_series_common(std::vector<DriftUncertainty>& block, const UncertaintySummary& series,
+                         std::size_t first_frame) {
+  for (std::size_t i = first_frame == 0 ? 1 : 0; i < block.size(); ++i) {  // frame 0 is exact
+    DriftUncertainty& u = block[i];
+    if (u.singular || !std::isfinite(u.sigma())) continue;
+    auto with_common = [](double sigma, double own_common, double common) {
+      return std::sqrt(std::max(0.0, sigma * sigma - own_common * own_common) + common * common);
+    };
+    u.sigma_dx = with_common(u.sigma_dx, u.common_sigma_dx, series.common_sigma_dx);
+    u.sigma_dy = with_common(u.sigma_dy, u.common_sigma_dy, series.common_sigma_dy);
+    u.cov_dxdy += series.common_cov_dxdy - u.common_cov_dxdy;
+    u.common_sigma_dx = series.common_sigma_dx;
+    u.common_sigma_dy = series.common_sigma_dy;
+    u.common_cov_dxdy = series.common_cov_dxdy;
+  }
+}
+
+std::vector<DriftUncertainty> with_series_common(std::vector<DriftUncertainty> frames) {
+  share_series_common(frames, summarize_uncertainty(frames), 0);
+  return frames;
 }
 
 std::vector<DriftUncertainty> estimate_drift_uncertainty(const RegistrationOperator& op,

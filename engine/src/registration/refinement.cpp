@@ -508,25 +508,8 @@ class LevelSolver {
                 pass.alpha * sf[static_cast<std::size_t>(i)] * sg[static_cast<std::size_t>(j)];
         }
       }
-    const double area = static_cast<double>(stride) * stride;
+    lag_sum(u, u, R, stride, M);
     auto entry = [](int i, int j) { return static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j); };
-    M.fill(0);
-    std::vector<float> win;  // one boxed channel at a time: big frames need no more
-    for (int j = 0; j < np_; ++j) {
-      win = u[static_cast<std::size_t>(j)];
-      box_sum(win, w, ref_.height, -R, R);
-      for (int i = 0; i < np_; ++i) {
-        const std::vector<float>& ui = u[static_cast<std::size_t>(i)];
-        double acc = 0;
-        for (int y = qy0_; y <= qy1_; y += stride)
-          for (int x = qx0_; x <= qx1_; x += stride) {
-            const std::size_t at = static_cast<std::size_t>(y) * w + x;
-            acc += static_cast<double>(ui[at]) * win[at];
-          }
-        M[entry(i, j)] += 0.5 * area * acc;  // symmetrised: the subgrid breaks the exact symmetry
-        M[entry(j, i)] += 0.5 * area * acc;
-      }
-    }
     // A structured misfit (a blurred frame's lost lattice) can make the
     // plain lag sum indefinite. The triangular weights (1 - |dx|/(R+1))
     // (1 - |dy|/(R+1)) cannot: that lag sum is the Gram matrix
@@ -552,6 +535,32 @@ class LevelSolver {
           for (std::size_t at = 0; at < bi.size(); ++at) acc += static_cast<double>(bi[at]) * bj[at];
           M[entry(i, j)] = M[entry(j, i)] = norm * acc;
         }
+    }
+  }
+
+  // M_ij = sum_q sum_|d|<=R (a_i(q) b_j(q+d) + a_j(q) b_i(q+d)) / 2, the
+  // outer sum on every `stride`-th pixel of the ROI.
+  void lag_sum(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b, int R, int stride,
+               std::array<double, 36>& M) const {
+    const int w = ref_.width;
+    const double area = static_cast<double>(stride) * stride;
+    auto entry = [](int i, int j) { return static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j); };
+    M.fill(0);
+    std::vector<float> win;  // one boxed channel at a time: big frames need no more
+    for (int j = 0; j < np_; ++j) {
+      win = b[static_cast<std::size_t>(j)];
+      box_sum(win, w, ref_.height, -R, R);
+      for (int i = 0; i < np_; ++i) {
+        const std::vector<float>& ai = a[static_cast<std::size_t>(i)];
+        double acc = 0;
+        for (int y = qy0_; y <= qy1_; y += stride)
+          for (int x = qx0_; x <= qx1_; x += stride) {
+            const std::size_t at = static_cast<std::size_t>(y) * w + x;
+            acc += static_cast<double>(ai[at]) * win[at];
+          }
+        M[entry(i, j)] += 0.5 * area * acc;  // symmetrised: the subgrid breaks the exact symmetry
+        M[entry(j, i)] += 0.5 * area * acc;
+      }
     }
   }
 
@@ -802,6 +811,41 @@ bool invert_general(int n, const std::array<double, 36>& B, const std::array<dou
 
 std::array<double, 6> entries(const Transform& t) { return {t.a, t.b, t.c, t.d, t.tx, t.ty}; }
 
+// Per axis, the share of the reference gradient's power that is signal:
+// A's translation entry (the reference's gradient times the moving frame's,
+// whose noise is independent) over H's (the reference's gradient squared,
+// its noise's power included); in [0, 1].
+std::array<double, 2> gradient_signal_fraction(int np, const std::array<double, 36>& A,
+                                               const std::array<double, 36>& H) {
+  const std::size_t tx = np == 2 ? 0 : np == 3 ? 1 : 4;  // the translation parameters' index (steepest)
+  std::array<double, 2> f{};
+  for (std::size_t a = 0; a < 2; ++a) {
+    const std::size_t i = (tx + a) * 7;
+    f[a] = H[i] > 0 ? std::clamp(A[i] / H[i], 0.0, 1.0) : 1.0;
+  }
+  return f;
+}
+
+// The covariance A^-1 M A^-T of the increment's parameters carried to T's
+// entries through J = d entries(T(delta)) / d delta (the increment composes on
+// S = T^-1 from the right).
+std::array<double, 36> entries_covariance(int np, const std::array<double, 36>& Ainv, const std::array<double, 36>& M,
+                                          const double (&J)[6][6]) {
+  auto at = [](int i, int j) { return static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j); };
+  std::array<double, 36> CS{}, tmp{}, out{};
+  for (int i = 0; i < np; ++i)
+    for (int j = 0; j < np; ++j)
+      for (int k = 0; k < np; ++k) tmp[at(i, j)] += Ainv[at(i, k)] * M[at(k, j)];
+  for (int i = 0; i < np; ++i)
+    for (int j = 0; j < np; ++j)
+      for (int k = 0; k < np; ++k) CS[at(i, j)] += tmp[at(i, k)] * Ainv[at(j, k)];
+  for (int a = 0; a < 6; ++a)
+    for (int b = 0; b < 6; ++b)
+      for (int p = 0; p < np; ++p)
+        for (int q = 0; q < np; ++q) out[at(a, b)] += J[a][p] * CS[at(p, q)] * J[b][q];
+  return out;
+}
+
 }  // namespace
 
 RefineInformation Refinement::information(const Prepared& reference, const Prepared& moving, const Transform& T) const {
@@ -845,28 +889,10 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
       {1, static_cast<int>(std::floor(sigma)), static_cast<int>(std::ceil(std::sqrt(solver.pixels() / 65536.0)))});
   double rss = 0;
   solver.noise_information(S, pass, R, stride, A, M, rss);
+  out.gradient_signal_fraction = gradient_signal_fraction(np, A, solver.hessian());
+  out.prefilter_sigma = options_.prefilter_sigma;
   out.residual_rms = std::sqrt(rss / std::max(1.0, solver.pixels()));
   if (!invertible || !invert_general(np, A, solver.hessian(), Ainv)) return singular();
-  // Covariance of the increment's parameters A^-1 M A^-T, then of T's
-  // entries through T(delta) = W(delta) o T (the increment composes on
-  // S = T^-1 from the right).
-  std::array<double, 36> CS{}, tmp{};
-  for (int i = 0; i < np; ++i)
-    for (int j = 0; j < np; ++j) {
-      double v = 0;
-      for (int k = 0; k < np; ++k)
-        v += Ainv[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(k)] *
-             M[static_cast<std::size_t>(k) * 6 + static_cast<std::size_t>(j)];
-      tmp[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] = v;
-    }
-  for (int i = 0; i < np; ++i)
-    for (int j = 0; j < np; ++j) {
-      double v = 0;
-      for (int k = 0; k < np; ++k)
-        v += tmp[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(k)] *
-             Ainv[static_cast<std::size_t>(j) * 6 + static_cast<std::size_t>(k)];
-      CS[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] = v;
-    }
   double J[6][6] = {};  // d entries(T(delta)) / d delta
   const double step = 1e-4;
   for (int p = 0; p < np; ++p) {
@@ -878,14 +904,7 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
     for (int e = 0; e < 6; ++e)
       J[e][p] = (plus[static_cast<std::size_t>(e)] - minus[static_cast<std::size_t>(e)]) / (2 * step);
   }
-  for (int a = 0; a < 6; ++a)
-    for (int b = 0; b < 6; ++b) {
-      double v = 0;
-      for (int p = 0; p < np; ++p)
-        for (int q = 0; q < np; ++q)
-          v += J[a][p] * CS[static_cast<std::size_t>(p) * 6 + static_cast<std::size_t>(q)] * J[b][q];
-      out.covariance[static_cast<std::size_t>(a) * 6 + static_cast<std::size_t>(b)] = v;
-    }
+  out.covariance = entries_covariance(np, Ainv, M, J);
   for (std::size_t i = 0; i < 6; ++i)
     if (!(out.covariance[i * 7] >= 0) || !std::isfinite(out.covariance[i * 7])) return singular();
   return out;

@@ -862,6 +862,10 @@ std::exception_ptr stage_drift(RegisterRun& run, OutputSet* set, const AverageRe
 // Error(registration_failed); run_register commits the set.
 void stop_if_failed(RegisterRun& run, OutputSet* set) {
   run.failures = classify_failures_over_ranks(run.ctx.comm, run.res.registrations, run.block);
+  // drift.csv and the report with the series' common part in every frame's
+  // sigma (the weights and max_sigma above used the frames' own estimate).
+  share_series_common(run.res.uncertainty, run.uncertainty_summary, run.block.first);
+  run.uncertainty_summary = summarize_uncertainty_over_ranks(run.ctx.comm, run.res.uncertainty, run.block);
   run.rows = DriftRows(run.res.registrations, run.res.uncertainty, run.job.registration.model);
   run.res.uncertainty = std::vector<DriftUncertainty>();
   // Gathered only now, so the phases before never hold the whole table

@@ -43,6 +43,15 @@ bool looks_like_counts(const Frame& f);
 // equal after the gain match (1/2).
 double reference_noise_share(const RefineInformation& info, bool counts);
 
+// The share (0..share] of a frame's drift variance along one axis that is
+// frame 0's noise, common to every frame: share of the part the signal's
+// gradient carries (rho: RefineInformation::gradient_signal_fraction); the
+// rest, frame 0's gradient noise times frame k's noise, is each frame's own.
+double common_fraction(double share, double rho, double kappa);
+// That product's weight kappa for noise white before a Gaussian prefilter
+// of `sigma` px (0: none) and central-difference gradients.
+double gradient_noise_kappa(double sigma);
+
 // The drift's covariance at the frame centre from T's.
 DriftUncertainty drift_uncertainty(const RefineInformation& info, const Transform& to_frame0, Point centre,
                                    double reference_share);
@@ -61,6 +70,17 @@ struct UncertaintySummary {
   std::vector<std::size_t> singular_frames;
 };
 UncertaintySummary summarize_uncertainty(const std::vector<DriftUncertainty>& frames);
+// Frame 0's noise is one realisation shared by every frame, so each frame's
+// variance is its own part plus the series' common part (the summary's
+// median), not its own pair's view of that part: then no frame's sigma is
+// below the common sigma. Frames [first_frame, ...) of a block; frame 0 and
+// singular frames are left as they are. Idempotent. What drift.csv and
+// report.json show; the frame weights and max_sigma use the frames' own
+// estimate (the averages stay as they were).
+void share_series_common(std::vector<DriftUncertainty>& block, const UncertaintySummary& series,
+                         std::size_t first_frame);
+// The same over a whole series (its own summary).
+std::vector<DriftUncertainty> with_series_common(std::vector<DriftUncertainty> frames);
 // What a summary is made of, for a block of frames whose first is frame
 // `first_frame` (a rank's share): the per-frame figures it takes medians of
 // (finite frames 1..), the worst and the singular frames. Blocks combine in

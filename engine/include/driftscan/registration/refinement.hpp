@@ -67,11 +67,17 @@ struct RefineResult {
 // both frames.
 struct RefineInformation {
   std::array<double, 36> covariance{};  // of T's entries (a, b, c, d, tx, ty), row-major 6x6
-  bool singular = false;                // information not invertible: variances are inf
-  double residual_rms = 0.0;            // of alpha g + beta - f over the overlap
-  double reference_mean = 0.0;          // mean of the (smoothed) reference over the overlap
-  double alpha = 1.0, beta = 0.0;       // gain and offset fitted there
-  std::size_t pixels = 0;               // overlap pixels used
+  // Per axis (x, y), the share of the reference gradient's power that is
+  // signal (1 - the share of its noise): where it is small, much of the
+  // variance is the reference's gradient noise times the moving frame's noise,
+  // new in every frame (drift_uncertainty.cpp: common_fraction).
+  std::array<double, 2> gradient_signal_fraction{1.0, 1.0};
+  double prefilter_sigma = 0.0;    // of the Gaussian the frames were smoothed with (px; 0: none)
+  bool singular = false;           // information not invertible: variances are inf
+  double residual_rms = 0.0;       // of alpha g + beta - f over the overlap
+  double reference_mean = 0.0;     // mean of the (smoothed) reference over the overlap
+  double alpha = 1.0, beta = 0.0;  // gain and offset fitted there
+  std::size_t pixels = 0;          // overlap pixels used
 };
 
 class Refinement {
