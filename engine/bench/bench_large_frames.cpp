@@ -3,7 +3,8 @@
 // `driftscan-engine synth` (not timed), then `driftscan-engine register`
 // runs as a child process on one rank. Printed per case: the report's
 // timings_s per phase (wall; the CPU of the whole child in brackets), the
-// wall per pixel (wall / (frames · width · height)), and the child's peak
+// wall and CPU per pixel (/ (frames · width · height); the CPU figure is
+// the one to compare on a shared machine), and the child's peak
 // resident memory — VmHWM polled from /proc/<pid>/status every 10 ms (the
 // child's ru_maxrss would include the parent's across exec). With
 // --compare ENGINE the same series is registered by that engine too and the
@@ -118,8 +119,9 @@ int main(int argc, char** argv) {
       "bench_large_frames: %s, 1 rank x %s thread(s)%s; wall per pixel = wall / (frames*w*h); "
       "phases: report timings_s (s); peak: child VmHWM\n",
       engine.c_str(), threads.c_str(), distortion ? ", --scan-distortion" : "");
-  std::printf("%-16s %8s %8s %9s %7s %7s %7s %7s %7s %9s%s\n", "frames x size", "wall s", "cpu s", "ns/px", "pairs",
-              "scan", "uncert", "distort", "average", "peak MB", compare.empty() ? "" : "  max |drift diff| px");
+  std::printf("%-16s %8s %8s %9s %9s %7s %7s %7s %7s %7s %9s%s\n", "frames x size", "wall s", "cpu s", "ns/px",
+              "cpu ns/px", "pairs", "scan", "uncert", "distort", "average", "peak MB",
+              compare.empty() ? "" : "  max |drift diff| px");
   std::stringstream list(cases);
   std::string item;
   while (std::getline(list, item, ',')) {
@@ -156,9 +158,16 @@ int main(int argc, char** argv) {
     auto report = nlohmann::json::parse(std::ifstream(out + "/report.json"));
     const auto& t = report["timings_s"];
     const double pixels = double(frames) * size * size;
-    std::printf("%-16s %8.2f %8.2f %9.1f %7.2f %7.2f %7.2f %7.2f %7.2f %9.0f",
-                (std::to_string(frames) + " x " + dim).c_str(), c.wall, c.cpu, 1e9 * c.wall / pixels, phase(t, "pairs"),
-                phase(t, "scan"), phase(t, "uncertainty"), phase(t, "distortion"), phase(t, "average"), c.peak_mb);
+    std::printf("%-16s %8.2f %8.2f %9.1f %9.1f %7.2f %7.2f %7.2f %7.2f %7.2f %9.0f",
+                (std::to_string(frames) + " x " + dim).c_str(), c.wall, c.cpu, 1e9 * c.wall / pixels,
+                1e9 * c.cpu / pixels, phase(t, "pairs"), phase(t, "scan"), phase(t, "uncertainty"),
+                phase(t, "distortion"), phase(t, "average"), c.peak_mb);
+    if (report.contains("cpu_s")) {  // the phases' CPU: the figures to compare on a loaded machine
+      const auto& u = report["cpu_s"];
+      std::printf("\n%-16s %8s %8s %9s %9s %7.2f %7.2f %7.2f %7.2f %7.2f %9s", "  (phases' cpu)", "", "", "", "",
+                  phase(u, "pairs"), phase(u, "scan"), phase(u, "uncertainty"), phase(u, "distortion"),
+                  phase(u, "average"), "");
+    }
     if (!compare.empty()) {
       const std::string ref = (root / ("ref_" + tag)).string();
       if (reg(compare, ref).status != 0) {

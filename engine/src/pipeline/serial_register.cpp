@@ -8,6 +8,7 @@
 
 #include "driftscan/core/error.hpp"
 #include "driftscan/core/omp_threads.hpp"
+#include "driftscan/core/peak_memory.hpp"
 #include "driftscan/pipeline/phase_timer.hpp"
 #include "driftscan/pipeline/rank_checkpoints.hpp"
 #include "driftscan/pipeline/register_checkpoint.hpp"
@@ -34,7 +35,7 @@ class SerialRegister {
         n_(frames.frame_count()),
         ck_path_(checkpoint_path(job.output)),
         timer_(res_.seconds, &cancel),
-        op_(frames, job.registration, 1, plan.prepared_cache_bytes),
+        op_(frames, job.registration, 1, prepared_cache_bytes(job, frames.width(), frames.height())),
         injected_(std::move(injected)) {}
 
   RegisterResult run() {
@@ -214,7 +215,12 @@ class SerialRegister {
                           {"uncertainty", res_.seconds.uncertainty},
                           {"average", res_.seconds.average},
                           {"before_write_total", timer_.total()}};
-    extra["cpu_s"] = {{"pairs", res_.cpu.pairs}, {"scan", res_.cpu.scan}, {"average", res_.cpu.average}};
+    extra["cpu_s"] = {{"pairs", res_.cpu.pairs},
+                      {"scan", res_.cpu.scan},
+                      {"uncertainty", res_.cpu.uncertainty},
+                      {"average", res_.cpu.average}};
+    extra["memory"] = {{"peak_mb", static_cast<double>(peak_resident_bytes()) / (1024.0 * 1024.0)},
+                       {"budget_mb", job_.execution.memory_budget_mb}};
     extra["scan_trace"] = trace_.to_json(false);  // its records are streamed (below)
     const auto& records = trace_.records();
     res_.files = write_register_outputs(
