@@ -45,7 +45,7 @@ std::size_t prepared_cache_bytes(const Job& job, int width, int height) {
   const double pixels = static_cast<double>(std::max(0, width)) * std::max(0, height);
   const double reuse = pixels * sizeof(float) * (4.0 / 3.0) * 5.0 * 1.05;
   const double budget = job.execution.memory_budget_mb * 1024.0 * 1024.0;
-  return static_cast<std::size_t>(std::max(small, std::min(reuse, 0.375 * budget)));
+  return static_cast<std::size_t>(std::min(std::max(small, reuse), 0.375 * budget));
 }
 
 namespace {

@@ -48,7 +48,7 @@ RegisterPlan plan_register(const Job& job, int ranks);
 // The registration operator's cache of prepared frames (pyramids) for
 // frames of width x height: a quarter of execution.frame_cache_mb, at most
 // 256 MB, or — when frame 0's reference pyramid and one moving pyramid need
-// more (frames of 2048^2 and up) — that much, within 3/8 of
+// more (frames of 2048^2 and up) — that much; never more than 3/8 of
 // execution.memory_budget_mb. The scan reuses only a few prepared frames at
 // a time (frame 0, each worker's segment start); without frame 0 kept, every
 // step and every uncertainty rebuilt its pyramid (a large frame's main cost).
