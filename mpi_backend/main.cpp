@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/large_allocations.hpp"
 #include "driftscan/mpi/jobs/job_runner.hpp"
 #include "driftscan/mpi/runtime/cancel_relay.hpp"
 #include "driftscan/mpi/runtime/command.hpp"
@@ -167,6 +168,7 @@ static int run_engine(int argc, char** argv) {
 // before a subcommand runs) still ends with one line and exit 3 — and ends
 // the other ranks — instead of std::terminate.
 int main(int argc, char** argv) {
+  driftscan::reuse_large_allocations();
   try {
     return run_engine(argc, argv);
   } catch (const std::exception& e) {
