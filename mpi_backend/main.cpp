@@ -56,6 +56,7 @@ static int run_engine(int argc, char** argv) {
   }
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  driftscan::reuse_large_allocations();  // after MPI, which sets the allocator's options of its own
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -168,7 +169,6 @@ static int run_engine(int argc, char** argv) {
 // before a subcommand runs) still ends with one line and exit 3 — and ends
 // the other ranks — instead of std::terminate.
 int main(int argc, char** argv) {
-  driftscan::reuse_large_allocations();
   try {
     return run_engine(argc, argv);
   } catch (const std::exception& e) {
