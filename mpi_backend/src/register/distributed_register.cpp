@@ -654,6 +654,7 @@ void correct_distortion(RegisterRun& run) {
     run.ctx.progress.log(LogLevel::warning, said);
     run.res.warnings.push_back(said);
   }
+  run.op.release_prepared();  // the rigid phases are done: their pyramids' memory goes to the correction's grids
   // Frames scanned in several directions are corrected as recorded (the timing turns each one).
   run.distortion = correct_scan_distortion(recorded_frames(*run.frames), *run.timing, rigid, settings, run.ctx,
                                            run.threads, leave_out);
