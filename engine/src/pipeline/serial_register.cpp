@@ -44,6 +44,7 @@ class SerialRegister {
     timed(RegisterPhase::pairs, res_.cpu.pairs, [&] { pairs(); });
     timed(RegisterPhase::scan, res_.cpu.scan, [&] { scan(); });
     timed(RegisterPhase::uncertainty, res_.cpu.uncertainty, [&] { uncertainty(); });
+    op_.release_prepared();  // the pyramids are done with: their memory goes to the averaging
     cancel_.throw_if_cancelled();
     stop_if_failed();
     timed(RegisterPhase::average, res_.cpu.average, [&] {
