@@ -2,7 +2,6 @@
 #include "driftscan/core/omp_threads.hpp"
 
 #include <omp.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
