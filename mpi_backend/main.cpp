@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/large_allocations.hpp"
 #include "driftscan/mpi/jobs/job_runner.hpp"
 #include "driftscan/mpi/runtime/cancel_relay.hpp"
 #include "driftscan/mpi/runtime/command.hpp"
@@ -55,6 +56,7 @@ static int run_engine(int argc, char** argv) {
   }
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  driftscan::reuse_large_allocations();  // after MPI, which sets the allocator's options of its own
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -126,3 +126,19 @@ TEST(RegisterPlan, SerialExecutorResumesToTheSameDrift) {
     EXPECT_EQ(a.registrations[k].transform.ty, b.registrations[k].transform.ty) << k;
   }
 }
+
+// The prepared-frame cache: unchanged on small frames; on large ones big
+// enough for frame 0's reference pyramid and one moving pyramid (else every
+// scan step rebuilds frame 0's), but never past 3/8 of the memory budget.
+TEST(RegisterPlan, PreparedCacheHoldsFrameZeroWithinTheBudget) {
+  Job job = register_job("out");
+  const std::size_t mb = std::size_t(1) << 20;
+  EXPECT_EQ(prepared_cache_bytes(job, 256, 256), 64 * mb);  // a quarter of the 256 MB frame cache
+  const double px = 4096.0 * 4096.0, reference = px * 4 * (4.0 / 3.0) * 4, moving = px * 4 * (4.0 / 3.0);
+  EXPECT_GE(static_cast<double>(prepared_cache_bytes(job, 4096, 4096)), reference + moving);
+  EXPECT_LE(prepared_cache_bytes(job, 4096, 4096), static_cast<std::size_t>(0.375 * 2048) * mb);
+  job.execution.memory_budget_mb = 512;
+  EXPECT_EQ(prepared_cache_bytes(job, 4096, 4096), 192 * mb);
+  job.execution.memory_budget_mb = 64;  // the budget bounds the small-frame cache too
+  EXPECT_EQ(prepared_cache_bytes(job, 256, 256), 24 * mb);
+}

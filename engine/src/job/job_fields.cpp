@@ -427,6 +427,8 @@ std::vector<JobField> execution_rows() {
           .member<E, &Exe::work_stealing>(),
       Row("execution", "frame_cache_mb", T::number, "Decoded-frame cache per rank (MB)").flag("--frame-cache-mb", all)
           .at_least(1).member<E, &Exe::frame_cache_mb>(),
+      Row("execution", "memory_budget_mb", T::number, "Memory a rank may use (MB); bounds its caches")
+          .flag("--memory-budget-mb", all).at_least(64).member<E, &Exe::memory_budget_mb>(),
       Row("execution", "checkpoint_interval_s", T::number, "Seconds between checkpoints (0: off)")
           .flag("--checkpoint-interval", reg).at_least(0).said("0 (off) or more").member<E, &Exe::checkpoint_interval_s>(),
       Row("execution", "resume", T::boolean, "Continue from the checkpoints in the output folder (any rank count)")

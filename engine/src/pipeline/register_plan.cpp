@@ -37,9 +37,15 @@ bool RegisterPlan::has(RegisterPhase phase) const {
   return std::find(phases.begin(), phases.end(), phase) != phases.end();
 }
 
-std::size_t prepared_cache_bytes(const Job& job) {
+std::size_t prepared_cache_bytes(const Job& job, int width, int height) {
   const double bytes = job.execution.frame_cache_mb * 1024.0 * 1024.0 / 4.0;
-  return static_cast<std::size_t>(std::min(bytes, 256.0 * 1024.0 * 1024.0));
+  const double small = std::min(bytes, 256.0 * 1024.0 * 1024.0);
+  // Frame 0's reference pyramid (4 images of 4/3 the frame) and one moving
+  // pyramid (1 x 4/3): every scan step and every uncertainty reuses frame 0.
+  const double pixels = static_cast<double>(std::max(0, width)) * std::max(0, height);
+  const double reuse = pixels * sizeof(float) * (4.0 / 3.0) * 5.0 * 1.05;
+  const double budget = job.execution.memory_budget_mb * 1024.0 * 1024.0;
+  return static_cast<std::size_t>(std::min(std::max(small, reuse), 0.375 * budget));
 }
 
 namespace {
@@ -87,7 +93,6 @@ RegisterPlan plan_register(const Job& job, int ranks) {
   plan.rank_checkpoints = has_rank_checkpoints(job);
   plan.checkpoint_interval_s = job.execution.checkpoint_interval_s;
   plan.frame_cache_bytes = static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0);
-  plan.prepared_cache_bytes = prepared_cache_bytes(job);
   choose_executor(job, plan);
   using P = RegisterPhase;
   plan.phases = {P::open, P::pairs, P::scan, P::uncertainty};

@@ -8,6 +8,7 @@
 
 #include "driftscan/core/error.hpp"
 #include "driftscan/core/omp_threads.hpp"
+#include "driftscan/core/peak_memory.hpp"
 #include "driftscan/job/job.hpp"
 #include "driftscan/pipeline/phase_timer.hpp"
 #include "driftscan/pipeline/rank_checkpoints.hpp"
@@ -35,7 +36,7 @@ class SerialRegister {
         n_(frames.frame_count()),
         ck_path_(checkpoint_path(job.output)),
         timer_(res_.seconds, &cancel),
-        op_(frames, job.registration, 1, plan.prepared_cache_bytes),
+        op_(frames, job.registration, 1, prepared_cache_bytes(job, frames.width(), frames.height())),
         injected_(std::move(injected)) {}
 
   RegisterResult run() {
@@ -44,6 +45,7 @@ class SerialRegister {
     timed(RegisterPhase::pairs, res_.cpu.pairs, [&] { pairs(); });
     timed(RegisterPhase::scan, res_.cpu.scan, [&] { scan(); });
     timed(RegisterPhase::uncertainty, res_.cpu.uncertainty, [&] { uncertainty(); });
+    op_.release_prepared();  // the pyramids are done with: their memory goes to the averaging
     cancel_.throw_if_cancelled();
     stop_if_failed();
     timed(RegisterPhase::average, res_.cpu.average, [&] {
@@ -216,7 +218,12 @@ class SerialRegister {
                           {"uncertainty", res_.seconds.uncertainty},
                           {"average", res_.seconds.average},
                           {"before_write_total", timer_.total()}};
-    extra["cpu_s"] = {{"pairs", res_.cpu.pairs}, {"scan", res_.cpu.scan}, {"average", res_.cpu.average}};
+    extra["cpu_s"] = {{"pairs", res_.cpu.pairs},
+                      {"scan", res_.cpu.scan},
+                      {"uncertainty", res_.cpu.uncertainty},
+                      {"average", res_.cpu.average}};
+    extra["memory"] = {{"peak_mb", static_cast<double>(peak_resident_bytes()) / (1024.0 * 1024.0)},
+                       {"budget_mb", job_.execution.memory_budget_mb}};
     extra["scan_trace"] = trace_.to_json(false);  // its records are streamed (below)
     const auto& records = trace_.records();
     res_.files = write_register_outputs(

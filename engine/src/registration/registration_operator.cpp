@@ -247,6 +247,12 @@ void RegistrationOperator::prepare_moving(std::size_t k) const {
   }
 }
 
+void RegistrationOperator::release_prepared() const {
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  cache_.clear();
+  cache_bytes_ = 0;
+}
+
 RefineInformation RegistrationOperator::information(const Registration& r) const {
   RefineInformation info;
   if (r.from == r.to) return info;  // a frame against itself: exact

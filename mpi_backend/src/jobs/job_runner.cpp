@@ -2,7 +2,6 @@
 #include "driftscan/core/omp_threads.hpp"
 
 #include <omp.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +16,7 @@
 
 #include "driftscan/core/atomic_file.hpp"
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/peak_memory.hpp"
 #include "driftscan/formats/tiff/tiff_series.hpp"
 #include "driftscan/formats/tiff/tiff_writer.hpp"
 #include "driftscan/mpi/dft/stack_spectrum.hpp"
@@ -88,9 +88,7 @@ void on_root(RunContext& ctx, F&& work) {
 // and it goes out before this last collective so that a rank lost here is
 // known to have been lost after the commit (the launcher then warns, exit 0).
 void report_peak_memory(RunContext& ctx) {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  double mb = static_cast<double>(ru.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+  double mb = static_cast<double>(peak_resident_bytes()) / (1024.0 * 1024.0);
   std::vector<double> all(static_cast<std::size_t>(ctx.size));
   MPI_Gather(&mb, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, ctx.comm);
   if (ctx.rank != 0) return;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/peak_memory.hpp"
 #include "driftscan/formats/tiff/tiff_series.hpp"
 #include "driftscan/formats/tiff/tiff_writer.hpp"
 #include "driftscan/job/job.hpp"
@@ -301,7 +302,7 @@ struct RegisterRun {
         frames(open_series(job)),
         n(frames->frame_count()),
         block(own_block(ctx.comm, n)),
-        op(*frames, job.registration, 1, prepared_cache_bytes(job)) {
+        op(*frames, job.registration, 1, prepared_cache_bytes(job, frames->width(), frames->height())) {
     res.seconds.open = timer.total();  // indexing the file (and the operator's set-up)
     if (job.scan.correct_distortion) {
       // Checked before any work: impossible timing or bands that do not fit
@@ -654,6 +655,7 @@ void correct_distortion(RegisterRun& run) {
     run.ctx.progress.log(LogLevel::warning, said);
     run.res.warnings.push_back(said);
   }
+  run.op.release_prepared();  // the rigid phases are done: their pyramids' memory goes to the correction's grids
   // Frames scanned in several directions are corrected as recorded (the timing turns each one).
   run.distortion = correct_scan_distortion(recorded_frames(*run.frames), *run.timing, rigid, settings, run.ctx,
                                            run.threads, leave_out);
@@ -793,6 +795,9 @@ void write_outputs(RegisterRun& run, OutputSet& set) {
   extra["timings_s"] = {{"open", res.seconds.open},       {"pairs", res.seconds.pairs},
                         {"scan", res.seconds.scan},       {"uncertainty", res.seconds.uncertainty},
                         {"average", res.seconds.average}, {"before_write_total", res.seconds.total}};
+  // Rank 0's peak (every rank's is logged at exit, job_runner.cpp).
+  extra["memory"] = {{"peak_mb", static_cast<double>(peak_resident_bytes()) / (1024.0 * 1024.0)},
+                     {"budget_mb", job.execution.memory_budget_mb}};
   const auto& records = run.trace.records();
   // An earlier run's files that this one does not write (lines.csv of a
   // corrected run, …) go when the set is committed.

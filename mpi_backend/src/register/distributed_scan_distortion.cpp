@@ -56,17 +56,18 @@ SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timi
   // Sums and coverage of the even frames, then (with `noise`) of the odd
   // ones: by the frame's own index, so the halves are the same for any ranks.
   const std::size_t halves = noise ? 2 : 1;
-  std::vector<double> sums;
   // The final average (no noise, nothing kept) carries its standard error:
   // squares summed apart, in a reduction of their own (the sums' stays as it was).
   const bool final_average = !noise && !kept;
-  std::vector<double> squares;
+  // Each grid is reduced where it was summed (no packed copy of them all:
+  // on 4096^2 frames every grid of doubles is ~140 MB).
+  std::vector<double> sum[2], coverage[2], squares;
+  double counted[2] = {0.0, 0.0};  // the frames counted in each half
   together(ctx, [&] {
     grid = SpecimenGrid::covering(extent, timing);
     const std::size_t size = static_cast<std::size_t>(grid.width) * static_cast<std::size_t>(grid.height);
-    sums.assign(2 * halves * size + 2, 0.0);  // + the frames counted in each half
     squares.assign(final_average ? size : 0, 0.0);
-    std::vector<std::vector<double>> sum(halves, std::vector<double>(size, 0.0)), coverage = sum;
+    for (std::size_t h = 0; h < halves; ++h) sum[h].assign(size, 0.0), coverage[h].assign(size, 0.0);
     ContributionBudget budget(kept);
     for (std::size_t k = lo; k < hi; ++k) {
       ctx.cancel.throw_if_cancelled();
@@ -75,7 +76,7 @@ SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timi
         ctx.progress.advance(++progress_done);
         continue;
       }
-      sums[2 * halves * size + k % 2] += 1.0;
+      counted[k % 2] += 1.0;
       const std::size_t half = k % halves;
       FrameContribution c =
           sample_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid, from_sample);
@@ -84,38 +85,28 @@ SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timi
       budget.keep(std::move(c));
       ctx.progress.advance(++progress_done);
     }
-    for (std::size_t h = 0; h < halves; ++h) {
-      std::copy(sum[h].begin(), sum[h].end(), sums.begin() + static_cast<long>(2 * h * size));
-      std::copy(coverage[h].begin(), coverage[h].end(), sums.begin() + static_cast<long>((2 * h + 1) * size));
-    }
   });
-  const int count = static_cast<int>(sums.size());
-  if (everywhere) MPI_Allreduce(MPI_IN_PLACE, sums.data(), count, MPI_DOUBLE, MPI_SUM, ctx.comm);
-  else if (ctx.rank == 0) MPI_Reduce(MPI_IN_PLACE, sums.data(), count, MPI_DOUBLE, MPI_SUM, 0, ctx.comm);
-  else MPI_Reduce(sums.data(), nullptr, count, MPI_DOUBLE, MPI_SUM, 0, ctx.comm);
-  if (final_average) {
-    const int n2 = static_cast<int>(squares.size());
-    if (everywhere) MPI_Allreduce(MPI_IN_PLACE, squares.data(), n2, MPI_DOUBLE, MPI_SUM, ctx.comm);
-    else if (ctx.rank == 0) MPI_Reduce(MPI_IN_PLACE, squares.data(), n2, MPI_DOUBLE, MPI_SUM, 0, ctx.comm);
-    else MPI_Reduce(squares.data(), nullptr, n2, MPI_DOUBLE, MPI_SUM, 0, ctx.comm);
-  }
-  if (!everywhere && ctx.rank != 0) return {};
-  const std::size_t size = (sums.size() - 2) / (2 * halves);
-  const std::size_t counted[2] = {static_cast<std::size_t>(sums[2 * halves * size]),
-                                  static_cast<std::size_t>(sums[2 * halves * size + 1])};
-  auto part = [&](std::size_t i) {
-    return std::vector<double>(sums.begin() + static_cast<long>(i * size),
-                               sums.begin() + static_cast<long>((i + 1) * size));
+  auto reduce = [&](double* data, std::size_t count) {
+    const int n = static_cast<int>(count);
+    if (everywhere) MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_DOUBLE, MPI_SUM, ctx.comm);
+    else if (ctx.rank == 0) MPI_Reduce(MPI_IN_PLACE, data, n, MPI_DOUBLE, MPI_SUM, 0, ctx.comm);
+    else MPI_Reduce(data, nullptr, n, MPI_DOUBLE, MPI_SUM, 0, ctx.comm);
   };
-  std::vector<double> sum[2] = {part(0), noise ? part(2) : std::vector<double>{}};
-  std::vector<double> coverage[2] = {part(1), noise ? part(3) : std::vector<double>{}};
+  for (std::size_t h = 0; h < halves; ++h) {
+    reduce(sum[h].data(), sum[h].size());
+    reduce(coverage[h].data(), coverage[h].size());
+  }
+  reduce(counted, 2);
+  if (final_average) reduce(squares.data(), squares.size());
+  if (!everywhere && ctx.rank != 0) return {};
   if (final_average) {
     SpecimenImage out = finish_specimen_average(grid, sum[0], coverage[0]);
     out.sigma = specimen_sigma(grid, sum[0], squares, coverage[0]);
     return out;
   }
   if (!noise) return finish_specimen_average(grid, sum[0], coverage[0]);
-  return finish_split_average(grid, sum, coverage, counted[0], counted[1], *noise);
+  return finish_split_average(grid, sum, coverage, static_cast<std::size_t>(counted[0]),
+                              static_cast<std::size_t>(counted[1]), *noise);
 }
 
 // Each frame's row of `width` numbers (rows[k], frames lo .. hi - 1 this

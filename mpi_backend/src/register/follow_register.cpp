@@ -354,7 +354,7 @@ class FollowRun {
     // The refinement on the critical path uses the job's threads (--threads 2
     // halves a large frame's latency on two cores).
     op_.emplace(frames, job_.registration, std::max(1, job_.execution.threads),
-                std::min(prepared_cache_bytes(job_), 24 * frame_bytes), true);
+                std::min(prepared_cache_bytes(job_, frames.width(), frames.height()), 24 * frame_bytes), true);
     worker_ = std::thread([this] { work(); });
   }
 

@@ -31,6 +31,9 @@ struct ExecutionSettings {
   std::string local_strategy = "reduce-then-scan";  // or scan-then-map
   bool work_stealing = true;
   double frame_cache_mb = 256;
+  // Memory a rank may use (MB): bounds the caches of prepared frames
+  // (register_plan.hpp); the report states the peak reached.
+  double memory_budget_mb = 2048;
   double checkpoint_interval_s = 60;
   bool resume = false;
 };

@@ -30,13 +30,12 @@ struct RegisterPlan {
   RegisterExecutor executor = RegisterExecutor::serial;
   std::string reason;  // why this executor, in a few words
   int ranks = 1;
-  int threads = 1;                       // OpenMP threads per rank
-  bool resume = false;                   // continue from the results folder's checkpoints
-  bool rank_checkpoints = false;         // a multi-rank run's checkpoints are there
-  double checkpoint_interval_s = 0.0;    // 0: no checkpoints
-  std::size_t frame_cache_bytes = 0;     // decoded frames
-  std::size_t prepared_cache_bytes = 0;  // the operator's prepared frames (pyramids)
-  std::vector<RegisterPhase> phases;     // in order
+  int threads = 1;                     // OpenMP threads per rank
+  bool resume = false;                 // continue from the results folder's checkpoints
+  bool rank_checkpoints = false;       // a multi-rank run's checkpoints are there
+  double checkpoint_interval_s = 0.0;  // 0: no checkpoints
+  std::size_t frame_cache_bytes = 0;   // decoded frames
+  std::vector<RegisterPhase> phases;   // in order
 
   bool has(RegisterPhase phase) const;
 };
@@ -46,10 +45,13 @@ struct RegisterPlan {
 // bad_input for what no executor runs (--apply-to with --follow).
 RegisterPlan plan_register(const Job& job, int ranks);
 
-// The registration operator's cache of prepared frames (pyramids): a quarter
-// of execution.frame_cache_mb, at most 256 MB. The scan reuses only a few
-// prepared frames at a time (frame 0, each worker's segment start), so this
-// holds plenty; a fixed 256 MB let it grow with the series up to that size.
-std::size_t prepared_cache_bytes(const Job& job);
+// The registration operator's cache of prepared frames (pyramids) for
+// frames of width x height: a quarter of execution.frame_cache_mb, at most
+// 256 MB, or — when frame 0's reference pyramid and one moving pyramid need
+// more (frames of 2048^2 and up) — that much; never more than 3/8 of
+// execution.memory_budget_mb. The scan reuses only a few prepared frames at
+// a time (frame 0, each worker's segment start); without frame 0 kept, every
+// step and every uncertainty rebuilt its pyramid (a large frame's main cost).
+std::size_t prepared_cache_bytes(const Job& job, int width, int height);
 
 }  // namespace driftscan

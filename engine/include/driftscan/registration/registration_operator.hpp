@@ -115,6 +115,11 @@ class RegistrationOperator {
   // `register --follow` does this while the pair registration of frame k runs.
   void prepare_moving(std::size_t k) const;
 
+  // Drops every prepared frame (pyramid) the cache holds: a phase after the
+  // scan (the scan-distortion correction) has the memory; an application
+  // after this prepares again what it needs, with the same results.
+  void release_prepared() const;
+
   // The precision of a result (from -> to) at its transform
   // (Refinement::information); singular for a bad or unrefined frame.
   RefineInformation information(const Registration& r) const;

@@ -1,0 +1,14 @@
+#pragma once
+// Large buffers (frames, pyramids, FFT scratch, averaging grids) reused from
+// the heap instead of each being a fresh mmap: glibc maps every block above
+// its mmap threshold afresh and unmaps it on free, so on 2048^2 frames and
+// up every such allocation page-faulted and zeroed its pages again (a fifth
+// of a register run's CPU at 2048^2). Freed memory is kept for
+// the next block of the same size; the peak stays what the run needs.
+// Process-wide; called once by a program (driftscan-engine's main), before
+// its threads start.
+namespace driftscan {
+
+void reuse_large_allocations();
+
+}  // namespace driftscan
