@@ -235,8 +235,10 @@ AverageResult average_registered(const FrameSource& frames, const std::vector<Re
                                  const std::vector<DriftUncertainty>* uncertainty, const AveragingTeam* team) {
   std::vector<std::size_t> above;
   if (uncertainty && options.max_sigma > 0) {
+    // The limit holds for the sigma drift.csv gives (the series' common part
+    // included: with_series_common), the one the app's Frames table shows.
     std::vector<double> sigma;
-    for (const DriftUncertainty& u : *uncertainty) sigma.push_back(u.sigma());
+    for (const DriftUncertainty& u : with_series_common(*uncertainty)) sigma.push_back(u.sigma());
     above = frames_above_sigma(sigma, options.max_sigma);
   }
   std::vector<double> weights;

@@ -614,8 +614,12 @@ void uncertainty(RegisterRun& run) {
   run.uncertainty_summary = summarize_uncertainty_over_ranks(run.ctx.comm, run.res.uncertainty, mine);
   run.frame0_noise = frame0_noise_over_ranks(run.ctx.comm, run.res.uncertainty, mine);
   const AveragingOptions& averaging = run.job.averaging;
-  if (averaging.max_sigma > 0)
-    run.above_sigma = frames_above_sigma_over_ranks(run.ctx.comm, run.res.uncertainty, mine, averaging.max_sigma);
+  if (averaging.max_sigma > 0) {
+    // The limit holds for the sigma drift.csv gives (the series' common part included), as written below.
+    std::vector<DriftUncertainty> written = run.res.uncertainty;
+    share_series_common(written, run.uncertainty_summary, mine.first);
+    run.above_sigma = frames_above_sigma_over_ranks(run.ctx.comm, written, mine, averaging.max_sigma);
+  }
   if (averaging.weights == FrameWeighting::inverse_variance)
     run.weights = uncertainty_weights_over_ranks(run.ctx.comm, run.res.uncertainty, run.frame0_noise);
   if (run.ctx.rank == 0)
@@ -868,7 +872,7 @@ std::exception_ptr stage_drift(RegisterRun& run, OutputSet* set, const AverageRe
 void stop_if_failed(RegisterRun& run, OutputSet* set) {
   run.failures = classify_failures_over_ranks(run.ctx.comm, run.res.registrations, run.block);
   // drift.csv and the report with the series' common part in every frame's
-  // sigma (the weights and max_sigma above used the frames' own estimate).
+  // sigma (the weights above used the frames' own estimate; max_sigma this sigma).
   share_series_common(run.res.uncertainty, run.uncertainty_summary, run.block.first);
   run.uncertainty_summary = summarize_uncertainty_over_ranks(run.ctx.comm, run.res.uncertainty, run.block);
   run.rows = DriftRows(run.res.registrations, run.res.uncertainty, run.job.registration.model);
