@@ -42,11 +42,11 @@ Job checked_job(const std::string& text) {
 // The job as the command line would run it: the file's scan rotations and
 // scan.auto_distortion decided from it (`said`: why, or "").
 Job decided_job(const std::string& text, bool from_file, std::string& said) {
-  const Job job = checked_job(text);
+  Job job = checked_job(text);
   if (!from_file) return job;
   std::string rotations_said;
   const Job turned = with_recorded_rotations(job, rotations_said);
-  const Job decided = with_scan_distortion_decided(turned, said);
+  Job decided = with_scan_distortion_decided(turned, said);
   if (!rotations_said.empty()) said = rotations_said + (said.empty() ? "" : "; " + said);
   return decided;
 }
