@@ -2,13 +2,11 @@
 
 #include <cmath>
 #include <cstddef>
-#include <exception>
 #include <memory>
 
 #include "driftscan/core/error.hpp"
 #include "driftscan/core/scan_rotation.hpp"
-#include "driftscan/formats/format_reader.hpp"
-#include "driftscan/formats/series_opener.hpp"
+#include "driftscan/pipeline/indexed_series.hpp"
 
 namespace driftscan {
 namespace {
@@ -62,14 +60,8 @@ Job with_recorded_rotations(const Job& job, std::string& said) {
   said.clear();
   if ((job.command != "register" && job.command != "average") || job.follow.enabled || !job.scan.rotation.empty())
     return job;
-  std::unique_ptr<FrameSource> frames;
-  try {
-    if (!format_reader_for(job.input).scan_clock_in_index) return job;
-    frames =
-        open_series(job.input, job.signal, static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0));
-  } catch (const std::exception&) {
-    return job;  // the caller's checks name what is wrong with the input
-  }
+  const std::unique_ptr<FrameSource> frames = open_indexed_series(job);
+  if (!frames) return job;
   const RecordedRotations recorded = frames->recorded_rotations();
   const std::vector<double> relative = relative_scan_rotations(recorded, job.input);
   if (relative.empty()) return job;

@@ -1,12 +1,10 @@
 #include "driftscan/pipeline/scan_distortion_decision.hpp"
 
-#include <exception>
 #include <memory>
 
 #include "driftscan/core/error.hpp"
 #include "driftscan/core/scan_timing.hpp"
-#include "driftscan/formats/format_reader.hpp"
-#include "driftscan/formats/series_opener.hpp"
+#include "driftscan/pipeline/indexed_series.hpp"
 #include "driftscan/scan_distortion/scan_distortion.hpp"
 
 namespace driftscan {
@@ -15,17 +13,8 @@ Job with_scan_distortion_decided(const Job& job, std::string& said) {
   said.clear();
   if (job.command != "register" || job.follow.enabled || job.scan.correct_distortion || !job.scan.auto_distortion)
     return job;
-  // Only a format whose reader says so records a scan clock read cheaply
-  // here: other series (a TIFF index can take a second to read) are not
-  // opened an extra time.
-  std::unique_ptr<FrameSource> frames;
-  try {
-    if (!format_reader_for(job.input).scan_clock_in_index) return job;
-    frames =
-        open_series(job.input, job.signal, static_cast<std::size_t>(job.execution.frame_cache_mb * 1024.0 * 1024.0));
-  } catch (const std::exception&) {
-    return job;  // the caller's checks name what is wrong with the input
-  }
+  const std::unique_ptr<FrameSource> frames = open_indexed_series(job);
+  if (!frames) return job;
   const RecordedScan recorded = frames->recorded_scan();
   if (!job.scan.corrects_distortion(recorded, frames->frame_count())) return job;
   Job out = job;
