@@ -131,11 +131,15 @@ check "cancel: pairs saved on cancel (interval 30 s not reached)" \
 resume cancel 2 pairs-only
 
 # --- a single-rank run's checkpoint (a scanned prefix) resumed on 2 ranks:
-# the rest is scanned by the work-stealing scan from the last known output
+# the rest is scanned by the work-stealing scan from the last known output.
+# Killed once a fifth of the scan is saved: what the resume skips must stand
+# clear of the spread of the stealing scan's operator count (with 53 outputs
+# saved, the resume's 2,542 applications exceeded an uninterrupted run's
+# 2,529 once in CI: the saving, ~90, is within that spread).
 "$ENGINE" register s.tif --out serial --threads 2 --checkpoint-interval 0.05 --progress none &
 P=$!
 for i in $(seq 600); do
-  [ "$(saved_outputs serial)" -ge 40 ] && break
+  [ "$(saved_outputs serial)" -ge 300 ] && break
   kill -0 $P 2>/dev/null || break
   sleep 0.05
 done
