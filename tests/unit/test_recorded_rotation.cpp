@@ -33,7 +33,7 @@ int pattern(int k, int x, int y) { return 100 + 7 * x + 3 * y + k; }
 // `deg(k)` degrees (as radians text); NaN leaves it out of frame k's.
 template <class Deg>
 std::string velox_with_rotations(const std::string& name, int n, Deg deg) {
-  const std::string path = temp(name);
+  std::string path = temp(name);
   hid_t f = velox_file(path);
   velox_image_frames(f, "img", "HAADF", 1e-10, 8, 8, n, pattern, [&](int k) {
     const double d = deg(k);
