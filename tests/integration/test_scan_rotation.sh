@@ -62,6 +62,12 @@ d=$(max_drift_deviation rev-f/drift.csv rev-b1/drift.csv)
 a=$("$BIN/tiff_compare" rev-f/average.tif rev-b1/average.tif)
 awk "BEGIN{exit !($d <= 0.01 && $a <= 1e-5)}" || die "follow across directions: drift $d px, average $a from batch"
 echo "ok: follow across directions = batch: drift deviation $d px, average relative difference $a"
+# A follow that ends before every given rotation was used: the results
+# stand (the count was unknown at the start) and the report says so.
+"$ENGINE" register rev.tif --follow --until-frames 3 --idle-timeout 20 --out rev-f3 --scan-rotation 0,90,180,270 \
+  --progress none
+grep -q '4 scan rotations were given but only 3 frames were taken' rev-f3/report.json ||
+  die "follow with more rotations than frames taken: no warning in report.json"
 
 # The scan distortion corrected jointly across directions: a revolving,
 # raster-scanned series with line jitter, on 1 and 2 ranks; lines.csv gains

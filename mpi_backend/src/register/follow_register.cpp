@@ -485,6 +485,14 @@ class FollowRun {
     result_.logged_warnings = warnings_.size();
     if (std::string w = singular_warning(summarize_uncertainty(res.uncertainty)); !w.empty())
       res.warnings.push_back(std::move(w));
+    // A batch run refuses more rotations than frames; here the count was not
+    // known when the run began, so the results stand and the user is told.
+    if (const std::size_t n = job_.scan.rotation.size(); n > done()) {
+      res.warnings.push_back(job_.input + ": " + std::to_string(n) + " scan rotations were given but only " +
+                             std::to_string(done()) + " frames were taken: rotations " + std::to_string(done()) +
+                             " to " + std::to_string(n - 1) + " were not used");
+      progress_.log(LogLevel::warning, res.warnings.back());
+    }
     // The file may show more frames by now than were taken (a Stop mid-file):
     // the results are those of the frames registered.
     const FramePrefix taken(taken_frames(), done());
