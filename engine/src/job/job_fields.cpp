@@ -370,8 +370,8 @@ std::vector<JobField> scan_rows() {
       Row("scan", "band_lines", T::integer, "Scan lines per band registered against the average")
           .flag("--band-lines", reg).at_least(4).at_most(4096).editor("Band lines").spin(4, 4096)
           .enabled_when("scan.correct_distortion", "true").member<C, &Scan::band_lines>(),
-      Row("scan", "rounds", T::integer, "Rounds of band registration and re-averaging")
-          .flag("--distortion-rounds", reg).at_least(1).at_most(20).member<C, &Scan::rounds>(),
+      Row("scan", "rounds", T::integer, "Rounds of band registration and re-averaging; 0: chosen (2 in one direction, 4 in several)")
+          .flag("--distortion-rounds", reg).at_least(0).at_most(20).member<C, &Scan::rounds>(),
       Row("scan", "smoothing", T::number, "Curvature penalty of the drift path d(t); 0: chosen per axis from the data")
           .flag("--path-smoothing", reg).at_least(0).member<C, &Scan::smoothing>(),
       Row("scan", "line_jitter", T::boolean, "Estimate each scan line's offset along the fast axis")

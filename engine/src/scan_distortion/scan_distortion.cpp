@@ -745,7 +745,7 @@ ScanDistortionSteps::ScanDistortionSteps(const ScanTiming& timing, const ScanDis
           "band lines must be between 4 and the " + std::to_string(timing.lines()) + " lines of a frame (got " +
               std::to_string(settings.band_lines) + ")");
   require(std::isfinite(settings.max_band_offset) && settings.max_band_offset > 0, "max band offset must be > 0");
-  require(settings.max_rounds >= 1, "max rounds must be >= 1");
+  require(settings.max_rounds >= 0, "max rounds must be >= 0 (0: chosen)");
   require(std::isfinite(settings.jitter_prior) && settings.jitter_prior > 0, "jitter prior must be > 0");
   require(std::isfinite(settings.smoothing) && settings.smoothing >= 0, "smoothing must be >= 0");
   left_out_.assign(frames, 0);
@@ -780,6 +780,11 @@ ScanDistortionSteps::ScanDistortionSteps(const ScanTiming& timing, const ScanDis
     band_lines_.emplace_back(l0, l1);
     if (l1 == timing.lines()) break;
   }
+}
+
+int ScanDistortionSettings::rounds_for(const ScanTiming& timing) const {
+  if (max_rounds > 0) return max_rounds;
+  return has_scan_rotation(timing.settings().rotation_deg) ? 4 : 2;
 }
 
 namespace {
@@ -1242,7 +1247,7 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
   ScanDistortionResult result;
   ScanModel& model = result.model;
   model = steps.initial_model(rigid_drift);
-  for (int round = 0; round < settings.max_rounds; ++round) {
+  for (int round = 0, rounds = settings.rounds_for(timing); round < rounds; ++round) {
     const auto started = std::chrono::steady_clock::now();
     AverageNoise noise;
     std::vector<FrameContribution> own;

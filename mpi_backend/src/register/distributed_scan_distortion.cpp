@@ -167,9 +167,10 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
   out.jitter_sigma.assign(n, {});  // this rank's frames' rows, once estimated
 
   const std::size_t mine = hi - lo;
-  ctx.progress.phase("distortion", mine * (2 * static_cast<std::size_t>(settings.max_rounds) + 1));
+  const int rounds = settings.rounds_for(timing);
+  ctx.progress.phase("distortion", mine * (2 * static_cast<std::size_t>(rounds) + 1));
   std::size_t done = 0;
-  for (int round = 0; round < settings.max_rounds; ++round) {
+  for (int round = 0; round < rounds; ++round) {
     const auto started = std::chrono::steady_clock::now();
     AverageNoise noise;
     std::vector<FrameContribution> own;  // this rank's frames', for their leave-one-out templates

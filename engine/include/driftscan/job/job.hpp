@@ -54,7 +54,7 @@ struct ScanSettings {
   // clock (DM DigiScan tags, Velox Scan metadata) and there are 2+ frames
   bool auto_distortion = true;
   int band_lines = 16;
-  int rounds = 2;
+  int rounds = 0;          // 0: chosen (ScanDistortionSettings::rounds_for: 2 in one direction, 4 in several)
   double smoothing = 0.0;  // 0: chosen per axis from the data (cross-validation)
   bool line_jitter = true;
   double max_band_offset = 2.0;     // px
