@@ -21,8 +21,8 @@
 // of the estimate against the rigid run.
 //
 //   bench_scan_distortion [--threads N] [--cases 1,2,..] [--frames N] [--size N] [--rounds N] [--band-lines N]
-//                         [--smoothing S] [--no-jitter] [--no-template-filter] [--template-diagnostic] [--line-field KNOTS]
-//                         [--line-field-extent FRACTION] [--line-field-prior PX]
+//                         [--smoothing S] [--no-jitter] [--no-template-filter] [--template-diagnostic]
+//                         [--line-field KNOTS] [--line-field-extent FRACTION] [--line-field-prior PX]
 #include <omp.h>
 #include <unistd.h>
 
