@@ -4,7 +4,8 @@
 # across directions without lattice-period jumps (a drift of more than a
 # period over the series) on 1 and 2 ranks, and fuses them on frame 0's grid;
 # --scan-distortion corrects them jointly (one drift path, each line's jitter
-# along its own fast axis); --follow takes them turned back as they come;
+# along its own fast axis); --follow takes them turned back as they come
+# (with --scan-distortion, corrected over the frames taken once it ends);
 # rotations that do not fit the series are one line naming the frame, exit 2,
 # nothing written. Without rotations nothing changes (the bitcheck harness).
 set -euo pipefail
@@ -117,6 +118,24 @@ PY
   --progress none
 diff=$("$BIN/tiff_compare" sd-avg/average.tif sd-1/average.tif)
 python3 -c "import sys; sys.exit(0 if $diff < 1e-3 else 1)" || die "average --lines differs from the run's by $diff"
+
+# Followed while written, with the correction: the follow registers rigidly
+# as the frames come, then the frames taken are registered again with the
+# correction, as the batch run above (drift.csv and lines.csv the same, byte
+# for byte); on 2 ranks the second part runs on both, as sd-2 did.
+"$BIN/follow_writer" sd.tif live-sd.tif --frames 12 --rate 20 >/dev/null &
+writer=$!
+"$ENGINE" register live-sd.tif --follow --until-frames 12 --idle-timeout 20 --out sd-f --threads 2 --scan-distortion \
+  "${TIMING[@]}" --scan-rotation 0,90,180,270 --progress none
+wait $writer
+"${MPIRUN[@]}" -np 2 "$ENGINE" register sd.tif --follow --until-frames 12 --idle-timeout 20 --out sd-f2 --threads 1 \
+  --scan-distortion "${TIMING[@]}" --scan-rotation 0,90,180,270 --progress none
+for f in drift.csv lines.csv; do
+  cmp -s sd-f/$f sd-1/$f || die "follow with --scan-distortion: $f differs from the batch run's"
+  cmp -s sd-f2/$f sd-2/$f || die "follow with --scan-distortion on 2 ranks: $f differs from the batch run's"
+done
+grep -q '"scan_distortion"' sd-f/report.json || die "follow with --scan-distortion: no scan_distortion block"
+echo "ok: follow with --scan-distortion = the batch run over the frames taken (1 and 2 ranks)"
 
 # Bad input: one line naming the frame or setting, exit 2, nothing written.
 refuse() {  # refuse NAME EXPECTED-TEXT COMMAND...

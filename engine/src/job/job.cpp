@@ -273,8 +273,6 @@ void validate(const Job& job) {
           "scan.rotation " + message_number(deg) + ": " + job.command +
               " takes multiples of 90 degrees so far (synth any angle)");
   check(!job.follow.enabled || job.command == "register", "follow.enabled is for 'register' only");
-  check(!job.follow.enabled || !job.scan.correct_distortion,
-        "follow.enabled and scan.correct_distortion cannot be combined (the correction needs the whole series)");
   check_fields(job, "execution");
 }
 

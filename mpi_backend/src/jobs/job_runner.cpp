@@ -118,6 +118,46 @@ int run_synth(const Job& job, RunContext& ctx) {
   return 0;
 }
 
+// A followed series with the scan-distortion correction: the follow
+// registers rigidly as the frames come (its running average and drift.csv
+// are what a live user watches); once it ends, the frames it took are
+// registered again as one batch run with the correction, on every rank,
+// and those results replace the follow's as one set. The correction needs
+// the whole series (one drift path in time, a template from every
+// direction), so it cannot run frame by frame. Too few frames (fewer than 2,
+// or than the rotations given) or a follow stopped by a cancel keep the
+// follow's rigid results, and the run says so.
+template <class Announce>
+void correct_followed_distortion(const Job& job, RunContext& ctx, std::size_t taken, bool cancelled,
+                                 Announce&& announce) {
+  const std::size_t needed = std::max<std::size_t>(2, job.scan.rotation.size());
+  if (cancelled || taken < needed) {
+    if (ctx.rank == 0)
+      ctx.progress.log(LogLevel::warning, "scan distortion: not corrected (" +
+                                              (cancelled ? std::string("the follow was cancelled")
+                                                         : std::to_string(taken) + " frames taken, " +
+                                                               std::to_string(needed) + " needed") +
+                                              "); the follow's rigid results in " + job.output + " stand");
+    return;
+  }
+  if (ctx.rank == 0)
+    ctx.progress.log(LogLevel::info, "scan distortion: the " + std::to_string(taken) +
+                                         " frames taken are registered again with the correction (as a batch "
+                                         "register of them would be)");
+  Job batch = job;
+  batch.follow.enabled = false;
+  batch.execution.resume = false;
+  std::optional<OutputSet> set;
+  open_output_set(batch, ctx, {job.input}, set);
+  try {
+    const DistributedRegisterResult r = register_distributed(batch, ctx, set ? &*set : nullptr, taken);
+    if (ctx.rank == 0) announce(r.result, r.frames, &r.uncertainty);
+    commit_outputs(ctx, set);
+  } catch (const Error& e) {
+    throw Error(e.kind(), std::string(e.what()) + "; the follow's rigid results in " + job.output + " stand");
+  }
+}
+
 // Registration: the plan (register_plan.hpp) says which executor runs it —
 // serial (one process, checkpointed), distributed (ranks × threads, the
 // work-stealing scan, the scan-distortion phase) or follow.
@@ -152,6 +192,7 @@ int run_register(const Job& job, RunContext& ctx) {
   };
   const RegisterPlan plan = plan_register(job, ctx.size);
   if (plan.executor == RegisterExecutor::follow) {
+    unsigned long long taken[2] = {0, 0};  // frames taken; 1 if the follow was stopped by a cancel
     on_root(ctx, [&] {
       FollowResult f = follow_register(job, ctx.progress, ctx.cancel);
       ctx.progress.log(LogLevel::info,
@@ -160,7 +201,12 @@ int run_register(const Job& job, RunContext& ctx) {
       const std::optional<UncertaintySummary> u =
           f.result.uncertainty.empty() ? std::nullopt : std::optional(summarize_uncertainty(f.result.uncertainty));
       announce(f.result, f.frames, u ? &*u : nullptr, f.logged_warnings);
+      taken[0] = f.frames, taken[1] = f.stopped_by == "cancel";
     });
+    if (job.scan.correct_distortion) {
+      MPI_Bcast(taken, 2, MPI_UNSIGNED_LONG_LONG, 0, ctx.comm);
+      correct_followed_distortion(job, ctx, static_cast<std::size_t>(taken[0]), taken[1] != 0, announce);
+    }
     if (ctx.rank == 0) ctx.progress.result(files);
     report_peak_memory(ctx);
     return 0;

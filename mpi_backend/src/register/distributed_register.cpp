@@ -47,8 +47,8 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Every rank indexes the file (IFD offsets only) and decodes frames on demand.
-std::unique_ptr<FrameSource> open_series(const Job& job) {
-  auto frames = open_job_input(job);
+std::unique_ptr<FrameSource> open_series(const Job& job, std::size_t first_frames) {
+  auto frames = open_job_input(job, first_frames);
   if (frames->frame_count() < 2) throw bad_input(job.input + ": a series of one frame has nothing to register");
   return frames;
 }
@@ -295,11 +295,11 @@ class RankCheckpoint {
 
 // What the phases of one run share, on every rank.
 struct RegisterRun {
-  RegisterRun(const Job& job_, RunContext& ctx_)
+  RegisterRun(const Job& job_, RunContext& ctx_, std::size_t first_frames)
       : job(job_),
         ctx(ctx_),
         threads(std::max(1, job.execution.threads)),
-        frames(open_series(job)),
+        frames(open_series(job, first_frames)),
         n(frames->frame_count()),
         block(own_block(ctx.comm, n)),
         op(*frames, job.registration, 1, prepared_cache_bytes(job, frames->width(), frames->height())) {
@@ -903,8 +903,9 @@ void stop_if_failed(RegisterRun& run, OutputSet* set) {
 
 }  // namespace
 
-DistributedRegisterResult register_distributed(const Job& job, RunContext& ctx, OutputSet* set) {
-  RegisterRun run(job, ctx);
+DistributedRegisterResult register_distributed(const Job& job, RunContext& ctx, OutputSet* set,
+                                               std::size_t first_frames) {
+  RegisterRun run(job, ctx, first_frames);
   resume(run);
   if (run.gaps.empty()) {
     take_checkpointed_scan(run);

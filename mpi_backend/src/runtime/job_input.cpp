@@ -27,7 +27,9 @@ std::string host_name() {
   return buf;
 }
 
-std::unique_ptr<FrameSource> open_job_input(const Job& job) { return open_job_series(job); }
+std::unique_ptr<FrameSource> open_job_input(const Job& job, std::size_t first_frames) {
+  return open_job_series(job, first_frames);
+}
 
 std::string synth_series_path(const std::string& output) {
   return ends_with_tiff(output) ? output : (fs::path(output) / "series.tif").string();

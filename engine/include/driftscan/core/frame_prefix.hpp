@@ -4,7 +4,9 @@
 // finish averages and reports exactly the frames it registered.
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "driftscan/core/error.hpp"
 #include "driftscan/core/frame_source.hpp"
@@ -15,6 +17,9 @@ class FramePrefix : public FrameSource {
  public:
   // `frames` must outlive the prefix; n is capped at its frame count.
   FramePrefix(const FrameSource& frames, std::size_t n) : frames_(frames), n_(std::min(n, frames.frame_count())) {}
+  // The prefix owns `frames` (a series opened for these frames only).
+  FramePrefix(std::shared_ptr<const FrameSource> frames, std::size_t n)
+      : owned_(std::move(frames)), frames_(*owned_), n_(std::min(n, frames_.frame_count())) {}
   std::size_t frame_count() const override { return n_; }
   int width() const override { return frames_.width(); }
   int height() const override { return frames_.height(); }
@@ -37,6 +42,7 @@ class FramePrefix : public FrameSource {
     if (k >= n_)
       throw failure("internal: frame " + std::to_string(k) + " asked of the first " + std::to_string(n_) + " frames");
   }
+  std::shared_ptr<const FrameSource> owned_;  // null when the caller owns the frames
   const FrameSource& frames_;
   const std::size_t n_;
 };

@@ -5,6 +5,7 @@
 // scan.rotation turned back into frame 0's orientation
 // (core/derotated_source.hpp); rotations that do not fit the series are bad
 // input naming the frame.
+#include <cstddef>
 #include <memory>
 
 #include "driftscan/core/frame_source.hpp"
@@ -12,7 +13,9 @@
 
 namespace driftscan {
 
-std::unique_ptr<FrameSource> open_job_series(const Job& job);
+// `first_frames` > 0: only the series' first frames (a followed series as
+// far as the follow took it, while the file may have grown since).
+std::unique_ptr<FrameSource> open_job_series(const Job& job, std::size_t first_frames = 0);
 
 // `frames` (a series held elsewhere: a numpy array's) under the same rule.
 std::unique_ptr<FrameSource> oriented_series(const Job& job, std::unique_ptr<FrameSource> frames);

@@ -38,7 +38,9 @@ struct DistributedRegisterResult {
 // the other ranks); the caller commits it. Once the scan is done every
 // rank's checkpoint holds its share of it (when checkpoints are on): a
 // --resume after an interruption in a later phase skips the pairs and the
-// scan and has the same drift.
-DistributedRegisterResult register_distributed(const Job& job, RunContext& ctx, OutputSet* set);
+// scan and has the same drift. `first_frames` > 0: the series' first frames
+// only (a follow's, registered again with the scan-distortion correction).
+DistributedRegisterResult register_distributed(const Job& job, RunContext& ctx, OutputSet* set,
+                                               std::size_t first_frames = 0);
 
 }  // namespace driftscan::mpi

@@ -17,7 +17,8 @@ namespace driftscan::mpi {
 // scan.rotation the frames come turned back into frame 0's orientation
 // (core/derotated_source.hpp); rotations that do not fit the series are
 // bad input naming the frame. The engine's rule (job/job_series.hpp).
-std::unique_ptr<FrameSource> open_job_input(const Job& job);
+// `first_frames` > 0: only the first frames (what a follow took).
+std::unique_ptr<FrameSource> open_job_input(const Job& job, std::size_t first_frames = 0);
 
 // This host's name, for the lines that say where something happened.
 std::string host_name();
