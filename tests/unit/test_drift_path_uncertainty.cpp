@@ -87,7 +87,7 @@ TEST(DriftPathUncertainty, ScaleOfTheWeightsDoesNotMatterTheNoiseDoes) {
   EXPECT_GT(u1.sigma(0.5).x, u1.residual_sigma().x);
 }
 
-// A scanned series' band samples, in line times: 24 frames of 8 bands of 16
+// The white part of a scanned series' band samples, in line times: 24 frames of 8 bands of 16
 // lines (2 lines' fly-back between frames), each sample the band's mean drift
 // plus white noise of its own sd (weights: 0.37 / sd^2, not inverse
 // variances). The drift: 3 px a frame, a 1.5 px wobble over 6 frames and a
@@ -122,10 +122,6 @@ ScannedDraw scanned_draw(std::mt19937& rng, double white_sd) {
       d.samples.push_back({first + 0.5 * kBandLines, mean + sd * n(rng), mean + sd * n(rng), 0.37 / (sd * sd)});
     }
   return d;
-}
-
-double scanned_line_time(std::size_t i) {
-  return static_cast<double>(i / (kFrameLines - 2) * kFrameLines + i % (kFrameLines - 2)) + 0.5;
 }
 
 }  // namespace
