@@ -310,6 +310,21 @@ Errors line_errors(const SyntheticSeries& s, const ScanModel& m, const std::vect
 // sigmas are relative to) over sigma_dx / sigma_dy, and the jitter's (each
 // frame's mean jitter removed from the truth, as above) over sigma_jitter.
 // Target z-RMS 0.8-1.25.
+bool in_calibration_range(double z) { return z >= 0.8 && z <= 1.25; }
+
+// The z-RMS over the cases run, for the closing summary line.
+struct LineSigmaRange {
+  double path_lo = 1e300, path_hi = 0.0, jitter_lo = 1e300, jitter_hi = 0.0;
+  int path_in = 0, path_axes = 0, jitter_in = 0, jitter_cases = 0;
+  void add(double zx, double zy, double zj, bool jitter) {
+    for (const double z : {zx, zy})
+      path_lo = std::min(path_lo, z), path_hi = std::max(path_hi, z), path_in += in_calibration_range(z), ++path_axes;
+    if (jitter)
+      jitter_lo = std::min(jitter_lo, zj), jitter_hi = std::max(jitter_hi, zj), jitter_in += in_calibration_range(zj),
+      ++jitter_cases;
+  }
+} line_sigma_range;
+
 void print_line_sigma_calibration(const SyntheticSeries& s, const ScanDistortionResult& est) {
   const ScanTiming& t = s.scan_timing();
   std::vector<Point> e;
@@ -340,12 +355,21 @@ void print_line_sigma_calibration(const SyntheticSeries& s, const ScanDistortion
     }
   }
   const double n = static_cast<double>(e.size());
+  const double path_z[2] = {std::sqrt(zx / n), std::sqrt(zy / n)};
+  const double jitter_z = nj ? std::sqrt(zj / static_cast<double>(nj)) : 0.0;
   std::printf(
-      "%-52s  line sigma: path z-RMS x %.3f y %.3f (mean sigma %.4f, %.4f px; common offset sigma %.4f, "
-      "%.4f px; weights' scale %.3g, %.3g)  jitter z-RMS %.3f (mean sigma %.4f px, %zu lines)\n",
-      "", std::sqrt(zx / n), std::sqrt(zy / n), sx / n, sy / n, est.path_sigma.offset_sigma().x,
-      est.path_sigma.offset_sigma().y, est.path_sigma.scale().x, est.path_sigma.scale().y,
-      nj ? std::sqrt(zj / static_cast<double>(nj)) : 0.0, nj ? sj / static_cast<double>(nj) : 0.0, nj);
+      "%-52s  line sigma: path z-RMS x %.3f y %.3f %s (mean sigma %.4f, %.4f px; unresolved drift sd %.4f, %.4f px; "
+      "common offset sigma %.4f, %.4f px; weights' scale %.3g, %.3g)  jitter z-RMS %.3f %s (mean sigma %.4f px, %zu "
+      "lines)\n",
+      "", path_z[0], path_z[1], in_calibration_range(path_z[0]) && in_calibration_range(path_z[1]) ? "ok" : "MISS",
+      sx / n, sy / n, est.path_sigma.residual_sigma().x, est.path_sigma.residual_sigma().y,
+      est.path_sigma.offset_sigma().x, est.path_sigma.offset_sigma().y, est.path_sigma.scale().x,
+      est.path_sigma.scale().y, jitter_z,
+      nj == 0                          ? "-"
+      : in_calibration_range(jitter_z) ? "ok"
+                                       : "MISS",
+      nj ? sj / static_cast<double>(nj) : 0.0, nj);
+  line_sigma_range.add(path_z[0], path_z[1], jitter_z, nj > 0);
 }
 
 // The real ABF image from the optional sample data (the folder named by
@@ -680,5 +704,12 @@ int main(int argc, char** argv) {
     twin.name = "  ^ the same frames in one direction";
     run_case(twin, settings, threads, diagnose_template);
   }
+  const LineSigmaRange& r = line_sigma_range;
+  if (r.path_axes > 0)
+    std::printf(
+        "# line sigma over the cases (target z-RMS 0.8-1.25): path %.3f-%.3f, %d of %d axes in range; jitter "
+        "%.3f-%.3f, %d of %d cases in range\n",
+        r.path_lo, r.path_hi, r.path_in, r.path_axes, r.jitter_cases ? r.jitter_lo : 0.0, r.jitter_hi, r.jitter_in,
+        r.jitter_cases);
   return 0;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "driftscan/scan_distortion/drift_path.hpp"
+#include "driftscan/scan_distortion/white_sample_noise.hpp"
 
 using namespace driftscan;
 
@@ -84,4 +85,60 @@ TEST(DriftPathUncertainty, ScaleOfTheWeightsDoesNotMatterTheNoiseDoes) {
     EXPECT_NEAR(u3.sigma(t).x / u1.sigma(t).x, 2.0, 1e-6);  // the same draws doubled (x: a line, fitted exactly)
   }
   EXPECT_GT(u1.sigma(0.5).x, u1.residual_sigma().x);
+}
+
+// The white part of a scanned series' band samples, in line times: 24 frames of 8 bands of 16
+// lines (2 lines' fly-back between frames), each sample the band's mean drift
+// plus white noise of its own sd (weights: 0.37 / sd^2, not inverse
+// variances). The drift: 3 px a frame, a 1.5 px wobble over 6 frames and a
+// random walk of 0.3 px sd a frame, stepped every line (rougher than any
+// band resolves).
+namespace {
+
+constexpr int kFrames = 24, kBands = 8, kBandLines = 16, kFrameLines = kBands * kBandLines + 2;
+
+struct ScannedDraw {
+  std::vector<double> drift;  // at each line time l + 0.5, l over the whole series
+  std::vector<DriftSample> samples;
+};
+
+ScannedDraw scanned_draw(std::mt19937& rng, double white_sd) {
+  ScannedDraw d;
+  std::normal_distribution<double> n(0.0, 1.0);
+  std::uniform_real_distribution<double> u(0.5, 1.5);
+  const double walk_sd = 0.3 / std::sqrt(static_cast<double>(kFrameLines));
+  double walk = 0.0;
+  for (int l = 0; l < kFrames * kFrameLines; ++l) {
+    const double f = (l + 0.5) / kFrameLines;  // in frame times
+    walk += walk_sd * n(rng);
+    d.drift.push_back(3.0 * f + 1.5 * std::sin(2.0 * 3.14159265358979 * f / 6.0) + walk);
+  }
+  for (int k = 0; k < kFrames; ++k)
+    for (int b = 0; b < kBands; ++b) {
+      const int first = k * kFrameLines + b * kBandLines;
+      double mean = 0.0;
+      for (int l = first; l < first + kBandLines; ++l) mean += d.drift[static_cast<std::size_t>(l)] / kBandLines;
+      const double sd = white_sd * u(rng);
+      d.samples.push_back({first + 0.5 * kBandLines, mean + sd * n(rng), mean + sd * n(rng), 0.37 / (sd * sd)});
+    }
+  return d;
+}
+
+}  // namespace
+
+TEST(WhiteSampleNoise, SeparatesTheBandsWhiteNoiseFromTheDrift) {
+  std::mt19937 rng(17);
+  for (double white : {0.03, 0.1}) {
+    double omega = 0.0;
+    for (int d = 0; d < 20; ++d) {
+      const ScannedDraw s = scanned_draw(rng, white);
+      const WhiteSampleNoise w = white_sample_noise(s.samples, 0);
+      EXPECT_GT(w.triples, 300u);
+      omega += w.scale / 20;
+    }
+    // Weights 0.37 / sd^2: omega = 0.37 whatever the noise (the walk and the
+    // wobble taken for noise would make it larger, the more so at 0.03).
+    EXPECT_NEAR(omega, 0.37, 0.37 * 0.2) << "white sd " << white;
+  }
+  EXPECT_EQ(white_sample_noise({{0.0, 0.0, 0.0, 1.0}, {1.0, 0.0, 0.0, 1.0}}, 0).triples, 0u);  // too few: none
 }

@@ -388,7 +388,10 @@ std::string average_sigma_method(const AveragingOptions& averaging) {
       "standard error of each pixel of the average from the spread of the warped frames that cover it "
       "(the interpolation's smoothing at each frame's sub-pixel phase included): ";
   switch (averaging.method) {
-    case AverageMethod::clipped: return std::string(how) + "the kept samples' s / sqrt(n kept); NaN below 2 frames";
+    case AverageMethod::clipped:
+      return std::string(how) +
+             "every sample's spread about the clipped mean, "
+             "sqrt(sum (x - t)^2 / (n kept (n kept - 1))); NaN below 2 kept";
     case AverageMethod::median: return std::string(how) + "sqrt(pi/2) s / sqrt(n) (normal noise); NaN below 2 frames";
     case AverageMethod::mean: break;
   }

@@ -9,6 +9,7 @@
 
 #include "driftscan/core/cubic_bspline.hpp"
 #include "driftscan/core/error.hpp"
+#include "driftscan/scan_distortion/white_sample_noise.hpp"
 
 namespace driftscan {
 namespace {
@@ -239,6 +240,18 @@ Point DriftPath::velocity(double t) const {
 
 namespace driftscan {
 
+namespace {
+
+// A sample's residual variance that is drift no band resolves (at the mean
+// weight): with residuals r = white noise (omega / w, its fitted share
+// taken out by the residual degrees of freedom) + unresolved drift u,
+// sum w r^2 = omega (n - edf) + u sum w, s2 = sum w r^2 / (n - edf).
+double unresolved_drift_variance(double s2, double omega, double residual_dof, double total_weight) {
+  return std::max(0.0, s2 - omega) * std::max(residual_dof, 0.0) / std::max(total_weight, 1e-300);
+}
+
+}  // namespace
+
 DriftPathUncertainty DriftPathUncertainty::of(const std::vector<DriftSample>& samples, double t_begin, double t_end,
                                               const DriftPathSettings& settings, std::size_t gauge_count,
                                               const std::function<double(std::size_t)>& gauge_time) {
@@ -321,7 +334,7 @@ DriftPathUncertainty DriftPathUncertainty::of(const std::vector<DriftSample>& sa
     a.c0 *= s2;
     (axis == 0 ? u.offset_.x : u.offset_.y) = std::sqrt(std::max(0.0, a.c0));
     (axis == 0 ? u.scale_.x : u.scale_.y) = s2;
-    a.nugget = s2 * used / std::max(total_weight, 1e-300);
+    a.nugget = unresolved_drift_variance(s2, white_sample_noise(samples, axis).scale, used - edf, total_weight);
   }
   return u;
 }

@@ -851,6 +851,14 @@ DriftPathUncertainty ScanDistortionSteps::path_uncertainty(const std::vector<Dri
   });
 }
 
+Point ScanDistortionSteps::path_unresolved_sd(const std::vector<DriftSample>& samples) const {
+  try {
+    return path_uncertainty(samples).residual_sigma();
+  } catch (const Error&) {
+    return {};  // fit_path fitted these samples: not expected; the jitter's sigma without it then
+  }
+}
+
 void ScanDistortionSteps::set_template(const SpecimenImage& average, const DriftPath& built_with,
                                        const AverageNoise& noise, std::vector<FrameContribution> own,
                                        std::size_t own_first) {
@@ -1071,8 +1079,23 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
   return out;
 }
 
+namespace {
+
+// A line's jitter standard error: the shrinkage's posterior variance
+// tau^2 v / (tau^2 + v), and the path's unresolved drift along the fast axis
+// (variance u), which the line's offset holds as if it were jitter, times the
+// shrinkage factor tau^2 / (tau^2 + v) squared.
+double jitter_standard_error(double tau2, double v, double u) {
+  if (!(tau2 + v > 0)) return 0.0;
+  const double gain = tau2 / (tau2 + v);
+  return std::sqrt(gain * v + gain * gain * u);
+}
+
+}  // namespace
+
 std::vector<double> ScanDistortionSteps::finish_jitter(const FrameFit& fit, std::size_t k, const DriftPath& before,
-                                                       const DriftPath& after, std::vector<double>* sigma) const {
+                                                       const DriftPath& after, std::vector<double>* sigma,
+                                                       Point path_unresolved_sd) const {
   const std::size_t lines = static_cast<std::size_t>(timing_.lines());
   std::vector<double> jitter(lines, 0.0);
   if (sigma) sigma->assign(lines, settings_.jitter_prior);  // no fit: the prior's
@@ -1107,9 +1130,10 @@ std::vector<double> ScanDistortionSteps::finish_jitter(const FrameFit& fit, std:
     // its lines exactly 0.
     const double hi = std::min(settings_.jitter_prior * settings_.jitter_prior,
                                tau2 + 2.0 * std::sqrt(2.0 / count) * (tau2 + noise_part / count));
+    const double u = std::pow(path_unresolved_sd.x * fast.x, 2) + std::pow(path_unresolved_sd.y * fast.y, 2);
     for (std::size_t l = 0; l < lines; ++l)
       (*sigma)[l] = std::isfinite(fit.line_variance[l]) && hi + fit.line_variance[l] > 0
-                        ? std::sqrt(hi * fit.line_variance[l] / (hi + fit.line_variance[l]))
+                        ? jitter_standard_error(hi, fit.line_variance[l], u)
                         : std::sqrt(hi);
   }
   for (std::size_t l = 0; l < lines; ++l)
@@ -1273,11 +1297,13 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
     }
     const DriftPath previous = model.path;
     model.path = steps.fit_path(samples);
-    if (settings.estimate_jitter)
+    if (settings.estimate_jitter) {
+      const Point unresolved = steps.path_unresolved_sd(samples);
       for (std::size_t k = 0; k < n; ++k) {
         result.jitter_sigma.resize(n);
-        model.jitter[k] = steps.finish_jitter(lines[k], k, previous, model.path, &result.jitter_sigma[k]);
+        model.jitter[k] = steps.finish_jitter(lines[k], k, previous, model.path, &result.jitter_sigma[k], unresolved);
       }
+    }
     steps.finish_fields(lines, 0, model);
     if (settings.estimate_jitter)
       result.jitter_precision_px = precision[1] > 0 ? std::sqrt(precision[0] / precision[1]) : 0.0;

@@ -210,9 +210,12 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
     const DriftPath previous = out.model.path;
     together(ctx, [&] {
       out.model.path = steps->fit_path(samples);
-      if (settings.estimate_jitter)
+      if (settings.estimate_jitter) {
+        const Point unresolved = steps->path_unresolved_sd(samples);  // every rank has every sample
         for (std::size_t k = lo; k < hi; ++k)
-          out.model.jitter[k] = steps->finish_jitter(lines[k - lo], k, previous, out.model.path, &out.jitter_sigma[k]);
+          out.model.jitter[k] =
+              steps->finish_jitter(lines[k - lo], k, previous, out.model.path, &out.jitter_sigma[k], unresolved);
+      }
     });
     // The shared line field from every rank's frames; this rank's frames' own.
     steps->finish_fields(lines, lo, out.model, [&](std::vector<double>& pool) {

@@ -46,7 +46,8 @@ struct AverageResult {
   // interpolation's smoothing at each frame's sub-pixel phase is in it), for
   // the method and weights used; NaN where fewer than 2 frames contributed.
   // mean: s/sqrt(n); weighted: the weighted spread times sqrt(sum w^2)/sum w;
-  // clipped: the kept samples' s/sqrt(n kept); median: sqrt(pi/2) s/sqrt(n)
+  // clipped: every sample's spread about the clipped mean over the kept count
+  // (clipped_standard_error); median: sqrt(pi/2) s/sqrt(n)
   // (Gaussian noise).
   Frame sigma;
   std::vector<double> quality;  // per frame: NCC with the average/reference after warping

@@ -34,6 +34,19 @@ inline double weighted_standard_error(double sw, double sw2, double swv, double 
   return std::sqrt(var * sw2) / sw;
 }
 
+// Of the clipped mean t of the `kept` samples out of n whose mean is m and
+// whose mean's standard error is `se` (mean_standard_error of all n): every
+// sample's spread about t, the clipped ones included, over kept (kept - 1).
+// The limits are drawn from the same samples, so what they drop moves with
+// the noise: the kept samples' spread alone misses it (odd/even split at
+// dose 2: z-RMS 1.27), the plain mean's se by less (1.12; 1.10 with this).
+// Equal to se when nothing was clipped.
+inline double clipped_standard_error(double se, double n, double m, double t, double kept) {
+  if (!(kept >= 1.5) || !std::isfinite(se)) return std::numeric_limits<double>::quiet_NaN();
+  const double about_t = se * se * n * (n - 1.0) + n * (m - t) * (m - t);  // sum (x - t)^2 over all n
+  return std::sqrt(about_t / (kept * (kept - 1.0)));
+}
+
 // Of the median of n samples of a normal distribution: sqrt(pi/2) times the
 // mean's (large n). Not calibrated for low counts, where the median of
 // integer-valued samples moves in steps.

@@ -112,13 +112,15 @@ class DriftPath {
 // penalised fit's Bayesian covariance (Wahba), which holds the smoothing's
 // bias on average over the path as well as the samples' noise; s^2, the
 // weights' scale, from the weighted residuals over the residual degrees of
-// freedom (n - trace(M^-1 A^T W A)). Plus a sample's residual variance at the
-// mean weight: a line's own drift differs from the smooth path by what no
-// band sample resolves (a drift that wanders within a band), and the
-// residuals are the only measure of that; it also holds the band noise,
-// which makes the sigma conservative (bench_scan_distortion: path z-RMS
-// 1.46-2.16 without it, 0.70-0.94 with it). The band of M^-1 by the
-// Takahashi recursion: O(coefficients), so any series length.
+// freedom (n - trace(M^-1 A^T W A)). Plus the drift no band sample resolves
+// (a drift that wanders between and within bands), which is in a line's
+// error but not in the fit's covariance: the residuals' variance at the mean
+// weight less their white part (each band's own noise and lines' jitter,
+// which reach a line only through the fit; white_sample_noise). With the
+// whole residual variance the sigma was conservative, without it too small
+// (bench_scan_distortion's single-direction cases: path z-RMS 0.70-0.94 and
+// 1.46-2.16; now 0.90-1.20). The band of M^-1 by the Takahashi recursion:
+// O(coefficients), so any series length.
 class DriftPathUncertainty {
  public:
   DriftPathUncertainty() = default;  // no path: sigma 0
@@ -134,8 +136,8 @@ class DriftPathUncertainty {
   Point offset_sigma() const { return offset_; }
   // The weights' scale found (x, y): 1 when they were inverse variances in px^-2.
   Point scale() const { return scale_; }
-  // A sample's residual sd at the mean weight (x, y): the part of sigma() the
-  // fit's covariance does not hold (sigma^2 = fit's^2 + this^2).
+  // The unresolved drift's sd (x, y): the part of sigma() the fit's
+  // covariance does not hold (sigma^2 = fit's^2 + this^2).
   Point residual_sigma() const { return {std::sqrt(axis_[0].nugget), std::sqrt(axis_[1].nugget)}; }
   bool empty() const { return axis_[0].z.empty(); }
 
@@ -144,7 +146,7 @@ class DriftPathUncertainty {
     std::vector<std::array<double, 4>> z;  // z[i][k] = (M^-1)(i, i + k) x s^2
     std::vector<double> q;                 // s^2 M^-1 b, b the gauge's mean basis vector
     double c0 = 0.0;                       // s^2 b^T M^-1 b
-    double nugget = 0.0;                   // a sample's residual variance at the mean weight
+    double nugget = 0.0;                   // the unresolved drift's variance
   };
   double t_begin_ = 0.0, h_ = 1.0;
   std::size_t segments_ = 0;

@@ -414,13 +414,18 @@ class ScanDistortionSteps {
   // `sigma` (when given): each line's standard error of that jitter, the
   // shrinkage's posterior one, sqrt(tau^2 v / (tau^2 + v)) with v the line
   // fit's variance and tau^2 the frame's jitter variance (its prior sd where a
-  // line has no fit).
+  // line has no fit), plus the drift the path `after` leaves unresolved along
+  // the fast axis (`path_unresolved_sd`: DriftPathUncertainty::residual_sigma
+  // of its samples), which is in each line's offset and shrunk with it.
   std::vector<double> finish_jitter(const FrameFit& fit, std::size_t k, const DriftPath& before, const DriftPath& after,
-                                    std::vector<double>* sigma = nullptr) const;
+                                    std::vector<double>* sigma = nullptr, Point path_unresolved_sd = {}) const;
   // The standard error of the path fit_path() fits to these samples, relative
   // to its mean over every line of the series (lines.csv's sigma_dx, sigma_dy;
   // DriftPathUncertainty), and of that mean.
   DriftPathUncertainty path_uncertainty(const std::vector<DriftSample>& samples) const;
+  // Its residual_sigma() (the drift the path leaves unresolved), for
+  // finish_jitter's sigma; 0 if it cannot be had.
+  Point path_unresolved_sd(const std::vector<DriftSample>& samples) const;
   // The next model's line fields of frames first, first + 1, ... (their
   // fits `fits`); the other frames' are left as they are. Each frame's field
   // is the series' shared field plus the frame's own deviation (prior std
