@@ -643,7 +643,7 @@ class LevelSolver {
   void build_core(const Transform& S, double margin) {
     core_S_ = S;
     core_margin_ = margin;
-    core_.assign(static_cast<std::size_t>(qy1_ - qy0_ + 1), Range{});
+    core_.assign(static_cast<std::size_t>(qy1_) - static_cast<std::size_t>(qy0_) + 1, Range{});
     std::vector<Sums> parts(core_.size());
     const long nr = static_cast<long>(core_.size());
 #pragma omp parallel for schedule(static) num_threads(threads_) if (threads_ > 1 && nr > 16)
