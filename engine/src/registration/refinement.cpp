@@ -168,7 +168,8 @@ bool solve(int n, const std::array<double, 36>& H, const std::array<double, 6>& 
 
 struct Span {
   int y, x0, x1;    // inclusive
-  std::size_t off;  // of x0's weight in the set's weights
+  int c0, c1;       // its core (weight 1 unless masked), inside it; none: c0 = x1 + 1, c1 = x1
+  std::size_t off;  // of its band's weights (x0..c0-1, then c1+1..x1) in the set's weights
 };
 
 // Half the width (px) of the band over which the overlap's weights fade to 0.
@@ -334,34 +335,24 @@ class LevelSolver {
       int x0 = 0, x1 = -1;
       row_inside(S, y, margin - kFade, x0, x1);
       if (x0 > x1) continue;
-      const std::size_t off = weights_.size();
-      spans_.push_back({y, x0, x1, off});
-      weights_.resize(off + static_cast<std::size_t>(x1 - x0 + 1));
-      float* w = weights_.data() + off - x0;  // w[x]: the weight of pixel x
       const Range& c = core_[static_cast<std::size_t>(y - qy0_)];
-      if (c.x0 > c.x1) {
-        band_weights(y, x0, x1, w);
-        continue;
-      }
-      band_weights(y, x0, c.x0 - 1, w);  // the core lies inside the span
-      for (int x = c.x0; x <= c.x1; ++x) w[x] = mask_ && mask_->at(x, y) < 0.5f ? 0.0f : 1.0f;
-      band_weights(y, c.x1 + 1, x1, w);
+      Span sp{y, x0, x1, x1 + 1, x1, weights_.size()};
+      if (c.x0 <= c.x1) sp.c0 = c.x0, sp.c1 = c.x1;  // the core lies inside the span
+      // Only the band's weights are kept: on big frames a weight per pixel
+      // of the overlap would be as large as the frame.
+      weights_.resize(sp.off + static_cast<std::size_t>(sp.c0 - x0) + static_cast<std::size_t>(x1 - sp.c1));
+      band_weights(y, x0, sp.c0 - 1, weights_.data() + sp.off - x0);
+      band_weights(y, sp.c1 + 1, x1, high_band(sp));
+      spans_.push_back(sp);
     }
-    // The band: each span's pixels outside its row's core (before and after it).
     std::vector<Sums> parts(spans_.size());
     const long ns = static_cast<long>(spans_.size());
 #pragma omp parallel for schedule(static) num_threads(threads_) if (threads_ > 1 && ns > 16)
     for (long si = 0; si < ns; ++si) {
-      const Span& s = spans_[static_cast<std::size_t>(si)];
-      const Range& c = core_[static_cast<std::size_t>(s.y - qy0_)];
-      const float* w = weights_.data() + s.off - s.x0;  // w[x]: the weight of pixel x
+      const Span& sp = spans_[static_cast<std::size_t>(si)];
       Sums& pt = parts[static_cast<std::size_t>(si)];
-      if (c.x0 > c.x1) {
-        accumulate(s.y, s.x0, s.x1, w, pt);
-      } else {
-        accumulate(s.y, s.x0, c.x0 - 1, w, pt);
-        accumulate(s.y, c.x1 + 1, s.x1, w, pt);
-      }
+      accumulate(sp.y, sp.x0, sp.c0 - 1, weights_.data() + sp.off - sp.x0, pt);
+      accumulate(sp.y, sp.c1 + 1, sp.x1, high_band(sp), pt);
     }
     Sums total = core_sums_;
     for (const Sums& pt : parts) total.add(pt);
@@ -397,18 +388,20 @@ class LevelSolver {
     const long ns = static_cast<long>(spans_.size());
 #pragma omp parallel num_threads(threads_) if (threads_ > 1 && ns > 16)
     {
-      std::vector<float> g, col;
+      std::vector<float> g, col, wrow;
 #pragma omp for schedule(static)
       for (long si = 0; si < ns; ++si) {
         const Span& s = spans_[static_cast<std::size_t>(si)];
         Part& pt = parts[static_cast<std::size_t>(si)];
         const int len = s.x1 - s.x0 + 1;
         g.resize(static_cast<std::size_t>(len));
+        wrow.resize(static_cast<std::size_t>(len));
+        row_weights(s, wrow.data());
         sample_span(S, s, g.data(), col);
         const float* fr = ref_.row(s.y);
         const float* gxr = gx_.row(s.y);
         const float* gyr = gy_.row(s.y);
-        const float* wr = weights_.data() + s.off;
+        const float* wr = wrow.data();
         if (model_ == MotionModel::translation) {
           double a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0;
           for (int i = 0; i < len; ++i) {
@@ -483,10 +476,10 @@ class LevelSolver {
       const int len = s.x1 - s.x0 + 1;
       g.resize(static_cast<std::size_t>(len));
       sample_span(S, s, g.data(), col);
+      row_weights(s, W.data() + static_cast<std::size_t>(s.y) * w + s.x0);
       for (int i = 0; i < len; ++i) {
         const std::size_t at = static_cast<std::size_t>(s.y) * w + s.x0 + i;
         G[at] = g[static_cast<std::size_t>(i)];
-        W[at] = weights_[s.off + static_cast<std::size_t>(i)];
         in[at] = W[at] > 0 ? 1 : 2;  // 2: sampled, not used
       }
     }
@@ -602,6 +595,18 @@ class LevelSolver {
   Point centre() const { return {cx_, cy_}; }
 
  private:
+  // w[x] for the band after the core of span sp (x from c1 + 1).
+  float* high_band(const Span& sp) { return weights_.data() + sp.off + (sp.c0 - sp.x0) - (sp.c1 + 1); }
+  // The weights of span sp's pixels, x0 first.
+  void row_weights(const Span& sp, float* out) const {
+    const float* band = weights_.data() + sp.off;
+    const std::size_t low = static_cast<std::size_t>(sp.c0 - sp.x0);
+    std::copy(band, band + low, out);
+    const float* mr = mask_ ? mask_->row(sp.y) : nullptr;
+    for (int x = sp.c0; x <= sp.c1; ++x) out[x - sp.x0] = mr && mr[x] < 0.5f ? 0.0f : 1.0f;
+    std::copy(band + low, band + low + static_cast<std::size_t>(sp.x1 - sp.c1), out + (sp.c1 + 1 - sp.x0));
+  }
+
   // Sums over a set that do not involve the moving frame (weighted).
   struct Sums {
     double n = 0, sf = 0, sff = 0;
@@ -740,7 +745,7 @@ class LevelSolver {
   int qx0_, qy0_, qx1_, qy1_;
   double cx_, cy_, radius_;
   std::vector<Span> spans_;
-  std::vector<float> weights_;  // per pixel of the spans, in span order
+  std::vector<float> weights_;  // of the spans' bands, in span order
   std::vector<Range> core_;     // per ROI row: the core's pixels (build_core)
   Sums core_sums_;
   Transform core_S_;
