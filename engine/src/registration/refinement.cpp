@@ -166,8 +166,26 @@ bool solve(int n, const std::array<double, 36>& H, const std::array<double, 6>& 
 }
 
 struct Span {
-  int y, x0, x1;  // inclusive
+  int y, x0, x1;    // inclusive
+  int c0, c1;       // its core (weight 1 unless masked), inside it; none: c0 = x1 + 1, c1 = x1
+  std::size_t off;  // of its band's weights (x0..c0-1, then c1+1..x1) in the set's weights
 };
+
+// Half the width (px) of the band over which the overlap's weights fade to 0.
+constexpr double kFade = 1.0;
+// How far (px) an estimate may move before the overlap's core is summed
+// again (LevelSolver::build_set): the band summed at every estimate is
+// 2 kFade + kCoreSlack px wide.
+constexpr double kCoreSlack = 1.0;
+
+// Weight of a moving-frame position u (one axis of a frame `size` px wide)
+// whose safe sampling zone is [1, size - 3]: 0 up to margin - kFade px inside
+// it, 1 from margin + kFade px in, smoothstep between (continuous slope).
+double edge_weight(double u, int size, double margin) {
+  const double inside = std::min(u - 1, size - 3 - u);
+  const double t = std::clamp((inside - margin + kFade) / (2 * kFade), 0.0, 1.0);
+  return t * t * (3 - 2 * t);
+}
 
 }  // namespace
 
@@ -293,91 +311,73 @@ class LevelSolver {
     radius_ = std::max(1.0, 0.5 * std::max(qx1_ - qx0_, qy1_ - qy0_));
   }
 
-  // Overlap at S with `margin` px of slack inside the safe sampling zone.
+  // Overlap at S: the reference pixels whose position in the moving frame
+  // lies inside its safe sampling zone, weighted by edge_weight (0 within
+  // margin - kFade px of the zone's edge, 1 from margin + kFade px in). A hard
+  // edge would make the cost jump as the estimate moves a pixel across it,
+  // and the result depend on where the set was built (the guess, i.e. the
+  // scan's bracketing); faded weights make it a smooth function of S. Built
+  // at every estimate measured (evaluate uses these weights); only the band
+  // along the edges is summed anew, the core is kept while S stays near it.
   void build_set(const Transform& S, double margin) {
+    if (!(core_margin_ == margin) || corner_motion(S, core_S_) > 0.9 * kCoreSlack) build_core(S, margin);
     spans_.clear();
-    set_S_ = S;
-    const double lox = 1 + margin, hix = mov_.width - 3 - margin;
-    const double loy = 1 + margin, hiy = mov_.height - 3 - margin;
-    for (int y = qy0_; y <= qy1_; ++y) {
-      double a = qx0_, b = qx1_;
-      auto clip = [&](double slope, double offset, double lo, double hi) {
-        // lo <= slope * x + offset <= hi
-        if (std::abs(slope) < 1e-12) {
-          if (offset < lo || offset > hi) a = 1, b = 0;
-          return;
-        }
-        double u = (lo - offset) / slope, v = (hi - offset) / slope;
-        if (u > v) std::swap(u, v);
-        a = std::max(a, u);
-        b = std::min(b, v);
-      };
-      clip(S.a, S.b * y + S.tx, lox, hix);
-      clip(S.c, S.d * y + S.ty, loy, hiy);
-      int x0 = static_cast<int>(std::ceil(a)), x1 = static_cast<int>(std::floor(b));
-      if (x0 <= x1) spans_.push_back({y, x0, x1});
-    }
-    // Constants of the set: sums over it that do not depend on S. Per-span
-    // partial sums added in span order: the same result for any thread count.
-    struct Part {
-      double n = 0, sf = 0, sff = 0;
-      std::array<double, 6> ssd{}, ssdf{};
-      std::array<double, 21> h{};  // lower triangle
+    weights_.clear();
+    auto band_weights = [&](int y, int x0, int x1, float* w) {  // w[x] for x0 <= x <= x1
+      for (int x = x0; x <= x1; ++x) {
+        const Point p = S.apply(x, y);
+        const double v = edge_weight(p.x, mov_.width, margin) * edge_weight(p.y, mov_.height, margin);
+        w[x] = mask_ && mask_->at(x, y) < 0.5f ? 0.0f : static_cast<float>(v);
+      }
     };
-    std::vector<Part> parts(spans_.size());
+    for (int y = qy0_; y <= qy1_; ++y) {
+      int x0 = 0, x1 = -1;
+      row_inside(S, y, margin - kFade, x0, x1);
+      if (x0 > x1) continue;
+      const Range& c = core_[static_cast<std::size_t>(y - qy0_)];
+      Span sp{y, x0, x1, x1 + 1, x1, weights_.size()};
+      if (c.x0 <= c.x1) sp.c0 = c.x0, sp.c1 = c.x1;  // the core lies inside the span
+      // Only the band's weights are kept: on big frames a weight per pixel
+      // of the overlap would be as large as the frame.
+      weights_.resize(sp.off + static_cast<std::size_t>(sp.c0 - x0) + static_cast<std::size_t>(x1 - sp.c1));
+      band_weights(y, x0, sp.c0 - 1, weights_.data() + sp.off - x0);
+      band_weights(y, sp.c1 + 1, x1, high_band(sp));
+      spans_.push_back(sp);
+    }
+    std::vector<Sums> parts(spans_.size());
     const long ns = static_cast<long>(spans_.size());
 #pragma omp parallel for schedule(static) num_threads(threads_) if (threads_ > 1 && ns > 16)
     for (long si = 0; si < ns; ++si) {
-      const Span& s = spans_[static_cast<std::size_t>(si)];
-      Part& pt = parts[static_cast<std::size_t>(si)];
-      for (int x = s.x0; x <= s.x1; ++x) {
-        if (mask_ && mask_->at(x, s.y) < 0.5f) continue;
-        double f = ref_.at(x, s.y);
-        std::array<double, 6> sd;
-        steepest(x, s.y, sd);
-        pt.n += 1;
-        pt.sf += f;
-        pt.sff += f * f;
-        for (int i = 0, t = 0; i < np_; ++i) {
-          pt.ssd[static_cast<std::size_t>(i)] += sd[static_cast<std::size_t>(i)];
-          pt.ssdf[static_cast<std::size_t>(i)] += sd[static_cast<std::size_t>(i)] * f;
-          for (int j = 0; j <= i; ++j, ++t)
-            pt.h[static_cast<std::size_t>(t)] += sd[static_cast<std::size_t>(i)] * sd[static_cast<std::size_t>(j)];
-        }
-      }
+      const Span& sp = spans_[static_cast<std::size_t>(si)];
+      Sums& pt = parts[static_cast<std::size_t>(si)];
+      accumulate(sp.y, sp.x0, sp.c0 - 1, weights_.data() + sp.off - sp.x0, pt);
+      accumulate(sp.y, sp.c1 + 1, sp.x1, high_band(sp), pt);
     }
-    n_ = sf_ = sff_ = 0;
+    Sums total = core_sums_;
+    for (const Sums& pt : parts) total.add(pt);
+    n_ = total.n, sf_ = total.sf, sff_ = total.sff;
     H_.fill(0);
-    ssd_.fill(0);
-    ssdf_.fill(0);
-    for (const Part& pt : parts) {
-      n_ += pt.n;
-      sf_ += pt.sf;
-      sff_ += pt.sff;
-      for (int i = 0, t = 0; i < np_; ++i) {
-        ssd_[static_cast<std::size_t>(i)] += pt.ssd[static_cast<std::size_t>(i)];
-        ssdf_[static_cast<std::size_t>(i)] += pt.ssdf[static_cast<std::size_t>(i)];
-        for (int j = 0; j <= i; ++j, ++t)
-          H_[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] += pt.h[static_cast<std::size_t>(t)];
-      }
-    }
-    for (int i = 0; i < np_; ++i)
-      for (int j = i + 1; j < np_; ++j)
+    for (int i = 0, t = 0; i < np_; ++i) {
+      ssd_[static_cast<std::size_t>(i)] = total.ssd[static_cast<std::size_t>(i)];
+      ssdf_[static_cast<std::size_t>(i)] = total.ssdf[static_cast<std::size_t>(i)];
+      for (int j = 0; j <= i; ++j, ++t)
         H_[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] =
-            H_[static_cast<std::size_t>(j) * 6 + static_cast<std::size_t>(i)];
+            H_[static_cast<std::size_t>(j) * 6 + static_cast<std::size_t>(i)] = total.h[static_cast<std::size_t>(t)];
+    }
   }
 
   double pixels() const { return n_; }
   double reference_mean() const { return n_ > 0 ? sf_ / n_ : 0.0; }
-  const Transform& set_transform() const { return set_S_; }
 
   struct Pass {
     double cost = 1, ncc = 0;
     double alpha = 1, beta = 0;  // the gain and offset fitted at S
     std::array<double, 6> b{};
+    std::array<double, 36> H{};  // the normal matrix of the set's weights at S
   };
 
-  // Samples the moving frame at S over the set; returns cost and the GN right-hand side.
+  // Samples the moving frame at S over the set (built at S); returns cost and
+  // the GN right-hand side and matrix.
   Pass evaluate(const Transform& S) {
     struct Part {
       double sg = 0, sgg = 0, sfg = 0;
@@ -387,41 +387,43 @@ class LevelSolver {
     const long ns = static_cast<long>(spans_.size());
 #pragma omp parallel num_threads(threads_) if (threads_ > 1 && ns > 16)
     {
-      std::vector<float> g, col;
+      std::vector<float> g, col, wrow;
 #pragma omp for schedule(static)
       for (long si = 0; si < ns; ++si) {
         const Span& s = spans_[static_cast<std::size_t>(si)];
         Part& pt = parts[static_cast<std::size_t>(si)];
         const int len = s.x1 - s.x0 + 1;
         g.resize(static_cast<std::size_t>(len));
+        wrow.resize(static_cast<std::size_t>(len));
+        row_weights(s, wrow.data());
         sample_span(S, s, g.data(), col);
         const float* fr = ref_.row(s.y);
         const float* gxr = gx_.row(s.y);
         const float* gyr = gy_.row(s.y);
-        const float* mr = mask_ ? mask_->row(s.y) : nullptr;
-        if (model_ == MotionModel::translation && !mr) {
+        const float* wr = wrow.data();
+        if (model_ == MotionModel::translation) {
           double a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0;
           for (int i = 0; i < len; ++i) {
             const int x = s.x0 + i;
-            const double gv = g[static_cast<std::size_t>(i)];
-            a0 += gv;
-            a1 += gv * gv;
-            a2 += gv * fr[x];
-            a3 += gv * gxr[x];
-            a4 += gv * gyr[x];
+            const double gv = g[static_cast<std::size_t>(i)], wg = wr[i] * gv;
+            a0 += wg;
+            a1 += wg * gv;
+            a2 += wg * fr[x];
+            a3 += wg * gxr[x];
+            a4 += wg * gyr[x];
           }
           pt.sg = a0, pt.sgg = a1, pt.sfg = a2, pt.ssdg[0] = a3, pt.ssdg[1] = a4;
         } else {
           for (int i = 0; i < len; ++i) {
             const int x = s.x0 + i;
-            if (mr && mr[x] < 0.5f) continue;
-            const double gv = g[static_cast<std::size_t>(i)];
-            pt.sg += gv;
-            pt.sgg += gv * gv;
-            pt.sfg += gv * fr[x];
+            if (wr[i] == 0) continue;
+            const double gv = g[static_cast<std::size_t>(i)], wg = wr[i] * gv;
+            pt.sg += wg;
+            pt.sgg += wg * gv;
+            pt.sfg += wg * fr[x];
             std::array<double, 6> sd;
             steepest(x, s.y, sd);
-            for (int k = 0; k < np_; ++k) pt.ssdg[static_cast<std::size_t>(k)] += sd[static_cast<std::size_t>(k)] * gv;
+            for (int k = 0; k < np_; ++k) pt.ssdg[static_cast<std::size_t>(k)] += sd[static_cast<std::size_t>(k)] * wg;
           }
         }
       }
@@ -442,6 +444,7 @@ class LevelSolver {
     p.alpha = alpha;
     p.beta = beta;
     p.cost = std::max(0.0, 1.0 - p.ncc * p.ncc);
+    p.H = H_;
     for (int k = 0; k < np_; ++k) {
       auto kk = static_cast<std::size_t>(k);
       p.b[kk] = alpha * ssdg[kk] + beta * ssd_[kk] - ssdf_[kk];
@@ -450,13 +453,13 @@ class LevelSolver {
   }
 
   // The two matrices of the estimate's covariance A^-1 M A^-T at S. The
-  // estimating equation is b = sum J_f r = 0 (J_f: the reference's
-  // steepest-descent images, r = alpha g(S(q)) + beta - f the residual); its
-  // derivative along the increment is A = alpha sum J_f J_g^T, J_g from the
+  // estimating equation is b = sum w J_f r = 0 (w: the overlap's weights, J_f:
+  // the reference's steepest-descent images, r = alpha g(S(q)) + beta - f the
+  // residual); its derivative along the increment is A = alpha sum w J_f J_g^T, J_g from the
   // gradient of the warped moving frame: at low dose the noise of the two
   // frames' gradients is independent and drops out of A, where it would
   // inflate the normal matrix H (and a blurred moving frame gives a small A,
-  // a large sigma). M = sum_q sum_|d|<=R u(q) u(q+d)^T, u = J_f r: the lag sum
+  // a large sigma). M = sum_q sum_|d|<=R u(q) u(q+d)^T, u = w J_f r: the lag sum
   // carries the correlation the prefilter and the spline interpolation give
   // the noise, the local r(q) r(q+d) the Poisson (signal-dependent) variance
   // and any misfit. Outer sum of M on every `stride`-th pixel (u is smooth at
@@ -465,17 +468,18 @@ class LevelSolver {
                          std::array<double, 36>& M, double& residual_ss) const {
     const int w = ref_.width;
     const std::size_t npx = static_cast<std::size_t>(w) * ref_.height;
-    std::vector<float> G(npx, 0.0f);
+    std::vector<float> G(npx, 0.0f), W(npx, 0.0f);
     std::vector<unsigned char> in(npx, 0);
     std::vector<float> g, col;
     for (const Span& s : spans_) {
       const int len = s.x1 - s.x0 + 1;
       g.resize(static_cast<std::size_t>(len));
       sample_span(S, s, g.data(), col);
+      row_weights(s, W.data() + static_cast<std::size_t>(s.y) * w + s.x0);
       for (int i = 0; i < len; ++i) {
         const std::size_t at = static_cast<std::size_t>(s.y) * w + s.x0 + i;
         G[at] = g[static_cast<std::size_t>(i)];
-        in[at] = mask_ && mask_->at(s.x0 + i, s.y) < 0.5f ? 2 : 1;  // 2: sampled, not used
+        in[at] = W[at] > 0 ? 1 : 2;  // 2: sampled, not used
       }
     }
     // d(g o S)/dq by the differences the reference's gradients use.
@@ -495,17 +499,17 @@ class LevelSolver {
         const std::size_t at = static_cast<std::size_t>(s.y) * w + x;
         if (in[at] != 1) continue;
         const double r = pass.alpha * G[at] + pass.beta - ref_.at(x, s.y);
-        residual_ss += r * r;
+        residual_ss += W[at] * r * r;
         std::array<double, 6> sf, sg;
         steepest(x, s.y, sf);
         const double ggx = diff(at, at - 1, at + 1, x > 0, x + 1 < w);
         const double ggy = diff(at, at - w, at + w, s.y > 0, s.y + 1 < ref_.height);
         steepest_from(x, s.y, ggx, ggy, sg);
         for (int i = 0; i < np_; ++i) {
-          u[static_cast<std::size_t>(i)][at] = static_cast<float>(sf[static_cast<std::size_t>(i)] * r);
+          u[static_cast<std::size_t>(i)][at] = static_cast<float>(W[at] * sf[static_cast<std::size_t>(i)] * r);
           for (int j = 0; j < np_; ++j)
             A[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] +=
-                pass.alpha * sf[static_cast<std::size_t>(i)] * sg[static_cast<std::size_t>(j)];
+                W[at] * pass.alpha * sf[static_cast<std::size_t>(i)] * sg[static_cast<std::size_t>(j)];
         }
       }
     lag_sum(u, u, R, stride, M);
@@ -590,6 +594,93 @@ class LevelSolver {
   Point centre() const { return {cx_, cy_}; }
 
  private:
+  // w[x] for the band after the core of span sp (x from c1 + 1).
+  float* high_band(const Span& sp) { return weights_.data() + sp.off + (sp.c0 - sp.x0) - (sp.c1 + 1); }
+  // The weights of span sp's pixels, x0 first.
+  void row_weights(const Span& sp, float* out) const {
+    const float* band = weights_.data() + sp.off;
+    const std::size_t low = static_cast<std::size_t>(sp.c0 - sp.x0);
+    std::copy(band, band + low, out);
+    const float* mr = mask_ ? mask_->row(sp.y) : nullptr;
+    for (int x = sp.c0; x <= sp.c1; ++x) out[x - sp.x0] = mr && mr[x] < 0.5f ? 0.0f : 1.0f;
+    std::copy(band + low, band + low + static_cast<std::size_t>(sp.x1 - sp.c1), out + (sp.c1 + 1 - sp.x0));
+  }
+
+  // Sums over a set that do not involve the moving frame (weighted).
+  struct Sums {
+    double n = 0, sf = 0, sff = 0;
+    std::array<double, 6> ssd{}, ssdf{};
+    std::array<double, 21> h{};  // lower triangle of the normal matrix
+    void add(const Sums& o) {
+      n += o.n, sf += o.sf, sff += o.sff;
+      for (std::size_t i = 0; i < 6; ++i) ssd[i] += o.ssd[i], ssdf[i] += o.ssdf[i];
+      for (std::size_t i = 0; i < h.size(); ++i) h[i] += o.h[i];
+    }
+  };
+  struct Range {
+    int x0 = 0, x1 = -1;  // inclusive; empty when x0 > x1
+  };
+
+  // Pixels x0..x1 of row y whose position under S lies at least `inset` px
+  // inside the moving frame's safe sampling zone [1, size - 3] on both axes
+  // (x0 > x1: none).
+  void row_inside(const Transform& S, int y, double inset, int& x0, int& x1) const {
+    double a = qx0_, b = qx1_;
+    auto clip = [&](double slope, double offset, double lo, double hi) {
+      // lo <= slope * x + offset <= hi
+      if (std::abs(slope) < 1e-12) {
+        if (offset < lo || offset > hi) a = 1, b = 0;
+        return;
+      }
+      double u = (lo - offset) / slope, v = (hi - offset) / slope;
+      if (u > v) std::swap(u, v);
+      a = std::max(a, u);
+      b = std::min(b, v);
+    };
+    clip(S.a, S.b * y + S.tx, 1 + inset, mov_.width - 3 - inset);
+    clip(S.c, S.d * y + S.ty, 1 + inset, mov_.height - 3 - inset);
+    x0 = static_cast<int>(std::ceil(a)), x1 = static_cast<int>(std::floor(b));
+  }
+
+  // The core at S: per row, the pixels of weight 1 at every transform whose
+  // corner motion from S is below kCoreSlack, and their sums.
+  void build_core(const Transform& S, double margin) {
+    core_S_ = S;
+    core_margin_ = margin;
+    core_.assign(static_cast<std::size_t>(qy1_) - static_cast<std::size_t>(qy0_) + 1, Range{});
+    std::vector<Sums> parts(core_.size());
+    const long nr = static_cast<long>(core_.size());
+#pragma omp parallel for schedule(static) num_threads(threads_) if (threads_ > 1 && nr > 16)
+    for (long r = 0; r < nr; ++r) {
+      Range& c = core_[static_cast<std::size_t>(r)];
+      const int y = qy0_ + static_cast<int>(r);
+      row_inside(S, y, margin + kFade + kCoreSlack, c.x0, c.x1);
+      accumulate(y, c.x0, c.x1, nullptr, parts[static_cast<std::size_t>(r)]);
+    }
+    core_sums_ = Sums{};
+    for (const Sums& pt : parts) core_sums_.add(pt);
+  }
+
+  // Adds pixels x0..x1 of row y to pt, weighted by w[x] (null: 1 where the mask allows).
+  void accumulate(int y, int x0, int x1, const float* w, Sums& pt) const {
+    for (int x = x0; x <= x1; ++x) {
+      const double wx = w ? w[x] : (mask_ && mask_->at(x, y) < 0.5f ? 0.0 : 1.0);
+      if (wx == 0) continue;
+      const double f = ref_.at(x, y);
+      std::array<double, 6> sd;
+      steepest(x, y, sd);
+      pt.n += wx;
+      pt.sf += wx * f;
+      pt.sff += wx * f * f;
+      for (int i = 0, t = 0; i < np_; ++i) {
+        const double wsd = wx * sd[static_cast<std::size_t>(i)];
+        pt.ssd[static_cast<std::size_t>(i)] += wsd;
+        pt.ssdf[static_cast<std::size_t>(i)] += wsd * f;
+        for (int j = 0; j <= i; ++j, ++t) pt.h[static_cast<std::size_t>(t)] += wsd * sd[static_cast<std::size_t>(j)];
+      }
+    }
+  }
+
   void steepest(int x, int y, std::array<double, 6>& sd) const { steepest_from(x, y, gx_.at(x, y), gy_.at(x, y), sd); }
   void steepest_from(int x, int y, double gx, double gy, std::array<double, 6>& sd) const {
     if (model_ == MotionModel::translation) {
@@ -653,7 +744,11 @@ class LevelSolver {
   int qx0_, qy0_, qx1_, qy1_;
   double cx_, cy_, radius_;
   std::vector<Span> spans_;
-  Transform set_S_;
+  std::vector<float> weights_;  // of the spans' bands, in span order
+  std::vector<Range> core_;     // per ROI row: the core's pixels (build_core)
+  Sums core_sums_;
+  Transform core_S_;
+  double core_margin_ = -1;  // < 0: no core built yet
   double n_ = 0, sf_ = 0, sff_ = 0;
   std::array<double, 36> H_{};
   std::array<double, 6> ssd_{}, ssdf_{};
@@ -677,6 +772,12 @@ Transform make_rigid(const Transform& t, Point c) {
 }
 
 }  // namespace
+
+// Within this (px) of where the undamped steps lead, the finest level
+// settles on their fixed point (execute()).
+constexpr double kSettle = 0.05;
+// The finest level's stopping step, as a fraction of the tolerance.
+constexpr double kFinestTolerance = 0.25;
 
 RefineResult Refinement::execute(const Prepared& reference, const Prepared& moving, const Transform& init,
                                  double init_uncertainty) const {
@@ -702,25 +803,36 @@ RefineResult Refinement::execute(const Prepared& reference, const Prepared& movi
                        (roi_.y + roi_.h - 1) / scale, options_.threads);
     Transform SL = scale_translation(S, 1.0 / scale);
     const double margin = 2.0;
-    solver.build_set(SL, margin);
     // At least 2% of the ROI (and 16 px) must overlap to estimate anything.
     const double min_pixels = std::max(16.0, 0.02 * (roi_.w / scale) * (roi_.h / scale));
-    auto check_overlap = [&] {
+    // Every estimate is measured on its own overlap (build_set).
+    auto measure = [&](const Transform& at) {
+      solver.build_set(at, margin);
       if (solver.pixels() < min_pixels)
         throw bad_input("refinement: the frames overlap by only " + std::to_string(static_cast<long>(solver.pixels())) +
                         " pixels at the guessed transform (level " + std::to_string(L) + ")");
+      ++res.iterations;
+      return solver.evaluate(at);
     };
-    check_overlap();
-    const double tol = L == 0 ? options_.tolerance : std::max(options_.tolerance, 0.05 * scale);
+    // The finest level stops at a quarter of the tolerance: while settling
+    // the steps shrink about tenfold per iteration, so the estimate ends
+    // within ~tolerance/40 of the fixed point whatever the guess was.
+    const double tol = L == 0 ? kFinestTolerance * options_.tolerance : std::max(options_.tolerance, 0.05 * scale);
     double lambda = 0;
     bool have_prev = false;
     Transform S_prev = SL;
     LevelSolver::Pass prev;
     bool converged = false;
+    double last_step = std::numeric_limits<double>::infinity();  // of the last undamped step (px)
     for (int it = 0; it < options_.max_iterations; ++it) {
-      LevelSolver::Pass pass = solver.evaluate(SL);
-      ++res.iterations;
-      if (have_prev && pass.cost > prev.cost * (1 + 1e-9) + 1e-15) {
+      LevelSolver::Pass pass = measure(SL);
+      // Settling at the finest level: the inverse-compositional step and the
+      // cost measured at the estimate have optima a few 1e-3 px apart, and a
+      // step into that gap raises the cost. Rejecting it (and damping) would
+      // stop wherever the path met the gap, another place for each guess;
+      // taking it settles on the fixed point of the step, the same for all.
+      const bool settling = L == 0 && last_step < kSettle;
+      if (have_prev && !settling && pass.cost > prev.cost * (1 + 1e-9) + 1e-15) {
         // The step raised the cost: back to the previous estimate, damp harder.
         SL = S_prev;
         pass = prev;
@@ -738,18 +850,13 @@ RefineResult Refinement::execute(const Prepared& reference, const Prepared& movi
       res.cost = pass.cost;
       res.ncc = pass.ncc;
       std::array<double, 6> delta{};
-      if (!solve(solver.params(), solver.hessian(), pass.b, lambda, delta))
+      if (!solve(solver.params(), pass.H, pass.b, lambda, delta))
         throw bad_input("refinement: no gradient information in the overlap (flat or blank frames)");
       Transform W = solver.increment(delta);
       SL = compose(SL, W.inverse());
       if (model == MotionModel::rigid) SL = make_rigid(SL, solver.centre());
       const double step = solver.corner_motion(W, Transform::identity()) * scale;
-      if (solver.corner_motion(SL, solver.set_transform()) > margin - 0.25) {
-        solver.build_set(SL, margin);  // moved far: new overlap
-        check_overlap();
-        have_prev = false;
-        lambda = 0;
-      }
+      if (lambda == 0) last_step = step;
       if (step < tol) {
         converged = true;
         break;
