@@ -173,10 +173,10 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
     const auto started = std::chrono::steady_clock::now();
     AverageNoise noise;
     std::vector<FrameContribution> own;  // this rank's frames', for their leave-one-out templates
-    const SpecimenImage average =
-        combined_average(frames, timing, out.model, lo, hi, ctx, true, done, steps->left_out_frames(), &noise, &own,
-                         steps->template_from_sample());
-    together(ctx, [&] { steps->set_template(average, out.model.path, noise, std::move(own), lo); });
+    SpecimenImage average = combined_average(frames, timing, out.model, lo, hi, ctx, true, done,
+                                             steps->left_out_frames(), &noise, &own, steps->template_from_sample());
+    together(ctx,
+             [&] { steps->set_template(std::move(average), out.model.path, std::move(noise), std::move(own), lo); });
     std::vector<DriftSample> samples;
     double precision[2] = {0.0, 0.0};
     std::vector<ScanDistortionSteps::FrameFit> lines(mine);  // this rank's frames' line offsets, for their jitter
@@ -199,6 +199,7 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
         }
       }
     });
+    steps->drop_template();
     // Every rank learns which frames the others left out (the flags of one
     // rank's frames are its own).
     std::vector<unsigned char> flags(steps->left_out_frames().begin(), steps->left_out_frames().end());
