@@ -662,7 +662,7 @@ void correct_distortion(RegisterRun& run) {
   run.op.release_prepared();  // the rigid phases are done: their pyramids' memory goes to the correction's grids
   // Frames scanned in several directions are corrected as recorded (the timing turns each one).
   run.distortion = correct_scan_distortion(recorded_frames(*run.frames), *run.timing, rigid, settings, run.ctx,
-                                           run.threads, leave_out);
+                                           run.threads, leave_out, kept_contribution_bytes(job));
   if (run.ctx.rank == 0 && !run.distortion->not_followed.empty()) {
     std::string list;
     for (std::size_t i = 0; i < run.distortion->not_followed.size() && i < 20; ++i)

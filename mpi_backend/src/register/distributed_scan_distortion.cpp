@@ -43,7 +43,7 @@ SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timi
                                std::size_t lo, std::size_t hi, RunContext& ctx, bool everywhere,
                                std::size_t& progress_done, const std::vector<char>& left_out,
                                AverageNoise* noise = nullptr, std::vector<FrameContribution>* kept = nullptr,
-                               double from_sample = 0.0) {
+                               double from_sample = 0.0, std::size_t kept_bytes = 0) {
   SpecimenExtent extent;
   together(ctx, [&] {
     for (std::size_t k = lo; k < hi; ++k)
@@ -68,7 +68,7 @@ SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timi
     const std::size_t size = static_cast<std::size_t>(grid.width) * static_cast<std::size_t>(grid.height);
     squares.assign(final_average ? size : 0, 0.0);
     for (std::size_t h = 0; h < halves; ++h) sum[h].assign(size, 0.0), coverage[h].assign(size, 0.0);
-    ContributionBudget budget(kept);
+    ContributionBudget budget(kept, kept_bytes);
     for (std::size_t k = lo; k < hi; ++k) {
       ctx.cancel.throw_if_cancelled();
       if (left_out[k]) {
@@ -143,7 +143,7 @@ void gather_frame_rows(RunContext& ctx, std::vector<std::vector<double>>& rows, 
 DistributedDistortion correct_scan_distortion(const FrameSource& frames, const ScanTiming& timing,
                                               const std::vector<Point>& rigid_drift,
                                               const ScanDistortionSettings& settings, RunContext& ctx, int threads,
-                                              const std::vector<std::size_t>& leave_out) {
+                                              const std::vector<std::size_t>& leave_out, std::size_t kept_bytes) {
   const std::size_t n = frames.frame_count();
   const std::size_t ranks = static_cast<std::size_t>(ctx.size), rank = static_cast<std::size_t>(ctx.rank);
   const std::size_t lo = n * rank / ranks, hi = n * (rank + 1) / ranks;
@@ -173,8 +173,9 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
     const auto started = std::chrono::steady_clock::now();
     AverageNoise noise;
     std::vector<FrameContribution> own;  // this rank's frames', for their leave-one-out templates
-    SpecimenImage average = combined_average(frames, timing, out.model, lo, hi, ctx, true, done,
-                                             steps->left_out_frames(), &noise, &own, steps->template_from_sample());
+    SpecimenImage average =
+        combined_average(frames, timing, out.model, lo, hi, ctx, true, done, steps->left_out_frames(), &noise, &own,
+                         steps->template_from_sample(), kept_bytes);
     together(ctx,
              [&] { steps->set_template(std::move(average), out.model.path, std::move(noise), std::move(own), lo); });
     std::vector<DriftSample> samples;
