@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/large_allocations.hpp"
 #include "driftscan/core/peak_memory.hpp"
 #include "driftscan/formats/tiff/tiff_series.hpp"
 #include "driftscan/formats/tiff/tiff_writer.hpp"
@@ -660,6 +661,7 @@ void correct_distortion(RegisterRun& run) {
     run.res.warnings.push_back(said);
   }
   run.op.release_prepared();  // the rigid phases are done: their pyramids' memory goes to the correction's grids
+  release_free_memory();
   // Frames scanned in several directions are corrected as recorded (the timing turns each one).
   run.distortion = correct_scan_distortion(recorded_frames(*run.frames), *run.timing, rigid, settings, run.ctx,
                                            run.threads, leave_out, kept_contribution_bytes(job));
