@@ -916,8 +916,12 @@ DistributedRegisterResult register_distributed(const Job& job, RunContext& ctx, 
   }
   run.timer.run(RegisterPhase::uncertainty, [&] { uncertainty(run); });
   stop_if_failed(run, set);
-  if (run.timing) run.timer.run(RegisterPhase::scan_distortion, [&] { correct_distortion(run); });
+  if (run.timing) {
+    run.timer.run(RegisterPhase::scan_distortion, [&] { correct_distortion(run); });
+    release_free_memory();  // the correction's grids and templates: not the sizes the averaging asks for
+  }
   run.timer.run(RegisterPhase::average, [&] { average(run); });
+  if (run.timing) release_free_memory();  // nor the sizes the writing asks for
   const std::exception_ptr drift_error = stage_drift(run, set, &run.res.average);
   run.timer.run(RegisterPhase::write, [&] {
     on_root_then_together(run, [&] {

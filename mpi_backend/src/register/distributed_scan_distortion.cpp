@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/large_allocations.hpp"
 #include "driftscan/mpi/runtime/allgather_records.hpp"
 #include "driftscan/mpi/runtime/collectives.hpp"
 #include "driftscan/mpi/runtime/command_report.hpp"
@@ -178,6 +179,9 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
                          steps->template_from_sample(), kept_bytes);
     together(ctx,
              [&] { steps->set_template(std::move(average), out.model.path, std::move(noise), std::move(own), lo); });
+    // The averaging's grids are freed, the fits' templates are smaller
+    // blocks: what the grids held goes back rather than stay beside them.
+    release_free_memory();
     std::vector<DriftSample> samples;
     double precision[2] = {0.0, 0.0};
     std::vector<ScanDistortionSteps::FrameFit> lines(mine);  // this rank's frames' line offsets, for their jitter
@@ -201,6 +205,7 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
       }
     });
     steps->drop_template();
+    release_free_memory();  // the next average's grids do not fit the templates' blocks
     // Every rank learns which frames the others left out (the flags of one
     // rank's frames are its own).
     std::vector<unsigned char> flags(steps->left_out_frames().begin(), steps->left_out_frames().end());
