@@ -50,8 +50,8 @@ std::size_t prepared_cache_bytes(const Job& job, int width, int height) {
 }
 
 std::size_t kept_contribution_bytes(const Job& job) {
-  const double eighth = job.execution.memory_budget_mb * 1024.0 * 1024.0 / 8.0;
-  return static_cast<std::size_t>(std::min(eighth, static_cast<double>(ContributionBudget::kDefaultBytes)));
+  const double sixteenth = job.execution.memory_budget_mb * 1024.0 * 1024.0 / 16.0;
+  return static_cast<std::size_t>(std::min(sixteenth, static_cast<double>(ContributionBudget::kDefaultBytes)));
 }
 
 namespace {

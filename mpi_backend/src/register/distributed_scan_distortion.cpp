@@ -187,7 +187,8 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
     std::vector<ScanDistortionSteps::FrameFit> lines(mine);  // this rank's frames' line offsets, for their jitter
     together(ctx, [&] {
       // A batch of frames at a time, one a thread (fit_frames).
-      const std::size_t batch = 2 * static_cast<std::size_t>(std::max(1, threads));
+      // (One thread fits one frame at a time: a second held frame would only take memory.)
+      const std::size_t batch = threads > 1 ? 2 * static_cast<std::size_t>(threads) : 1;
       for (std::size_t k0 = lo; k0 < hi; k0 += batch) {
         ctx.cancel.throw_if_cancelled();
         std::vector<Frame> held;
