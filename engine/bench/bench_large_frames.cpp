@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -57,6 +58,7 @@ Child run(const std::vector<std::string>& args, const std::string& log) {
     FILE* f = std::fopen(log.c_str(), "w");
     if (f) dup2(fileno(f), 1), dup2(fileno(f), 2);
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     execv(argv[0], argv.data());
@@ -90,9 +92,7 @@ std::vector<std::vector<double>> read_drift(const std::string& path) {
 
 double phase(const nlohmann::json& t, const char* name) { return t.contains(name) ? t[name].get<double>() : NAN; }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_bench(int argc, char** argv) {
   std::string cases = "256:200,1024:40,2048:20,4096:20", keep, compare, budget;
   std::string engine = (fs::path(argv[0]).parent_path() / "driftscan-engine").string();
   std::string threads = "1";
@@ -185,4 +185,16 @@ int main(int argc, char** argv) {
   }
   if (keep.empty()) fs::remove_all(root);
   return 0;
+}
+
+}  // namespace
+
+// A bad option or an unreadable report: one line, not an escaped exception.
+int main(int argc, char** argv) {
+  try {
+    return run_bench(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_large_frames: %s\n", e.what());
+    return 1;
+  }
 }

@@ -142,3 +142,13 @@ TEST(RegisterPlan, PreparedCacheHoldsFrameZeroWithinTheBudget) {
   job.execution.memory_budget_mb = 64;  // the budget bounds the small-frame cache too
   EXPECT_EQ(prepared_cache_bytes(job, 256, 256), 24 * mb);
 }
+
+TEST(RegisterPlan, KeptContributionsComeOutOfTheBudget) {
+  Job job = register_job("out");
+  const std::size_t mb = std::size_t(1) << 20;
+  EXPECT_EQ(kept_contribution_bytes(job), 128 * mb);  // default 2048 MB: a sixteenth
+  job.execution.memory_budget_mb = 1024;
+  EXPECT_EQ(kept_contribution_bytes(job), 64 * mb);
+  job.execution.memory_budget_mb = 16384;  // never more than the 512 MB that pays (later frames are sampled again)
+  EXPECT_EQ(kept_contribution_bytes(job), 512 * mb);
+}

@@ -122,6 +122,33 @@ TEST(RegisterPipeline, InjectedScanWithOtherBracketingAgrees) {
   }
 }
 
+// One thread computes each frame's uncertainty right after its scan step
+// (its pyramid at hand), more threads in a phase after the scan: the same
+// call on the same registrations, so the same numbers to the last bit.
+TEST(RegisterPipeline, UncertaintyInTheScanEqualsThePhaseAfterIt) {
+  SyntheticSeries s(small_series(12));
+  FrameVector frames = materialise(s);
+  TempDir d1, d2;
+  d2.path += "_b";
+  auto progress = make_silent_progress();
+  CancelToken cancel;
+  RegisterResult a = register_series(frames, {}, {}, d1.path.string(), *progress, cancel, 1);
+  RegisterResult b = register_series(frames, {}, {}, d2.path.string(), *progress, cancel, 2);
+  ASSERT_EQ(a.uncertainty.size(), 12u);
+  ASSERT_EQ(b.uncertainty.size(), 12u);
+  for (std::size_t k = 0; k < 12; ++k) {
+    EXPECT_EQ(a.registrations[k].transform.tx, b.registrations[k].transform.tx) << k;
+    EXPECT_EQ(a.uncertainty[k].sigma_dx, b.uncertainty[k].sigma_dx) << k;
+    EXPECT_EQ(a.uncertainty[k].sigma_dy, b.uncertainty[k].sigma_dy) << k;
+    EXPECT_EQ(a.uncertainty[k].cov_dxdy, b.uncertainty[k].cov_dxdy) << k;
+    EXPECT_EQ(a.uncertainty[k].noise_variance, b.uncertainty[k].noise_variance) << k;
+    EXPECT_EQ(a.uncertainty[k].common_sigma_dx, b.uncertainty[k].common_sigma_dx) << k;
+  }
+  EXPECT_GT(a.uncertainty[5].sigma_dx, 0.0);
+  EXPECT_TRUE(std::isfinite(a.uncertainty[5].sigma_dx));
+  EXPECT_GT(a.cpu.uncertainty, 0.0);  // the scan's share counted as the uncertainty's
+}
+
 TEST(RegisterPipeline, RigidModelWritesAngles) {
   SynthOptions o = small_series(10);
   o.lattice = Lattice::square;

@@ -19,4 +19,10 @@ void reuse_large_allocations() {
 #endif
 }
 
+void release_free_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 }  // namespace driftscan

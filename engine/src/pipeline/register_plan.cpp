@@ -6,6 +6,7 @@
 #include "driftscan/core/error.hpp"
 #include "driftscan/pipeline/rank_checkpoints.hpp"
 #include "driftscan/pipeline/register_checkpoint.hpp"
+#include "driftscan/scan_distortion/scan_distortion.hpp"
 
 namespace driftscan {
 namespace fs = std::filesystem;
@@ -46,6 +47,11 @@ std::size_t prepared_cache_bytes(const Job& job, int width, int height) {
   const double reuse = pixels * sizeof(float) * (4.0 / 3.0) * 5.0 * 1.05;
   const double budget = job.execution.memory_budget_mb * 1024.0 * 1024.0;
   return static_cast<std::size_t>(std::min(std::max(small, reuse), 0.375 * budget));
+}
+
+std::size_t kept_contribution_bytes(const Job& job) {
+  const double sixteenth = job.execution.memory_budget_mb * 1024.0 * 1024.0 / 16.0;
+  return static_cast<std::size_t>(std::min(sixteenth, static_cast<double>(ContributionBudget::kDefaultBytes)));
 }
 
 namespace {

@@ -13,6 +13,7 @@
 #include "driftscan/pipeline/phase_timer.hpp"
 #include "driftscan/pipeline/rank_checkpoints.hpp"
 #include "driftscan/pipeline/register_checkpoint.hpp"
+#include "driftscan/registration/drift_uncertainty.hpp"
 #include "driftscan/registration/registration_failure.hpp"
 #include "driftscan/registration/scan_trace.hpp"
 
@@ -45,6 +46,9 @@ class SerialRegister {
     timed(RegisterPhase::pairs, res_.cpu.pairs, [&] { pairs(); });
     timed(RegisterPhase::scan, res_.cpu.scan, [&] { scan(); });
     timed(RegisterPhase::uncertainty, res_.cpu.uncertainty, [&] { uncertainty(); });
+    // What the scan spent on the uncertainty (in_scan_) is the uncertainty's.
+    res_.seconds.scan -= in_scan_.seconds, res_.cpu.scan -= in_scan_.cpu;
+    res_.seconds.uncertainty += in_scan_.seconds, res_.cpu.uncertainty += in_scan_.cpu;
     op_.release_prepared();  // the pyramids are done with: their memory goes to the averaging
     cancel_.throw_if_cancelled();
     stop_if_failed();
@@ -163,11 +167,13 @@ class SerialRegister {
     std::vector<Registration> out = ck_.prefix;
     out.reserve(x.size());
     if (out.empty()) out.push_back(x[0]);
+    begin_in_scan(out);
     while (out.size() < x.size()) {
       const double start = trace_.clock().now();
       out.push_back(combine(out.back(), x[out.size()]));
       const auto k = static_cast<std::int64_t>(out.size() - 1);
       trace_.record(0, ScanRecord{0, 0, 0, k, ScanPhase::final_scan, 0, start, trace_.clock().now()});
+      uncertainty_in_scan(out.back());
       if (plan_.checkpoint_interval_s > 0 && PhaseTimer::since(last_save_) >= plan_.checkpoint_interval_s) {
         ck_.prefix = out;
         save(true);
@@ -175,6 +181,36 @@ class SerialRegister {
     }
     ck_.prefix = out;
     return out;
+  }
+
+  // On one thread, each frame's uncertainty right after its scan step,
+  // while the operator's cache still holds its prepared pyramid: on big
+  // frames only frame 0's and one moving frame's fit the cache, and the
+  // phase after the scan prepared every frame a second time. The same call
+  // on the same pyramid: the same sigma. With more threads the phase after
+  // the scan runs them in parallel instead; a resumed scan's frames are not
+  // at hand either.
+  void begin_in_scan(const std::vector<Registration>& out) {
+    in_scan_.on = plan_.threads == 1 && out.size() == 1 && !injected_;
+    if (!in_scan_.on) return;
+    in_scan_.counts = looks_like_counts(frames_.frame(0));
+    in_scan_.centre = {(frames_.width() - 1) / 2.0, (frames_.height() - 1) / 2.0};
+    in_scan_.frames.clear();
+    uncertainty_in_scan(out[0]);
+  }
+
+  void uncertainty_in_scan(const Registration& r) {
+    if (!in_scan_.on) return;
+    const auto t0 = PhaseTimer::Clock::now();
+    const std::clock_t c0 = std::clock();
+    try {
+      in_scan_.frames.push_back(frame_drift_uncertainty(op_, r, in_scan_.counts, in_scan_.centre));
+    } catch (const Error&) {
+      in_scan_.on = false;  // the phase after the scan computes them all, and says what is wrong
+      in_scan_.frames.clear();
+    }
+    in_scan_.seconds += PhaseTimer::since(t0);
+    in_scan_.cpu += cpu_since(c0);
   }
 
   void uncertainty() {
@@ -185,7 +221,15 @@ class SerialRegister {
         res_.warnings.push_back(std::move(w));
       return;
     }
-    res_.uncertainty = uncertainty_phase(op_, res_.registrations, plan_.threads, res_.warnings, &progress_, &cancel_);
+    if (in_scan_.on && in_scan_.frames.size() == n_) {
+      progress_.phase("uncertainty", n_);
+      res_.uncertainty = std::move(in_scan_.frames);
+      progress_.advance(n_);
+      if (std::string w = singular_warning(summarize_uncertainty(res_.uncertainty)); !w.empty())
+        res_.warnings.push_back(std::move(w));
+    } else {
+      res_.uncertainty = uncertainty_phase(op_, res_.registrations, plan_.threads, res_.warnings, &progress_, &cancel_);
+    }
     ck_.uncertainty.clear();
     for (std::size_t k = 0; k < n_; ++k) ck_.uncertainty.emplace_back(k, res_.uncertainty[k]);
     if (plan_.checkpoint_interval_s > 0) save(true);
@@ -251,6 +295,13 @@ class SerialRegister {
   PhaseTimer::Clock::time_point last_save_ = PhaseTimer::Clock::now();
   RegistrationScan injected_;
   bool scanned_ = false;  // the checkpoint resumed from holds the whole scan
+  // The uncertainty computed in the scan, frame by frame, and its cost.
+  struct InScan {
+    bool on = false, counts = false;
+    Point centre;
+    std::vector<DriftUncertainty> frames;
+    double seconds = 0.0, cpu = 0.0;
+  } in_scan_;
 };
 
 }  // namespace

@@ -139,6 +139,12 @@ std::vector<DriftUncertainty> with_series_common(std::vector<DriftUncertainty> f
   return frames;
 }
 
+DriftUncertainty frame_drift_uncertainty(const RegistrationOperator& op, const Registration& r, bool counts,
+                                         Point centre) {
+  const RefineInformation info = op.information(r);
+  return drift_uncertainty(info, r.transform, centre, reference_noise_share(info, counts));
+}
+
 std::vector<DriftUncertainty> estimate_drift_uncertainty(const RegistrationOperator& op,
                                                          const std::vector<Registration>& registrations,
                                                          std::size_t begin, std::size_t end, int threads,
@@ -157,10 +163,8 @@ std::vector<DriftUncertainty> estimate_drift_uncertainty(const RegistrationOpera
   for (long i = 0; i < n; ++i) {
     try {
       if (cancel) cancel->throw_if_cancelled();
-      const Registration& r = registrations[begin + static_cast<std::size_t>(i)];
-      const RefineInformation info = op.information(r);
       out[static_cast<std::size_t>(i)] =
-          drift_uncertainty(info, r.transform, centre, reference_noise_share(info, counts));
+          frame_drift_uncertainty(op, registrations[begin + static_cast<std::size_t>(i)], counts, centre);
     } catch (const Error& e) {
 #pragma omp critical(drift_uncertainty_error)
       if (error.empty() || e.kind() == ErrorKind::cancelled) {

@@ -684,6 +684,7 @@ SpecimenImage finish_split_average(const SpecimenGrid& grid, std::vector<double>
       noise.half_difference.pixels[i] = static_cast<float>(sum[0][i] / coverage[0][i] - sum[1][i] / coverage[1][i]);
     sum[0][i] += sum[1][i], coverage[0][i] += coverage[1][i];
   }
+  sum[1] = {}, coverage[1] = {};  // added in: their memory goes to the image
   return finish_specimen_average(grid, sum[0], coverage[0]);
 }
 
@@ -859,17 +860,17 @@ Point ScanDistortionSteps::path_unresolved_sd(const std::vector<DriftSample>& sa
   }
 }
 
-void ScanDistortionSteps::set_template(const SpecimenImage& average, const DriftPath& built_with,
-                                       const AverageNoise& noise, std::vector<FrameContribution> own,
-                                       std::size_t own_first) {
+void ScanDistortionSteps::set_template(SpecimenImage average, const DriftPath& built_with, AverageNoise noise,
+                                       std::vector<FrameContribution> own, std::size_t own_first) {
   own_ = std::move(own);
   own_first_ = own_first;
   auto t = std::make_shared<Template>();
-  t->average = average;
+  t->average = std::move(average);
   t->path = built_with;
   if (settings_.filter_template && noise.even > 0 && noise.odd > 0)
-    t->filter = std::make_shared<TemplateWienerFilter>(average.image, noise.half_difference, noise.even, noise.odd);
-  t->coeffs = average.image;
+    t->filter = std::make_shared<TemplateWienerFilter>(t->average.image, noise.half_difference, noise.even, noise.odd);
+  noise = {};  // the filter has what it needs of the noise
+  t->coeffs = t->average.image;
   if (t->filter) t->filter->apply(t->coeffs);
   bspline_prefilter(t->coeffs);
   t->image = &t->average;
@@ -1275,9 +1276,9 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
     const auto started = std::chrono::steady_clock::now();
     AverageNoise noise;
     std::vector<FrameContribution> own;
-    const SpecimenImage average = average_in_specimen_coordinates(
-        frames, timing, model, &noise, &own, &steps.left_out_frames(), steps.template_from_sample());
-    steps.set_template(average, model.path, noise, std::move(own));
+    SpecimenImage average = average_in_specimen_coordinates(frames, timing, model, &noise, &own,
+                                                            &steps.left_out_frames(), steps.template_from_sample());
+    steps.set_template(std::move(average), model.path, std::move(noise), std::move(own));
     std::vector<DriftSample> samples;
     double precision[2] = {0.0, 0.0};
     std::vector<ScanDistortionSteps::FrameFit> lines(n);  // each frame's line offsets, for its next jitter
@@ -1295,6 +1296,7 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
         lines[k0 + i] = std::move(fits[i]);
       }
     }
+    steps.drop_template();
     const DriftPath previous = model.path;
     model.path = steps.fit_path(samples);
     if (settings.estimate_jitter) {

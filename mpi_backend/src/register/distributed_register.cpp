@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/large_allocations.hpp"
 #include "driftscan/core/peak_memory.hpp"
 #include "driftscan/formats/tiff/tiff_series.hpp"
 #include "driftscan/formats/tiff/tiff_writer.hpp"
@@ -660,9 +661,10 @@ void correct_distortion(RegisterRun& run) {
     run.res.warnings.push_back(said);
   }
   run.op.release_prepared();  // the rigid phases are done: their pyramids' memory goes to the correction's grids
+  release_free_memory();
   // Frames scanned in several directions are corrected as recorded (the timing turns each one).
   run.distortion = correct_scan_distortion(recorded_frames(*run.frames), *run.timing, rigid, settings, run.ctx,
-                                           run.threads, leave_out);
+                                           run.threads, leave_out, kept_contribution_bytes(job));
   if (run.ctx.rank == 0 && !run.distortion->not_followed.empty()) {
     std::string list;
     for (std::size_t i = 0; i < run.distortion->not_followed.size() && i < 20; ++i)
@@ -915,8 +917,12 @@ DistributedRegisterResult register_distributed(const Job& job, RunContext& ctx, 
   }
   run.timer.run(RegisterPhase::uncertainty, [&] { uncertainty(run); });
   stop_if_failed(run, set);
-  if (run.timing) run.timer.run(RegisterPhase::scan_distortion, [&] { correct_distortion(run); });
+  if (run.timing) {
+    run.timer.run(RegisterPhase::scan_distortion, [&] { correct_distortion(run); });
+    release_free_memory();  // the correction's grids and templates: not the sizes the averaging asks for
+  }
   run.timer.run(RegisterPhase::average, [&] { average(run); });
+  if (run.timing) release_free_memory();  // nor the sizes the writing asks for
   const std::exception_ptr drift_error = stage_drift(run, set, &run.res.average);
   run.timer.run(RegisterPhase::write, [&] {
     on_root_then_together(run, [&] {

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/large_allocations.hpp"
 #include "driftscan/mpi/runtime/allgather_records.hpp"
 #include "driftscan/mpi/runtime/collectives.hpp"
 #include "driftscan/mpi/runtime/command_report.hpp"
@@ -43,7 +44,7 @@ SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timi
                                std::size_t lo, std::size_t hi, RunContext& ctx, bool everywhere,
                                std::size_t& progress_done, const std::vector<char>& left_out,
                                AverageNoise* noise = nullptr, std::vector<FrameContribution>* kept = nullptr,
-                               double from_sample = 0.0) {
+                               double from_sample = 0.0, std::size_t kept_bytes = 0) {
   SpecimenExtent extent;
   together(ctx, [&] {
     for (std::size_t k = lo; k < hi; ++k)
@@ -68,7 +69,7 @@ SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timi
     const std::size_t size = static_cast<std::size_t>(grid.width) * static_cast<std::size_t>(grid.height);
     squares.assign(final_average ? size : 0, 0.0);
     for (std::size_t h = 0; h < halves; ++h) sum[h].assign(size, 0.0), coverage[h].assign(size, 0.0);
-    ContributionBudget budget(kept);
+    ContributionBudget budget(kept, kept_bytes);
     for (std::size_t k = lo; k < hi; ++k) {
       ctx.cancel.throw_if_cancelled();
       if (left_out[k]) {
@@ -143,7 +144,7 @@ void gather_frame_rows(RunContext& ctx, std::vector<std::vector<double>>& rows, 
 DistributedDistortion correct_scan_distortion(const FrameSource& frames, const ScanTiming& timing,
                                               const std::vector<Point>& rigid_drift,
                                               const ScanDistortionSettings& settings, RunContext& ctx, int threads,
-                                              const std::vector<std::size_t>& leave_out) {
+                                              const std::vector<std::size_t>& leave_out, std::size_t kept_bytes) {
   const std::size_t n = frames.frame_count();
   const std::size_t ranks = static_cast<std::size_t>(ctx.size), rank = static_cast<std::size_t>(ctx.rank);
   const std::size_t lo = n * rank / ranks, hi = n * (rank + 1) / ranks;
@@ -174,16 +175,21 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
     const auto started = std::chrono::steady_clock::now();
     AverageNoise noise;
     std::vector<FrameContribution> own;  // this rank's frames', for their leave-one-out templates
-    const SpecimenImage average =
+    SpecimenImage average =
         combined_average(frames, timing, out.model, lo, hi, ctx, true, done, steps->left_out_frames(), &noise, &own,
-                         steps->template_from_sample());
-    together(ctx, [&] { steps->set_template(average, out.model.path, noise, std::move(own), lo); });
+                         steps->template_from_sample(), kept_bytes);
+    together(ctx,
+             [&] { steps->set_template(std::move(average), out.model.path, std::move(noise), std::move(own), lo); });
+    // The averaging's grids are freed, the fits' templates are smaller
+    // blocks: what the grids held goes back rather than stay beside them.
+    release_free_memory();
     std::vector<DriftSample> samples;
     double precision[2] = {0.0, 0.0};
     std::vector<ScanDistortionSteps::FrameFit> lines(mine);  // this rank's frames' line offsets, for their jitter
     together(ctx, [&] {
       // A batch of frames at a time, one a thread (fit_frames).
-      const std::size_t batch = 2 * static_cast<std::size_t>(std::max(1, threads));
+      // (One thread fits one frame at a time: a second held frame would only take memory.)
+      const std::size_t batch = threads > 1 ? 2 * static_cast<std::size_t>(threads) : 1;
       for (std::size_t k0 = lo; k0 < hi; k0 += batch) {
         ctx.cancel.throw_if_cancelled();
         std::vector<Frame> held;
@@ -200,6 +206,8 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
         }
       }
     });
+    steps->drop_template();
+    release_free_memory();  // the next average's grids do not fit the templates' blocks
     // Every rank learns which frames the others left out (the flags of one
     // rank's frames are its own).
     std::vector<unsigned char> flags(steps->left_out_frames().begin(), steps->left_out_frames().end());

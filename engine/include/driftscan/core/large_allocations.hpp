@@ -11,4 +11,10 @@ namespace driftscan {
 
 void reuse_large_allocations();
 
+// Returns the heap's free pages to the system (their addresses stay the
+// heap's): between phases whose blocks differ in size (the registration's
+// pyramids, then the scan-distortion correction's grids), the first phase's
+// freed blocks would stay resident beside the next one's, which they do not fit.
+void release_free_memory();
+
 }  // namespace driftscan

@@ -56,6 +56,12 @@ double gradient_noise_kappa(double sigma);
 DriftUncertainty drift_uncertainty(const RefineInformation& info, const Transform& to_frame0, Point centre,
                                    double reference_share);
 
+// One scan result's (0 -> k): `counts` looks_like_counts(frame 0), `centre`
+// the frame's centre. Any thread, any time after the scan made r: the
+// sequential scan calls it while frame k's pyramid is still prepared.
+DriftUncertainty frame_drift_uncertainty(const RegistrationOperator& op, const Registration& r, bool counts,
+                                         Point centre);
+
 // Every frame in [begin, end) of a scan's results (0 -> k), `threads`
 // OpenMP threads; advances `progress` by one per frame.
 std::vector<DriftUncertainty> estimate_drift_uncertainty(const RegistrationOperator& op,

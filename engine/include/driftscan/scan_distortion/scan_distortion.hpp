@@ -373,9 +373,17 @@ class ScanDistortionSteps {
   // it through a TemplateWienerFilter.
   // `own`: the contributions of frames own_first, own_first + 1, ... from
   // the pass that built `average` (ContributionBudget; empty ones are
-  // sampled again).
-  void set_template(const SpecimenImage& average, const DriftPath& built_with, const AverageNoise& noise = {},
+  // sampled again). Taken by value: a caller that moves them in holds no
+  // second copy of the grids while the round lasts.
+  void set_template(SpecimenImage average, const DriftPath& built_with, AverageNoise noise = {},
                     std::vector<FrameContribution> own = {}, std::size_t own_first = 0);
+  // Frees the template and the kept contributions once a round's fits are
+  // done: the next average needs neither, and on big frames they would sit
+  // beside its grids and its own kept contributions (one frame budget each).
+  void drop_template() {
+    template_.reset();
+    own_ = {};
+  }
   // Steps 2 and 4 for frame k against the template under `model`: its bands
   // registered, then (when jitter is estimated) each line's jitter by 1-D
   // matching, each line placed where its band's last step sampled the

@@ -33,10 +33,12 @@ struct DistributedDistortion {
 // same on every rank. Errors on any rank end it on every rank with that
 // rank's one-line message; cancellation likewise.
 // Frames in `leave_out` (failed rigid registrations, frames the user
-// excluded) are in no average nor fit.
+// excluded) are in no average nor fit. `kept_bytes`: each rank's memory for
+// its frames' kept contributions (ContributionBudget; kept_contribution_bytes).
 DistributedDistortion correct_scan_distortion(const FrameSource& frames, const ScanTiming& timing,
                                               const std::vector<Point>& rigid_drift,
                                               const ScanDistortionSettings& settings, RunContext& ctx, int threads,
-                                              const std::vector<std::size_t>& leave_out = {});
+                                              const std::vector<std::size_t>& leave_out = {},
+                                              std::size_t kept_bytes = ContributionBudget::kDefaultBytes);
 
 }  // namespace driftscan::mpi
