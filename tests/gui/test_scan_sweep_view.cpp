@@ -21,7 +21,7 @@ const char* kHeader =
 
 // Two shapes of 16 workers and one of 64, two algorithms, two K.
 QString write_sweep(const QString& dir) {
-  const QString path = dir + "/scan_sweep.csv";
+  QString path = dir + "/scan_sweep.csv";  // not const: returned by move
   QFile f(path);
   f.open(QIODevice::WriteOnly);
   f.write(kHeader);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -105,8 +106,9 @@ TEST(ScanCostModel, IdealBalanceNeverLosesToStaticAndRespectsTheWorkBound) {
     // threads (rank 0: one pass, its first segment's prefixes being final).
     double bound = 0.0;
     for (int r = 0; r < ranks; ++r) {
-      const auto first = c.begin() + r * threads * k;
-      const double work = std::accumulate(first, first + threads * k, 0.0);
+      const std::ptrdiff_t span = static_cast<std::ptrdiff_t>(threads) * k;
+      const auto first = c.begin() + r * span;
+      const double work = std::accumulate(first, first + span, 0.0);
       bound = std::max(bound, (r == 0 ? 1.0 : 2.0) * (work - threads * largest) / threads);
     }
     for (auto a : all_global_scan_algorithms()) {
