@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -106,7 +107,10 @@ TEST(RegisterPipeline, SmallSeriesIsAccurateAndOutputsAreComplete) {
     EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
 }
 
-TEST(RegisterPipeline, InjectedScanWithOtherBracketingAgrees) {
+// The same 12-frame series registered twice with defaults: on one thread,
+// then on two (with `scan`, when given, instead of the sequential scan).
+namespace {
+std::pair<RegisterResult, RegisterResult> one_thread_then_two(const RegistrationScan& scan = {}) {
   SyntheticSeries s(small_series(12));
   FrameVector frames = materialise(s);
   TempDir d1, d2;
@@ -114,7 +118,13 @@ TEST(RegisterPipeline, InjectedScanWithOtherBracketingAgrees) {
   auto progress = make_silent_progress();
   CancelToken cancel;
   RegisterResult a = register_series(frames, {}, {}, d1.path.string(), *progress, cancel, 1);
-  RegisterResult b = register_series(frames, {}, {}, d2.path.string(), *progress, cancel, 2, doubling_scan);
+  RegisterResult b = register_series(frames, {}, {}, d2.path.string(), *progress, cancel, 2, scan);
+  return {std::move(a), std::move(b)};
+}
+}  // namespace
+
+TEST(RegisterPipeline, InjectedScanWithOtherBracketingAgrees) {
+  const auto [a, b] = one_thread_then_two(doubling_scan);
   EXPECT_GT(b.applications.size(), a.applications.size());
   for (std::size_t k = 0; k < 12; ++k) {
     EXPECT_NEAR(a.registrations[k].transform.tx, b.registrations[k].transform.tx, 0.01) << k;
@@ -126,14 +136,7 @@ TEST(RegisterPipeline, InjectedScanWithOtherBracketingAgrees) {
 // (its pyramid at hand), more threads in a phase after the scan: the same
 // call on the same registrations, so the same numbers to the last bit.
 TEST(RegisterPipeline, UncertaintyInTheScanEqualsThePhaseAfterIt) {
-  SyntheticSeries s(small_series(12));
-  FrameVector frames = materialise(s);
-  TempDir d1, d2;
-  d2.path += "_b";
-  auto progress = make_silent_progress();
-  CancelToken cancel;
-  RegisterResult a = register_series(frames, {}, {}, d1.path.string(), *progress, cancel, 1);
-  RegisterResult b = register_series(frames, {}, {}, d2.path.string(), *progress, cancel, 2);
+  const auto [a, b] = one_thread_then_two();
   ASSERT_EQ(a.uncertainty.size(), 12u);
   ASSERT_EQ(b.uncertainty.size(), 12u);
   for (std::size_t k = 0; k < 12; ++k) {

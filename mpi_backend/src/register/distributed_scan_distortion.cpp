@@ -139,6 +139,31 @@ void gather_frame_rows(RunContext& ctx, std::vector<std::vector<double>>& rows, 
   for (std::size_t k = 0; k < n; ++k)
     rows[k].assign(all.begin() + static_cast<long>(k * width), all.begin() + static_cast<long>((k + 1) * width));
 }
+// This rank's frames [lo, hi) fitted against the round's template, a batch
+// at a time, one frame a thread (fit_frames; one thread fits one frame at a
+// time: a second held frame would only take memory): their band samples,
+// the summed fit variances (precision: sum, count) and each frame's line
+// offsets (`lines`, from lo), for their jitter.
+void fit_own_frames(const FrameSource& frames, ScanDistortionSteps& steps, const ScanModel& model, std::size_t lo,
+                    std::size_t hi, int threads, RunContext& ctx, std::size_t& done, std::vector<DriftSample>& samples,
+                    double precision[2], std::vector<ScanDistortionSteps::FrameFit>& lines) {
+  const std::size_t batch = threads > 1 ? 2 * static_cast<std::size_t>(threads) : 1;
+  for (std::size_t k0 = lo; k0 < hi; k0 += batch) {
+    ctx.cancel.throw_if_cancelled();
+    std::vector<Frame> held;
+    for (std::size_t k = k0; k < std::min(hi, k0 + batch); ++k)
+      held.push_back(steps.left_out(k) ? Frame() : frames.frame(k));
+    std::vector<ScanDistortionSteps::FrameFit> fits = steps.fit_frames(held, k0, model);
+    for (std::size_t i = 0; i < fits.size(); ++i) {
+      steps.leave_out_unless_followed(k0 + i, fits[i]);
+      samples.insert(samples.end(), fits[i].bands.begin(), fits[i].bands.end());
+      precision[0] += fits[i].precision_sum, precision[1] += fits[i].precision_count;
+      fits[i].bands.clear(), fits[i].bands.shrink_to_fit();
+      lines[k0 + i - lo] = std::move(fits[i]);
+      ctx.progress.advance(++done);
+    }
+  }
+}
 }  // namespace
 
 DistributedDistortion correct_scan_distortion(const FrameSource& frames, const ScanTiming& timing,
@@ -186,26 +211,8 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
     std::vector<DriftSample> samples;
     double precision[2] = {0.0, 0.0};
     std::vector<ScanDistortionSteps::FrameFit> lines(mine);  // this rank's frames' line offsets, for their jitter
-    together(ctx, [&] {
-      // A batch of frames at a time, one a thread (fit_frames).
-      // (One thread fits one frame at a time: a second held frame would only take memory.)
-      const std::size_t batch = threads > 1 ? 2 * static_cast<std::size_t>(threads) : 1;
-      for (std::size_t k0 = lo; k0 < hi; k0 += batch) {
-        ctx.cancel.throw_if_cancelled();
-        std::vector<Frame> held;
-        for (std::size_t k = k0; k < std::min(hi, k0 + batch); ++k)
-          held.push_back(steps->left_out(k) ? Frame() : frames.frame(k));
-        std::vector<ScanDistortionSteps::FrameFit> fits = steps->fit_frames(held, k0, out.model);
-        for (std::size_t i = 0; i < fits.size(); ++i) {
-          steps->leave_out_unless_followed(k0 + i, fits[i]);
-          samples.insert(samples.end(), fits[i].bands.begin(), fits[i].bands.end());
-          precision[0] += fits[i].precision_sum, precision[1] += fits[i].precision_count;
-          fits[i].bands.clear(), fits[i].bands.shrink_to_fit();
-          lines[k0 + i - lo] = std::move(fits[i]);
-          ctx.progress.advance(++done);
-        }
-      }
-    });
+    together(ctx,
+             [&] { fit_own_frames(frames, *steps, out.model, lo, hi, threads, ctx, done, samples, precision, lines); });
     steps->drop_template();
     release_free_memory();  // the next average's grids do not fit the templates' blocks
     // Every rank learns which frames the others left out (the flags of one
