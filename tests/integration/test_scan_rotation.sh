@@ -136,6 +136,17 @@ for f in drift.csv lines.csv; do
 done
 grep -q '"scan_distortion"' sd-f/report.json || die "follow with --scan-distortion: no scan_distortion block"
 echo "ok: follow with --scan-distortion = the batch run over the frames taken (1 and 2 ranks)"
+# The follow's checkpoint outlives the correction: --follow --resume of the
+# grown series takes the first frames from it, and corrects them all again.
+"$ENGINE" register live-sd.tif --follow --until-frames 8 --idle-timeout 20 --out sd-g --threads 2 --scan-distortion \
+  "${TIMING[@]}" --scan-rotation 0,90,180,270 --progress none
+[ -f sd-g/checkpoint.dsck ] || die "follow with --scan-distortion: the follow's checkpoint was removed"
+"$ENGINE" register live-sd.tif --follow --resume --until-frames 12 --idle-timeout 20 --out sd-g --threads 2 \
+  --scan-distortion "${TIMING[@]}" --scan-rotation 0,90,180,270 --progress plain > resumed.log 2>&1 ||
+  die "follow --resume with --scan-distortion failed: $(tail -n 3 resumed.log)"
+grep -q "(8 from the checkpoint)" resumed.log || die "follow --resume: the follow's checkpoint was not used"
+cmp -s sd-g/drift.csv sd-1/drift.csv || die "follow --resume with --scan-distortion: drift.csv differs from the batch run's"
+echo "ok: the follow's checkpoint is kept after the correction, and --resume extends it"
 
 # Bad input: one line naming the frame or setting, exit 2, nothing written.
 refuse() {  # refuse NAME EXPECTED-TEXT COMMAND...

@@ -60,16 +60,22 @@ CheckpointState load_checkpoints(const std::string& out_dir, const nlohmann::jso
   return state;
 }
 
-void remove_checkpoints(const std::string& out_dir) {
+namespace {
+void remove_matching(const std::string& out_dir, bool keep_serial) {
   std::error_code ec;
   std::vector<fs::path> doomed;
   for (fs::directory_iterator it(out_dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
+    if (keep_serial && name.find(".rank-") == std::string::npos) continue;
     if (std::regex_match(name, kCheckpointName) || std::regex_match(name, kCheckpointTemporary))
       doomed.push_back(it->path());
   }
   for (const auto& p : doomed) fs::remove(p, ec);
 }
+}  // namespace
+
+void remove_checkpoints(const std::string& out_dir) { remove_matching(out_dir, false); }
+void remove_rank_checkpoints(const std::string& out_dir) { remove_matching(out_dir, true); }
 
 std::vector<OutputGap> missing_outputs(const std::vector<std::optional<Registration>>& outputs) {
   std::vector<OutputGap> gaps;

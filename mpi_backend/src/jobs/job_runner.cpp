@@ -147,6 +147,9 @@ void correct_followed_distortion(const Job& job, RunContext& ctx, std::size_t ta
   Job batch = job;
   batch.follow.enabled = false;
   batch.execution.resume = false;
+  // The follow's checkpoint.dsck is what a later --follow --resume of the
+  // grown series extends: the batch writes none of its own and leaves it.
+  batch.execution.checkpoint_interval_s = 0;
   std::optional<OutputSet> set;
   open_output_set(batch, ctx, {job.input}, set);
   try {

@@ -301,6 +301,7 @@ struct RegisterRun {
         ctx(ctx_),
         threads(std::max(1, job.execution.threads)),
         frames(open_series(job, first_frames)),
+        followed_prefix(first_frames > 0),
         n(frames->frame_count()),
         block(own_block(ctx.comm, n)),
         op(*frames, job.registration, 1, prepared_cache_bytes(job, frames->width(), frames->height())) {
@@ -330,6 +331,7 @@ struct RegisterRun {
   RunContext& ctx;
   const int threads;
   const std::unique_ptr<FrameSource> frames;
+  const bool followed_prefix;  // over a follow's first frames: its checkpoint.dsck stays
   const std::size_t n;
   const FrameBlock block;  // this rank's frames from the scan on (res.registrations, res.uncertainty)
   RegistrationOperator op;
@@ -380,6 +382,7 @@ void resume(RegisterRun& run) {
   std::error_code ec;
   fs::create_directories(job.output, ec);  // every rank saves its checkpoint there
   if (job.execution.resume) run.known = load_checkpoints(job.output, fingerprint, run.n);
+  else if (ctx.rank == 0 && run.followed_prefix) remove_rank_checkpoints(job.output);  // the follow's stays
   else if (ctx.rank == 0) remove_checkpoints(job.output);  // an earlier run's: never mixed with this one's
   cancellable_barrier(ctx);
   run.loaded_pairs = run.known.element_count();

@@ -46,6 +46,9 @@ std::vector<std::string> checkpoint_files(const std::string& out_dir);
 CheckpointState load_checkpoints(const std::string& out_dir, const nlohmann::json& fingerprint, std::size_t frames);
 // Removes every checkpoint file of `out_dir`, and temporaries left by a kill.
 void remove_checkpoints(const std::string& out_dir);
+// The same, but the serial checkpoint.dsck (and its temporaries) stay: the
+// follow's, which a batch run over the followed frames must not take away.
+void remove_rank_checkpoints(const std::string& out_dir);
 
 // A maximal run of frames whose scan output is unknown: outputs first..last.
 // (0 -> first-1) is known when first > 0, so the run can be finished as a
