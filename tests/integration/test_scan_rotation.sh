@@ -42,6 +42,14 @@ assert span > 8 and err < 0.2 and ranks <= 0.01 and used, (err, ranks, used)
 PY
 done
 
+# Rotations count from frame 0's: 37/127/217/307 is the revolving scan
+# above, on frame 0's grid (the same drift, byte for byte).
+"$ENGINE" register rev.tif --out rev-37 --scan-rotation 37,127,217,307 --threads 2 --progress plain > rev-37.log 2>&1 ||
+  die "rotations 37,127,217,307: $(tail -n 2 rev-37.log)"
+cmp -s rev-37/drift.csv rev-1/drift.csv || die "rotations 37,127,217,307: drift.csv differs from 0,90,180,270's"
+grep -q "relative to frame 0's: 0,90,180,270" rev-37.log || die "rotations 37,127,...: not said relative to frame 0"
+echo "ok: rotations are taken relative to frame 0's"
+
 # The fused average on frame 0's grid matches the noise-free reference
 # (the frames turned back: without that the average would be a blur of four
 # orientations).

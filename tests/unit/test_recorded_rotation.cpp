@@ -101,6 +101,35 @@ TEST(RecordedRotation, RegisterJobTakesTheFilesRotationsUnlessItGivesItsOwn) {
   fs::remove(path);
 }
 
+TEST(RecordedRotation, GivenRotationsAreTakenRelativeToFrame0s) {
+  // A series scanned at 37° and 127° is at 0° and 90° on frame 0's grid:
+  // validated, and turned into those values (and said) before any run.
+  Job job = register_job("any.tif");
+  job.output = "out";
+  job.scan.rotation = {37.0, 127.0, 217.0, 307.0};
+  EXPECT_NO_THROW(validate(job));
+  std::string said;
+  const Job decided = with_recorded_rotations(job, said);
+  EXPECT_EQ(decided.scan.rotation, (std::vector<double>{0.0, 90.0, 180.0, 270.0}));
+  EXPECT_NE(said.find("relative to frame 0's: 0,90,180,270"), std::string::npos) << said;
+  job.follow.enabled = true;  // a follow takes them the same way
+  EXPECT_EQ(with_recorded_rotations(job, said).scan.rotation, (std::vector<double>{0.0, 90.0, 180.0, 270.0}));
+  // Frames 63° apart are still refused, naming the frame.
+  job.scan.rotation = {37.0, 100.0};
+  try {
+    validate(job);
+    ADD_FAILURE() << "37,100 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("frame 1 is scanned 63 deg from frame 0"), std::string::npos) << e.what();
+  }
+  // Synth draws the frames at the angles given, as they are.
+  Job synth;
+  synth.command = "synth";
+  synth.output = "synth.tif";
+  synth.scan.rotation = {37.0, 100.0};
+  EXPECT_NO_THROW(validate(synth));
+}
+
 TEST(RecordedRotation, OneDirectionLeavesTheJobAsItIs) {
   const std::string path = velox_with_rotations("one.emd", 4, [](int) { return 17.0; });
   std::string said;

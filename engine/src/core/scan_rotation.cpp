@@ -43,6 +43,23 @@ int quarter_turns(double deg) {
   return static_cast<int>(std::fmod(std::fmod(r, 4.0) + 4.0, 4.0));
 }
 
+double relative_scan_rotation(double deg, double deg0) {
+  constexpr double kQuarterTolerance_deg = 0.01;
+  double r = std::fmod(deg - deg0, 360.0);
+  if (r < 0) r += 360.0;
+  const double q = std::round(r / 90.0) * 90.0;
+  if (std::fabs(r - q) <= kQuarterTolerance_deg) r = q;
+  return r >= 360.0 ? r - 360.0 : r;
+}
+
+std::vector<double> rotations_from_frame0(const std::vector<double>& rotation_deg) {
+  std::vector<double> out = rotation_deg;
+  if (out.empty() || !std::isfinite(out.front())) return out;
+  for (double& d : out)
+    if (std::isfinite(d)) d = relative_scan_rotation(d, rotation_deg.front());
+  return out;
+}
+
 Transform scan_rotation_transform(double deg, int width, int height) {
   const Point c{(width - 1) / 2.0, (height - 1) / 2.0};
   const int turns = quarter_turns(deg);

@@ -11,18 +11,6 @@
 namespace driftscan {
 namespace {
 
-// Scan coils are set to a few hundredths of a degree; a file's radians to
-// a few digits. Within this of a multiple of 90° a rotation is that multiple.
-constexpr double kQuarterTolerance_deg = 0.01;
-
-double turned_relative(double deg, double deg0) {
-  double r = std::fmod(deg - deg0, 360.0);
-  if (r < 0) r += 360.0;
-  const double q = std::round(r / 90.0) * 90.0;
-  if (std::fabs(r - q) <= kQuarterTolerance_deg) r = q;
-  return r >= 360.0 ? r - 360.0 : r;
-}
-
 // The shortest prefix of `values` that repeats into all of them (a partial
 // last cycle too: frame k is at value k mod p).
 std::vector<double> shortest_period(const std::vector<double>& values) {
@@ -49,7 +37,7 @@ std::vector<double> relative_scan_rotations(const RecordedRotations& recorded, c
                       "'s is known; give every frame's with scan.rotation (--scan-rotation)");
   std::vector<double> relative;
   relative.reserve(deg.size());
-  for (double d : deg) relative.push_back(turned_relative(d, deg.front()));
+  for (double d : deg) relative.push_back(relative_scan_rotation(d, deg.front()));
   bool all_as_frame0 = true;
   for (double r : relative) all_as_frame0 = all_as_frame0 && r == 0.0;
   if (all_as_frame0) return {};
@@ -58,8 +46,15 @@ std::vector<double> relative_scan_rotations(const RecordedRotations& recorded, c
 
 Job with_recorded_rotations(const Job& job, std::string& said) {
   said.clear();
-  if ((job.command != "register" && job.command != "average") || job.follow.enabled || !job.scan.rotation.empty())
-    return job;
+  if (job.command != "register" && job.command != "average") return job;
+  if (!job.scan.rotation.empty()) {  // given: taken relative to frame 0's, as the file's are
+    Job out = job;
+    out.scan.rotation = rotations_from_frame0(job.scan.rotation);
+    if (out.scan.rotation != job.scan.rotation)
+      said = "scan rotations relative to frame 0's: " + scan_rotation_text(out.scan.rotation) + " deg";
+    return out;
+  }
+  if (job.follow.enabled) return job;
   const std::unique_ptr<FrameSource> frames = open_indexed_series(job);
   if (!frames) return job;
   const RecordedRotations recorded = frames->recorded_rotations();

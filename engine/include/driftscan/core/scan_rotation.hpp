@@ -29,6 +29,15 @@ bool has_scan_rotation(const std::vector<double>& rotation_deg);
 // 1e-9°), else -1.
 int quarter_turns(double deg);
 
+// `deg` relative to frame 0's `deg0`, turned into [0, 360); within 0.01° of
+// a multiple of 90° set to it (coils are set, and files write radians, to a
+// few digits). Frame 0's grid is the output's, so only a frame's rotation
+// relative to frame 0's matters to register and average.
+double relative_scan_rotation(double deg, double deg0);
+// Every value relative to the first (a series scanned at 37° and 127° is at
+// 0° and 90° on frame 0's grid); non-finite values stay as they are.
+std::vector<double> rotations_from_frame0(const std::vector<double>& rotation_deg);
+
 // Maps a recorded pixel of a frame scanned at `deg` to the point of frame 0's
 // orientation it shows: c + R(θ)(q - c) (no drift).
 Transform scan_rotation_transform(double deg, int width, int height);

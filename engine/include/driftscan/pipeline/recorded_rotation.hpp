@@ -23,10 +23,9 @@ namespace driftscan {
 std::vector<double> relative_scan_rotations(const RecordedRotations& recorded, const std::string& path);
 
 // `job` with scan.rotation taken from the file (rule above) when the job
-// gives none; `said` gets the line that tells the user (empty: nothing
-// changed). Only formats that record the scan in their index are opened for
-// it (DM, EMD: format_reader.hpp's scan_clock_in_index); an unreadable input
-// is left to the caller's checks; a rotation the run cannot take (not a
+// gives none, or the given values relative to the first when it does; `said` gets the line that tells the user (empty:
+// nothing changed). Only formats that record the scan in their index are opened for it (DM, EMD: format_reader.hpp's
+// scan_clock_in_index); an unreadable input is left to the caller's checks; a rotation the run cannot take (not a
 // multiple of 90°) is bad input naming the file and the frame.
 Job with_recorded_rotations(const Job& job, std::string& said);
 
