@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <complex>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,9 +40,11 @@
 #include <vector>
 
 #include "driftscan/averaging/averaging.hpp"
+#include "driftscan/core/apodisation_window.hpp"
 #include "driftscan/core/bspline_taps.hpp"
 #include "driftscan/core/cubic_bspline.hpp"
 #include "driftscan/core/derotated_source.hpp"
+#include "driftscan/core/fftw_planner.hpp"
 #include "driftscan/core/omp_threads.hpp"
 #include "driftscan/core/progress.hpp"
 #include "driftscan/core/scan_rotation.hpp"
@@ -56,6 +59,8 @@ using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
 namespace {
+
+constexpr double kPi = 3.14159265358979323846;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -182,7 +187,62 @@ ScanModel oracle_model(const SyntheticSeries& s) {
 // fast axis from its cubic B-spline), var its Poisson and read noise; with
 // the jitter's own spread sigma as the prior (Van Trees), no estimate's mean
 // square error is below 1/(I + 1/sigma^2). RMS over all lines of all frames.
-double jitter_floor(const SyntheticSeries& s) {
+// The share of a line's Fisher information that survives when the specimen
+// is not known but learned from the other n - 1 frames: an estimate that
+// weights the template's gradient by the Wiener gain S / (S + N_t) (the
+// Bayesian estimate of a specimen with power spectrum S under template
+// noise N_t, white at 1/(n-1) of one frame's) keeps
+//     sum k_f^2 S^2 / (S + N_t)  /  sum k_f^2 S
+// of the information, k_f the frequency along the fast axis. S is the clean
+// frame's windowed power spectrum, 3x3-smoothed; the noise its mean Poisson
+// plus read variance. An approximation (stationary noise and specimen), for
+// telling the cost of not knowing the specimen apart from the estimator's.
+double learned_specimen_share(const Frame& clean, double noise_var, std::size_t frames, Point fast) {
+  const int w = clean.width, h = clean.height;
+  RealFft2d<double> fft(w, h);
+  FftBuffer<double> in(fft.real_size());
+  double mean = 0.0;
+  for (const float v : clean.pixels) mean += v;
+  mean /= static_cast<double>(clean.pixels.size());
+  const std::vector<double> wx = tukey_window(static_cast<std::size_t>(w), 0.25);
+  const std::vector<double> wy = tukey_window(static_cast<std::size_t>(h), 0.25);
+  double square = 0.0;
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const double a = wx[static_cast<std::size_t>(x)] * wy[static_cast<std::size_t>(y)];
+      in[static_cast<std::size_t>(y) * w + x] = (clean.at(x, y) - mean) * a;
+      square += a * a;
+    }
+  FftBuffer<std::complex<double>> out(fft.spectrum_size());
+  fft.forward(in.data(), out.data());
+  const int sw = fft.spectrum_width();
+  const double scale = static_cast<double>(w) * h / square;  // unit mean-square window
+  std::vector<double> p(out.size());
+  for (std::size_t i = 0; i < p.size(); ++i) p[i] = std::norm(out[i]) * scale;
+  const double template_noise =
+      static_cast<double>(w) * h * noise_var / static_cast<double>(std::max<std::size_t>(1, frames - 1));
+  double kept = 0.0, all = 0.0;
+  for (int v = 0; v < h; ++v)
+    for (int u = 0; u < sw; ++u) {
+      double sum = 0.0;
+      int count = 0;
+      for (int dv = -1; dv <= 1; ++dv)
+        for (int du = -1; du <= 1; ++du) {
+          const int uu = u + du, vv = (v + dv + h) % h;
+          if (uu < 0 || uu >= sw) continue;
+          sum += p[static_cast<std::size_t>(vv) * sw + uu], ++count;
+        }
+      const double S = std::max(0.0, sum / count);
+      const double ku = 2.0 * kPi * u / w, kv = 2.0 * kPi * (v <= h / 2 ? v : v - h) / h;
+      const double kf = ku * fast.x + kv * fast.y;
+      const double weight = (u == 0 || 2 * u == w ? 1.0 : 2.0) * kf * kf;  // r2c: the mirrored half counts too
+      all += weight * S;
+      if (S > 0) kept += weight * S * S / (S + template_noise);
+    }
+  return all > 0 ? kept / all : 1.0;
+}
+
+double jitter_floor(const SyntheticSeries& s, bool specimen_learned = false) {
   const SynthOptions& o = s.options();
   if (!(o.jitter > 0)) return 0.0;
   const ScanTiming& t = s.scan_timing();
@@ -204,7 +264,13 @@ double jitter_floor(const SyntheticSeries& s) {
         const double g = gx * fast.x + gy * fast.y;
         if (var > 0) information[static_cast<std::size_t>(t.line_of(x, y))] += g * g / var;
       }
-    for (const double i : information) sum += 1.0 / (i + 1.0 / (o.jitter * o.jitter)), ++count;
+    double share = 1.0;
+    if (specimen_learned) {
+      double var = 0.0;
+      for (const float v : clean.pixels) var += (o.dose > 0 ? std::max(0.0f, v) : 0.0) + read2;
+      share = learned_specimen_share(clean, var / static_cast<double>(clean.pixels.size()), s.frame_count(), fast);
+    }
+    for (const double i : information) sum += 1.0 / (i * share + 1.0 / (o.jitter * o.jitter)), ++count;
   }
   return std::sqrt(sum / static_cast<double>(count));
 }
@@ -560,10 +626,19 @@ void print_template_diagnostic(const SyntheticSeries& s, const FrameVector& fram
     clean.coverage.pixels[i] = average.coverage.pixels[i] > 0 ? 1e9f : 0.0f;
   ScanDistortionSteps exact(t, plain_settings, n);
   exact.set_template(clean, oracle.path);
+  // The noise-free frames averaged under the true model: what resampling
+  // each frame onto the specimen grid costs, noise aside.
+  std::vector<Frame> noiseless;
+  for (std::size_t k = 0; k < n; ++k) noiseless.push_back(s.clean_frame(k));
+  std::vector<FrameContribution> own_clean;
+  const SpecimenImage clean_average =
+      average_in_specimen_coordinates(FrameVector(std::move(noiseless)), t, oracle, nullptr, &own_clean);
+  ScanDistortionSteps resampled(t, plain_settings, n);
+  resampled.set_template(clean_average, oracle.path, AverageNoise{}, own_clean);
   std::printf(
       "%-52s  line fits under the true path against: the true-model average %.4f px (unfiltered %.4f), "
-      "the clean specimen %.4f px\n",
-      "", error_with(filtered), error_with(plain), error_with(exact));
+      "the clean specimen %.4f px, the noise-free frames' true-model average %.4f px\n",
+      "", error_with(filtered), error_with(plain), error_with(exact), error_with(resampled));
 }
 
 // One case: synthesise, register rigidly, correct, average under the
@@ -630,6 +705,7 @@ void run_case(const Case& c, const ScanDistortionSettings& settings, int threads
   const double r_oracle = residual_to_specimen(s, {oracle_avg.image, oracle_avg.origin}, region);
   const Errors e = line_errors(s, est.model, rigid);
   const double floor = jitter_floor(s);
+  const double learned_floor = jitter_floor(s, true);
   // The floor one direction cannot go below (the average's own row offsets),
   // of the same frames scanned in one direction: the last figure of the
   // jitter's, for a series in several directions too (its frames' own row
@@ -641,13 +717,13 @@ void run_case(const Case& c, const ScanDistortionSettings& settings, int threads
               r_corr, 100.0 * (r_corr / r_oracle - 1.0), r_rigid, 100.0 * (r_rigid / r_oracle - 1.0));
   std::printf(
       "%-52s  per-line drift error %.4f px (rigid %.4f)  jitter error %.4f px (%.4f if 0, line fit precision %.4f,"
-      " Cramer-Rao floor %.4f, with the average's row offsets %.4f)"
+      " Cramer-Rao floor %.4f, with the average's row offsets %.4f, with the specimen learned %.4f)"
       "  fast-axis line position error %.4f px"
       "  rounds %zu converged %d not followed %zu"
       "  wall rigid %.2f s + correction %.2f s = %.2fx rigid  (cpu %.2f s + %.2f s = %.2fx)  region %zu px\n",
       "", e.line_drift, e.rigid_line_drift, e.jitter, e.jitter_zero, est.jitter_precision_px, floor, single_floor,
-      e.position, est.rounds.size(), est.converged ? 1 : 0, est.not_followed.size(), rigid_wall, corrected_wall,
-      (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu, corrected_cpu,
+      learned_floor, e.position, est.rounds.size(), est.converged ? 1 : 0, est.not_followed.size(), rigid_wall,
+      corrected_wall, (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu, corrected_cpu,
       (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
   print_line_sigma_calibration(s, est);
   if (diagnose_template) print_template_diagnostic(s, frames_in_memory, oracle, case_settings);
