@@ -204,7 +204,9 @@ TEST(ScanRotation, IsAnOrdinaryJobField) {
             "job.json: field 'scan.rotation' must be a list of angles in degrees");
   j["scan"]["rotation"] = {0, 45};
   job = job_from_json(j, "job.json");
-  EXPECT_NE(message_of([&] { validate(job); }).find("scan.rotation 45: register takes multiples of 90 degrees"),
+  EXPECT_NE(message_of([&] {
+              validate(job);
+            }).find("scan.rotation 45: frame 1 is scanned 45 deg from frame 0; register takes multiples of 90"),
             std::string::npos);
   job.command = "synth";
   job.synth.frames = 1;
