@@ -78,6 +78,17 @@ double common_fraction(double share, double rho, double kappa) {
   return share * rho / (rho + kappa * (1.0 - share) * (1.0 - rho));
 }
 
+// rho with the signal gradient's power S scaled by the share `lag` of the
+// noise correlation it sees (signal_lag_factor): the S terms of the variance
+// are lag S (V0 + Vk), the gradient noise G's term is not (kappa is exact for
+// white noise), so the ratio S / G that common_fraction reads becomes lag S / G.
+double noise_seen_signal_fraction(double rho, double lag) {
+  rho = std::clamp(rho, 0.0, 1.0);
+  lag = std::clamp(lag, 0.0, 1.0);
+  const double s = lag * rho;
+  return s + (1.0 - rho) > 0 ? s / (s + (1.0 - rho)) : 1.0;
+}
+
 DriftUncertainty drift_uncertainty(const RefineInformation& info, const Transform& t, Point c, double share) {
   DriftUncertainty u;
   const double inf = std::numeric_limits<double>::infinity();
@@ -109,8 +120,10 @@ DriftUncertainty drift_uncertainty(const RefineInformation& info, const Transfor
   u.noise_variance = (1.0 - share) * r2 / std::max(1e-300, info.alpha * info.alpha);
   u.reference_noise_variance = share * r2;
   const double kappa = gradient_noise_kappa(info.prefilter_sigma);
-  const double fx = common_fraction(share, info.gradient_signal_fraction[0], kappa);
-  const double fy = common_fraction(share, info.gradient_signal_fraction[1], kappa);
+  const double fx = common_fraction(
+      share, noise_seen_signal_fraction(info.gradient_signal_fraction[0], info.signal_lag_factor[0]), kappa);
+  const double fy = common_fraction(
+      share, noise_seen_signal_fraction(info.gradient_signal_fraction[1], info.signal_lag_factor[1]), kappa);
   u.common_sigma_dx = std::sqrt(fx * vx);
   u.common_sigma_dy = std::sqrt(fy * vy);
   u.common_cov_dxdy = std::sqrt(fx * fy) * u.cov_dxdy;

@@ -48,6 +48,10 @@ double reference_noise_share(const RefineInformation& info, bool counts);
 // gradient carries (rho: RefineInformation::gradient_signal_fraction); the
 // rest, frame 0's gradient noise times frame k's noise, is each frame's own.
 double common_fraction(double share, double rho, double kappa);
+// rho as the noise sees it: the signal gradient's power scaled by `lag`
+// (RefineInformation::signal_lag_factor), the share of the prefiltered
+// noise's correlation it sees.
+double noise_seen_signal_fraction(double rho, double lag);
 // That product's weight kappa for noise white before a Gaussian prefilter
 // of `sigma` px (0: none) and central-difference gradients.
 double gradient_noise_kappa(double sigma);
