@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "driftscan/registration/drift_uncertainty.hpp"
 #include "driftscan/registration/frame_weights.hpp"
 #include "driftscan/registration/sequential_scan.hpp"
+#include "driftscan/registration/signal_lag_factor.hpp"
 #include "driftscan/synthetic/synthetic_series.hpp"
 
 using namespace driftscan;
@@ -182,6 +184,56 @@ TEST(DriftUncertainty, CommonShareLeavesTheGradientNoiseProductToEachFrame) {
   EXPECT_LT(common_fraction(0.5, 0.2, 0.3), common_fraction(0.5, 0.6, 0.3));
   EXPECT_LT(common_fraction(0.5, 0.01, 0.3), 0.05);
   EXPECT_GT(common_fraction(0.5, 0.01, 0.3), 0.0);
+}
+
+TEST(DriftUncertainty, SignalLagFactorIsTheNoiseCorrelationTheSignalSees) {
+  // A fringe along x of period P: its gradient sees sum_d a(d) cos(k d) of
+  // the noise correlation a (the prefilter's |g(k)|^2 at k = 2 pi / P), not
+  // all of it; a smooth one sees nearly all; independent noise in the two
+  // gradients does not move it; no prefilter, no signal: 1.
+  const int w = 128, h = 128;
+  const double sigma = 1.5;
+  const std::vector<double> a = prefilter_autocorrelation(sigma);
+  auto expected = [&](double period) {
+    double v = 0;
+    const int r = static_cast<int>(a.size() / 2);
+    for (int d = -r; d <= r; ++d) v += a[static_cast<std::size_t>(d + r)] * std::cos(2 * M_PI * d / period);
+    return v;
+  };
+  std::mt19937 rng(3);
+  std::normal_distribution<float> noise(0.0f, 1.0f);
+  auto fringe = [&](double period, float noise_sd, bool margin) {
+    std::vector<float> g(static_cast<std::size_t>(w) * h, 0.0f);
+    const double k = 2 * M_PI / period;
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) {
+        if (margin && (x < 12 || x >= w - 12 || y < 12 || y >= h - 12)) continue;  // edges: jf only away from them
+        g[static_cast<std::size_t>(y) * w + x] = static_cast<float>(-k * std::sin(k * x)) + noise_sd * noise(rng);
+      }
+    return g;
+  };
+  for (double period : {9.0, 6.0}) {
+    const double k = 2 * M_PI / period;
+    const std::array<double, 2> clean = signal_lag_factor(
+        {fringe(period, 0, true), std::vector<float>(static_cast<std::size_t>(w) * h, 0.0f)},
+        {fringe(period, 0, false), std::vector<float>(static_cast<std::size_t>(w) * h, 0.0f)}, w, h, sigma);
+    EXPECT_NEAR(clean[0], expected(period), 0.01) << "period " << period;
+    EXPECT_NEAR(clean[0], std::exp(-sigma * sigma * k * k), 0.05) << "period " << period;  // the continuum's
+    EXPECT_DOUBLE_EQ(clean[1], 1.0);                                                       // no gradient along y
+    const auto zero = std::vector<float>(static_cast<std::size_t>(w) * h, 0.0f);
+    const std::array<double, 2> noisy =
+        signal_lag_factor({fringe(period, 2 * static_cast<float>(k), true), zero},
+                          {fringe(period, 2 * static_cast<float>(k), false), zero}, w, h, sigma);
+    EXPECT_NEAR(noisy[0], clean[0], 0.05) << "period " << period;
+  }
+  const auto zero = std::vector<float>(static_cast<std::size_t>(w) * h, 0.0f);
+  EXPECT_GT(signal_lag_factor({fringe(300, 0, true), zero}, {fringe(300, 0, false), zero}, w, h, sigma)[0], 0.97);
+  EXPECT_DOUBLE_EQ(signal_lag_factor({fringe(9, 0, true), zero}, {fringe(9, 0, false), zero}, w, h, 0.0)[0], 1.0);
+  // What common_fraction then reads: unchanged for lag 1 or a noise-free
+  // gradient, smaller (less of the variance common) for lag < 1.
+  EXPECT_DOUBLE_EQ(noise_seen_signal_fraction(0.3, 1.0), 0.3);
+  EXPECT_DOUBLE_EQ(noise_seen_signal_fraction(1.0, 0.3), 1.0);
+  EXPECT_NEAR(noise_seen_signal_fraction(0.5, 0.3), 0.3 / 1.3, 1e-12);
 }
 
 TEST(DriftUncertainty, SeriesCommonPartKeepsEachFramesOwnPart) {
