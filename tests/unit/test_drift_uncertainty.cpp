@@ -122,13 +122,19 @@ TEST(DriftUncertainty, NormalisedErrorsHaveUnitScaleAndIntervalsHoldTheTruth) {
 // own share taken out. Low dose on small frames: before the common share
 // counted frame 0's gradient noise times frame k's noise as common, the own
 // part's z-RMS was 1.8 here and some frames' sigma lay below the common part.
-TEST(DriftUncertainty, OwnPartIsCalibratedAtLowDoseOnSmallFrames) {
+namespace {
+
+// The own part's z-RMS (both axes) over 6 series of 40 frames of size^2 at
+// `dose`, as bench_drift_uncertainty measures it: each frame's error less
+// the series' mean against sqrt(sigma^2 - common^2), the mean's share taken
+// out; and the invariant that no frame's sigma is below the common part.
+double own_part_z(int size, double dose) {
   double own2 = 0;
   std::size_t own_n = 0;
   for (std::uint32_t seed : {41u, 42u, 43u, 44u, 45u, 46u}) {
-    SynthOptions o = small(seed, 2);
+    SynthOptions o = small(seed, dose);
     o.frames = 40;
-    o.width = o.height = 64;
+    o.width = o.height = size;
     SyntheticSeries s(o);
     const Registered r = register_and_estimate(s);
     const std::vector<DriftUncertainty> u = with_series_common(r.u);
@@ -147,7 +153,7 @@ TEST(DriftUncertainty, OwnPartIsCalibratedAtLowDoseOnSmallFrames) {
           {d.x - t.x, d.y - t.y, u[k].sigma_dx * u[k].sigma_dx - c2[0], u[k].sigma_dy * u[k].sigma_dy - c2[1]});
     }
     const double n = static_cast<double>(rows.size());
-    ASSERT_GT(n, 30) << "seed " << seed;
+    EXPECT_GT(n, 30) << "seed " << seed;
     for (const auto& row : rows)
       for (std::size_t a = 0; a < 2; ++a) {
         mean[a] += row[a] / n;
@@ -160,10 +166,25 @@ TEST(DriftUncertainty, OwnPartIsCalibratedAtLowDoseOnSmallFrames) {
         ++own_n;
       }
   }
-  const double own = std::sqrt(own2 / static_cast<double>(own_n));
+  return std::sqrt(own2 / static_cast<double>(own_n));
+}
+
+}  // namespace
+
+TEST(DriftUncertainty, OwnPartIsCalibratedAtLowDoseOnSmallFrames) {
+  const double own = own_part_z(64, 2);
   // ~460 frame-axes: the 0.85-1.2 band, widened by the sampling spread.
   EXPECT_GT(own, 0.8);
   EXPECT_LT(own, 1.25);
+}
+
+TEST(DriftUncertainty, OwnPartIsCalibratedAtDoseOne) {
+  // Where the fitted gain is attenuated most (alpha ~0.6): the residual's
+  // share of frame 0 read as the common share gave own z-RMS 1.28-1.36 in
+  // bench_drift_uncertainty on this case.
+  const double own = own_part_z(128, 1);
+  EXPECT_GT(own, 0.85);
+  EXPECT_LT(own, 1.2);
 }
 
 TEST(DriftUncertainty, CommonShareLeavesTheGradientNoiseProductToEachFrame) {
@@ -234,6 +255,42 @@ TEST(DriftUncertainty, SignalLagFactorIsTheNoiseCorrelationTheSignalSees) {
   EXPECT_DOUBLE_EQ(noise_seen_signal_fraction(0.3, 1.0), 0.3);
   EXPECT_DOUBLE_EQ(noise_seen_signal_fraction(1.0, 0.3), 1.0);
   EXPECT_NEAR(noise_seen_signal_fraction(0.5, 0.3), 0.3 / 1.3, 1e-12);
+}
+
+TEST(DriftUncertainty, CommonShareIsAtTheTrueGainNotTheAttenuatedFit) {
+  // Equal dose, counts: the regression of a noisy frame attenuates alpha
+  // (0.6 here, beta = 0.4 mean_f takes the rest); the residual's share is
+  // then mean_f / (mean_f + alpha^2 mean_g) = 0.735, frame 0's share of the
+  // estimate's noise 1/2, and A (rho) is low by alpha.
+  RefineInformation info;
+  info.reference_mean = 10.0;
+  info.alpha = 0.6;
+  info.beta = 4.0;
+  EXPECT_NEAR(reference_noise_share(info, true), 10.0 / (10.0 + 0.36 * 10.0), 1e-12);
+  EXPECT_NEAR(common_noise_share(info, true), 0.5, 1e-12);
+  EXPECT_NEAR(fitted_gain_attenuation(info, true), 0.6, 1e-12);
+  // A moving frame at twice the dose (mean_g = 20, alpha 0.5 without attenuation): its
+  // noise at the true gain is half frame 0's, the share 2/3; no attenuation.
+  info.alpha = 0.5;
+  info.beta = 0.0;
+  EXPECT_NEAR(common_noise_share(info, true), 2.0 / 3.0, 1e-12);
+  EXPECT_NEAR(fitted_gain_attenuation(info, true), 1.0, 1e-12);
+  // Not counts: equal noise at the true gain, nothing known of the attenuation.
+  EXPECT_DOUBLE_EQ(common_noise_share(info, false), 0.5);
+  EXPECT_DOUBLE_EQ(fitted_gain_attenuation(info, false), 1.0);
+  // The common sigma follows: with the attenuation the gradient's signal
+  // share is higher (more common), with the share at 1/2 lower than at 0.735.
+  info.covariance.fill(0.0);
+  info.covariance[4 * 7] = info.covariance[5 * 7] = 0.01;
+  info.gradient_signal_fraction = {0.3, 0.3};
+  info.prefilter_sigma = 1.5;
+  const DriftUncertainty residual = drift_uncertainty(info, Transform{}, {31.5, 31.5}, 0.735);
+  const DriftUncertainty fixed = drift_uncertainty(info, Transform{}, {31.5, 31.5}, 0.735, 0.5, 0.6);
+  EXPECT_DOUBLE_EQ(fixed.sigma_dx, residual.sigma_dx);              // the whole sigma is the sandwich's
+  EXPECT_DOUBLE_EQ(fixed.noise_variance, residual.noise_variance);  // the weights' figures unchanged
+  const double k = gradient_noise_kappa(1.5), rho = 0.3 / 0.6;
+  EXPECT_NEAR(fixed.common_sigma_dx * fixed.common_sigma_dx, 0.01 * common_fraction(0.5, rho, k), 1e-12);
+  EXPECT_NEAR(residual.common_sigma_dx * residual.common_sigma_dx, 0.01 * common_fraction(0.735, 0.3, k), 1e-12);
 }
 
 TEST(DriftUncertainty, SeriesCommonPartKeepsEachFramesOwnPart) {
