@@ -33,7 +33,7 @@ std::vector<float> smooth(const std::vector<float>& f, int w, int h, const std::
   std::vector<float> padded(W + 2 * static_cast<std::size_t>(r), 0.0f), rows(f.size(), 0.0f), out(f.size(), 0.0f);
   for (int y = 0; y < h; ++y) {
     std::copy(f.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(y) * W),
-              f.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(y + 1) * W), padded.begin() + r);
+              f.begin() + static_cast<std::ptrdiff_t>((static_cast<std::size_t>(y) + 1) * W), padded.begin() + r);
     float* row = rows.data() + static_cast<std::size_t>(y) * W;
     for (std::size_t i = 0; i < a.size(); ++i) {
       const float ai = a[i];
@@ -44,8 +44,9 @@ std::vector<float> smooth(const std::vector<float>& f, int w, int h, const std::
   for (int y = 0; y < h; ++y) {
     float* dst = out.data() + static_cast<std::size_t>(y) * W;
     for (int i = std::max(-r, -y); i <= std::min(r, h - 1 - y); ++i) {
-      const float ai = a[static_cast<std::size_t>(i + r)];
-      const float* src = rows.data() + static_cast<std::size_t>(y + i) * W;
+      const int tap = i + r, source_row = y + i;  // both >= 0 within the loop's bounds
+      const float ai = a[static_cast<std::size_t>(tap)];
+      const float* src = rows.data() + static_cast<std::size_t>(source_row) * W;
       for (std::size_t x = 0; x < W; ++x) dst[x] += ai * src[x];
     }
   }
