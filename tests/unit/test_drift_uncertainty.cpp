@@ -218,7 +218,7 @@ TEST(DriftUncertainty, SignalLagFactorIsTheNoiseCorrelationTheSignalSees) {
   auto expected = [&](double period) {
     double v = 0;
     const int r = static_cast<int>(a.size() / 2);
-    for (int d = -r; d <= r; ++d) v += a[static_cast<std::size_t>(d + r)] * std::cos(2 * M_PI * d / period);
+    for (std::size_t i = 0; i < a.size(); ++i) v += a[i] * std::cos(2 * M_PI * (static_cast<int>(i) - r) / period);
     return v;
   };
   std::mt19937 rng(3);
@@ -281,7 +281,7 @@ TEST(DriftUncertainty, CommonShareIsAtTheTrueGainNotTheAttenuatedFit) {
   // The common sigma follows: with the attenuation the gradient's signal
   // share is higher (more common), with the share at 1/2 lower than at 0.735.
   info.covariance.fill(0.0);
-  info.covariance[4 * 7] = info.covariance[5 * 7] = 0.01;
+  info.covariance[28] = info.covariance[35] = 0.01;  // tx, ty's variances (row-major 6x6)
   info.gradient_signal_fraction = {0.3, 0.3};
   info.prefilter_sigma = 1.5;
   const DriftUncertainty residual = drift_uncertainty(info, Transform{}, {31.5, 31.5}, 0.735);
