@@ -494,9 +494,15 @@ class LevelSolver {
       return 0.0;
     };
     std::vector<std::vector<float>> u(static_cast<std::size_t>(np_), std::vector<float>(npx, 0.0f));
-    // The translation channels of w J_f and w J_g, for signal_lag_factor.
+    // The translation channels of w J_f and w J_g, for signal_lag_factor, in
+    // a window of at most 512^2 about the ROI's centre: the factor is the
+    // specimen's and the prefilter's, and big frames need no more memory.
     const std::size_t tx = np_ == 2 ? 0 : np_ == 3 ? 1 : 4;
-    std::array<std::vector<float>, 2> jf{std::vector<float>(npx, 0.0f), std::vector<float>(npx, 0.0f)}, jg = jf;
+    const int lw = std::min(w, 512), lh = std::min(ref_.height, 512);
+    const int lx0 = std::clamp((qx0_ + qx1_) / 2 - lw / 2, 0, w - lw);
+    const int ly0 = std::clamp((qy0_ + qy1_) / 2 - lh / 2, 0, ref_.height - lh);
+    const std::size_t lpx = static_cast<std::size_t>(lw) * static_cast<std::size_t>(lh);
+    std::array<std::vector<float>, 2> jf{std::vector<float>(lpx, 0.0f), std::vector<float>(lpx, 0.0f)}, jg = jf;
     residual_ss = 0;
     A.fill(0);
     for (const Span& s : spans_)
@@ -510,9 +516,13 @@ class LevelSolver {
         const double ggx = diff(at, at - 1, at + 1, x > 0, x + 1 < w);
         const double ggy = diff(at, at - w, at + w, s.y > 0, s.y + 1 < ref_.height);
         steepest_from(x, s.y, ggx, ggy, sg);
-        for (std::size_t a = 0; a < 2; ++a) {
-          jf[a][at] = static_cast<float>(W[at] * sf[tx + a]);
-          jg[a][at] = static_cast<float>(W[at] * sg[tx + a]);
+        if (x >= lx0 && x < lx0 + lw && s.y >= ly0 && s.y < ly0 + lh) {
+          const std::size_t li =
+              static_cast<std::size_t>(s.y - ly0) * static_cast<std::size_t>(lw) + static_cast<std::size_t>(x - lx0);
+          for (std::size_t a = 0; a < 2; ++a) {
+            jf[a][li] = static_cast<float>(W[at] * sf[tx + a]);
+            jg[a][li] = static_cast<float>(W[at] * sg[tx + a]);
+          }
         }
         for (int i = 0; i < np_; ++i) {
           u[static_cast<std::size_t>(i)][at] = static_cast<float>(W[at] * sf[static_cast<std::size_t>(i)] * r);
@@ -522,7 +532,7 @@ class LevelSolver {
         }
       }
     lag_sum(u, u, R, stride, M);
-    lag_factor = signal_lag_factor(jf, jg, w, ref_.height, prefilter_sigma);
+    lag_factor = signal_lag_factor(jf, jg, lw, lh, prefilter_sigma);
     auto entry = [](int i, int j) { return static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j); };
     // A structured misfit (a blurred frame's lost lattice) can make the
     // plain lag sum indefinite. The triangular weights (1 - |dx|/(R+1))
