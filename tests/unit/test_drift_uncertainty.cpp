@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "driftscan/registration/drift_uncertainty.hpp"
 #include "driftscan/registration/frame_weights.hpp"
 #include "driftscan/registration/sequential_scan.hpp"
+#include "driftscan/registration/signal_lag_factor.hpp"
 #include "driftscan/synthetic/synthetic_series.hpp"
 
 using namespace driftscan;
@@ -120,13 +122,19 @@ TEST(DriftUncertainty, NormalisedErrorsHaveUnitScaleAndIntervalsHoldTheTruth) {
 // own share taken out. Low dose on small frames: before the common share
 // counted frame 0's gradient noise times frame k's noise as common, the own
 // part's z-RMS was 1.8 here and some frames' sigma lay below the common part.
-TEST(DriftUncertainty, OwnPartIsCalibratedAtLowDoseOnSmallFrames) {
+namespace {
+
+// The own part's z-RMS (both axes) over 6 series of 40 frames of size^2 at
+// `dose`, as bench_drift_uncertainty measures it: each frame's error less
+// the series' mean against sqrt(sigma^2 - common^2), the mean's share taken
+// out; and the invariant that no frame's sigma is below the common part.
+double own_part_z(int size, double dose) {
   double own2 = 0;
   std::size_t own_n = 0;
   for (std::uint32_t seed : {41u, 42u, 43u, 44u, 45u, 46u}) {
-    SynthOptions o = small(seed, 2);
+    SynthOptions o = small(seed, dose);
     o.frames = 40;
-    o.width = o.height = 64;
+    o.width = o.height = size;
     SyntheticSeries s(o);
     const Registered r = register_and_estimate(s);
     const std::vector<DriftUncertainty> u = with_series_common(r.u);
@@ -145,7 +153,7 @@ TEST(DriftUncertainty, OwnPartIsCalibratedAtLowDoseOnSmallFrames) {
           {d.x - t.x, d.y - t.y, u[k].sigma_dx * u[k].sigma_dx - c2[0], u[k].sigma_dy * u[k].sigma_dy - c2[1]});
     }
     const double n = static_cast<double>(rows.size());
-    ASSERT_GT(n, 30) << "seed " << seed;
+    EXPECT_GT(n, 30) << "seed " << seed;
     for (const auto& row : rows)
       for (std::size_t a = 0; a < 2; ++a) {
         mean[a] += row[a] / n;
@@ -158,10 +166,25 @@ TEST(DriftUncertainty, OwnPartIsCalibratedAtLowDoseOnSmallFrames) {
         ++own_n;
       }
   }
-  const double own = std::sqrt(own2 / static_cast<double>(own_n));
+  return std::sqrt(own2 / static_cast<double>(own_n));
+}
+
+}  // namespace
+
+TEST(DriftUncertainty, OwnPartIsCalibratedAtLowDoseOnSmallFrames) {
+  const double own = own_part_z(64, 2);
   // ~460 frame-axes: the 0.85-1.2 band, widened by the sampling spread.
   EXPECT_GT(own, 0.8);
   EXPECT_LT(own, 1.25);
+}
+
+TEST(DriftUncertainty, OwnPartIsCalibratedAtDoseOne) {
+  // Where the fitted gain is attenuated most (alpha ~0.6): the residual's
+  // share of frame 0 read as the common share gave own z-RMS 1.28-1.36 in
+  // bench_drift_uncertainty on this case.
+  const double own = own_part_z(128, 1);
+  EXPECT_GT(own, 0.85);
+  EXPECT_LT(own, 1.2);
 }
 
 TEST(DriftUncertainty, CommonShareLeavesTheGradientNoiseProductToEachFrame) {
@@ -182,6 +205,92 @@ TEST(DriftUncertainty, CommonShareLeavesTheGradientNoiseProductToEachFrame) {
   EXPECT_LT(common_fraction(0.5, 0.2, 0.3), common_fraction(0.5, 0.6, 0.3));
   EXPECT_LT(common_fraction(0.5, 0.01, 0.3), 0.05);
   EXPECT_GT(common_fraction(0.5, 0.01, 0.3), 0.0);
+}
+
+TEST(DriftUncertainty, SignalLagFactorIsTheNoiseCorrelationTheSignalSees) {
+  // A fringe along x of period P: its gradient sees sum_d a(d) cos(k d) of
+  // the noise correlation a (the prefilter's |g(k)|^2 at k = 2 pi / P), not
+  // all of it; a smooth one sees nearly all; independent noise in the two
+  // gradients does not move it; no prefilter, no signal: 1.
+  const int w = 128, h = 128;
+  const double sigma = 1.5;
+  const std::vector<double> a = prefilter_autocorrelation(sigma);
+  auto expected = [&](double period) {
+    double v = 0;
+    const int r = static_cast<int>(a.size() / 2);
+    for (std::size_t i = 0; i < a.size(); ++i) v += a[i] * std::cos(2 * M_PI * (static_cast<int>(i) - r) / period);
+    return v;
+  };
+  std::mt19937 rng(3);
+  std::normal_distribution<float> noise(0.0f, 1.0f);
+  auto fringe = [&](double period, float noise_sd, bool margin) {
+    std::vector<float> g(static_cast<std::size_t>(w) * h, 0.0f);
+    const double k = 2 * M_PI / period;
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) {
+        if (margin && (x < 12 || x >= w - 12 || y < 12 || y >= h - 12)) continue;  // edges: jf only away from them
+        g[static_cast<std::size_t>(y) * w + x] = static_cast<float>(-k * std::sin(k * x)) + noise_sd * noise(rng);
+      }
+    return g;
+  };
+  for (double period : {9.0, 6.0}) {
+    const double k = 2 * M_PI / period;
+    const std::array<double, 2> clean = signal_lag_factor(
+        {fringe(period, 0, true), std::vector<float>(static_cast<std::size_t>(w) * h, 0.0f)},
+        {fringe(period, 0, false), std::vector<float>(static_cast<std::size_t>(w) * h, 0.0f)}, w, h, sigma);
+    EXPECT_NEAR(clean[0], expected(period), 0.01) << "period " << period;
+    EXPECT_NEAR(clean[0], std::exp(-sigma * sigma * k * k), 0.05) << "period " << period;  // the continuum's
+    EXPECT_DOUBLE_EQ(clean[1], 1.0);                                                       // no gradient along y
+    const auto zero = std::vector<float>(static_cast<std::size_t>(w) * h, 0.0f);
+    const std::array<double, 2> noisy =
+        signal_lag_factor({fringe(period, 2 * static_cast<float>(k), true), zero},
+                          {fringe(period, 2 * static_cast<float>(k), false), zero}, w, h, sigma);
+    EXPECT_NEAR(noisy[0], clean[0], 0.05) << "period " << period;
+  }
+  const auto zero = std::vector<float>(static_cast<std::size_t>(w) * h, 0.0f);
+  EXPECT_GT(signal_lag_factor({fringe(300, 0, true), zero}, {fringe(300, 0, false), zero}, w, h, sigma)[0], 0.97);
+  EXPECT_DOUBLE_EQ(signal_lag_factor({fringe(9, 0, true), zero}, {fringe(9, 0, false), zero}, w, h, 0.0)[0], 1.0);
+  // What common_fraction then reads: unchanged for lag 1 or a noise-free
+  // gradient, smaller (less of the variance common) for lag < 1.
+  EXPECT_DOUBLE_EQ(noise_seen_signal_fraction(0.3, 1.0), 0.3);
+  EXPECT_DOUBLE_EQ(noise_seen_signal_fraction(1.0, 0.3), 1.0);
+  EXPECT_NEAR(noise_seen_signal_fraction(0.5, 0.3), 0.3 / 1.3, 1e-12);
+}
+
+TEST(DriftUncertainty, CommonShareIsAtTheTrueGainNotTheAttenuatedFit) {
+  // Equal dose, counts: the regression of a noisy frame attenuates alpha
+  // (0.6 here, beta = 0.4 mean_f takes the rest); the residual's share is
+  // then mean_f / (mean_f + alpha^2 mean_g) = 0.735, frame 0's share of the
+  // estimate's noise 1/2, and A (rho) is low by alpha.
+  RefineInformation info;
+  info.reference_mean = 10.0;
+  info.alpha = 0.6;
+  info.beta = 4.0;
+  EXPECT_NEAR(reference_noise_share(info, true), 10.0 / (10.0 + 0.36 * 10.0), 1e-12);
+  EXPECT_NEAR(common_noise_share(info, true), 0.5, 1e-12);
+  EXPECT_NEAR(fitted_gain_attenuation(info, true), 0.6, 1e-12);
+  // A moving frame at twice the dose (mean_g = 20, alpha 0.5 without attenuation): its
+  // noise at the true gain is half frame 0's, the share 2/3; no attenuation.
+  info.alpha = 0.5;
+  info.beta = 0.0;
+  EXPECT_NEAR(common_noise_share(info, true), 2.0 / 3.0, 1e-12);
+  EXPECT_NEAR(fitted_gain_attenuation(info, true), 1.0, 1e-12);
+  // Not counts: equal noise at the true gain, nothing known of the attenuation.
+  EXPECT_DOUBLE_EQ(common_noise_share(info, false), 0.5);
+  EXPECT_DOUBLE_EQ(fitted_gain_attenuation(info, false), 1.0);
+  // The common sigma follows: with the attenuation the gradient's signal
+  // share is higher (more common), with the share at 1/2 lower than at 0.735.
+  info.covariance.fill(0.0);
+  info.covariance[28] = info.covariance[35] = 0.01;  // tx, ty's variances (row-major 6x6)
+  info.gradient_signal_fraction = {0.3, 0.3};
+  info.prefilter_sigma = 1.5;
+  const DriftUncertainty residual = drift_uncertainty(info, Transform{}, {31.5, 31.5}, 0.735);
+  const DriftUncertainty fixed = drift_uncertainty(info, Transform{}, {31.5, 31.5}, 0.735, 0.5, 0.6);
+  EXPECT_DOUBLE_EQ(fixed.sigma_dx, residual.sigma_dx);              // the whole sigma is the sandwich's
+  EXPECT_DOUBLE_EQ(fixed.noise_variance, residual.noise_variance);  // the weights' figures unchanged
+  const double k = gradient_noise_kappa(1.5), rho = 0.3 / 0.6;
+  EXPECT_NEAR(fixed.common_sigma_dx * fixed.common_sigma_dx, 0.01 * common_fraction(0.5, rho, k), 1e-12);
+  EXPECT_NEAR(residual.common_sigma_dx * residual.common_sigma_dx, 0.01 * common_fraction(0.735, 0.3, k), 1e-12);
 }
 
 TEST(DriftUncertainty, SeriesCommonPartKeepsEachFramesOwnPart) {

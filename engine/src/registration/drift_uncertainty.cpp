@@ -26,6 +26,20 @@ double reference_noise_share(const RefineInformation& info, bool counts) {
   return vf + vg > 0 ? vf / (vf + vg) : 0.5;
 }
 
+double common_noise_share(const RefineInformation& info, bool counts) {
+  if (!counts) return 0.5;
+  // The moving frame's mean over the overlap: the fitted line passes through the means.
+  const double mf = info.reference_mean, mg = info.alpha != 0 ? (mf - info.beta) / info.alpha : 0.0;
+  return mf > 0 && mg > 0 && std::isfinite(mg) ? mg / (mg + mf) : 0.5;
+}
+
+double fitted_gain_attenuation(const RefineInformation& info, bool counts) {
+  if (!counts) return 1.0;
+  // alpha / gain with the gain mean_f / mean_g = alpha mean_f / (mean_f - beta).
+  const double mf = info.reference_mean, a = mf > 0 ? (mf - info.beta) / mf : 1.0;
+  return a > 0 && std::isfinite(a) ? std::min(1.0, a) : 1.0;
+}
+
 // kappa of common_fraction for noise white before the registration's
 // Gaussian prefilter (gaussian_smooth's kernel g, central-difference
 // gradients D): sum_d K_DD(d) K(d) / K_DD(0), K the filtered noise's
@@ -78,7 +92,19 @@ double common_fraction(double share, double rho, double kappa) {
   return share * rho / (rho + kappa * (1.0 - share) * (1.0 - rho));
 }
 
-DriftUncertainty drift_uncertainty(const RefineInformation& info, const Transform& t, Point c, double share) {
+// rho with the signal gradient's power S scaled by the share `lag` of the
+// noise correlation it sees (signal_lag_factor): the S terms of the variance
+// are lag S (V0 + Vk), the gradient noise G's term is not (kappa is exact for
+// white noise), so the ratio S / G that common_fraction reads becomes lag S / G.
+double noise_seen_signal_fraction(double rho, double lag) {
+  rho = std::clamp(rho, 0.0, 1.0);
+  lag = std::clamp(lag, 0.0, 1.0);
+  const double s = lag * rho;
+  return s + (1.0 - rho) > 0 ? s / (s + (1.0 - rho)) : 1.0;
+}
+
+DriftUncertainty drift_uncertainty(const RefineInformation& info, const Transform& t, Point c, double share,
+                                   double common_share, double gain_attenuation) {
   DriftUncertainty u;
   const double inf = std::numeric_limits<double>::infinity();
   if (info.singular) {
@@ -109,8 +135,13 @@ DriftUncertainty drift_uncertainty(const RefineInformation& info, const Transfor
   u.noise_variance = (1.0 - share) * r2 / std::max(1e-300, info.alpha * info.alpha);
   u.reference_noise_variance = share * r2;
   const double kappa = gradient_noise_kappa(info.prefilter_sigma);
-  const double fx = common_fraction(share, info.gradient_signal_fraction[0], kappa);
-  const double fy = common_fraction(share, info.gradient_signal_fraction[1], kappa);
+  const double cs = common_share < 0 ? share : std::clamp(common_share, 0.0, 1.0);
+  // A = alpha sum J_f J_g: the signal's power at the attenuated gain; rho at the true one.
+  const double att = gain_attenuation > 0 ? std::min(1.0, gain_attenuation) : 1.0;
+  const double rho_x = std::min(1.0, info.gradient_signal_fraction[0] / att);
+  const double rho_y = std::min(1.0, info.gradient_signal_fraction[1] / att);
+  const double fx = common_fraction(cs, noise_seen_signal_fraction(rho_x, info.signal_lag_factor[0]), kappa);
+  const double fy = common_fraction(cs, noise_seen_signal_fraction(rho_y, info.signal_lag_factor[1]), kappa);
   u.common_sigma_dx = std::sqrt(fx * vx);
   u.common_sigma_dy = std::sqrt(fy * vy);
   u.common_cov_dxdy = std::sqrt(fx * fy) * u.cov_dxdy;
@@ -142,7 +173,8 @@ std::vector<DriftUncertainty> with_series_common(std::vector<DriftUncertainty> f
 DriftUncertainty frame_drift_uncertainty(const RegistrationOperator& op, const Registration& r, bool counts,
                                          Point centre) {
   const RefineInformation info = op.information(r);
-  return drift_uncertainty(info, r.transform, centre, reference_noise_share(info, counts));
+  return drift_uncertainty(info, r.transform, centre, reference_noise_share(info, counts),
+                           common_noise_share(info, counts), fitted_gain_attenuation(info, counts));
 }
 
 std::vector<DriftUncertainty> estimate_drift_uncertainty(const RegistrationOperator& op,

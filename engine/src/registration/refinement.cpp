@@ -12,6 +12,7 @@
 
 #include "driftscan/core/cubic_bspline.hpp"
 #include "driftscan/core/error.hpp"
+#include "driftscan/registration/signal_lag_factor.hpp"
 
 namespace driftscan {
 
@@ -465,7 +466,8 @@ class LevelSolver {
   // and any misfit. Outer sum of M on every `stride`-th pixel (u is smooth at
   // the prefilter's scale). Call after build_set(S) and evaluate(S).
   void noise_information(const Transform& S, const Pass& pass, int R, int stride, std::array<double, 36>& A,
-                         std::array<double, 36>& M, double& residual_ss) const {
+                         std::array<double, 36>& M, double& residual_ss, double prefilter_sigma,
+                         std::array<double, 2>& lag_factor) const {
     const int w = ref_.width;
     const std::size_t npx = static_cast<std::size_t>(w) * ref_.height;
     std::vector<float> G(npx, 0.0f), W(npx, 0.0f);
@@ -492,6 +494,15 @@ class LevelSolver {
       return 0.0;
     };
     std::vector<std::vector<float>> u(static_cast<std::size_t>(np_), std::vector<float>(npx, 0.0f));
+    // The translation channels of w J_f and w J_g, for signal_lag_factor, in
+    // a window of at most 512^2 about the ROI's centre: the factor is the
+    // specimen's and the prefilter's, and big frames need no more memory.
+    const std::size_t tx = np_ == 2 ? 0 : np_ == 3 ? 1 : 4;
+    const int lw = std::min(w, 512), lh = std::min(ref_.height, 512);
+    const int lx0 = std::clamp((qx0_ + qx1_) / 2 - lw / 2, 0, w - lw);
+    const int ly0 = std::clamp((qy0_ + qy1_) / 2 - lh / 2, 0, ref_.height - lh);
+    const std::size_t lpx = static_cast<std::size_t>(lw) * static_cast<std::size_t>(lh);
+    std::array<std::vector<float>, 2> jf{std::vector<float>(lpx, 0.0f), std::vector<float>(lpx, 0.0f)}, jg = jf;
     residual_ss = 0;
     A.fill(0);
     for (const Span& s : spans_)
@@ -505,6 +516,14 @@ class LevelSolver {
         const double ggx = diff(at, at - 1, at + 1, x > 0, x + 1 < w);
         const double ggy = diff(at, at - w, at + w, s.y > 0, s.y + 1 < ref_.height);
         steepest_from(x, s.y, ggx, ggy, sg);
+        if (x >= lx0 && x < lx0 + lw && s.y >= ly0 && s.y < ly0 + lh) {
+          const std::size_t li =
+              static_cast<std::size_t>(s.y - ly0) * static_cast<std::size_t>(lw) + static_cast<std::size_t>(x - lx0);
+          for (std::size_t a = 0; a < 2; ++a) {
+            jf[a][li] = static_cast<float>(W[at] * sf[tx + a]);
+            jg[a][li] = static_cast<float>(W[at] * sg[tx + a]);
+          }
+        }
         for (int i = 0; i < np_; ++i) {
           u[static_cast<std::size_t>(i)][at] = static_cast<float>(W[at] * sf[static_cast<std::size_t>(i)] * r);
           for (int j = 0; j < np_; ++j)
@@ -513,6 +532,7 @@ class LevelSolver {
         }
       }
     lag_sum(u, u, R, stride, M);
+    lag_factor = signal_lag_factor(jf, jg, lw, lh, prefilter_sigma);
     auto entry = [](int i, int j) { return static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j); };
     // A structured misfit (a blurred frame's lost lattice) can make the
     // plain lag sum indefinite. The triangular weights (1 - |dx|/(R+1))
@@ -995,7 +1015,7 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
   const int stride = std::max(
       {1, static_cast<int>(std::floor(sigma)), static_cast<int>(std::ceil(std::sqrt(solver.pixels() / 65536.0)))});
   double rss = 0;
-  solver.noise_information(S, pass, R, stride, A, M, rss);
+  solver.noise_information(S, pass, R, stride, A, M, rss, options_.prefilter_sigma, out.signal_lag_factor);
   out.gradient_signal_fraction = gradient_signal_fraction(np, A, solver.hessian());
   out.prefilter_sigma = options_.prefilter_sigma;
   out.residual_rms = std::sqrt(rss / std::max(1.0, solver.pixels()));

@@ -1082,14 +1082,17 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
 
 namespace {
 
-// A line's jitter standard error: the shrinkage's posterior variance
-// tau^2 v / (tau^2 + v), and the path's unresolved drift along the fast axis
-// (variance u), which the line's offset holds as if it were jitter, times the
-// shrinkage factor tau^2 / (tau^2 + v) squared.
-double jitter_standard_error(double tau2, double v, double u) {
-  if (!(tau2 + v > 0)) return 0.0;
-  const double gain = tau2 / (tau2 + v);
-  return std::sqrt(gain * v + gain * gain * u);
+// A line's jitter standard error: the error of the shrinkage as applied,
+// gain (offset) with gain = tau2 / (tau2 + v) from the frame's estimate
+// tau2, when the true jitter variance may be up to `hi`: (1 - gain)^2 hi of
+// jitter shrunk away, gain^2 (v + u) of the line's noise and of the path's
+// unresolved drift along the fast axis (variance u), which the offset holds
+// as if it were jitter. With tau2 = hi it is the posterior's gain v +
+// gain^2 u; a frame whose tau2 reads ~0 (its jitter shrunk away) keeps hi.
+double jitter_standard_error(double tau2, double hi, double v, double u) {
+  if (!(hi + v > 0)) return 0.0;
+  const double gain = tau2 > 0 ? tau2 / (tau2 + v) : 0.0;
+  return std::sqrt((1.0 - gain) * (1.0 - gain) * hi + gain * gain * (v + u));
 }
 
 }  // namespace
@@ -1134,7 +1137,7 @@ std::vector<double> ScanDistortionSteps::finish_jitter(const FrameFit& fit, std:
     const double u = std::pow(path_unresolved_sd.x * fast.x, 2) + std::pow(path_unresolved_sd.y * fast.y, 2);
     for (std::size_t l = 0; l < lines; ++l)
       (*sigma)[l] = std::isfinite(fit.line_variance[l]) && hi + fit.line_variance[l] > 0
-                        ? jitter_standard_error(hi, fit.line_variance[l], u)
+                        ? jitter_standard_error(tau2, hi, fit.line_variance[l], u)
                         : std::sqrt(hi);
   }
   for (std::size_t l = 0; l < lines; ++l)

@@ -392,8 +392,9 @@ class FollowRun {
       try {
         if (q) {
           const RefineInformation info = op_->information(q->r);
-          uncertainty_.push_back(
-              drift_uncertainty(info, q->r.transform, centre_, reference_noise_share(info, counts_)));
+          uncertainty_.push_back(drift_uncertainty(info, q->r.transform, centre_, reference_noise_share(info, counts_),
+                                                   common_noise_share(info, counts_),
+                                                   fitted_gain_attenuation(info, counts_)));
           if (q->usable) {
             if (mean_.frames() == 0) last_average_ = Clock::now();  // the first write one interval after this
             mean_.add(taken_frames().frame(q->r.to), q->r.transform, job_.averaging.interpolation);

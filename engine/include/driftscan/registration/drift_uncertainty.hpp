@@ -43,18 +43,38 @@ bool looks_like_counts(const Frame& f);
 // equal after the gain match (1/2).
 double reference_noise_share(const RefineInformation& info, bool counts);
 
+// Frame 0's share of the noise the drift estimate carries (the signal
+// gradient's terms). Not reference_noise_share: at low counts the fitted gain
+// alpha is attenuated (regression on a noisy frame), and the estimate's own
+// algebra cancels it (frame 0's gradient noise times the misfit (alpha - 1) s
+// gives back what the residual's alpha takes), so the moving frame's noise
+// counts at the true gain. Counts: that gain is the means' ratio (Poisson, no
+// offset), the share mean_g / (mean_g + mean_f); otherwise 1/2 (equal noise
+// at the true gain).
+double common_noise_share(const RefineInformation& info, bool counts);
+// alpha over the true gain (<= 1): how much the regression on a noisy
+// frame attenuates the fitted gain, and with it A (hence rho, which is
+// divided by it). Counts: (mean_f - beta) / mean_f; otherwise 1 (not known).
+double fitted_gain_attenuation(const RefineInformation& info, bool counts);
 // The share (0..share] of a frame's drift variance along one axis that is
 // frame 0's noise, common to every frame: share of the part the signal's
 // gradient carries (rho: RefineInformation::gradient_signal_fraction); the
 // rest, frame 0's gradient noise times frame k's noise, is each frame's own.
 double common_fraction(double share, double rho, double kappa);
+// rho as the noise sees it: the signal gradient's power scaled by `lag`
+// (RefineInformation::signal_lag_factor), the share of the prefiltered
+// noise's correlation it sees.
+double noise_seen_signal_fraction(double rho, double lag);
 // That product's weight kappa for noise white before a Gaussian prefilter
 // of `sigma` px (0: none) and central-difference gradients.
 double gradient_noise_kappa(double sigma);
 
 // The drift's covariance at the frame centre from T's.
+// reference_share (of the residual's variance: noise_variance,
+// reference_noise_variance) and common_share (common_noise_share; < 0: the
+// reference share) may differ; gain_attenuation: fitted_gain_attenuation.
 DriftUncertainty drift_uncertainty(const RefineInformation& info, const Transform& to_frame0, Point centre,
-                                   double reference_share);
+                                   double reference_share, double common_share = -1.0, double gain_attenuation = 1.0);
 
 // One scan result's (0 -> k): `counts` looks_like_counts(frame 0), `centre`
 // the frame's centre. Any thread, any time after the scan made r: the

@@ -72,6 +72,10 @@ struct RefineInformation {
   // variance is the reference's gradient noise times the moving frame's noise,
   // new in every frame (drift_uncertainty.cpp: common_fraction).
   std::array<double, 2> gradient_signal_fraction{1.0, 1.0};
+  // Per axis, the share of the prefiltered noise's correlation the signal's
+  // gradient sees (signal_lag_factor.hpp): 1 for a signal smooth at the
+  // prefilter's scale, less for a lattice a few prefilter widths apart.
+  std::array<double, 2> signal_lag_factor{1.0, 1.0};
   double prefilter_sigma = 0.0;    // of the Gaussian the frames were smoothed with (px; 0: none)
   bool singular = false;           // information not invertible: variances are inf
   double residual_rms = 0.0;       // of alpha g + beta - f over the overlap

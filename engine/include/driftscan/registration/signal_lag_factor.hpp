@@ -1,0 +1,31 @@
+#pragma once
+// How much of the prefiltered noise's correlation the signal's gradient
+// sees. The noise in a drift estimate that the signal's gradient carries is
+// sum_q sum_d grad s(q) grad s(q + d) K(d) V: the noise correlation K of the
+// prefilter (noise white before it) weighted by the signal gradient's own
+// correlation. Only for a signal smooth over K's reach is that the gradient's
+// power times sum_d K(d); a lattice whose period is a few prefilter widths
+// sees a fraction of it (in Fourier: the mean of |g(k)|^2 over the signal
+// gradient's spectrum). drift_uncertainty.cpp needs that fraction to split
+// the variance into frame 0's part (the signal's) and each frame's own.
+#include <array>
+#include <vector>
+
+namespace driftscan {
+
+// Per axis: sum_q jf(q) (a * jg)(q) / sum_q jf(q) jg(q), a = g * g the
+// prefiltered white noise's correlation (g: gaussian_smooth's kernel of
+// `prefilter_sigma`, sum a = 1). jf, jg: the reference's and the warped
+// moving frame's gradient along that axis (weighted), width x height, 0
+// outside the overlap; their noises are independent, so the sums see the
+// signal alone on average. In [0, 1]; 1 without a prefilter or when the
+// sums carry no signal.
+std::array<double, 2> signal_lag_factor(const std::array<std::vector<float>, 2>& jf,
+                                        const std::array<std::vector<float>, 2>& jg, int width, int height,
+                                        double prefilter_sigma);
+
+// The 1-D autocorrelation of gaussian_smooth's normalised kernel of `sigma`
+// px (index 0 at lag -(size / 2)); {1} for sigma <= 0.
+std::vector<double> prefilter_autocorrelation(double sigma);
+
+}  // namespace driftscan
