@@ -286,7 +286,7 @@ class ScanRun {
     if (rank_ > 0) receive_lent(rank_ - 1, true);
     if (rank_ + 1 < size_) receive_lent(rank_ + 1, false);
     detail::wait_all(pending);
-    for (std::size_t w = 0; w < tree_.workers(); ++w) pace(w).stop();
+    for (std::size_t w = 0; w < segments_.size(); ++w) pace(w).stop();  // segments_: one per worker
   }
 
   // Ext elements [lo, hi) (all borrowed from `to`): their prefixes, or the
