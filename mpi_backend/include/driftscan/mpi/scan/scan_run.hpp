@@ -262,6 +262,7 @@ class ScanRun {
       for (int g = 0; g + 1 < line_->slots(); ++g) v.gaps.push_back(&line_->gap(q, g));
       if (q + 1 < size_) v.gaps.push_back(&line_->boundary(q));
       for (int w = 0; w < line_->slots(); ++w) v.paces.push_back(&line_->pace(q, w));
+      v.delay.insert(v.delay.end(), slots, applications_before_exclusive(options_.algorithm, q, size_));
     }
     v.me = r * slots + t;
     if (t > 0) v.left = r * slots + t - 1;

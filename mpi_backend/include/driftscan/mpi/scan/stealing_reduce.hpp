@@ -118,6 +118,10 @@ inline std::size_t stealing_start(std::size_t n, std::size_t workers, std::size_
 struct StealingView {
   std::vector<SegmentGap*> gaps;
   std::vector<WorkerPace*> paces;
+  // Per worker (empty: none): how many applications later than the others
+  // its final phase starts (its rank's wait for the global phase). A side
+  // whose final phase starts later should reduce less: counted as time left.
+  std::vector<double> delay;
   std::size_t me = 0;
   std::optional<std::size_t> left, right;
   std::int64_t left_shift = 0, right_shift = 0;
@@ -132,19 +136,31 @@ inline double unclaimed(const StealingView& v, std::size_t lo, std::size_t hi) {
     if (v.gaps[g]) work += static_cast<double>(v.gaps[g]->size());
   return work;
 }
-inline double speed(const StealingView& v, std::size_t lo, std::size_t hi) {
-  double s = 0.0;
+// The summed speed (applications per second) of the working workers in
+// [lo, hi), and their speed-weighted delay (applications).
+struct SideSpeed {
+  double speed = 0.0, delay = 0.0;
+};
+inline SideSpeed speed(const StealingView& v, std::size_t lo, std::size_t hi) {
+  SideSpeed s;
   for (std::size_t j = lo; j < hi; ++j)
-    if (v.paces[j]->working()) s += 1.0 / std::max(1e-9, v.paces[j]->seconds_per_application());
+    if (v.paces[j]->working()) {
+      const double speed = 1.0 / std::max(1e-9, v.paces[j]->seconds_per_application());
+      s.speed += speed;
+      if (!v.delay.empty()) s.delay += speed * v.delay[j];
+    }
+  if (s.speed > 0.0) s.delay /= s.speed;
   return s;
 }
-// Whether the right side would take longer to finish than the left.
+// Whether the right side would take longer to finish than the left
+// (delays in applications at this worker's own pace).
 inline bool right_is_behind(const StealingView& v) {
   const double left_work = unclaimed(v, 0, *v.left + 1), right_work = unclaimed(v, *v.right, v.gaps.size());
-  const double left_speed = speed(v, 0, v.me), right_speed = speed(v, v.me + 1, v.paces.size());
-  if (right_speed <= 0.0) return right_work > 0.0;  // nobody working there: help it
-  if (left_speed <= 0.0) return left_work <= 0.0;
-  return right_work / right_speed >= left_work / left_speed;
+  const SideSpeed left = speed(v, 0, v.me), right = speed(v, v.me + 1, v.paces.size());
+  if (right.speed <= 0.0) return right_work > 0.0;  // nobody working there: help it
+  if (left.speed <= 0.0) return left_work <= 0.0;
+  const double pace = v.paces[v.me]->seconds_per_application();
+  return right_work / right.speed + right.delay * pace >= left_work / left.speed + left.delay * pace;
 }
 }  // namespace detail
 
