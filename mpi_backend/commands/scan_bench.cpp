@@ -49,7 +49,7 @@ struct ScanBenchOptions {
   std::string algorithm = "all";
   std::string strategy = "all";  // scan-then-map | reduce-then-scan | work-stealing | all
   int repeat = 3;                // runs per configuration; the median makespan is reported
-  bool within_ranks = false;     // work-stealing: not between neighbouring ranks (rank_line.hpp)
+  bool between_ranks = false;    // work-stealing: also between neighbouring ranks (rank_line.hpp)
 };
 
 // The scanned element: the range of global element indices a result covers.
@@ -230,7 +230,7 @@ int run_bench(RunContext& ctx, const ScanBenchOptions& o) {
   auto options_for = [&](GlobalScanAlgorithm algorithm, const std::string& name) {
     if (name == "scan-then-map") return ScanOptions{algorithm, LocalStrategy::scan_then_map, false, o.threads};
     if (name == "work-stealing")
-      return ScanOptions{algorithm, LocalStrategy::reduce_then_scan, true, o.threads, !o.within_ranks};
+      return ScanOptions{algorithm, LocalStrategy::reduce_then_scan, true, o.threads, o.between_ranks};
     return ScanOptions{algorithm, LocalStrategy::reduce_then_scan, false, o.threads};
   };
   // The run with the median makespan of a configuration's repetitions.
@@ -258,7 +258,7 @@ int run_bench(RunContext& ctx, const ScanBenchOptions& o) {
     for (std::size_t i = 0; i < strategies.size(); ++i) {
       if (ctx.rank != 0) continue;
       const RunResult r = median_run(runs[i]);
-      const bool along_line = strategies[i] == "work-stealing" && !o.within_ranks && ctx.size > 1;
+      const bool along_line = strategies[i] == "work-stealing" && o.between_ranks && ctx.size > 1;
       const ModelFigures model =
           model_for(op.element_costs(), ctx.size, o.threads, algorithm, strategies[i], along_line);
       double lo = r.makespan_s, hi = r.makespan_s;
@@ -321,9 +321,8 @@ const CommandRegistrar registrar(
        app.add_option("--repeat", o->repeat, "Runs per configuration (median makespan reported)")
            ->capture_default_str();
        app.add_option("--strategy", o->strategy, "scan-then-map, reduce-then-scan, work-stealing or all");
-       app.add_flag(
-           "--within-ranks", o->within_ranks,
-           "work-stealing: steal only inside each rank (default: also between neighbouring ranks on one node)");
+       app.add_flag("--between-ranks", o->between_ranks,
+                    "work-stealing: steal between neighbouring ranks too (when they share a node)");
        return [o](RunContext& ctx) { return run_bench(ctx, *o); };
      }});
 

@@ -112,8 +112,9 @@ TEST(ScanRankStealing, SlowRanksElementsAreTakenAndResultsEqualTheSequentialScan
   for (auto algorithm : all_global_scan_algorithms())
     for (int threads : {1, 2, 3}) {
       int moved = 0;
-      const std::vector<Mat> got =
-          run_skewed(ScanOptions{algorithm, LocalStrategy::reduce_then_scan, true, threads}, per_rank, expected, moved);
+      ScanOptions options{algorithm, LocalStrategy::reduce_then_scan, true, threads};
+      options.between_ranks = true;
+      const std::vector<Mat> got = run_skewed(options, per_rank, expected, moved);
       for (std::size_t k = 0; k < per_rank; ++k)
         EXPECT_EQ(got[k], expected[offset + k]) << "rank " << world_rank() << " element " << k << ", "
                                                 << to_string(algorithm) << ", " << threads << " threads";
@@ -121,12 +122,11 @@ TEST(ScanRankStealing, SlowRanksElementsAreTakenAndResultsEqualTheSequentialScan
     }
 }
 
-// Off, every rank applies only its own elements (outside the global phase).
+// Off (the default), every rank applies only its own elements (outside the global phase).
 TEST(ScanRankStealing, OffKeepsEachRankToItsBlock) {
   const std::size_t per_rank = 24;
   const std::vector<Mat> expected = sequential(per_rank);
-  ScanOptions options{GlobalScanAlgorithm::dissemination, LocalStrategy::reduce_then_scan, true, 2};
-  options.between_ranks = false;
+  const ScanOptions options{GlobalScanAlgorithm::dissemination, LocalStrategy::reduce_then_scan, true, 2};
   int moved = 0;
   const std::vector<Mat> got = run_skewed(options, per_rank, expected, moved);
   for (std::size_t k = 0; k < per_rank; ++k) EXPECT_EQ(got[k], expected[per_rank * std::size_t(world_rank()) + k]);
