@@ -126,9 +126,10 @@ TEST(ScanCostModel, IdealBalanceNeverLosesToStaticAndRespectsTheWorkBound) {
 // bound of the whole line (both passes over every element but the first
 // segment's, spread over all workers, less one largest element per worker).
 TEST(ScanCostModel, StealingBetweenRanksCutsTheBlocksByCost) {
-  const int ranks = 4, threads = 4, k = 16;
-  std::vector<double> c(std::size_t(ranks * threads * k), 1.0);
-  for (std::size_t i = std::size_t(threads * k); i < std::size_t(2 * threads * k); ++i) c[i] = 4.0;  // rank 1
+  const int ranks = 4, threads = 4;
+  const std::size_t block = 64;  // 16 elements per thread
+  std::vector<double> c(std::size_t(ranks) * block, 1.0);
+  for (std::size_t i = block; i < 2 * block; ++i) c[i] = 4.0;  // rank 1
   const double total = std::accumulate(c.begin(), c.end(), 0.0);
   for (auto a : all_global_scan_algorithms()) {
     const double within = model_ideal_stealing_scan(c, ranks, threads, a).makespan_s;
