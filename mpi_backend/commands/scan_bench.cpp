@@ -49,6 +49,7 @@ struct ScanBenchOptions {
   std::string algorithm = "all";
   std::string strategy = "all";  // scan-then-map | reduce-then-scan | work-stealing | all
   int repeat = 3;                // runs per configuration; the median makespan is reported
+  bool between_ranks = false;    // work-stealing: also between neighbouring ranks (rank_line.hpp)
 };
 
 // The scanned element: the range of global element indices a result covers.
@@ -198,11 +199,12 @@ struct ModelFigures {
   std::optional<double> makespan_s, speedup_vs_static;
 };
 ModelFigures model_for(const std::vector<double>& costs, int ranks, int threads, GlobalScanAlgorithm algorithm,
-                       const std::string& strategy) {
+                       const std::string& strategy, bool between_ranks) {
   if (costs.empty()) return {};
   const double baseline = model_static_scan(costs, ranks, threads, algorithm).makespan_s;
   double makespan = 0.0;
-  if (strategy == "work-stealing") makespan = model_ideal_stealing_scan(costs, ranks, threads, algorithm).makespan_s;
+  if (strategy == "work-stealing")
+    makespan = model_ideal_stealing_scan(costs, ranks, threads, algorithm, between_ranks).makespan_s;
   else makespan = model_static_scan(costs, ranks, threads, algorithm, local_strategy_from_string(strategy)).makespan_s;
   return {makespan, baseline / makespan};
 }
@@ -227,7 +229,8 @@ int run_bench(RunContext& ctx, const ScanBenchOptions& o) {
   const double workers = static_cast<double>(ctx.size) * o.threads;
   auto options_for = [&](GlobalScanAlgorithm algorithm, const std::string& name) {
     if (name == "scan-then-map") return ScanOptions{algorithm, LocalStrategy::scan_then_map, false, o.threads};
-    if (name == "work-stealing") return ScanOptions{algorithm, LocalStrategy::reduce_then_scan, true, o.threads};
+    if (name == "work-stealing")
+      return ScanOptions{algorithm, LocalStrategy::reduce_then_scan, true, o.threads, o.between_ranks};
     return ScanOptions{algorithm, LocalStrategy::reduce_then_scan, false, o.threads};
   };
   // The run with the median makespan of a configuration's repetitions.
@@ -255,7 +258,9 @@ int run_bench(RunContext& ctx, const ScanBenchOptions& o) {
     for (std::size_t i = 0; i < strategies.size(); ++i) {
       if (ctx.rank != 0) continue;
       const RunResult r = median_run(runs[i]);
-      const ModelFigures model = model_for(op.element_costs(), ctx.size, o.threads, algorithm, strategies[i]);
+      const bool along_line = strategies[i] == "work-stealing" && o.between_ranks && ctx.size > 1;
+      const ModelFigures model =
+          model_for(op.element_costs(), ctx.size, o.threads, algorithm, strategies[i], along_line);
       double lo = r.makespan_s, hi = r.makespan_s;
       for (const RunResult& x : runs[i]) lo = std::min(lo, x.makespan_s), hi = std::max(hi, x.makespan_s);
       const double work_bound = r.work_s / workers;
@@ -281,6 +286,12 @@ int run_bench(RunContext& ctx, const ScanBenchOptions& o) {
           {"critical_path_s", r.critical_path_s},
           {"operator_overrun", r.busy_s / r.work_s},
           {"stolen_elements", r.stolen},
+          {"between_ranks", along_line},
+          // Which ideal the model figures are: stealing along the whole line
+          // of workers (the ranks' blocks cut by cost), or inside each rank.
+          {"model", strategies[i] != "work-stealing" ? "static"
+                    : along_line                     ? "ideal-line"
+                                                     : "ideal-within-ranks"},
           {"model_makespan_s", or_null(model.makespan_s)},
           {"model_speedup_vs_static", or_null(model.speedup_vs_static)},
           {"model_efficiency",
@@ -310,6 +321,8 @@ const CommandRegistrar registrar(
        app.add_option("--repeat", o->repeat, "Runs per configuration (median makespan reported)")
            ->capture_default_str();
        app.add_option("--strategy", o->strategy, "scan-then-map, reduce-then-scan, work-stealing or all");
+       app.add_flag("--between-ranks", o->between_ranks,
+                    "work-stealing: steal between neighbouring ranks too (when they share a node)");
        return [o](RunContext& ctx) { return run_bench(ctx, *o); };
      }});
 

@@ -77,8 +77,8 @@ std::vector<std::size_t> element_counts() {
 }
 
 // Runs every configuration (element count × thread count × global algorithm ×
-// local strategy × stealing) and expects each to give this rank's block of
-// the sequential reference.
+// local strategy × stealing: none, inside ranks, also between ranks) and
+// expects each to give this rank's block of the sequential reference.
 template <class T, class Op>
 void check_all_configurations(const std::vector<T>& all_elements, Op op, const std::vector<int>& thread_counts,
                               const std::vector<std::size_t>& counts) {
@@ -89,11 +89,16 @@ void check_all_configurations(const std::vector<T>& all_elements, Op op, const s
     for (int threads : thread_counts)
       for (auto algorithm : all_global_scan_algorithms())
         for (auto strategy : all_local_strategies())
-          for (bool stealing : {false, true}) {
+          for (int stealing : {0, 1, 2}) {  // 2: also between ranks
             std::ostringstream config;
             config << "n=" << n << " threads=" << threads << " " << to_string(algorithm) << " " << to_string(strategy)
-                   << (stealing ? " stealing" : " static") << " rank " << world_rank();
-            WorkStealingScan scan(MPI_COMM_WORLD, ScanOptions{algorithm, strategy, stealing, threads});
+                   << (stealing == 2 ? " stealing between ranks"
+                       : stealing    ? " stealing"
+                                     : " static")
+                   << " rank " << world_rank();
+            ScanOptions options{algorithm, strategy, stealing > 0, threads};
+            options.between_ranks = stealing == 2;
+            WorkStealingScan scan(MPI_COMM_WORLD, options);
             std::vector<T> got = scan.run(block, [&](const T& a, const T& b) {
               jitter();
               return op(a, b);

@@ -120,6 +120,27 @@ TEST(ScanCostModel, IdealBalanceNeverLosesToStaticAndRespectsTheWorkBound) {
   }
 }
 
+// Stealing between ranks (the blocks cut by cost): with one rank's elements
+// four times dearer, the ranks' even blocks hold that rank's four threads to
+// its block; cut by cost, every rank's threads share it. Never below the work
+// bound of the whole line (both passes over every element but the first
+// segment's, spread over all workers, less one largest element per worker).
+TEST(ScanCostModel, StealingBetweenRanksCutsTheBlocksByCost) {
+  const int ranks = 4, threads = 4;
+  const std::size_t block = 64;  // 16 elements per thread
+  std::vector<double> c(std::size_t(ranks) * block, 1.0);
+  for (std::size_t i = block; i < 2 * block; ++i) c[i] = 4.0;  // rank 1
+  const double total = std::accumulate(c.begin(), c.end(), 0.0);
+  for (auto a : all_global_scan_algorithms()) {
+    const double within = model_ideal_stealing_scan(c, ranks, threads, a).makespan_s;
+    const double line = model_ideal_stealing_scan(c, ranks, threads, a, true).makespan_s;
+    // Within ranks rank 1's 64 elements of cost 4 take two passes over 4 threads: ≥ 2·(256 − 4·4)/4.
+    EXPECT_GE(within, 120.0 - kTol) << to_string(a);
+    EXPECT_LT(line, 0.75 * within) << to_string(a);
+    EXPECT_GE(line, (2.0 * total - double(ranks * threads) * 4.0) / double(ranks * threads) - kTol) << to_string(a);
+  }
+}
+
 TEST(ScanCostModel, RejectsFewerElementsThanWorkers) {
   EXPECT_THROW(model_static_scan(std::vector<double>(3, 1.0), 2, 2, GlobalScanAlgorithm::dissemination),
                driftscan::Error);

@@ -1,7 +1,9 @@
 #include "driftscan/mpi/scan/global_scan.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cmath>
 
 #include "driftscan/core/enum_names.hpp"
 #include "driftscan/core/error.hpp"
@@ -28,6 +30,16 @@ GlobalScanAlgorithm global_scan_algorithm_from_string(const std::string& name) {
   for (auto a : all_global_scan_algorithms())
     if (name == to_string(a)) return a;
   throw bad_input("unknown scan algorithm '" + name + "' (expected " + one_of(scan_algorithm_names()) + ")");
+}
+
+double applications_before_exclusive(GlobalScanAlgorithm algorithm, int rank, int ranks) {
+  if (rank <= 1) return 0.0;  // rank 0's sum is rank 1's prefix, sent at once
+  const double log_r = std::ceil(std::log2(double(rank)));
+  switch (algorithm) {
+    case GlobalScanAlgorithm::mpi_scan: return double(rank - 1);
+    case GlobalScanAlgorithm::blelloch: return std::min(2.0 * std::ceil(std::log2(double(ranks))), 2.0 * log_r);
+    default: return log_r;
+  }
 }
 
 namespace detail {

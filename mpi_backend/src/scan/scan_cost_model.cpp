@@ -90,6 +90,28 @@ std::vector<std::size_t> equal_blocks(std::size_t n, int ranks) {
   return sizes;
 }
 
+// Blocks cut where the total cost is evenly shared (each with at least
+// `threads` elements): where perfect stealing between ranks would leave the
+// ranks' boundaries.
+std::vector<std::size_t> cost_balanced_blocks(const std::vector<double>& c, int ranks, int threads) {
+  const std::size_t n = c.size(), p = std::size_t(ranks), w = std::size_t(threads);
+  const double total = std::accumulate(c.begin(), c.end(), 0.0);
+  std::vector<std::size_t> lo(p + 1, n);
+  lo[0] = 0;
+  double running = 0.0;
+  std::size_t k = 0;
+  for (std::size_t r = 1; r < p; ++r) {
+    const double target = total * double(r) / double(p);
+    while (k < n && running + c[k] / 2 <= target) running += c[k++];  // the cut nearest the target
+    lo[r] = std::clamp(k, lo[r - 1] + w, n - (p - r) * w);
+    while (k < lo[r]) running += c[k++];
+    while (k > lo[r]) running -= c[--k];
+  }
+  std::vector<std::size_t> sizes;
+  for (std::size_t r = 0; r < p; ++r) sizes.push_back(lo[r + 1] - lo[r]);
+  return sizes;
+}
+
 void check(const std::vector<double>& costs, int ranks, int threads) {
   if (ranks < 1 || threads < 1) throw bad_input("scan model: ranks and threads must be at least 1");
   if (costs.size() < std::size_t(ranks) * std::size_t(threads))
@@ -176,10 +198,10 @@ struct Ranks {
 };
 
 Ranks plan_ranks(const std::vector<double>& costs, int ranks, int threads, GlobalScanAlgorithm algorithm,
-                 RankPlanner planner) {
+                 RankPlanner planner, bool balanced_blocks = false) {
   check(costs, ranks, threads);
   Ranks out;
-  const auto sizes = equal_blocks(costs.size(), ranks);
+  const auto sizes = balanced_blocks ? cost_balanced_blocks(costs, ranks, threads) : equal_blocks(costs.size(), ranks);
   std::vector<double> ready;
   std::int64_t offset = 0;
   for (int r = 0; r < ranks; ++r) {
@@ -303,8 +325,8 @@ ScanModel model_static_scan(const std::vector<double>& costs, int ranks, int thr
 }
 
 ScanModel model_ideal_stealing_scan(const std::vector<double>& costs, int ranks, int threads,
-                                    GlobalScanAlgorithm algorithm) {
-  Ranks all = plan_ranks(costs, ranks, threads, algorithm, &ideal_rank);
+                                    GlobalScanAlgorithm algorithm, bool between_ranks) {
+  Ranks all = plan_ranks(costs, ranks, threads, algorithm, &ideal_rank, between_ranks);
   for (std::size_t r = 0; r < all.times.size(); ++r) {
     const RankTimes& rt = all.times[r];
     const double e = all.global.exclusive[r];

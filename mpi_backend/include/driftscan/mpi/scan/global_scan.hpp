@@ -41,6 +41,11 @@ const char* to_string(GlobalScanAlgorithm algorithm);
 // Accepts the names above; throws bad_input naming the accepted ones otherwise.
 GlobalScanAlgorithm global_scan_algorithm_from_string(const std::string& name);
 const std::vector<GlobalScanAlgorithm>& all_global_scan_algorithms();
+// Roughly how many operator applications in sequence stand between the
+// ranks' sums and rank r's exclusive prefix (what its final phase waits for):
+// 0 on ranks 0 and 1, about log2 r with the logarithmic algorithms, r − 1
+// along MPI_Scan's chain. A hint for stealing between ranks, not a bound.
+double applications_before_exclusive(GlobalScanAlgorithm algorithm, int rank, int ranks);
 
 namespace detail {
 

@@ -24,6 +24,10 @@
 //     exclusive prefix arrived; the master also done with its global phase)
 //     — or the static schedule, where that is shorter (with few elements per
 //     thread the static cut points may happen to be the cheaper ones).
+//   ideal stealing between ranks (`between_ranks`): the same, with the
+//     ranks' blocks cut where the total cost is evenly shared (where perfect
+//     stealing along the whole line of workers would leave the ranks'
+//     boundaries; rank_line.hpp) instead of the equal element counts.
 //
 // In both, only the results the scan needs are computed: the last rank's
 // inclusive result goes to nobody, so its global phase applies nothing.
@@ -48,7 +52,7 @@ struct ScanModel {
 ScanModel model_static_scan(const std::vector<double>& costs, int ranks, int threads, GlobalScanAlgorithm algorithm,
                             LocalStrategy strategy = LocalStrategy::reduce_then_scan);
 ScanModel model_ideal_stealing_scan(const std::vector<double>& costs, int ranks, int threads,
-                                    GlobalScanAlgorithm algorithm);
+                                    GlobalScanAlgorithm algorithm, bool between_ranks = false);
 
 // The global phase alone, for tests: ranks' sums known at `ready[r]` covering
 // ranks' blocks of the given sizes; returns when each master is done with it

@@ -1,6 +1,7 @@
 #pragma once
 // How a WorkStealingScan runs: the global algorithm over ranks, the local
-// strategy within a rank, stealing, and the threads per rank.
+// strategy within a rank, stealing (within and between ranks), and the
+// threads per rank.
 #include "driftscan/mpi/scan/global_scan.hpp"
 #include "driftscan/mpi/scan/local_scan.hpp"
 
@@ -11,6 +12,11 @@ struct ScanOptions {
   LocalStrategy strategy = LocalStrategy::reduce_then_scan;
   bool work_stealing = true;  // reduce-then-scan only; scan-then-map is always static
   int threads = 1;            // OpenMP threads per rank
+  // Stealing also between neighbouring ranks (when they share a node:
+  // rank_line.hpp). Off by default: the ranks' blocks then move with the
+  // timing, and the registration's scan-distortion lines of 1 and 3 ranks
+  // drift apart (0.0195 px, test_scan_distortion holds 0.01).
+  bool between_ranks = false;
 
   // Whether the reduce phase steals (it needs reduce-then-scan).
   bool steals() const { return work_stealing && strategy == LocalStrategy::reduce_then_scan; }

@@ -20,8 +20,10 @@
 #include "driftscan/core/error.hpp"
 #include "driftscan/mpi/runtime/idle_wait.hpp"
 #include "driftscan/mpi/runtime/sleeping_barrier.hpp"
+#include "driftscan/mpi/scan/boundary_elements.hpp"
 #include "driftscan/mpi/scan/global_scan.hpp"
 #include "driftscan/mpi/scan/local_scan.hpp"
+#include "driftscan/mpi/scan/rank_line.hpp"
 #include "driftscan/mpi/scan/scan_element_codec.hpp"
 #include "driftscan/mpi/scan/scan_options.hpp"
 #include "driftscan/mpi/scan/scan_partial.hpp"
@@ -42,7 +44,7 @@ class ScanRun {
  public:
   // Collective (the block's global offset is an exclusive scan of the counts).
   ScanRun(MPI_Comm comm, int rank, int size, const ScanOptions& options, const std::vector<T>& block,
-          std::vector<T>& out, Op& op, ScanTrace* trace, OnOutput& on_output)
+          std::vector<T>& out, Op& op, ScanTrace* trace, OnOutput& on_output, const RankLine* line = nullptr)
       : comm_(comm),
         rank_(rank),
         size_(size),
@@ -55,10 +57,10 @@ class ScanRun {
         offset_(global_offset(comm, rank, n_)),
         out_(out),
         has_out_(n_, 0),
+        line_(line && line->active() && options.steals() ? line : nullptr),
+        origin_(offset_),
         gaps_(options.threads > 1 ? static_cast<std::size_t>(options.threads - 1) : 0),
         paces_(static_cast<std::size_t>(options.threads)),
-        // One thread never steals (nor chooses a start): no per-element cost to keep.
-        element_seconds_(options.steals() && options.threads > 1 ? n_ : 0, -1.0),
         receiver_(comm) {
     out_.assign(n_, T{});
     if (trace_) {
@@ -79,6 +81,7 @@ class ScanRun {
       run_without_elements();
     } else {
       run_workers();
+      if (line_ && !global_error_) return_borrowed();
       if (global_error_) {  // an MPI-level error: no agreement possible, every rank has its own
         if (trace_) trace_->end();
         std::rethrow_exception(global_error_);
@@ -92,6 +95,24 @@ class ScanRun {
   }
 
  private:
+  // Elements by their index in this rank's extended range: the left
+  // neighbour's tail it may take (L of them), its own block, the right
+  // neighbour's head (rank_line.hpp). Without stealing between ranks L = R = 0.
+  std::size_t ext_size() const { return left_.size() + n_ + right_.size(); }
+  bool own(std::size_t e) const { return e >= left_.size() && e < left_.size() + n_; }
+  const T& at(std::size_t e) const {
+    if (e < left_.size()) return left_[e];
+    if (e < left_.size() + n_) return block_[e - left_.size()];
+    return right_[e - left_.size() - n_];
+  }
+  // Where element e's final prefix goes: the caller's out_, or (borrowed) kept
+  // until return_borrowed() sends it to its rank.
+  T& slot(std::size_t e) {
+    if (e < left_.size()) return left_out_[e];
+    if (e < left_.size() + n_) return out_[e - left_.size()];
+    return right_out_[e - left_.size() - n_];
+  }
+
   // What thread t's final phase starts from besides the ranks' exclusive
   // prefix: `before` (threads 0..t−1), or `head` (`before` already extended
   // by the segment's first element, whose prefix is then one application away).
@@ -102,8 +123,8 @@ class ScanRun {
 
   // Element k of the block as a partial covering its global index.
   ScanPartial<T> element(std::size_t k) const {
-    const std::int64_t index = offset_ + static_cast<std::int64_t>(k);
-    return ScanPartial<T>::of(block_[k], index, index);
+    const std::int64_t index = origin_ + static_cast<std::int64_t>(k);
+    return ScanPartial<T>::of(at(k), index, index);
   }
 
   // The operator for combine_partials, timed and recorded when tracing.
@@ -130,10 +151,16 @@ class ScanRun {
   // A rank without elements still takes part in the global phase and in the
   // shift of inclusive results, so its neighbours are not left waiting.
   void run_without_elements() {
+    if (line_) {
+      share_edges(0);
+      for (int g = 0; g + 1 < line_->slots(); ++g) line_->gap(rank_, g).reset(0, 0);
+      line_->sync();
+    }
     ScanPartial<T> inclusive = global_inclusive(ScanPartial<T>{});
     ScanPartial<T> before_rank = exclusive_from_inclusive<T, Codec>(comm_, inclusive);
     if (before_rank.failed()) final_status_[0] = before_rank;
     if (rank_failure_.failed()) final_status_[0] = rank_failure_;
+    if (line_) return_borrowed();
   }
 
   void run_workers() {
@@ -141,22 +168,171 @@ class ScanRun {
 #pragma omp parallel num_threads(static_cast <int>(wanted))
     {
       const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
-#pragma omp single
-      prepare(static_cast<std::size_t>(omp_get_num_threads()));
-      // implicit barrier (all threads arrive together here)
+#pragma omp master
+      prepare(static_cast<std::size_t>(omp_get_num_threads()));  // MPI with a line: the master only
+#pragma omp barrier
       worker(t);
     }
   }
 
   // OpenMP may grant fewer threads than asked: size everything by what it gave.
+  // With a line, the edge threads start inside their segments and the edges
+  // go to the neighbours first (share_edges()).
   void prepare(std::size_t workers) {
     tree_.reset(workers);
     final_status_.assign(workers, {});
     segments_.assign(workers, {});
-    for (std::size_t g = 0; g + 1 < workers; ++g)
-      gaps_[g].reset(stealing_start(n_, workers, g) + 1, stealing_start(n_, workers, g + 1));
-    for (std::size_t w = 0; w < workers; ++w) paces_[w].start();
+    const bool left_edge = line_ && rank_ > 0, right_edge = line_ && rank_ + 1 < size_;
+    starts_.assign(workers, 0);
+    for (std::size_t w = 0; w < workers; ++w) starts_[w] = stealing_start(n_, workers, w, left_edge, right_edge);
+    if (line_) {
+      try {
+        share_edges(workers);
+      } catch (...) {  // an MPI-level failure: no agreement possible
+        global_error_ = std::current_exception();
+      }
+    }
+    const std::size_t shift = left_.size();
+    for (auto& s : starts_) s += shift;
+    for (std::size_t g = 0; g + 1 < workers; ++g) gap(g).reset(starts_[g] + 1, starts_[g + 1]);
+    if (line_)
+      for (std::size_t g = workers > 0 ? workers - 1 : 0; g + 1 < std::size_t(line_->slots()); ++g) gap(g).reset(0, 0);
+    for (std::size_t w = 0; w < workers; ++w) pace(w).start();
+    if (line_) line_->sync();
+    // One thread alone on its rank steals only along a line, and chooses no start.
+    if (options_.steals() && (workers > 1 || line_)) element_seconds_.assign(ext_size(), -1.0);
     barrier_.reset(workers);
+  }
+
+  SegmentGap& gap(std::size_t g) { return line_ ? line_->gap(rank_, int(g)) : gaps_[g]; }
+  WorkerPace& pace(std::size_t t) { return line_ ? line_->pace(rank_, int(t)) : paces_[t]; }
+
+  // Master, with a line: the edges of the block (the elements before thread
+  // 0's start, those after the last thread's) go to the neighbours, theirs
+  // come here, and this rank opens the gap to its right neighbour, its edge
+  // and their head, before it sends its edge (what tells the neighbour the gap
+  // is ready). `workers` = 0: a rank without elements.
+  void share_edges(std::size_t workers) {
+    std::deque<detail::PendingSend> pending;
+    const std::size_t head = workers > 0 && rank_ > 0 ? starts_[0] : 0;
+    const std::size_t tail = workers > 0 && rank_ + 1 < size_ ? n_ - 1 - starts_[workers - 1] : 0;
+    if (rank_ > 0) {
+      ByteBuffer bytes;
+      encode_elements<T, Codec>(block_.data(), head, bytes);
+      detail::isend_bytes(comm_, rank_ - 1, kEdgeTag, pending, std::move(bytes));
+    }
+    if (rank_ + 1 < size_) {
+      ByteBuffer theirs = detail::recv_bytes(comm_, rank_ + 1, kEdgeTag);
+      right_ = decode_elements<T, Codec>(theirs.data(), theirs.size());
+      line_->boundary(rank_).reset(0, tail + right_.size());
+      line_->sync();
+      ByteBuffer bytes;
+      encode_elements<T, Codec>(block_.data() + (n_ - tail), tail, bytes);
+      detail::isend_bytes(comm_, rank_ + 1, kEdgeTag, pending, std::move(bytes));
+    }
+    if (rank_ > 0) {
+      ByteBuffer theirs = detail::recv_bytes(comm_, rank_ - 1, kEdgeTag);
+      left_ = decode_elements<T, Codec>(theirs.data(), theirs.size());
+      line_->sync();
+    }
+    detail::wait_all(pending);
+    origin_ = offset_ - static_cast<std::int64_t>(left_.size());
+    left_out_.assign(left_.size(), T{});
+    right_out_.assign(right_.size(), T{});
+    left_has_.assign(left_.size(), 0);
+    right_has_.assign(right_.size(), 0);
+    right_tail_ = tail;
+  }
+
+  // Thread t's view of the gaps it steals along: its rank's threads, or the
+  // whole line of ranks.
+  StealingView stealing_view(std::size_t t) {
+    StealingView v;
+    const std::size_t workers = tree_.workers();
+    if (!line_) {
+      for (std::size_t g = 0; g + 1 < workers; ++g) v.gaps.push_back(&gaps_[g]);
+      for (std::size_t w = 0; w < workers; ++w) v.paces.push_back(&paces_[w]);
+      v.me = t;
+      if (t > 0) v.left = t - 1;
+      if (t + 1 < workers) v.right = t;
+      return v;
+    }
+    const std::size_t slots = std::size_t(line_->slots()), r = std::size_t(rank_);
+    for (int q = 0; q < size_; ++q) {
+      for (int g = 0; g + 1 < line_->slots(); ++g) v.gaps.push_back(&line_->gap(q, g));
+      if (q + 1 < size_) v.gaps.push_back(&line_->boundary(q));
+      for (int w = 0; w < line_->slots(); ++w) v.paces.push_back(&line_->pace(q, w));
+      v.delay.insert(v.delay.end(), slots, applications_before_exclusive(options_.algorithm, q, size_));
+    }
+    v.me = r * slots + t;
+    if (t > 0) v.left = r * slots + t - 1;
+    else if (r > 0) v.left = r * slots - 1;  // the left neighbour's boundary: positions are ours from 0
+    if (t + 1 < workers) v.right = r * slots + t;
+    else if (r + 1 < std::size_t(size_)) {
+      v.right = r * slots + slots - 1;
+      v.right_shift = static_cast<std::int64_t>(left_.size() + n_ - right_tail_);
+    }
+    return v;
+  }
+
+  // Master, after the parallel region: the final prefixes of the elements
+  // taken from a neighbour go back to it, and this rank's elements taken by
+  // a neighbour come back (one message each way per neighbour, maybe empty).
+  void return_borrowed() {
+    std::deque<detail::PendingSend> pending;
+    const std::size_t lo = n_ > 0 && !segments_.empty() ? segments_.front().lo : left_.size();
+    const std::size_t hi = n_ > 0 && !segments_.empty() ? segments_.back().hi : left_.size() + n_;
+    if (rank_ > 0) send_borrowed(rank_ - 1, lo < left_.size() ? lo : left_.size(), left_.size(), pending);
+    if (rank_ + 1 < size_) send_borrowed(rank_ + 1, left_.size() + n_, std::max(hi, left_.size() + n_), pending);
+    if (rank_ > 0) receive_lent(rank_ - 1, true);
+    if (rank_ + 1 < size_) receive_lent(rank_ + 1, false);
+    detail::wait_all(pending);
+    for (std::size_t w = 0; w < segments_.size(); ++w) pace(w).stop();  // segments_: one per worker
+  }
+
+  // Ext elements [lo, hi) (all borrowed from `to`): their prefixes, or the
+  // failure that left some without one.
+  void send_borrowed(int to, std::size_t lo, std::size_t hi, std::deque<detail::PendingSend>& pending) {
+    ByteBuffer bytes;
+    bool complete = true;
+    for (std::size_t e = lo; e < hi; ++e) complete = complete && borrowed_known(e);
+    if (complete) {
+      bytes.push_back(1);
+      std::vector<T> values;
+      for (std::size_t e = lo; e < hi; ++e) values.push_back(slot(e));
+      encode_elements<T, Codec>(values.data(), values.size(), bytes);
+    } else {
+      bytes.push_back(0);
+      ScanPartial<T> why = ScanPartial<T>::failure(ErrorKind::failure, "scan: a borrowed element has no prefix");
+      for (const auto& s : final_status_)
+        if (s.failed()) why = s;
+      if (rank_failure_.failed()) why = rank_failure_;
+      why.template encode<Codec>(bytes);
+    }
+    detail::isend_bytes(comm_, to, kReturnTag, pending, std::move(bytes));
+  }
+
+  bool borrowed_known(std::size_t e) const {
+    return e < left_.size() ? left_has_.size() > e && left_has_[e]
+                            : right_has_.size() > e - left_.size() - n_ && right_has_[e - left_.size() - n_];
+  }
+
+  // From the left neighbour: this block's first elements; from the right: its last.
+  void receive_lent(int from, bool head) {
+    ByteBuffer bytes = detail::recv_bytes(comm_, from, kReturnTag);
+    if (bytes.empty()) throw failure("scan: an empty message of returned prefixes");
+    if (bytes[0] == 0) {
+      final_status_.push_back(ScanPartial<T>::template decode<Codec>(bytes.data() + 1, bytes.size() - 1));
+      return;
+    }
+    std::vector<T> values = decode_elements<T, Codec>(bytes.data() + 1, bytes.size() - 1);
+    if (values.size() > n_) throw failure("scan: more returned prefixes than elements");
+    const std::size_t first = head ? 0 : n_ - values.size();
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      out_[first + i] = std::move(values[i]);
+      has_out_[first + i] = 1;
+      on_output_(first + i, out_[first + i]);
+    }
   }
 
   // Thread t's whole run. Nothing waits on a barrier until the very end:
@@ -175,10 +351,10 @@ class ScanRun {
   // segment's bounds), or its local prefixes (scan-then-map). It becomes
   // leaf t of the tree; publishing it also makes segments_[t] final.
   void reduce_phase(std::size_t t) {
-    SegmentRange seg = static_segment(n_, tree_.workers(), t);
+    SegmentRange seg = static_segment(n_, tree_.workers(), t);  // no line here: ext = local
     ScanPartial<T> sum;
     if (options_.strategy == LocalStrategy::scan_then_map) sum = scan_segment_locally(t, seg);
-    else if (options_.steals() && tree_.workers() > 1) sum = steal_segment(t, seg);
+    else if (options_.steals() && (tree_.workers() > 1 || line_)) sum = steal_segment(t, seg);
     else sum = reduce_segment(t, seg);
     tree_.node(0, t) = std::move(sum);
     segments_[t] = seg;
@@ -218,12 +394,15 @@ class ScanRun {
       const auto start = std::chrono::steady_clock::now();
       T result = applier(t, ScanPhase::local_reduce, stolen)(l, r);
       const std::int64_t k = (l.first() == l.last() && r.first() != r.last()) ? l.first() : r.last();
-      element_seconds_[static_cast<std::size_t>(k - offset_)] =
+      element_seconds_[static_cast<std::size_t>(k - origin_)] =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (keep) out_[static_cast<std::size_t>(k - offset_)] = result;
+      if (keep) slot(static_cast<std::size_t>(k - origin_)) = result;
       return result;
     };
-    return stealing_reduce(block_, offset_, t, tree_.workers(), gaps_, paces_, apply, seg);
+    StealingView view = stealing_view(t);
+    const SegmentRange own = static_segment(n_, tree_.workers(), t);
+    return stealing_reduce<T>([this](std::size_t e) -> const T& { return at(e); }, origin_, starts_[t],
+                              SegmentRange{own.lo + left_.size(), own.hi + left_.size()}, view, apply, seg);
   }
 
   // Phase 2a: the rank's sum, up the tree; a node is combined as soon as its
@@ -394,7 +573,7 @@ class ScanRun {
       if (t == 0) final_status_[0] = exclusive_;
     } else if (options_.strategy == LocalStrategy::scan_then_map) {
       map_segment(t, start.before);
-    } else if (t == 0 && rank_ == 0 && options_.steals() && tree_.workers() > 1) {
+    } else if (t == 0 && rank_ == 0 && options_.steals() && (tree_.workers() > 1 || line_)) {
       publish_head();
     } else {
       scan_segment(t, start);
@@ -408,10 +587,7 @@ class ScanRun {
   // results would depend on the decomposition.
   void publish_head() {
     if (tree_.node(0, 0).failed()) return;  // not all prefixes there: the rank's failure is reported
-    for (std::size_t k = segments_[0].lo; k < segments_[0].hi; ++k) {
-      set_out(k, out_[k]);
-      on_output_(k, out_[k]);
-    }
+    for (std::size_t k = segments_[0].lo; k < segments_[0].hi; ++k) finish(k, slot(k));
   }
 
   // Scan-then-map: exclusive ⊕ before ⊕ each local prefix of the segment.
@@ -448,16 +624,10 @@ class ScanRun {
     const bool has_head = !start.head.empty();
     ScanPartial<T> acc =
         combine_partials(exclusive_, has_head ? start.head : start.before, applier(t, ScanPhase::final_scan, false));
-    if (has_head && acc.has_value()) {
-      set_out(seg.lo, acc.value());
-      on_output_(seg.lo, out_[seg.lo]);
-    }
+    if (has_head && acc.has_value()) finish(seg.lo, acc.value());
     for (std::size_t k = has_head ? seg.lo + 1 : seg.lo; k < seg.hi && !acc.failed(); ++k) {
       acc = combine_partials(acc, element(k), applier(t, ScanPhase::final_scan, false));
-      if (acc.has_value()) {
-        set_out(k, acc.value());
-        on_output_(k, out_[k]);
-      }
+      if (acc.has_value()) finish(k, acc.value());
     }
     if (acc.failed()) final_status_[t] = acc;
   }
@@ -480,9 +650,17 @@ class ScanRun {
     else agree_on_failure(comm_, false, ErrorKind::failure, "");
   }
 
-  void set_out(std::size_t k, const T& value) {
-    out_[k] = value;
-    has_out_[k] = 1;
+  // Element e's prefix (ext index; local prefixes of scan-then-map too).
+  void set_out(std::size_t e, const T& value) {
+    if (&slot(e) != &value) slot(e) = value;
+    if (own(e)) has_out_[e - left_.size()] = 1;
+    else if (e < left_.size()) left_has_[e] = 1;
+    else right_has_[e - left_.size() - n_] = 1;
+  }
+  // Element e's final prefix: the caller hears of its own ones at once.
+  void finish(std::size_t e, const T& value) {
+    set_out(e, value);
+    if (own(e)) on_output_(e - left_.size(), out_[e - left_.size()]);
   }
 
   // The caller's.
@@ -501,6 +679,20 @@ class ScanRun {
   // which are written (bytes, not bits: threads write their own elements).
   std::vector<T>& out_;
   std::vector<unsigned char> has_out_;
+
+  // Stealing between ranks (rank_line.hpp), when the ranks share a node.
+  // origin_: global index of ext element 0; left_/right_: the neighbours'
+  // edges (what this rank may take), *_out_/*_has_: the prefixes it computed
+  // for those it took; starts_: each thread's first element (ext);
+  // right_tail_: how many of this block's last elements lie in the gap to
+  // the right neighbour.
+  static constexpr int kEdgeTag = kScanTagBase + 80, kReturnTag = kScanTagBase + 81;
+  const RankLine* line_;
+  std::int64_t origin_;
+  std::vector<T> left_, right_, left_out_, right_out_;
+  std::vector<unsigned char> left_has_, right_has_;
+  std::vector<std::size_t> starts_;
+  std::size_t right_tail_ = 0;
 
   // Within the rank.
   ThreadSumTree<T> tree_;

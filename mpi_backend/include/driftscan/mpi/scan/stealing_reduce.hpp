@@ -1,6 +1,8 @@
 #pragma once
-// The reduce phase with work stealing between the neighbouring threads of one
-// rank (docs/method.md; Algorithm 1 of the published work-stealing prefix scan).
+// The reduce phase with work stealing between neighbouring workers: the
+// threads of one rank, or all threads of all ranks as one line when the ranks
+// share a node (rank_line.hpp) (docs/method.md; Algorithm 1 of the published
+// work-stealing prefix scan).
 //
 // The first thread starts at the rank's first element and extends to the
 // right, the last starts at the last element and extends to the left, every
@@ -13,10 +15,11 @@
 // (a thread stops only when both its gaps are empty).
 //
 // Direction (greedy): a middle thread extends towards the neighbour that
-// would need longer to close the gap on its own — gap size × the neighbour's
-// measured time per application (which includes an application still
-// running, so a neighbour stuck on a hard element looks slow at once). The
-// very first step goes right, before any rate has been measured.
+// would need longer to finish on its own — the unclaimed elements of all gaps
+// on that side over the summed speed of the workers there (each measured as
+// time per application, including an application still running, so a
+// neighbour stuck on a hard element looks slow at once). The very first step
+// goes right, before any rate has been measured.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -75,6 +78,9 @@ class WorkerPace {
     applications_.store(0, std::memory_order_relaxed);
     started_ns_.store(now_ns(), std::memory_order_relaxed);
   }
+  // Not working (before start(), after stop()): its neighbours leave it out of the speeds they sum.
+  void stop() { started_ns_.store(0, std::memory_order_relaxed); }
+  bool working() const { return started_ns_.load(std::memory_order_relaxed) != 0; }
   void applied() { applications_.fetch_add(1, std::memory_order_relaxed); }
   // Seconds per application so far, counting a running one as finishing now.
   double seconds_per_application() const {
@@ -93,71 +99,118 @@ class WorkerPace {
   std::atomic<std::int64_t> applications_{0};
 };
 
-// Where each worker of a rank starts and what lies between them, for a block
-// of n elements over `workers` threads (n ≥ workers ≥ 1).
-inline std::size_t stealing_start(std::size_t n, std::size_t workers, std::size_t t) {
+// Where each worker starts and what lies between them, for n elements over
+// `workers` threads (n ≥ workers ≥ 1). With `edges`, the first thread has a
+// left gap and the last a right one (neighbour ranks), so they start inside
+// their segments as the middle threads do.
+inline std::size_t stealing_start(std::size_t n, std::size_t workers, std::size_t t, bool left_edge = false,
+                                  bool right_edge = false) {
   SegmentRange s = static_segment(n, workers, t);
-  if (t == 0) return s.lo;
-  if (t + 1 == workers) return s.hi - 1;
+  if (t == 0 && !left_edge) return s.lo;
+  if (t + 1 == workers && !right_edge) return s.hi - 1;
   return s.lo + s.size() / 2;
 }
 
-// Thread t's reduce with stealing. `x[k]` is element k of the rank's block,
-// `offset` the block's global index; gaps[t-1] and gaps[t] are the gaps to
-// the neighbours, paces[] everyone's published pace. `apply(l, r, stolen)`
-// applies the operator. Returns the sum of [lo, hi) as left in `taken`.
-template <class T, class Apply>
-ScanPartial<T> stealing_reduce(const std::vector<T>& x, std::int64_t offset, std::size_t t, std::size_t workers,
-                               std::vector<SegmentGap>& gaps, std::vector<WorkerPace>& paces, Apply&& apply,
-                               SegmentRange& taken) {
-  const SegmentRange own = static_segment(x.size(), workers, t);
-  const std::size_t start = stealing_start(x.size(), workers, t);
+// What one worker sees of the line it steals along: every gap (gaps[i] lies
+// between workers i and i+1; a null gap holds nothing) and every pace, its
+// own position, which gaps are its own two, and how a position in each of
+// those maps to an element index (index = position + shift).
+struct StealingView {
+  std::vector<SegmentGap*> gaps;
+  std::vector<WorkerPace*> paces;
+  // Per worker (empty: none): how many applications later than the others
+  // its final phase starts (its rank's wait for the global phase). A side
+  // whose final phase starts later should reduce less: counted as time left.
+  std::vector<double> delay;
+  std::size_t me = 0;
+  std::optional<std::size_t> left, right;
+  std::int64_t left_shift = 0, right_shift = 0;
+};
+
+namespace detail {
+// Unclaimed elements in gaps [lo, hi) and the summed speed of the working
+// workers in [plo, phi).
+inline double unclaimed(const StealingView& v, std::size_t lo, std::size_t hi) {
+  double work = 0.0;
+  for (std::size_t g = lo; g < hi; ++g)
+    if (v.gaps[g]) work += static_cast<double>(v.gaps[g]->size());
+  return work;
+}
+// The summed speed (applications per second) of the working workers in
+// [lo, hi), and their speed-weighted delay (applications).
+struct SideSpeed {
+  double speed = 0.0, delay = 0.0;
+};
+inline SideSpeed speed(const StealingView& v, std::size_t lo, std::size_t hi) {
+  SideSpeed s;
+  for (std::size_t j = lo; j < hi; ++j)
+    if (v.paces[j]->working()) {
+      const double speed = 1.0 / std::max(1e-9, v.paces[j]->seconds_per_application());
+      s.speed += speed;
+      if (!v.delay.empty()) s.delay += speed * v.delay[j];
+    }
+  if (s.speed > 0.0) s.delay /= s.speed;
+  return s;
+}
+// Whether the right side would take longer to finish than the left
+// (delays in applications at this worker's own pace).
+inline bool right_is_behind(const StealingView& v) {
+  const double left_work = unclaimed(v, 0, *v.left + 1), right_work = unclaimed(v, *v.right, v.gaps.size());
+  const SideSpeed left = speed(v, 0, v.me), right = speed(v, v.me + 1, v.paces.size());
+  if (right.speed <= 0.0) return right_work > 0.0;  // nobody working there: help it
+  if (left.speed <= 0.0) return left_work <= 0.0;
+  const double pace = v.paces[v.me]->seconds_per_application();
+  return right_work / right.speed + right.delay * pace >= left_work / left.speed + left.delay * pace;
+}
+}  // namespace detail
+
+// One worker's reduce with stealing. `at(k)` is element k (k = a gap
+// position + its shift, or `start`), `offset` the global index of element 0;
+// `own` its static segment (elements outside it count as stolen).
+// `apply(l, r, stolen)` applies the operator. Returns the sum of [lo, hi) as
+// left in `taken`.
+template <class T, class At, class Apply>
+ScanPartial<T> stealing_reduce(At&& at, std::int64_t offset, std::size_t start, const SegmentRange& own,
+                               StealingView& view, Apply&& apply, SegmentRange& taken) {
   const auto global = [&](std::size_t k) { return offset + static_cast<std::int64_t>(k); };
-  ScanPartial<T> acc = ScanPartial<T>::of(x[start], global(start), global(start));
+  ScanPartial<T> acc = ScanPartial<T>::of(at(start), global(start), global(start));
   taken = {start, start + 1};
-  const bool has_left = t > 0, has_right = t + 1 < workers;
+  const bool has_left = view.left.has_value(), has_right = view.right.has_value();
+  SegmentGap* left = has_left ? view.gaps[*view.left] : nullptr;
+  SegmentGap* right = has_right ? view.gaps[*view.right] : nullptr;
   bool first_step = true;
   while (!acc.failed()) {
     bool go_right;
     if (!has_left) go_right = true;
     else if (!has_right) go_right = false;
     else if (first_step) go_right = true;
-    else {
-      // Unclaimed work on each side per unit of the processing speed of the
-      // threads on that side (speed = 1 / seconds per application).
-      double left_work = 0.0, left_speed = 0.0, right_work = 0.0, right_speed = 0.0;
-      for (std::size_t g = 0; g < t; ++g) left_work += static_cast<double>(gaps[g].size());
-      for (std::size_t g = t; g + 1 < workers; ++g) right_work += static_cast<double>(gaps[g].size());
-      for (std::size_t j = 0; j < t; ++j) left_speed += 1.0 / std::max(1e-9, paces[j].seconds_per_application());
-      for (std::size_t j = t + 1; j < workers; ++j)
-        right_speed += 1.0 / std::max(1e-9, paces[j].seconds_per_application());
-      const bool left_open = gaps[t - 1].size() > 0, right_open = gaps[t].size() > 0;
-      go_right = !left_open || (right_open && right_work / right_speed >= left_work / left_speed);
-    }
+    else go_right = left->size() == 0 || (right->size() > 0 && detail::right_is_behind(view));
     first_step = false;
     std::optional<std::size_t> k;
-    bool right = go_right;
-    if (right) k = gaps[t].take_front();
+    bool to_right = go_right;
+    if (to_right) k = right->take_front();
     if (!k && has_left) {
-      right = false;
-      k = gaps[t - 1].take_back();
+      to_right = false;
+      k = left->take_back();
     }
     if (!k && has_right && !go_right) {
-      right = true;
-      k = gaps[t].take_front();
+      to_right = true;
+      k = right->take_front();
     }
     if (!k) break;  // both gaps closed: the segment is final
-    const bool stolen = !own.contains(*k);
-    auto element = ScanPartial<T>::of(x[*k], global(*k), global(*k));
+    const std::size_t e =
+        static_cast<std::size_t>(static_cast<std::int64_t>(*k) + (to_right ? view.right_shift : view.left_shift));
+    const bool stolen = !own.contains(e);
+    auto element = ScanPartial<T>::of(at(e), global(e), global(e));
     auto op = [&](const ScanPartial<T>& l, const ScanPartial<T>& r) { return apply(l, r, stolen); };
-    if (right) {
+    if (to_right) {
       acc = combine_partials(acc, element, op);
-      taken.hi = *k + 1;
+      taken.hi = e + 1;
     } else {
       acc = combine_partials(element, acc, op);
-      taken.lo = *k;
+      taken.lo = e;
     }
-    paces[t].applied();
+    view.paces[view.me]->applied();
   }
   return acc;
 }

@@ -5,7 +5,9 @@
 // block, ranks in order, blocks may be empty) and each rank's block over its
 // threads. Phases, per rank:
 //   1. local: every thread reduces (reduce-then-scan, optionally with work
-//      stealing between neighbouring threads) or scans (scan-then-map) its
+//      stealing between neighbouring threads — and between neighbouring
+//      ranks, whose edge threads take each other's edge elements, so the
+//      ranks' blocks move too: rank_line.hpp) or scans (scan-then-map) its
 //      segment;
 //   2. the threads reduce their sums by a tree, then the master thread runs
 //      the global scan over ranks (only ranks take part — global_scan.hpp),
@@ -14,7 +16,8 @@
 //      rank r−1 is done, and the master hands it over at once;
 //   3. local: every thread scans its segment — as stealing left it — from the
 //      carried-in prefix (reduce-then-scan), or maps its local prefixes
-//      (scan-then-map), as soon as that prefix and its own are known.
+//      (scan-then-map), as soon as that prefix and its own are known; the
+//      prefixes of elements taken from a neighbour rank go back to it.
 // Nothing waits on a barrier: each thread waits only for the results it needs.
 // Results equal sequential_inclusive_scan for any associative operator, in
 // any configuration; the operator must be thread-safe (it is applied
@@ -26,6 +29,7 @@
 //
 // Each run's shared state and its phases, one member each: scan_run.hpp.
 #include <cstddef>
+#include <memory>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -35,6 +39,7 @@
 #include "driftscan/core/error.hpp"
 #include "driftscan/mpi/scan/global_scan.hpp"
 #include "driftscan/mpi/scan/local_scan.hpp"
+#include "driftscan/mpi/scan/rank_line.hpp"
 #include "driftscan/mpi/scan/scan_element_codec.hpp"
 #include "driftscan/mpi/scan/scan_options.hpp"
 #include "driftscan/mpi/scan/scan_run.hpp"
@@ -56,8 +61,11 @@ class WorkStealingScan {
     MPI_Comm_dup(comm, &comm_);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
+    if (options_.steals() && options_.between_ranks && size_ > 1)
+      line_ = std::make_unique<RankLine>(comm_, options_.threads);
   }
   ~WorkStealingScan() {
+    line_.reset();  // its window lives on comm_'s node
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized) MPI_Comm_free(&comm_);
@@ -92,7 +100,7 @@ class WorkStealingScan {
                 OnOutput&& on_output = OnOutput{}) {
     if (block.size() >= (std::size_t(1) << 32) - 1) throw bad_input("scan: more than 2^32 elements on one rank");
     detail::ScanRun<T, Codec, std::remove_reference_t<Op>, std::remove_reference_t<OnOutput>> execution(
-        comm_, rank_, size_, options_, block, out, op, trace, on_output);
+        comm_, rank_, size_, options_, block, out, op, trace, on_output, line_.get());
     execution.run();
   }
 
@@ -101,6 +109,7 @@ class WorkStealingScan {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
+  std::unique_ptr<RankLine> line_;  // stealing between ranks, when they share a node
 };
 
 }  // namespace driftscan::mpi
