@@ -503,7 +503,7 @@ class LevelSolver {
     sample_span(S, s, g.data(), col);
     row_weights(s, rows.W[slot].data() + s.x0);
     for (int i = 0; i < len; ++i) {
-      const std::size_t at = static_cast<std::size_t>(s.x0 + i);
+      const std::size_t at = static_cast<std::size_t>(s.x0) + static_cast<std::size_t>(i);
       rows.G[slot][at] = g[static_cast<std::size_t>(i)];
       rows.in[slot][at] = rows.W[slot][at] > 0 ? 1 : 2;  // 2: sampled, not used
     }
