@@ -3,6 +3,7 @@
 // uncertainty's values must not change when it stops holding frame-sized buffers).
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -15,6 +16,18 @@ namespace {
 struct Case {
   int w, h, channels, R, x0, x1, y0, y1, stride;
 };
+
+// Entry (i, j) of a channels x channels table.
+std::size_t entry(int i, int j, int channels) {
+  return static_cast<std::size_t>(i) * static_cast<std::size_t>(channels) + static_cast<std::size_t>(j);
+}
+
+// The bits of a double: equal sums to the last bit (and the sign of a zero).
+std::uint64_t bits(double v) {
+  std::uint64_t b = 0;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
 
 // Channels of w x h with rows [first, last] filled (some pixels zero, some
 // -0.0f), the others zero, as the noise terms' rows are.
@@ -47,7 +60,7 @@ std::vector<double> reference_sums(const Case& c, const std::vector<std::vector<
           const std::size_t at = static_cast<std::size_t>(y) * c.w + x;
           acc += static_cast<double>(u[static_cast<std::size_t>(i)][at]) * win[at];
         }
-      out[static_cast<std::size_t>(i * c.channels + j)] = acc;
+      out[entry(i, j, c.channels)] = acc;
     }
   }
   return out;
@@ -71,7 +84,7 @@ std::vector<double> streamed_sums(const Case& c, const std::vector<std::vector<f
   lags.finish();
   std::vector<double> out(static_cast<std::size_t>(c.channels * c.channels));
   for (int i = 0; i < c.channels; ++i)
-    for (int j = 0; j < c.channels; ++j) out[static_cast<std::size_t>(i * c.channels + j)] = lags.sum(i, j);
+    for (int j = 0; j < c.channels; ++j) out[entry(i, j, c.channels)] = lags.sum(i, j);
   return out;
 }
 
@@ -91,7 +104,7 @@ TEST(StreamedLagSum, EqualsBoxSumsOfWholeImagesToTheLastBit) {
       for (int skip : {0, 7}) {
         const std::vector<double> got = streamed_sums(c, u, 0, c.h - 1, skip);
         for (std::size_t k = 0; k < want.size(); ++k)
-          EXPECT_EQ(0, std::memcmp(&want[k], &got[k], sizeof(double)))
+          EXPECT_EQ(bits(want[k]), bits(got[k]))
               << "case " << c.w << "x" << c.h << " R " << c.R << " stride " << c.stride << " rows " << first << "-"
               << last << " entry " << k << ": " << want[k] << " vs " << got[k];
       }
