@@ -106,6 +106,10 @@ class FrameStream {
 
   int height() const { return source_.height(); }
   const AveragingTeam* team() const { return team_; }
+  // The team when its members' sums must be added up (null alone: a team of
+  // one sums nothing, and copying frame-sized sums for it costs the memory
+  // of several grids on big frames).
+  const AveragingTeam* summing_team() const { return team_ && team_->size() > 1 ? team_ : nullptr; }
 
   // The frames of `frames` this member reads (all of them without a team).
   std::vector<std::size_t> own(const std::vector<std::size_t>& frames) const {

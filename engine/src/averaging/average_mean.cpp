@@ -33,7 +33,7 @@ std::vector<double> MeanAccumulator::mean_or_nan() const {
 }
 
 void sum_over_team(const FrameStream& stream, std::vector<double>& a, std::vector<double>& b) {
-  const AveragingTeam* team = stream.team();
+  const AveragingTeam* team = stream.summing_team();
   if (!team) return;
   std::vector<double> packed(a);
   packed.insert(packed.end(), b.begin(), b.end());
@@ -43,7 +43,7 @@ void sum_over_team(const FrameStream& stream, std::vector<double>& a, std::vecto
 }
 
 void sum_over_team(const FrameStream& stream, std::vector<double>& a) {
-  if (const AveragingTeam* team = stream.team()) team->sum(a);
+  if (const AveragingTeam* team = stream.summing_team()) team->sum(a);
 }
 
 void PlainMean::average(FrameStream&, const std::vector<std::size_t>&, MeanAccumulator& sums, Frame& average,

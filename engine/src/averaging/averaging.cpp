@@ -110,7 +110,7 @@ std::unique_ptr<AveragingStrategy> make_strategy(const AveragingOptions& options
 // The members' sums added up (with a team; nothing to do without); the
 // standard error's squares (MeanAccumulator::spread) too when `spread`.
 void combine_sums(const FrameStream& stream, MeanAccumulator& sums, bool spread) {
-  const AveragingTeam* team = stream.team();
+  const AveragingTeam* team = stream.summing_team();
   if (!team) return;
   if (spread && !sums.spread.empty()) team->sum(sums.spread);
   std::vector<double> packed;
@@ -184,7 +184,7 @@ void sum_and_grade_frames(FrameStream& stream, std::vector<FrameState>& state, d
       });
   // Frames never read yet (explicitly excluded) are inspected in pass 2.
   std::vector<double> first_mean;
-  if (stream.team()) {
+  if (stream.summing_team()) {
     MeanAccumulator all_sums = sums;
     combine_sums(stream, all_sums, false);
     first_mean = all_sums.mean_or_nan();

@@ -13,6 +13,7 @@
 #include "driftscan/core/cubic_bspline.hpp"
 #include "driftscan/core/error.hpp"
 #include "driftscan/registration/signal_lag_factor.hpp"
+#include "registration/box_sum.hpp"
 
 namespace driftscan {
 
@@ -89,48 +90,6 @@ bool positive_definite(int n, const std::array<double, 36>& a) {
       }
     }
   return true;
-}
-
-// out[i] = sum of in[i + d], lo <= d <= hi, over the n samples `step`
-// apart (zero outside): a running sum, O(n) whatever the window.
-void window_sum(const float* in, float* out, int n, std::ptrdiff_t step, int lo, int hi) {
-  double acc = 0;
-  for (int k = lo; k <= hi; ++k)
-    if (k >= 0 && k < n) acc += in[k * step];
-  for (int i = 0; i < n; ++i) {
-    out[i * step] = static_cast<float>(acc);
-    if (i + hi + 1 < n && i + hi + 1 >= 0) acc += in[(i + hi + 1) * step];
-    if (i + lo >= 0 && i + lo < n) acc -= in[(i + lo) * step];
-  }
-}
-
-// v (w x h) replaced by its sum over the offsets lo <= dx, dy <= hi around
-// every pixel (zero outside): running sums, along rows in place, down the
-// columns a row at a time (sequential memory on big frames). With lo = -R,
-// hi = R, sum_q u_i(q) box(u_j)(q) is the lag sum sum_q sum_|d|<=R u_i(q)
-// u_j(q+d) in O(pixels) instead of O(pixels x lags).
-void box_sum(std::vector<float>& v, int w, int h, int lo, int hi) {
-  const auto W = static_cast<std::ptrdiff_t>(w);
-  std::vector<float> line(static_cast<std::size_t>(w));
-  for (int y = 0; y < h; ++y) {
-    window_sum(v.data() + y * W, line.data(), w, 1, lo, hi);
-    std::copy(line.begin(), line.end(), v.begin() + y * W);
-  }
-  std::vector<float> out(v.size());
-  std::vector<double> acc(static_cast<std::size_t>(w), 0.0);
-  auto add_row = [&](int y, double sign) {
-    if (y < 0 || y >= h) return;
-    const float* r = v.data() + y * W;
-    for (int x = 0; x < w; ++x) acc[static_cast<std::size_t>(x)] += sign * r[x];
-  };
-  for (int k = lo; k <= hi; ++k) add_row(k, 1.0);
-  for (int y = 0; y < h; ++y) {
-    float* o = out.data() + y * W;
-    for (int x = 0; x < w; ++x) o[x] = static_cast<float>(acc[static_cast<std::size_t>(x)]);
-    add_row(y + hi + 1, 1.0);
-    add_row(y + lo, -1.0);
-  }
-  v.swap(out);
 }
 
 int param_count(MotionModel m) { return m == MotionModel::translation ? 2 : m == MotionModel::rigid ? 3 : 6; }
@@ -465,65 +424,169 @@ class LevelSolver {
   // the noise, the local r(q) r(q+d) the Poisson (signal-dependent) variance
   // and any misfit. Outer sum of M on every `stride`-th pixel (u is smooth at
   // the prefilter's scale). Call after build_set(S) and evaluate(S).
+  // Row by row (noise_rows, StreamedLagSum): no frame-sized buffer.
   void noise_information(const Transform& S, const Pass& pass, int R, int stride, std::array<double, 36>& A,
                          std::array<double, 36>& M, double& residual_ss, double prefilter_sigma,
                          std::array<double, 2>& lag_factor) const {
-    const int w = ref_.width;
-    const std::size_t npx = static_cast<std::size_t>(w) * ref_.height;
-    std::vector<float> G(npx, 0.0f), W(npx, 0.0f);
-    std::vector<unsigned char> in(npx, 0);
-    std::vector<float> g, col;
-    for (const Span& s : spans_) {
-      const int len = s.x1 - s.x0 + 1;
-      g.resize(static_cast<std::size_t>(len));
-      sample_span(S, s, g.data(), col);
-      row_weights(s, W.data() + static_cast<std::size_t>(s.y) * w + s.x0);
-      for (int i = 0; i < len; ++i) {
-        const std::size_t at = static_cast<std::size_t>(s.y) * w + s.x0 + i;
-        G[at] = g[static_cast<std::size_t>(i)];
-        in[at] = W[at] > 0 ? 1 : 2;  // 2: sampled, not used
+    const int w = ref_.width, h = ref_.height;
+    const double area = static_cast<double>(stride) * stride;
+    auto entry = [](int i, int j) { return static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j); };
+    {
+      StreamedLagSum lags(w, h, np_, R, qx0_, qx1_, qy0_, qy1_, stride);
+      LagWindow window(*this);
+      noise_rows(
+          S, pass, [&](int, int c) { return lags.next_row(c); }, [&](int y) { lags.add_row(y); }, A, residual_ss,
+          &window);
+      lags.finish();
+      lag_factor = signal_lag_factor(window.jf, window.jg, window.lw, window.lh, prefilter_sigma);
+      M.fill(0);
+      for (int j = 0; j < np_; ++j)
+        for (int i = 0; i < np_; ++i) {
+          M[entry(i, j)] += 0.5 * area * lags.sum(i, j);  // symmetrised: the subgrid breaks the exact symmetry
+          M[entry(j, i)] += 0.5 * area * lags.sum(i, j);
+        }
+    }
+    // A structured misfit (a blurred frame's lost lattice) can make the
+    // plain lag sum indefinite. The triangular weights (1 - |dx|/(R+1))
+    // (1 - |dy|/(R+1)) cannot: that lag sum is the Gram matrix
+    // sum_p b_i(p) b_j(p) / (R+1)^2 of u boxed over the offsets [0, R]^2,
+    // p over the frame padded by R above and left (where b still sees u).
+    if (positive_definite(np_, M)) return;
+    const int pw = w + R, ph = h + R;
+    std::vector<std::vector<float>> u(static_cast<std::size_t>(np_),
+                                      std::vector<float>(static_cast<std::size_t>(pw) * ph, 0.0f));
+    std::array<double, 36> unused_a{};
+    double unused_ss = 0;
+    noise_rows(
+        S, pass,
+        [&](int y, int c) { return u[static_cast<std::size_t>(c)].data() + static_cast<std::size_t>(y + R) * pw + R; },
+        [](int) {}, unused_a, unused_ss);
+    for (auto& uj : u) box_sum(uj, pw, ph, 0, R);
+    const double norm = 1.0 / ((R + 1.0) * (R + 1.0));
+    for (int i = 0; i < np_; ++i)
+      for (int j = 0; j <= i; ++j) {
+        double acc = 0;
+        const std::vector<float>& bi = u[static_cast<std::size_t>(i)];
+        const std::vector<float>& bj = u[static_cast<std::size_t>(j)];
+        for (std::size_t at = 0; at < bi.size(); ++at) acc += static_cast<double>(bi[at]) * bj[at];
+        M[entry(i, j)] = M[entry(j, i)] = norm * acc;
+      }
+  }
+
+  // The translation channels of w J_f and w J_g, for signal_lag_factor, in
+  // a window of at most 512^2 about the ROI's centre: the factor is the
+  // specimen's and the prefilter's, and big frames need no more memory.
+  struct LagWindow {
+    explicit LagWindow(const LevelSolver& l)
+        : tx(l.np_ == 2   ? 0
+             : l.np_ == 3 ? 1
+                          : 4),
+          lw(std::min(l.ref_.width, 512)),
+          lh(std::min(l.ref_.height, 512)),
+          lx0(std::clamp((l.qx0_ + l.qx1_) / 2 - lw / 2, 0, l.ref_.width - lw)),
+          ly0(std::clamp((l.qy0_ + l.qy1_) / 2 - lh / 2, 0, l.ref_.height - lh)) {
+      const std::size_t n = static_cast<std::size_t>(lw) * static_cast<std::size_t>(lh);
+      jf = {std::vector<float>(n, 0.0f), std::vector<float>(n, 0.0f)};
+      jg = jf;
+    }
+    void add(int x, int y, float w, const std::array<double, 6>& sf, const std::array<double, 6>& sg) {
+      if (x < lx0 || x >= lx0 + lw || y < ly0 || y >= ly0 + lh) return;
+      const std::size_t li =
+          static_cast<std::size_t>(y - ly0) * static_cast<std::size_t>(lw) + static_cast<std::size_t>(x - lx0);
+      for (std::size_t a = 0; a < 2; ++a) {
+        jf[a][li] = static_cast<float>(w * sf[tx + a]);
+        jg[a][li] = static_cast<float>(w * sg[tx + a]);
       }
     }
+    std::size_t tx;
+    int lw, lh, lx0, ly0;
+    std::array<std::vector<float>, 2> jf, jg;
+  };
+
+  // The moving frame sampled at S (G), the set's weights (W) and whether a
+  // pixel was sampled (in: 0 no, 1 used, 2 sampled with weight 0) on three
+  // rows: all the noise terms of a row read (its gradient's differences).
+  struct SampledRows {
+    explicit SampledRows(int w) : w(w) {
+      for (int s = 0; s < 3; ++s) {
+        G[s].resize(static_cast<std::size_t>(w));
+        W[s].resize(static_cast<std::size_t>(w));
+        in[s].resize(static_cast<std::size_t>(w));
+      }
+    }
+    int w;
+    std::array<std::vector<float>, 3> G, W;
+    std::array<std::vector<unsigned char>, 3> in;
+    std::array<int, 3> row{-1, -1, -1};
+  };
+
+  // Row y of `rows` (slot y mod 3), sampled unless it is there already; zero outside the set.
+  void load_row(const Transform& S, int y, SampledRows& rows, const std::vector<int>& span_of_row,
+                std::vector<float>& g, std::vector<float>& col) const {
+    if (y < 0 || y >= ref_.height) return;
+    const std::size_t slot = static_cast<std::size_t>(y % 3);
+    if (rows.row[slot] == y) return;
+    rows.row[slot] = y;
+    std::fill(rows.G[slot].begin(), rows.G[slot].end(), 0.0f);
+    std::fill(rows.W[slot].begin(), rows.W[slot].end(), 0.0f);
+    std::fill(rows.in[slot].begin(), rows.in[slot].end(), 0);
+    const int si = span_of_row[static_cast<std::size_t>(y)];
+    if (si < 0) return;
+    const Span& s = spans_[static_cast<std::size_t>(si)];
+    const int len = s.x1 - s.x0 + 1;
+    g.resize(static_cast<std::size_t>(len));
+    sample_span(S, s, g.data(), col);
+    row_weights(s, rows.W[slot].data() + s.x0);
+    for (int i = 0; i < len; ++i) {
+      const std::size_t at = static_cast<std::size_t>(s.x0) + static_cast<std::size_t>(i);
+      rows.G[slot][at] = g[static_cast<std::size_t>(i)];
+      rows.in[slot][at] = rows.W[slot][at] > 0 ? 1 : 2;  // 2: sampled, not used
+    }
+  }
+
+  // For each row y of the set in order: u_c = w J_f,c r into out(y, c) (a
+  // zeroed row of the frame's width), then done(y); A and residual_ss summed
+  // over the set in the order of its spans and pixels.
+  template <class Out, class Done>
+  void noise_rows(const Transform& S, const Pass& pass, Out out, Done done, std::array<double, 36>& A,
+                  double& residual_ss, LagWindow* window = nullptr) const {
+    const int w = ref_.width, h = ref_.height;
+    std::vector<int> span_of_row(static_cast<std::size_t>(h), -1);
+    for (std::size_t i = 0; i < spans_.size(); ++i)
+      span_of_row[static_cast<std::size_t>(spans_[i].y)] = static_cast<int>(i);
+    SampledRows rows(w);
+    std::vector<float> g, col;
     // d(g o S)/dq by the differences the reference's gradients use.
-    auto diff = [&](std::size_t at, std::size_t lo, std::size_t hi, bool has_lo, bool has_hi) {
-      has_lo = has_lo && in[lo];
-      has_hi = has_hi && in[hi];
-      if (has_lo && has_hi) return 0.5 * (G[hi] - G[lo]);
-      if (has_hi) return static_cast<double>(G[hi] - G[at]);
-      if (has_lo) return static_cast<double>(G[at] - G[lo]);
+    auto diff = [](float at, float lo, float hi, bool has_lo, bool has_hi) {
+      if (has_lo && has_hi) return 0.5 * (hi - lo);
+      if (has_hi) return static_cast<double>(hi - at);
+      if (has_lo) return static_cast<double>(at - lo);
       return 0.0;
     };
-    std::vector<std::vector<float>> u(static_cast<std::size_t>(np_), std::vector<float>(npx, 0.0f));
-    // The translation channels of w J_f and w J_g, for signal_lag_factor, in
-    // a window of at most 512^2 about the ROI's centre: the factor is the
-    // specimen's and the prefilter's, and big frames need no more memory.
-    const std::size_t tx = np_ == 2 ? 0 : np_ == 3 ? 1 : 4;
-    const int lw = std::min(w, 512), lh = std::min(ref_.height, 512);
-    const int lx0 = std::clamp((qx0_ + qx1_) / 2 - lw / 2, 0, w - lw);
-    const int ly0 = std::clamp((qy0_ + qy1_) / 2 - lh / 2, 0, ref_.height - lh);
-    const std::size_t lpx = static_cast<std::size_t>(lw) * static_cast<std::size_t>(lh);
-    std::array<std::vector<float>, 2> jf{std::vector<float>(lpx, 0.0f), std::vector<float>(lpx, 0.0f)}, jg = jf;
+    std::array<float*, 6> u{};
     residual_ss = 0;
     A.fill(0);
-    for (const Span& s : spans_)
+    for (const Span& s : spans_) {
+      for (int y = s.y - 1; y <= s.y + 1; ++y) load_row(S, y, rows, span_of_row, g, col);
+      const std::size_t mid = static_cast<std::size_t>(s.y % 3);
+      const std::size_t up = static_cast<std::size_t>((s.y + 2) % 3), down = static_cast<std::size_t>((s.y + 1) % 3);
+      const float *G = rows.G[mid].data(), *W = rows.W[mid].data();
+      const unsigned char* in = rows.in[mid].data();
+      for (int c = 0; c < np_; ++c) u[static_cast<std::size_t>(c)] = out(s.y, c);
       for (int x = s.x0; x <= s.x1; ++x) {
-        const std::size_t at = static_cast<std::size_t>(s.y) * w + x;
+        const auto at = static_cast<std::size_t>(x);
         if (in[at] != 1) continue;
         const double r = pass.alpha * G[at] + pass.beta - ref_.at(x, s.y);
         residual_ss += W[at] * r * r;
         std::array<double, 6> sf, sg;
         steepest(x, s.y, sf);
-        const double ggx = diff(at, at - 1, at + 1, x > 0, x + 1 < w);
-        const double ggy = diff(at, at - w, at + w, s.y > 0, s.y + 1 < ref_.height);
+        const double ggx = diff(G[at], x > 0 ? G[at - 1] : 0.0f, x + 1 < w ? G[at + 1] : 0.0f, x > 0 && in[at - 1],
+                                x + 1 < w && in[at + 1]);
+        const bool has_up = s.y > 0 && rows.in[up][at], has_down = s.y + 1 < h && rows.in[down][at];
+        const double ggy =
+            diff(G[at], has_up ? rows.G[up][at] : 0.0f, has_down ? rows.G[down][at] : 0.0f, has_up, has_down);
         steepest_from(x, s.y, ggx, ggy, sg);
-        if (x >= lx0 && x < lx0 + lw && s.y >= ly0 && s.y < ly0 + lh) {
-          const std::size_t li =
-              static_cast<std::size_t>(s.y - ly0) * static_cast<std::size_t>(lw) + static_cast<std::size_t>(x - lx0);
-          for (std::size_t a = 0; a < 2; ++a) {
-            jf[a][li] = static_cast<float>(W[at] * sf[tx + a]);
-            jg[a][li] = static_cast<float>(W[at] * sg[tx + a]);
-          }
-        }
+        if (window) window->add(x, s.y, W[at], sf, sg);
         for (int i = 0; i < np_; ++i) {
           u[static_cast<std::size_t>(i)][at] = static_cast<float>(W[at] * sf[static_cast<std::size_t>(i)] * r);
           for (int j = 0; j < np_; ++j)
@@ -531,60 +594,7 @@ class LevelSolver {
                 W[at] * pass.alpha * sf[static_cast<std::size_t>(i)] * sg[static_cast<std::size_t>(j)];
         }
       }
-    lag_sum(u, u, R, stride, M);
-    lag_factor = signal_lag_factor(jf, jg, lw, lh, prefilter_sigma);
-    auto entry = [](int i, int j) { return static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j); };
-    // A structured misfit (a blurred frame's lost lattice) can make the
-    // plain lag sum indefinite. The triangular weights (1 - |dx|/(R+1))
-    // (1 - |dy|/(R+1)) cannot: that lag sum is the Gram matrix
-    // sum_p b_i(p) b_j(p) / (R+1)^2 of u boxed over the offsets [0, R]^2,
-    // p over the frame padded by R above and left (where b still sees u).
-    if (!positive_definite(np_, M)) {
-      const int pw = w + R, ph = ref_.height + R;
-      for (auto& uj : u) {  // u is not needed after this: each channel becomes its padded box
-        std::vector<float> padded(static_cast<std::size_t>(pw) * ph, 0.0f);
-        for (int y = 0; y < ref_.height; ++y)
-          std::copy(uj.begin() + static_cast<std::ptrdiff_t>(y) * w,
-                    uj.begin() + static_cast<std::ptrdiff_t>(y + 1) * w,
-                    padded.begin() + static_cast<std::ptrdiff_t>(y + R) * pw + R);
-        box_sum(padded, pw, ph, 0, R);
-        uj.swap(padded);
-      }
-      const double norm = 1.0 / ((R + 1.0) * (R + 1.0));
-      for (int i = 0; i < np_; ++i)
-        for (int j = 0; j <= i; ++j) {
-          double acc = 0;
-          const std::vector<float>& bi = u[static_cast<std::size_t>(i)];
-          const std::vector<float>& bj = u[static_cast<std::size_t>(j)];
-          for (std::size_t at = 0; at < bi.size(); ++at) acc += static_cast<double>(bi[at]) * bj[at];
-          M[entry(i, j)] = M[entry(j, i)] = norm * acc;
-        }
-    }
-  }
-
-  // M_ij = sum_q sum_|d|<=R (a_i(q) b_j(q+d) + a_j(q) b_i(q+d)) / 2, the
-  // outer sum on every `stride`-th pixel of the ROI.
-  void lag_sum(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b, int R, int stride,
-               std::array<double, 36>& M) const {
-    const int w = ref_.width;
-    const double area = static_cast<double>(stride) * stride;
-    auto entry = [](int i, int j) { return static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j); };
-    M.fill(0);
-    std::vector<float> win;  // one boxed channel at a time: big frames need no more
-    for (int j = 0; j < np_; ++j) {
-      win = b[static_cast<std::size_t>(j)];
-      box_sum(win, w, ref_.height, -R, R);
-      for (int i = 0; i < np_; ++i) {
-        const std::vector<float>& ai = a[static_cast<std::size_t>(i)];
-        double acc = 0;
-        for (int y = qy0_; y <= qy1_; y += stride)
-          for (int x = qx0_; x <= qx1_; x += stride) {
-            const std::size_t at = static_cast<std::size_t>(y) * w + x;
-            acc += static_cast<double>(ai[at]) * win[at];
-          }
-        M[entry(i, j)] += 0.5 * area * acc;  // symmetrised: the subgrid breaks the exact symmetry
-        M[entry(j, i)] += 0.5 * area * acc;
-      }
+      done(s.y);
     }
   }
 

@@ -730,7 +730,7 @@ SpecimenImage average_in_specimen_coordinates(const FrameSource& frames, const S
 }
 
 struct ScanDistortionSteps::Template : driftscan::Template {
-  SpecimenImage average;
+  SpecimenImage average;                               // a leave-one-out template's has no image (template_without)
   DriftPath path;                                      // of the model the average was built under
   std::shared_ptr<const TemplateWienerFilter> filter;  // applied to what the fits sample (null: none)
 };
@@ -893,7 +893,11 @@ std::shared_ptr<const ScanDistortionSteps::Template> ScanDistortionSteps::templa
                                              template_from_sample());
   const FrameContribution& own = kept ? own_[at] : sampled;
   auto t = std::make_shared<Template>();
-  t->average = full;
+  // The fits read only the coverage and the coefficients: the leave-one-out
+  // image is made in place of its coefficients (no third grid-sized copy).
+  t->average.origin = full.origin;
+  t->average.coverage = full.coverage;
+  t->coeffs = full.image;
   t->path = template_->path;
   t->filter = template_->filter;
 #pragma omp parallel for schedule(static)
@@ -904,9 +908,8 @@ std::shared_ptr<const ScanDistortionSteps::Template> ScanDistortionSteps::templa
       const std::size_t g = static_cast<std::size_t>(own.j0 + j) * static_cast<std::size_t>(grid.width) + own.i0 + i;
       const double c = full.coverage.pixels[g];
       t->average.coverage.pixels[g] = static_cast<float>(std::max(0.0, c - 1.0));
-      if (c > 1.0) t->average.image.pixels[g] = static_cast<float>((full.image.pixels[g] * c - v) / (c - 1.0));
+      if (c > 1.0) t->coeffs.pixels[g] = static_cast<float>((full.image.pixels[g] * c - v) / (c - 1.0));
     }
-  t->coeffs = t->average.image;
   if (template_->filter) template_->filter->apply(t->coeffs);
   bspline_prefilter(t->coeffs);
   t->image = &t->average;
