@@ -66,6 +66,61 @@ void mpi_scan_records(MPI_Comm comm, const unsigned char* in, unsigned char* out
 
 constexpr int kScanTagBase = 0x5CA0;
 
+// The MPI_Scan algorithm's part of global_inclusive_scan: `cur` through
+// MPI_Scan as fixed-size records, `combine(left, right)` as its operator.
+template <class T, class Codec, class Combine>
+ScanPartial<T> mpi_scan_partial(MPI_Comm comm, const ScanPartial<T>& cur, Combine& combine,
+                                const WhileWaiting& meanwhile) {
+  // Fixed-size records: [u64 length][encoded partial][padding]. A bitwise
+  // element's result has the same size as the inputs; a variable one may
+  // grow, bounded by the sum of all inputs for concatenation-like
+  // operators — a larger result fails cleanly instead of overflowing.
+  ByteBuffer bytes;
+  cur.template encode<Codec>(bytes);
+  unsigned long long length = bytes.size(), capacity = 0;
+  constexpr bool bitwise =
+      std::is_trivially_copyable_v<T> && std::is_same_v<Codec, ScanElementCodec<T>> && !std::is_same_v<T, std::string>;
+  // A bitwise element's record size is known without asking: an
+  // all-reduce here would make every rank wait for the slowest rank's sum.
+  if (bitwise) capacity = 1 + 2 * sizeof(std::int64_t) + sizeof(T);
+  else MPI_Allreduce(&length, &capacity, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm);
+  capacity = std::max<unsigned long long>(capacity, 64);  // room for a failure message
+  const std::size_t record = sizeof(std::uint64_t) + capacity;
+  auto write = [&](const ScanPartial<T>& p, unsigned char* dst) {
+    ByteBuffer b;
+    p.template encode<Codec>(b);
+    if (b.size() > capacity) {
+      b.clear();
+      ScanPartial<T>::failure(ErrorKind::failure,
+                              "scan: a partial result outgrew the MPI_Scan record; use another global algorithm")
+          .template encode<Codec>(b);
+      b.resize(std::min<std::size_t>(b.size(), capacity));
+    }
+    std::uint64_t n = b.size();
+    std::memcpy(dst, &n, sizeof n);
+    std::memcpy(dst + sizeof n, b.data(), b.size());
+  };
+  auto read = [&](const unsigned char* src) {
+    std::uint64_t n = 0;
+    std::memcpy(&n, src, sizeof n);
+    if (n > capacity) return ScanPartial<T>::failure(ErrorKind::failure, "scan: corrupt MPI_Scan record");
+    return ScanPartial<T>::template decode<Codec>(src + sizeof n, n);
+  };
+  ByteBuffer in(record, 0), out(record, 0);
+  write(cur, in.data());
+  detail::mpi_scan_records(
+      comm, in.data(), out.data(), record,
+      [&](const unsigned char* left, unsigned char* inout) {
+        try {  // nothing may unwind through MPI's C frames
+          write(combine(read(left), read(inout)), inout);
+        } catch (const std::exception& e) {
+          write(ScanPartial<T>::failure(ErrorKind::failure, e.what()), inout);
+        }
+      },
+      meanwhile);
+  return read(out.data());
+}
+
 }  // namespace detail
 
 // Inclusive scan over ranks: rank r gets mine_0 ⊕ … ⊕ mine_r. `apply(l, r)`
@@ -148,57 +203,7 @@ ScanPartial<T> global_inclusive_scan(MPI_Comm comm, const ScanPartial<T>& mine, 
       detail::wait_all(pending);
       break;
     }
-    case GlobalScanAlgorithm::mpi_scan: {
-      // Fixed-size records: [u64 length][encoded partial][padding]. A bitwise
-      // element's result has the same size as the inputs; a variable one may
-      // grow, bounded by the sum of all inputs for concatenation-like
-      // operators — a larger result fails cleanly instead of overflowing.
-      ByteBuffer bytes;
-      cur.template encode<Codec>(bytes);
-      unsigned long long length = bytes.size(), capacity = 0;
-      constexpr bool bitwise = std::is_trivially_copyable_v<T> && std::is_same_v<Codec, ScanElementCodec<T>> &&
-                               !std::is_same_v<T, std::string>;
-      // A bitwise element's record size is known without asking: an
-      // all-reduce here would make every rank wait for the slowest rank's sum.
-      if (bitwise) capacity = 1 + 2 * sizeof(std::int64_t) + sizeof(T);
-      else MPI_Allreduce(&length, &capacity, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm);
-      capacity = std::max<unsigned long long>(capacity, 64);  // room for a failure message
-      const std::size_t record = sizeof(std::uint64_t) + capacity;
-      auto write = [&](const ScanPartial<T>& p, unsigned char* dst) {
-        ByteBuffer b;
-        p.template encode<Codec>(b);
-        if (b.size() > capacity) {
-          b.clear();
-          ScanPartial<T>::failure(ErrorKind::failure,
-                                  "scan: a partial result outgrew the MPI_Scan record; use another global algorithm")
-              .template encode<Codec>(b);
-          b.resize(std::min<std::size_t>(b.size(), capacity));
-        }
-        std::uint64_t n = b.size();
-        std::memcpy(dst, &n, sizeof n);
-        std::memcpy(dst + sizeof n, b.data(), b.size());
-      };
-      auto read = [&](const unsigned char* src) {
-        std::uint64_t n = 0;
-        std::memcpy(&n, src, sizeof n);
-        if (n > capacity) return ScanPartial<T>::failure(ErrorKind::failure, "scan: corrupt MPI_Scan record");
-        return ScanPartial<T>::template decode<Codec>(src + sizeof n, n);
-      };
-      ByteBuffer in(record, 0), out(record, 0);
-      write(cur, in.data());
-      detail::mpi_scan_records(
-          comm, in.data(), out.data(), record,
-          [&](const unsigned char* left, unsigned char* inout) {
-            try {  // nothing may unwind through MPI's C frames
-              write(combine(read(left), read(inout)), inout);
-            } catch (const std::exception& e) {
-              write(ScanPartial<T>::failure(ErrorKind::failure, e.what()), inout);
-            }
-          },
-          meanwhile);
-      cur = read(out.data());
-      break;
-    }
+    case GlobalScanAlgorithm::mpi_scan: cur = detail::mpi_scan_partial<T, Codec>(comm, cur, combine, meanwhile); break;
   }
   return cur;
 }
