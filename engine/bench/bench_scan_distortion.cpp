@@ -518,6 +518,10 @@ std::vector<Case> make_cases(std::size_t frames, int size) {
   turned("orthogonal pairs 0/90 real ABF jitter 0.5 dose 10", {0, 90}, 0.5, 10, true, 0);
   turned("revolving 0/90/180/270 real ABF jitter 0.3 dose 4", {0, 90, 180, 270}, 0.3, 4, true, 0);
   turned("one orthogonal pair 0/90 hex jitter 0.3 dose 10", {0, 90}, 0.3, 10, false, 2);
+  // Turns off the pixel grid (cases 16-17): the frames turned back leave
+  // corners uncovered; rigid registration keeps to the square all cover.
+  turned("revolving 0/45/90/135 hex jitter 0.3 dose 10", {0, 45, 90, 135}, 0.3, 10, false, 0);
+  turned("pairs 0/30 real ABF jitter 0.3 dose 10", {0, 30}, 0.3, 10, true, 0);
   return cases;
 }
 

@@ -11,7 +11,9 @@
 
 #include "averaging/average_frame_stream.hpp"
 #include "averaging/average_strategy.hpp"
+#include "driftscan/core/derotated_source.hpp"
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/scan_rotation.hpp"
 
 namespace driftscan {
 namespace {
@@ -333,17 +335,43 @@ AverageResult average_impl(const FrameSource& frames, const std::vector<Transfor
   return result;
 }
 
+// A series turned off the pixel grid is averaged from its recorded frames,
+// each transform composed with the frame's turn: one interpolation, not two
+// (turning back, then warping), and coverage ends at the recorded frame's
+// own border. Quarter turns keep the exact pixel moves of DerotatedSource.
+struct OrientedInput {
+  const FrameSource& frames;
+  std::vector<Transform> turned;  // empty: the transforms as given
+};
+
+OrientedInput oriented_input(const FrameSource& frames, const std::vector<Transform>& transforms,
+                             const AveragingOptions& options) {
+  const auto* derotated = dynamic_cast<const DerotatedSource*>(&frames);
+  if (!derotated || !derotated->leaves_corners() || transforms.size() != frames.frame_count()) return {frames, {}};
+  if (options.interpolation == Interpolation::fourier)
+    throw bad_input(frames.describe() + ": fourier interpolation cannot turn frames scanned at " +
+                    scan_rotation_text(derotated->rotations_deg()) + " deg onto frame 0's grid; use cubic");
+  OrientedInput in{derotated->recorded(), {}};
+  in.turned.reserve(transforms.size());
+  for (std::size_t k = 0; k < transforms.size(); ++k)
+    in.turned.push_back(
+        compose(transforms[k], scan_rotation_transform(derotated->rotation_deg(k), frames.width(), frames.height())));
+  return in;
+}
+
 }  // namespace
 
 AverageResult average_series(const FrameSource& frames, const std::vector<Transform>& transforms,
                              const AveragingOptions& options, Progress* progress, const CancelToken* cancel) {
-  return average_impl(frames, transforms, options, nullptr, progress, cancel);
+  const OrientedInput in = oriented_input(frames, transforms, options);
+  return average_impl(in.frames, in.turned.empty() ? transforms : in.turned, options, nullptr, progress, cancel);
 }
 
 AverageResult average_series(const FrameSource& frames, const std::vector<Transform>& transforms,
                              const AveragingOptions& options, const AveragingTeam& team, Progress* progress,
                              const CancelToken* cancel) {
-  return average_impl(frames, transforms, options, &team, progress, cancel);
+  const OrientedInput in = oriented_input(frames, transforms, options);
+  return average_impl(in.frames, in.turned.empty() ? transforms : in.turned, options, &team, progress, cancel);
 }
 
 }  // namespace driftscan

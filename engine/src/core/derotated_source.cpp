@@ -1,5 +1,6 @@
 #include "driftscan/core/derotated_source.hpp"
 
+#include <cmath>
 #include <limits>
 #include <utility>
 
@@ -14,7 +15,21 @@ DerotatedSource::DerotatedSource(std::shared_ptr<const FrameSource> recorded, st
                        recorded_->width(), recorded_->height(), where);
 }
 
-Frame DerotatedSource::frame(std::size_t k) const { return derotate(recorded_->frame(k), rotation_deg(k)); }
+Frame DerotatedSource::frame(std::size_t k) const {
+  Frame recorded = recorded_->frame(k);
+  if (!fill_corners_) return derotate(recorded, rotation_deg(k));
+  double sum = 0.0;
+  std::size_t n = 0;
+  for (float v : recorded.pixels)
+    if (std::isfinite(v)) sum += v, ++n;
+  return derotate(recorded, rotation_deg(k), n ? static_cast<float>(sum / static_cast<double>(n)) : 0.0f);
+}
+
+std::unique_ptr<FrameSource> DerotatedSource::with_filled_corners() const {
+  auto filled = std::make_unique<DerotatedSource>(*this);
+  filled->fill_corners_ = true;
+  return filled;
+}
 
 double DerotatedSource::rotation_deg(std::size_t k) const { return scan_rotation_of(rotation_deg_, k); }
 

@@ -1,5 +1,6 @@
 #include "driftscan/core/scan_rotation.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -34,6 +35,22 @@ bool has_scan_rotation(const std::vector<double>& rotation_deg) {
   for (double d : rotation_deg)
     if (quarter_turns(d) != 0) return true;
   return false;
+}
+
+bool turns_off_grid(const std::vector<double>& rotation_deg) {
+  for (double d : rotation_deg)
+    if (std::isfinite(d) && quarter_turns(d) < 0) return true;
+  return false;
+}
+
+double covered_half_side(const std::vector<double>& rotation_deg, int width, int height) {
+  double half = (std::min(width, height) - 1) / 2.0;
+  for (double d : rotation_deg) {
+    if (!std::isfinite(d) || quarter_turns(d) >= 0) continue;
+    const double t = d * kPi / 180.0;
+    half = std::min(half, ((width - 1) / 2.0) / (std::fabs(std::cos(t)) + std::fabs(std::sin(t))));
+  }
+  return half;
 }
 
 int quarter_turns(double deg) {
@@ -78,7 +95,7 @@ Point scan_fast_axis(double deg) {
   return {t.a, t.c};
 }
 
-Frame derotate(const Frame& recorded, double deg) {
+Frame derotate(const Frame& recorded, double deg, float outside) {
   const int w = recorded.width, h = recorded.height;
   const int turns = quarter_turns(deg);
   if (turns == 0) return recorded;
@@ -102,12 +119,11 @@ Frame derotate(const Frame& recorded, double deg) {
   bspline_prefilter(coeff);
   const Transform back = scan_rotation_transform(deg, w, h).inverse();
   Frame out(w, h);
-  const float missing = std::numeric_limits<float>::quiet_NaN();
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x) {
       const Point q = back.apply(x, y);
       const bool inside = q.x >= -1e-6 && q.y >= -1e-6 && q.x <= w - 1 + 1e-6 && q.y <= h - 1 + 1e-6;
-      out.at(x, y) = inside ? sample_bspline(coeff, q.x, q.y) : missing;
+      out.at(x, y) = inside ? sample_bspline(coeff, q.x, q.y) : outside;
     }
   return out;
 }

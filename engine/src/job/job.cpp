@@ -268,13 +268,6 @@ void validate(const Job& job) {
   check_fields(job, "follow");
   if (job.command == "synth")
     check_scan_rotations(job.scan.rotation, job.synth.frames, job.synth.width, job.synth.height, "job: ");
-  // Register and average take each frame's rotation relative to frame 0's.
-  const std::vector<double> relative = rotations_from_frame0(job.scan.rotation);
-  for (std::size_t k = 0; k < relative.size(); ++k)
-    check(job.command == "synth" || !std::isfinite(relative[k]) || quarter_turns(relative[k]) >= 0,
-          "scan.rotation " + message_number(job.scan.rotation[k]) + ": frame " + std::to_string(k) + " is scanned " +
-              message_number(relative[k]) + " deg from frame 0; " + job.command +
-              " takes multiples of 90 degrees between frames so far (synth any angle)");
   check(!job.follow.enabled || job.command == "register", "follow.enabled is for 'register' only");
   check_fields(job, "execution");
 }

@@ -60,11 +60,6 @@ Job with_recorded_rotations(const Job& job, std::string& said) {
   const RecordedRotations recorded = frames->recorded_rotations();
   const std::vector<double> relative = relative_scan_rotations(recorded, job.input);
   if (relative.empty()) return job;
-  for (std::size_t k = 0; k < relative.size(); ++k)
-    if (quarter_turns(relative[k]) < 0)
-      throw bad_input(job.input + ": frame " + std::to_string(k) + " is scanned at " + message_number(relative[k]) +
-                      "° from frame 0 (" + recorded.source + "): " + job.command +
-                      " takes multiples of 90 degrees so far");
   Job out = job;
   out.scan.rotation = relative;
   said = "scan rotations from the file's " + recorded.source + ": " + scan_rotation_text(relative) +

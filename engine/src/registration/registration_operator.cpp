@@ -6,7 +6,9 @@
 #include <limits>
 #include <string>
 
+#include "driftscan/core/derotated_source.hpp"
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/scan_rotation.hpp"
 #include "driftscan/formats/tiff/tiff_series.hpp"
 #include "driftscan/spectra/power_spectrum.hpp"
 
@@ -93,6 +95,41 @@ PairRegistrationOptions pair_options(const RegistrationSettings& settings, doubl
   return o;
 }
 
+std::unique_ptr<FrameSource> with_filled_corners(const FrameSource& frames) {
+  const auto* turned = dynamic_cast<const DerotatedSource*>(&frames);
+  return turned && turned->leaves_corners() ? turned->with_filled_corners() : nullptr;
+}
+
+// The settings with the ROI cut to the centred square every frame of a
+// series turned off the pixel grid covers, less a margin for the smoothing
+// and the coarse pyramid levels (the fill outside it must not be sampled).
+RegistrationSettings within_covered_square(const FrameSource& frames, const RegistrationSettings& settings) {
+  const auto* turned = dynamic_cast<const DerotatedSource*>(&frames);
+  if (!turned || !turned->leaves_corners()) return settings;
+  const int w = frames.width(), h = frames.height();
+  const double margin = 4.0 + 0.04 * std::min(w, h);
+  const double half = covered_half_side(turned->rotations_deg(), w, h) - margin;
+  const int x0 = static_cast<int>(std::ceil((w - 1) / 2.0 - half)),
+            y0 = static_cast<int>(std::ceil((h - 1) / 2.0 - half));
+  const int x1 = static_cast<int>(std::floor((w - 1) / 2.0 + half)),
+            y1 = static_cast<int>(std::floor((h - 1) / 2.0 + half));
+  Roi covered{x0, y0, x1 - x0 + 1, y1 - y0 + 1};
+  RegistrationSettings out = settings;
+  if (!settings.roi.whole_frame()) {
+    const Roi& r = settings.roi;
+    const int ax = std::max(r.x, covered.x), ay = std::max(r.y, covered.y);
+    const int bx = std::min(r.x + r.w, covered.x + covered.w), by = std::min(r.y + r.h, covered.y + covered.h);
+    covered = Roi{ax, ay, bx - ax, by - ay};
+  }
+  if (covered.w < 8 || covered.h < 8)
+    throw bad_input("registration: the square every frame covers at scan rotations " +
+                    scan_rotation_text(turned->rotations_deg()) + " deg" +
+                    (settings.roi.whole_frame() ? std::string() : " and the ROI") + " leave" +
+                    (settings.roi.whole_frame() ? "s" : "") + " less than 8x8 pixels to register");
+  out.roi = covered;
+  return out;
+}
+
 double reference_sigma(const FrameSource& frames) {
   if (frames.frame_count() == 0) return 1.0;
   Frame f0 = frames.frame(0);
@@ -128,14 +165,15 @@ double choose_smoothing_sigma(const Frame& reference) {
 
 RegistrationOperator::RegistrationOperator(const FrameSource& frames, const RegistrationSettings& settings,
                                            int refine_threads, std::size_t prepared_cache_bytes, bool prepare_reference)
-    : frames_(frames),
-      settings_(settings),
-      sigma_(reference_sigma(frames)),
-      refine_(frames.width(), frames.height(), refine_options(frames, settings, refine_threads, sigma_)),
+    : filled_(with_filled_corners(frames)),
+      frames_(filled_ ? *filled_ : frames),
+      settings_(within_covered_square(frames, settings)),
+      sigma_(reference_sigma(frames_)),
+      refine_(frames_.width(), frames_.height(), refine_options(frames_, settings_, refine_threads, sigma_)),
       frame0_(prepare_reference && frames.frame_count() > 0
                   ? std::async(std::launch::async, [this] { return prepare_frame0(); })
                   : std::future<PreparedFrame0>()),
-      pair_(frames.width(), frames.height(), with_reference(frames, pair_options(settings, sigma_))),
+      pair_(frames_.width(), frames_.height(), with_reference(frames_, pair_options(settings_, sigma_))),
       cache_capacity_(prepared_cache_bytes) {
   if (!frame0_.valid()) return;
   PreparedFrame0 f0 = frame0_.get();  // ready about when the autocorrelation is

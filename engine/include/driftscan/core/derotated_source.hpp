@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "driftscan/core/frame_source.hpp"
+#include "driftscan/core/scan_rotation.hpp"
 
 namespace driftscan {
 
@@ -33,11 +34,22 @@ class DerotatedSource : public FrameSource {
   std::string describe() const override;
 
   double rotation_deg(std::size_t k) const;
+  const std::vector<double>& rotations_deg() const { return rotation_deg_; }
   const FrameSource& recorded() const { return *recorded_; }
+
+  // Whether a turn off the pixel grid (scan_rotation.hpp turns_off_grid)
+  // leaves corners of some frames uncovered (NaN here).
+  bool leaves_corners() const { return turns_off_grid(rotation_deg_); }
+  // The same frames with those corners filled with the recorded frame's mean
+  // instead of NaN: what registration reads. Its filters (Gaussian, B-spline
+  // prefilter, FFT) would spread a NaN over whole rows; it keeps to the
+  // covered square (covered_half_side), where the fill is never sampled.
+  std::unique_ptr<FrameSource> with_filled_corners() const;
 
  private:
   std::shared_ptr<const FrameSource> recorded_;
   std::vector<double> rotation_deg_;
+  bool fill_corners_ = false;
 };
 
 // The frames as recorded: the series under a DerotatedSource, else `frames`

@@ -13,6 +13,7 @@
 // A series' rotations are given as n values (job field scan.rotation,
 // --scan-rotation 0,90): frame k is scanned at value k mod n.
 #include <cstddef>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,14 @@ namespace driftscan {
 double scan_rotation_of(const std::vector<double>& rotation_deg, std::size_t frame);
 // Whether any value turns the scan (is not a multiple of 360°).
 bool has_scan_rotation(const std::vector<double>& rotation_deg);
+// Whether any value turns the raster off frame 0's pixel grid (is not a
+// multiple of 90°): such frames turned back leave corners uncovered.
+bool turns_off_grid(const std::vector<double>& rotation_deg);
+// Half the side (px, about the frame's centre) of the centred square of frame
+// 0's grid that every frame turned back covers: ((W-1)/2) / (|cos θ| + |sin θ|)
+// at the worst θ (square frames; a turn off the grid needs them). Without such
+// a turn, half the shorter side.
+double covered_half_side(const std::vector<double>& rotation_deg, int width, int height);
 // The number of quarter turns (0..3) when `deg` is a multiple of 90° (within
 // 1e-9°), else -1.
 int quarter_turns(double deg);
@@ -47,8 +56,9 @@ Point scan_fast_axis(double deg);
 // A recorded frame turned back into frame 0's orientation: out(p) =
 // recorded(c + R(-θ)(p - c)). Multiples of 90° are exact pixel moves (a 90° or
 // 270° turn needs a square frame); other angles are sampled with cubic
-// B-splines and the pixels that fall outside the recorded frame are NaN.
-Frame derotate(const Frame& recorded, double deg);
+// B-splines and the pixels that fall outside the recorded frame are
+// `outside` (NaN: missing data, as the average takes it).
+Frame derotate(const Frame& recorded, double deg, float outside = std::numeric_limits<float>::quiet_NaN());
 
 // The series' rotations checked against its frames; a bad one throws a
 // bad_input Error with one line naming the frame (or the setting, prefixed
