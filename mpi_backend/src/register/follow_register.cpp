@@ -397,7 +397,7 @@ class FollowRun {
                                                    fitted_gain_attenuation(info, counts_)));
           if (q->usable) {
             if (mean_.frames() == 0) last_average_ = Clock::now();  // the first write one interval after this
-            mean_.add(taken_frames().frame(q->r.to), q->r.transform, job_.averaging.interpolation);
+            add_to_running_mean(q->r);
             ++since_average_;
           }
         }
@@ -496,7 +496,15 @@ class FollowRun {
     }
     // The file may show more frames by now than were taken (a Stop mid-file):
     // the results are those of the frames registered.
-    const FramePrefix taken(taken_frames(), done());
+    // Turned back over the prefix (not a prefix of the turned frames): the
+    // averaging then sees the turns and samples frames turned off the pixel
+    // grid as recorded, once.
+    const FramePrefix recorded_taken(*series_, done());
+    std::optional<DerotatedSource> turned_taken;
+    if (turned_)
+      turned_taken.emplace(std::shared_ptr<const FrameSource>(&recorded_taken, [](const FrameSource*) {}),
+                           job_.scan.rotation, job_.input + ": ", true);
+    const FrameSource& taken = turned_taken ? static_cast<const FrameSource&>(*turned_taken) : recorded_taken;
     const int threads = std::max(1, job_.execution.threads);
     const auto t0 = Clock::now();
     {
@@ -541,6 +549,17 @@ class FollowRun {
   std::unique_ptr<GrowingSeries> series_;
   std::unique_ptr<DerotatedSource> turned_;  // scan.rotation: the frames turned back into frame 0's orientation
   // What is registered and averaged: the series, or its frames turned back.
+  // Frame r.to into the running mean: a frame turned off the pixel grid
+  // sampled as recorded through its turn (its turned-back corners are NaN),
+  // as the final average does.
+  void add_to_running_mean(const Registration& r) {
+    if (turned_ && turned_->leaves_corners()) {
+      const Transform turn = scan_rotation_transform(turned_->rotation_deg(r.to), series_->width(), series_->height());
+      mean_.add(series_->frame(r.to), compose(r.transform, turn), job_.averaging.interpolation);
+      return;
+    }
+    mean_.add(taken_frames().frame(r.to), r.transform, job_.averaging.interpolation);
+  }
   const FrameSource& taken_frames() const { return turned_ ? static_cast<const FrameSource&>(*turned_) : *series_; }
   std::optional<RegistrationOperator> op_;
   std::optional<DriftAppender> drift_;
