@@ -120,6 +120,18 @@ TEST(ScanRotation, GeneralAnglesAreSampledWithTheCornersMissing) {
   EXPECT_LT(worst, 0.05);  // cubic B-spline sampling of a noise-free frame
 }
 
+TEST(ScanRotation, ThePixelsEveryTurnCoversFormAnOctagonAt45Degrees) {
+  const Frame quarter = covered_by_every_turn({0, 90}, 65, 65, 2.0);
+  const Frame eighth = covered_by_every_turn({0, 45}, 65, 65, 2.0);
+  double q = 0, e = 0;
+  for (std::size_t i = 0; i < quarter.size(); ++i) q += quarter.pixels[i], e += eighth.pixels[i];
+  EXPECT_EQ(q, 61.0 * 61.0);                               // the frame less the margin
+  EXPECT_NEAR(e / q, 2.0 * (std::sqrt(2.0) - 1.0), 0.03);  // the regular octagon in its square
+  EXPECT_EQ(eighth.at(32, 32), 1.0f);
+  EXPECT_EQ(eighth.at(3, 3), 0.0f);
+  EXPECT_EQ(eighth.at(32, 3), 1.0f);
+}
+
 TEST(ScanRotation, TheSquareEveryFrameCoversShrinksWithTheWorstTurn) {
   EXPECT_FALSE(turns_off_grid({0, 90, 180, 270}));
   EXPECT_TRUE(turns_off_grid({0, 90, 135}));
@@ -164,6 +176,22 @@ TEST(ScanRotation, RegistrationReadsFilledCornersInsideTheCoveredSquare) {
   EXPECT_EQ(roi.x, roi.y);
   EXPECT_GT(roi.w, 40);
   for (float v : op.frames().frame(1).pixels) ASSERT_TRUE(std::isfinite(v));
+  // The refinements use every pixel both turns cover (an octagon at 45°),
+  // more than the pairs' square, and no pixel a turned frame does not reach.
+  const RefineOptions& refine = op.refinement().options();
+  ASSERT_TRUE(refine.mask);
+  std::size_t used = 0;
+  const Frame turned1 = turned->frame(1);
+  for (int y = 0; y < 96; ++y)
+    for (int x = 0; x < 96; ++x) {
+      if (refine.mask->at(x, y) == 0.0f) continue;
+      ++used;
+      ASSERT_TRUE(std::isfinite(turned1.at(x, y))) << x << "," << y;
+      ASSERT_TRUE(x >= refine.roi.x && x < refine.roi.x + refine.roi.w && y >= refine.roi.y &&
+                  y < refine.roi.y + refine.roi.h);
+    }
+  EXPECT_GT(used, static_cast<std::size_t>(1.4 * roi.w * roi.h));
+  EXPECT_FALSE(refine.mask->at(2, 2) != 0.0f);  // a corner the 45° frame leaves uncovered
   // A user's ROI is cut to it; one outside it leaves nothing: one line.
   RegistrationSettings corner;
   corner.roi = Roi{0, 0, 16, 16};

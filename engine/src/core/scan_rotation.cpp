@@ -53,6 +53,29 @@ double covered_half_side(const std::vector<double>& rotation_deg, int width, int
   return half;
 }
 
+Frame covered_by_every_turn(const std::vector<double>& rotation_deg, int width, int height, double margin) {
+  const double cx = (width - 1) / 2.0, cy = (height - 1) / 2.0;
+  const double hx = cx - margin, hy = cy - margin;
+  std::vector<double> cs{1.0}, sn{0.0};  // frame 0 itself
+  for (double d : rotation_deg) {
+    if (!std::isfinite(d)) continue;
+    const Transform t = scan_rotation_transform(d, 1, 1);  // exact entries for quarter turns
+    cs.push_back(t.a), sn.push_back(t.c);
+  }
+  Frame m(width, height);
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x) {
+      bool covered = true;
+      // The recorded point c + R(-θ)(p - c) inside every frame, margin to spare.
+      for (std::size_t i = 0; i < cs.size() && covered; ++i) {
+        const double u = cs[i] * (x - cx) + sn[i] * (y - cy), v = -sn[i] * (x - cx) + cs[i] * (y - cy);
+        covered = std::fabs(u) <= hx && std::fabs(v) <= hy;
+      }
+      m.at(x, y) = covered ? 1.0f : 0.0f;
+    }
+  return m;
+}
+
 int quarter_turns(double deg) {
   if (!std::isfinite(deg)) return -1;
   const double m = deg / 90.0, r = std::round(m);

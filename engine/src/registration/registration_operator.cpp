@@ -80,12 +80,57 @@ std::shared_ptr<const Frame> load_registration_mask(const std::string& path, int
 
 namespace {
 
+// A series turned off the pixel grid (DerotatedSource::leaves_corners), or null.
+const DerotatedSource* off_grid(const FrameSource& frames) {
+  const auto* turned = dynamic_cast<const DerotatedSource*>(&frames);
+  return turned && turned->leaves_corners() ? turned : nullptr;
+}
+
+// What registration keeps from the border of what each frame turned off the
+// grid covers: the smoothing and the coarse pyramid levels reach that far,
+// and the fill beyond it must not be sampled.
+double covered_margin(int width, int height) { return 4.0 + 0.04 * std::min(width, height); }
+
+// The smallest rectangle holding every non-zero pixel of `mask`.
+Roi bounding_box(const Frame& mask) {
+  int x0 = mask.width, y0 = mask.height, x1 = -1, y1 = -1;
+  for (int y = 0; y < mask.height; ++y)
+    for (int x = 0; x < mask.width; ++x)
+      if (mask.at(x, y) != 0.0f) x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
+  return x1 < 0 ? Roi{0, 0, 0, 0} : Roi{x0, y0, x1 - x0 + 1, y1 - y0 + 1};
+}
+
+Roi intersection(const Roi& a, const Roi& b) {
+  if (a.whole_frame()) return b;
+  if (b.whole_frame()) return a;
+  const int x0 = std::max(a.x, b.x), y0 = std::max(a.y, b.y);
+  const int x1 = std::min(a.x + a.w, b.x + b.w), y1 = std::min(a.y + a.h, b.y + b.h);
+  return Roi{x0, y0, std::max(0, x1 - x0), std::max(0, y1 - y0)};
+}
+
+// `settings` as the user gave them: a series turned off the grid is refined
+// over the pixels every frame covers (an octagon at 45°, 0.83 of the frame
+// against the covered square's 0.5), as a mask with the user's.
 RefineOptions refine_options(const FrameSource& frames, const RegistrationSettings& settings, int threads,
                              double sigma) {
   RefineOptions o = RefineOptions::from(settings);
   o.threads = std::max(1, threads);
   o.prefilter_sigma = sigma;
   if (!settings.mask.empty()) o.mask = load_registration_mask(settings.mask, frames.width(), frames.height());
+  if (const DerotatedSource* turned = off_grid(frames)) {
+    auto covered = std::make_shared<Frame>(covered_by_every_turn(
+        turned->rotations_deg(), frames.width(), frames.height(), covered_margin(frames.width(), frames.height())));
+    if (o.mask)
+      for (std::size_t i = 0; i < covered->size(); ++i)
+        if (o.mask->pixels[i] == 0.0f) covered->pixels[i] = 0.0f;
+    o.roi = intersection(settings.roi, bounding_box(*covered));
+    if (o.roi.w < 8 || o.roi.h < 8)
+      throw bad_input("registration: the pixels every frame covers at scan rotations " +
+                      scan_rotation_text(turned->rotations_deg()) + " deg" +
+                      (settings.roi.whole_frame() && settings.mask.empty() ? std::string() : " and the ROI or mask") +
+                      " leave less than 8x8 pixels to register");
+    o.mask = std::move(covered);
+  }
   return o;
 }
 
@@ -96,18 +141,18 @@ PairRegistrationOptions pair_options(const RegistrationSettings& settings, doubl
 }
 
 std::unique_ptr<FrameSource> with_filled_corners(const FrameSource& frames) {
-  const auto* turned = dynamic_cast<const DerotatedSource*>(&frames);
-  return turned && turned->leaves_corners() ? turned->with_filled_corners() : nullptr;
+  const DerotatedSource* turned = off_grid(frames);
+  return turned ? turned->with_filled_corners() : nullptr;
 }
 
 // The settings with the ROI cut to the centred square every frame of a
-// series turned off the pixel grid covers, less a margin for the smoothing
-// and the coarse pyramid levels (the fill outside it must not be sampled).
+// series turned off the pixel grid covers, less the margin: what the pair
+// registration (an FFT over a rectangle) can take.
 RegistrationSettings within_covered_square(const FrameSource& frames, const RegistrationSettings& settings) {
-  const auto* turned = dynamic_cast<const DerotatedSource*>(&frames);
-  if (!turned || !turned->leaves_corners()) return settings;
+  const DerotatedSource* turned = off_grid(frames);
+  if (!turned) return settings;
   const int w = frames.width(), h = frames.height();
-  const double margin = 4.0 + 0.04 * std::min(w, h);
+  const double margin = covered_margin(w, h);
   const double half = covered_half_side(turned->rotations_deg(), w, h) - margin;
   const int x0 = static_cast<int>(std::ceil((w - 1) / 2.0 - half)),
             y0 = static_cast<int>(std::ceil((h - 1) / 2.0 - half));
@@ -169,7 +214,7 @@ RegistrationOperator::RegistrationOperator(const FrameSource& frames, const Regi
       frames_(filled_ ? *filled_ : frames),
       settings_(within_covered_square(frames, settings)),
       sigma_(reference_sigma(frames_)),
-      refine_(frames_.width(), frames_.height(), refine_options(frames_, settings_, refine_threads, sigma_)),
+      refine_(frames_.width(), frames_.height(), refine_options(frames_, settings, refine_threads, sigma_)),
       frame0_(prepare_reference && frames.frame_count() > 0
                   ? std::async(std::launch::async, [this] { return prepare_frame0(); })
                   : std::future<PreparedFrame0>()),

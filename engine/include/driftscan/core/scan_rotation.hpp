@@ -34,6 +34,10 @@ bool turns_off_grid(const std::vector<double>& rotation_deg);
 // at the worst θ (square frames; a turn off the grid needs them). Without such
 // a turn, half the shorter side.
 double covered_half_side(const std::vector<double>& rotation_deg, int width, int height);
+// The pixels of frame 0's grid that every frame turned back covers with
+// `margin` px to spare inside its own border: 1, else 0 (for 0° and 90°
+// alone the frame less the margin; with 45° an octagon).
+Frame covered_by_every_turn(const std::vector<double>& rotation_deg, int width, int height, double margin);
 // The number of quarter turns (0..3) when `deg` is a multiple of 90° (within
 // 1e-9°), else -1.
 int quarter_turns(double deg);

@@ -156,8 +156,9 @@ class RegistrationOperator {
   // In this order: the refinement and frame 0's preparation (on a second
   // thread) are under way while the pair plan computes frame 0's autocorrelation.
   // A series turned off the pixel grid is read with its uncovered corners
-  // filled (DerotatedSource::with_filled_corners) and registered inside the
-  // square every frame covers (the ROI, cut to it).
+  // filled (DerotatedSource::with_filled_corners); its pairs are registered
+  // inside the square every frame covers (settings_' ROI, cut to it), its
+  // refinements over every pixel all frames cover (a mask).
   std::unique_ptr<FrameSource> filled_;
   const FrameSource& frames_;
   RegistrationSettings settings_;
