@@ -45,6 +45,9 @@ class SegmentGap {
     auto b = bounds_.load(std::memory_order_relaxed);
     return back(b) - front(b);
   }
+  // Where the gap begins: every element from the left neighbour's first up
+  // to here is (being) taken by it.
+  std::size_t front_position() const { return front(bounds_.load(std::memory_order_acquire)); }
   // The left neighbour takes the gap's first element.
   std::optional<std::size_t> take_front() {
     auto b = bounds_.load(std::memory_order_relaxed);
