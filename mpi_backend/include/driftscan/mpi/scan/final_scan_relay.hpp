@@ -84,7 +84,7 @@ class FinalScanRelay {
 
 // What idle threads wait on for a segment to help with: every event that can
 // make one helpable (a segment sum published, the exclusive prefix known)
-// bumps the epoch. The timeout is only a safety net.
+// bumps the epoch; the timeout is for what no event announces.
 class RelayBoard {
  public:
   void notify() {
@@ -96,9 +96,9 @@ class RelayBoard {
     std::lock_guard<std::mutex> lock(mutex_);
     return epoch_;
   }
-  void wait_change(std::uint64_t seen) {
+  void wait_change(std::uint64_t seen, int timeout_ms) {
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait_for(lock, std::chrono::milliseconds(50), [&] { return epoch_ != seen; });
+    changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return epoch_ != seen; });
   }
 
  private:
