@@ -1,7 +1,7 @@
 #pragma once
 // The final phase of one thread's segment, begun by an idle sibling while the
-// owner is still busy (its reduce, or the master's global phase), and handed
-// back when the owner is free or the helper is needed for its own segment.
+// owner is still stuck in its reduce on a dear element, and handed back when
+// the owner is free or the helper is needed for its own segment.
 //
 // Why: the element a thread takes last in the reduce is often a dear one
 // (that is why the others finished first); its owner then pays it again at
