@@ -126,6 +126,44 @@ TEST(ScanStealing, FinalPhaseDoesNotWaitForSlowestSibling) {
   }
 }
 
+// A dear element taken last in the reduce is not paid again back to back by
+// the same thread: on rank 0 (nothing precedes it) thread 1 takes element 10
+// (300 ms) while thread 0 crawls through 1..9 (20 ms each); thread 2, idle,
+// scans the head of thread 1's segment as soon as thread 0's sum is known,
+// so element 10's prefix is under way before thread 1's reduce has finished
+// with it, on another thread, and the prefixes are the sequential ones.
+TEST(ScanStealing, IdleThreadStartsABusySiblingsFinalPhase) {
+  const std::size_t per_rank = 30, threads = 3;
+  WorkStealingScan scan(MPI_COMM_WORLD, ScanOptions{GlobalScanAlgorithm::dissemination, LocalStrategy::reduce_then_scan,
+                                                    true, int(threads)});
+  ScanTrace trace;
+  const std::int64_t offset = static_cast<std::int64_t>(per_rank) * world_rank();
+  auto op = [&](const Range& a, const Range& b) {
+    if (a.last + 1 != b.first) throw failure("not adjacent");
+    const std::int64_t k = ((a.first == a.last && b.first != b.last) ? a.first : b.last) - offset;
+    if (k == 10) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    else if (k < 10) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return Range{a.first, b.last};
+  };
+  std::vector<Range> got = scan.run(my_ranges(per_rank), op, &trace);
+  for (std::size_t k = 0; k < per_rank; ++k) EXPECT_EQ(got[k], (Range{0, offset + std::int64_t(k)}));
+  gather_trace(trace, MPI_COMM_WORLD);
+  if (world_rank() == 0) {
+    const ScanRecord* reduced = nullptr;  // the reduce's application of element 10
+    const ScanRecord* prefix = nullptr;   // the final phase's application ending on it
+    for (const auto& rec : trace.records()) {
+      if (rec.rank != 0) continue;
+      if (rec.phase == ScanPhase::local_reduce && rec.busy_s > 0.25) reduced = &rec;
+      if (rec.phase == ScanPhase::final_scan && rec.last == 10) prefix = &rec;
+    }
+    ASSERT_NE(reduced, nullptr);
+    ASSERT_NE(prefix, nullptr);
+    EXPECT_EQ(reduced->thread, 1);
+    EXPECT_NE(prefix->thread, reduced->thread);
+    EXPECT_LT(prefix->start_s, reduced->end_s);
+  }
+}
+
 // The operator is only approximately associative in DriftScan (the
 // registration's refinement), so how each prefix is bracketed matters: inside
 // a thread's segment, each prefix must be the previous one extended by one

@@ -45,6 +45,9 @@ class SegmentGap {
     auto b = bounds_.load(std::memory_order_relaxed);
     return back(b) - front(b);
   }
+  // Where the gap begins: every element from the left neighbour's first up
+  // to here is (being) taken by it.
+  std::size_t front_position() const { return front(bounds_.load(std::memory_order_acquire)); }
   // The left neighbour takes the gap's first element.
   std::optional<std::size_t> take_front() {
     auto b = bounds_.load(std::memory_order_relaxed);
@@ -76,12 +79,26 @@ class WorkerPace {
 
   void start() {
     applications_.store(0, std::memory_order_relaxed);
-    started_ns_.store(now_ns(), std::memory_order_relaxed);
+    const std::int64_t now = now_ns();
+    started_ns_.store(now, std::memory_order_relaxed);
+    last_ns_.store(now, std::memory_order_relaxed);
   }
   // Not working (before start(), after stop()): its neighbours leave it out of the speeds they sum.
   void stop() { started_ns_.store(0, std::memory_order_relaxed); }
   bool working() const { return started_ns_.load(std::memory_order_relaxed) != 0; }
-  void applied() { applications_.fetch_add(1, std::memory_order_relaxed); }
+  void applied() {
+    applications_.fetch_add(1, std::memory_order_relaxed);
+    last_ns_.store(now_ns(), std::memory_order_relaxed);
+  }
+  // Whether the application running now has taken `factor` times longer
+  // than the finished ones on average (a dear element; false before any).
+  bool stuck(double factor) const {
+    const auto started = started_ns_.load(std::memory_order_relaxed);
+    const auto done = applications_.load(std::memory_order_relaxed);
+    const auto last = last_ns_.load(std::memory_order_relaxed);
+    if (started == 0 || done == 0) return false;
+    return static_cast<double>(now_ns() - last) > factor * static_cast<double>(last - started) / double(done);
+  }
   // Seconds per application so far, counting a running one as finishing now.
   double seconds_per_application() const {
     auto started = started_ns_.load(std::memory_order_relaxed);
@@ -97,6 +114,7 @@ class WorkerPace {
   }
   alignas(64) std::atomic<std::int64_t> started_ns_{0};
   std::atomic<std::int64_t> applications_{0};
+  std::atomic<std::int64_t> last_ns_{0};  // when the last application ended (or the start)
 };
 
 // Where each worker starts and what lies between them, for n elements over
