@@ -425,9 +425,11 @@ class LevelSolver {
   // and any misfit. Outer sum of M on every `stride`-th pixel (u is smooth at
   // the prefilter's scale). Call after build_set(S) and evaluate(S).
   // Row by row (noise_rows, StreamedLagSum): no frame-sized buffer.
-  void noise_information(const Transform& S, const Pass& pass, int R, int stride, std::array<double, 36>& A,
-                         std::array<double, 36>& M, double& residual_ss, double prefilter_sigma,
-                         std::array<double, 2>& lag_factor) const {
+  // M's residual is taken at `gain`, `offset` (Refinement::information: the
+  // true gain for counts), A and residual_ss at the pass's fit.
+  void noise_information(const Transform& S, const Pass& pass, double gain, double offset, int R, int stride,
+                         std::array<double, 36>& A, std::array<double, 36>& M, double& residual_ss,
+                         double prefilter_sigma, std::array<double, 2>& lag_factor) const {
     const int w = ref_.width, h = ref_.height;
     const double area = static_cast<double>(stride) * stride;
     auto entry = [](int i, int j) { return static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j); };
@@ -435,8 +437,8 @@ class LevelSolver {
       StreamedLagSum lags(w, h, np_, R, qx0_, qx1_, qy0_, qy1_, stride);
       LagWindow window(*this);
       noise_rows(
-          S, pass, [&](int, int c) { return lags.next_row(c); }, [&](int y) { lags.add_row(y); }, A, residual_ss,
-          &window);
+          S, pass, gain, offset, [&](int, int c) { return lags.next_row(c); }, [&](int y) { lags.add_row(y); }, A,
+          residual_ss, &window);
       lags.finish();
       lag_factor = signal_lag_factor(window.jf, window.jg, window.lw, window.lh, prefilter_sigma);
       M.fill(0);
@@ -458,7 +460,7 @@ class LevelSolver {
     std::array<double, 36> unused_a{};
     double unused_ss = 0;
     noise_rows(
-        S, pass,
+        S, pass, gain, offset,
         [&](int y, int c) { return u[static_cast<std::size_t>(c)].data() + static_cast<std::size_t>(y + R) * pw + R; },
         [](int) {}, unused_a, unused_ss);
     for (auto& uj : u) box_sum(uj, pw, ph, 0, R);
@@ -544,12 +546,13 @@ class LevelSolver {
     }
   }
 
-  // For each row y of the set in order: u_c = w J_f,c r into out(y, c) (a
-  // zeroed row of the frame's width), then done(y); A and residual_ss summed
-  // over the set in the order of its spans and pixels.
+  // For each row y of the set in order: u_c = w J_f,c (gain g + offset - f)
+  // into out(y, c) (a zeroed row of the frame's width), then done(y); A and
+  // residual_ss (of the pass's fit) summed over the set in the order of its
+  // spans and pixels.
   template <class Out, class Done>
-  void noise_rows(const Transform& S, const Pass& pass, Out out, Done done, std::array<double, 36>& A,
-                  double& residual_ss, LagWindow* window = nullptr) const {
+  void noise_rows(const Transform& S, const Pass& pass, double gain, double offset, Out out, Done done,
+                  std::array<double, 36>& A, double& residual_ss, LagWindow* window = nullptr) const {
     const int w = ref_.width, h = ref_.height;
     std::vector<int> span_of_row(static_cast<std::size_t>(h), -1);
     for (std::size_t i = 0; i < spans_.size(); ++i)
@@ -578,6 +581,7 @@ class LevelSolver {
         if (in[at] != 1) continue;
         const double r = pass.alpha * G[at] + pass.beta - ref_.at(x, s.y);
         residual_ss += W[at] * r * r;
+        const double rn = gain * G[at] + offset - ref_.at(x, s.y);
         std::array<double, 6> sf, sg;
         steepest(x, s.y, sf);
         const double ggx = diff(G[at], x > 0 ? G[at - 1] : 0.0f, x + 1 < w ? G[at + 1] : 0.0f, x > 0 && in[at - 1],
@@ -588,7 +592,7 @@ class LevelSolver {
         steepest_from(x, s.y, ggx, ggy, sg);
         if (window) window->add(x, s.y, W[at], sf, sg);
         for (int i = 0; i < np_; ++i) {
-          u[static_cast<std::size_t>(i)][at] = static_cast<float>(W[at] * sf[static_cast<std::size_t>(i)] * r);
+          u[static_cast<std::size_t>(i)][at] = static_cast<float>(W[at] * sf[static_cast<std::size_t>(i)] * rn);
           for (int j = 0; j < np_; ++j)
             A[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] +=
                 W[at] * pass.alpha * sf[static_cast<std::size_t>(i)] * sg[static_cast<std::size_t>(j)];
@@ -985,7 +989,8 @@ std::array<double, 36> entries_covariance(int np, const std::array<double, 36>& 
 
 }  // namespace
 
-RefineInformation Refinement::information(const Prepared& reference, const Prepared& moving, const Transform& T) const {
+RefineInformation Refinement::information(const Prepared& reference, const Prepared& moving, const Transform& T,
+                                          bool counts) const {
   RefineInformation out;
   const MotionModel model = options_.model;
   const int np = param_count(model);
@@ -1024,8 +1029,23 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
   // their noise, and it keeps this pass cheap next to the refinement on big frames.
   const int stride = std::max(
       {1, static_cast<int>(std::floor(sigma)), static_cast<int>(std::ceil(std::sqrt(solver.pixels() / 65536.0)))});
+  // Counts: M from the residual at the true gain (the means' ratio; Poisson
+  // has no offset), scaled back by (alpha / gain)^2. At the fitted, attenuated
+  // alpha the residual holds (alpha - 1)(s - mean s), whose product with the
+  // reference's gradient noise cancels over the frame but not within M's lag
+  // window: on low-contrast frames it doubled the variance.
+  double gain = pass.alpha, offset = pass.beta;
+  const double mf = out.reference_mean, seen = mf - pass.beta;  // seen = alpha x the moving frame's mean
+  if (counts && mf > 0 && seen > 0 && seen < mf && pass.alpha > 0) {
+    gain = pass.alpha * mf / seen;
+    offset = 0;
+  }
+  out.noise_gain = gain;
   double rss = 0;
-  solver.noise_information(S, pass, R, stride, A, M, rss, options_.prefilter_sigma, out.signal_lag_factor);
+  solver.noise_information(S, pass, gain, offset, R, stride, A, M, rss, options_.prefilter_sigma,
+                           out.signal_lag_factor);
+  if (gain != pass.alpha)
+    for (double& m : M) m *= (pass.alpha / gain) * (pass.alpha / gain);
   out.gradient_signal_fraction = gradient_signal_fraction(np, A, solver.hessian());
   out.prefilter_sigma = options_.prefilter_sigma;
   out.residual_rms = std::sqrt(rss / std::max(1.0, solver.pixels()));
