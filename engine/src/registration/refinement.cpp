@@ -435,12 +435,12 @@ class LevelSolver {
     auto entry = [](int i, int j) { return static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j); };
     {
       StreamedLagSum lags(w, h, np_, R, qx0_, qx1_, qy0_, qy1_, stride);
-      LagWindow window(*this);
+      LagWindow window(*this, prefilter_sigma);
       noise_rows(
           S, pass, gain, offset, [&](int, int c) { return lags.next_row(c); }, [&](int y) { lags.add_row(y); }, A,
           residual_ss, &window);
       lags.finish();
-      lag_factor = signal_lag_factor(window.jf, window.jg, window.lw, window.lh, prefilter_sigma);
+      lag_factor = window.sums.factor();
       M.fill(0);
       for (int j = 0; j < np_; ++j)
         for (int i = 0; i < np_; ++i) {
@@ -476,33 +476,44 @@ class LevelSolver {
   }
 
   // The translation channels of w J_f and w J_g, for signal_lag_factor, in
-  // a window of at most 512^2 about the ROI's centre: the factor is the
-  // specimen's and the prefilter's, and big frames need no more memory.
+  // a window of at most 512^2 about the ROI's centre (the factor is the
+  // specimen's and the prefilter's), a row at a time into SignalLagSums on
+  // its subgrid: nothing frame-sized is kept or zeroed per frame.
   struct LagWindow {
-    explicit LagWindow(const LevelSolver& l)
+    LagWindow(const LevelSolver& l, double prefilter_sigma)
         : tx(l.np_ == 2   ? 0
              : l.np_ == 3 ? 1
                           : 4),
           lw(std::min(l.ref_.width, 512)),
           lh(std::min(l.ref_.height, 512)),
           lx0(std::clamp((l.qx0_ + l.qx1_) / 2 - lw / 2, 0, l.ref_.width - lw)),
-          ly0(std::clamp((l.qy0_ + l.qy1_) / 2 - lh / 2, 0, l.ref_.height - lh)) {
-      const std::size_t n = static_cast<std::size_t>(lw) * static_cast<std::size_t>(lh);
+          ly0(std::clamp((l.qy0_ + l.qy1_) / 2 - lh / 2, 0, l.ref_.height - lh)),
+          sums(lw, lh, prefilter_sigma, signal_lag_stride(prefilter_sigma)) {
+      const auto n = static_cast<std::size_t>(lw);
       jf = {std::vector<float>(n, 0.0f), std::vector<float>(n, 0.0f)};
       jg = jf;
     }
     void add(int x, int y, float w, const std::array<double, 6>& sf, const std::array<double, 6>& sg) {
       if (x < lx0 || x >= lx0 + lw || y < ly0 || y >= ly0 + lh) return;
-      const std::size_t li =
-          static_cast<std::size_t>(y - ly0) * static_cast<std::size_t>(lw) + static_cast<std::size_t>(x - lx0);
+      const auto li = static_cast<std::size_t>(x - lx0);
       for (std::size_t a = 0; a < 2; ++a) {
         jf[a][li] = static_cast<float>(w * sf[tx + a]);
         jg[a][li] = static_cast<float>(w * sg[tx + a]);
       }
     }
+    // Row y is complete: to the sums, and the row buffers cleared for the next.
+    void end_row(int y) {
+      if (y < ly0 || y >= ly0 + lh) return;
+      sums.add_row(y - ly0, {jf[0].data(), jf[1].data()}, {jg[0].data(), jg[1].data()});
+      for (std::size_t a = 0; a < 2; ++a) {
+        std::fill(jf[a].begin(), jf[a].end(), 0.0f);
+        std::fill(jg[a].begin(), jg[a].end(), 0.0f);
+      }
+    }
     std::size_t tx;
     int lw, lh, lx0, ly0;
-    std::array<std::vector<float>, 2> jf, jg;
+    std::array<std::vector<float>, 2> jf, jg;  // the current row
+    SignalLagSums sums;
   };
 
   // The moving frame sampled at S (G), the set's weights (W) and whether a
@@ -598,6 +609,7 @@ class LevelSolver {
                 W[at] * pass.alpha * sf[static_cast<std::size_t>(i)] * sg[static_cast<std::size_t>(j)];
         }
       }
+      if (window) window->end_row(s.y);
       done(s.y);
     }
   }
