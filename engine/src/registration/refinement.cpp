@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "driftscan/core/cubic_bspline.hpp"
@@ -331,7 +332,8 @@ class LevelSolver {
 
   struct Pass {
     double cost = 1, ncc = 0;
-    double alpha = 1, beta = 0;  // the gain and offset fitted at S
+    double alpha = 1, beta = 0;     // the gain and offset fitted at S
+    double reference_variance = 0;  // of the reference over the set
     std::array<double, 6> b{};
     std::array<double, 36> H{};  // the normal matrix of the set's weights at S
   };
@@ -401,6 +403,7 @@ class LevelSolver {
     if (!(vf > 1e-20) || !(vg > 1e-20)) throw bad_input("refinement: a frame is blank over the overlap");
     const double alpha = cov / vg, beta = mf - alpha * mg;
     p.ncc = cov / std::sqrt(vf * vg);
+    p.reference_variance = vf;
     p.alpha = alpha;
     p.beta = beta;
     p.cost = std::max(0.0, 1.0 - p.ncc * p.ncc);
@@ -432,6 +435,7 @@ class LevelSolver {
                          double prefilter_sigma, std::array<double, 2>& lag_factor) const {
     const int w = ref_.width, h = ref_.height;
     const double area = static_cast<double>(stride) * stride;
+    std::array<double, 6> lag0{};  // sum u_i^2 over the set
     auto entry = [](int i, int j) { return static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j); };
     {
       StreamedLagSum lags(w, h, np_, R, qx0_, qx1_, qy0_, qy1_, stride);
@@ -441,6 +445,7 @@ class LevelSolver {
           residual_ss, &window);
       lags.finish();
       lag_factor = window.sums.factor();
+      lag0 = window.lag0;
       M.fill(0);
       for (int j = 0; j < np_; ++j)
         for (int i = 0; i < np_; ++i) {
@@ -453,7 +458,12 @@ class LevelSolver {
     // (1 - |dy|/(R+1)) cannot: that lag sum is the Gram matrix
     // sum_p b_i(p) b_j(p) / (R+1)^2 of u boxed over the offsets [0, R]^2,
     // p over the frame padded by R above and left (where b still sees u).
-    if (positive_definite(np_, M)) return;
+    // So can one that is positive definite but cancelled: the prefiltered
+    // noise is positively correlated at every lag, so its lag sum is well
+    // above the lag-0 sum; half of that means the misfit's structure cancelled.
+    bool cancelled = false;
+    for (int i = 0; i < np_; ++i) cancelled = cancelled || M[entry(i, i)] < 0.5 * lag0[static_cast<std::size_t>(i)];
+    if (positive_definite(np_, M) && !cancelled) return;
     const int pw = w + R, ph = h + R;
     std::vector<std::vector<float>> u(static_cast<std::size_t>(np_),
                                       std::vector<float>(static_cast<std::size_t>(pw) * ph, 0.0f));
@@ -514,6 +524,7 @@ class LevelSolver {
     int lw, lh, lx0, ly0;
     std::array<std::vector<float>, 2> jf, jg;  // the current row
     SignalLagSums sums;
+    std::array<double, 6> lag0{};  // sum u_i^2 over the set (noise_information's check of M)
   };
 
   // The moving frame sampled at S (G), the set's weights (W) and whether a
@@ -603,7 +614,9 @@ class LevelSolver {
         steepest_from(x, s.y, ggx, ggy, sg);
         if (window) window->add(x, s.y, W[at], sf, sg);
         for (int i = 0; i < np_; ++i) {
-          u[static_cast<std::size_t>(i)][at] = static_cast<float>(W[at] * sf[static_cast<std::size_t>(i)] * rn);
+          const float ui = static_cast<float>(W[at] * sf[static_cast<std::size_t>(i)] * rn);
+          u[static_cast<std::size_t>(i)][at] = ui;
+          if (window) window->lag0[static_cast<std::size_t>(i)] += static_cast<double>(ui) * ui;
           for (int j = 0; j < np_; ++j)
             A[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] +=
                 W[at] * pass.alpha * sf[static_cast<std::size_t>(i)] * sg[static_cast<std::size_t>(j)];
@@ -999,6 +1012,30 @@ std::array<double, 36> entries_covariance(int np, const std::array<double, 36>& 
   return out;
 }
 
+// Counts: the gain and offset M's residual is taken at: the true gain (the
+// means' ratio; Poisson has no offset) as far as noise explains the fitted
+// gain's attenuation. Noise alone would attenuate it to S / (S + N), S the
+// reference's signal variance (its variance less its noise, mean_f sum g^2,
+// g the prefilter's kernel), N the moving frame's noise in the reference's
+// units; a frame whose fit is attenuated more (a blurred frame: its signal
+// lost, not noise) keeps the rest as misfit. At the fitted, attenuated alpha
+// the residual holds (alpha - 1)(s - mean s), whose product with the
+// reference's gradient noise cancels over the frame but not within M's lag
+// window: on low-contrast frames it doubled the variance.
+std::pair<double, double> noise_gain(const LevelSolver::Pass& pass, double mf, double prefilter_sigma, bool counts) {
+  const double seen = mf - pass.beta;  // alpha x the moving frame's mean
+  if (!counts || !(mf > 0) || !(seen > 0) || !(seen < mf) || !(pass.alpha > 0)) return {pass.alpha, pass.beta};
+  const std::vector<double> a = prefilter_autocorrelation(prefilter_sigma);
+  const double g2 = a[a.size() / 2] * a[a.size() / 2];  // sum g^2 of the 2-D kernel
+  const double signal = std::max(0.0, pass.reference_variance - mf * g2);
+  const double noise = (mf / seen) * pass.alpha * mf * g2;  // mean_g g2 (mf / mean_g)^2, mean_g = seen / alpha
+  const double by_noise = signal + noise > 0 ? signal / (signal + noise) : 1.0;
+  const double att = std::max(seen / mf, by_noise);
+  if (!(att < 1.0)) return {pass.alpha, pass.beta};
+  const double gain = pass.alpha / att;
+  return {gain, mf - gain * seen / pass.alpha};
+}
+
 }  // namespace
 
 RefineInformation Refinement::information(const Prepared& reference, const Prepared& moving, const Transform& T,
@@ -1041,17 +1078,7 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
   // their noise, and it keeps this pass cheap next to the refinement on big frames.
   const int stride = std::max(
       {1, static_cast<int>(std::floor(sigma)), static_cast<int>(std::ceil(std::sqrt(solver.pixels() / 65536.0)))});
-  // Counts: M from the residual at the true gain (the means' ratio; Poisson
-  // has no offset), scaled back by (alpha / gain)^2. At the fitted, attenuated
-  // alpha the residual holds (alpha - 1)(s - mean s), whose product with the
-  // reference's gradient noise cancels over the frame but not within M's lag
-  // window: on low-contrast frames it doubled the variance.
-  double gain = pass.alpha, offset = pass.beta;
-  const double mf = out.reference_mean, seen = mf - pass.beta;  // seen = alpha x the moving frame's mean
-  if (counts && mf > 0 && seen > 0 && seen < mf && pass.alpha > 0) {
-    gain = pass.alpha * mf / seen;
-    offset = 0;
-  }
+  const auto [gain, offset] = noise_gain(pass, out.reference_mean, options_.prefilter_sigma, counts);
   out.noise_gain = gain;
   double rss = 0;
   solver.noise_information(S, pass, gain, offset, R, stride, A, M, rss, options_.prefilter_sigma,
