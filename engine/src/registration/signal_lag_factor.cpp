@@ -58,7 +58,8 @@ void SignalLagSums::add_row(int y, const std::array<const float*, 2>& jf, const 
       const int x = static_cast<int>(X) * stride_;
       const int lo = std::max(-r, -x), hi = std::min(r, width_ - 1 - x);
       float v = 0;
-      for (int t = lo; t <= hi; ++t) v += a_[static_cast<std::size_t>(t + r)] * jg[axis][x + t];
+      for (int t = lo; t <= hi; ++t)
+        v += a_[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)] * jg[axis][x + t];
       hs[X] = v;
       if (on_grid) {
         const std::size_t at = static_cast<std::size_t>(y / stride_) * nx + X;
@@ -84,7 +85,8 @@ std::array<double, 2> SignalLagSums::factor() const {
         if (f == 0.0f) continue;  // outside the overlap: no term
         float s = 0;
         for (int t = lo; t <= hi; ++t)
-          s += a_[static_cast<std::size_t>(t + r)] * hs_[axis][static_cast<std::size_t>(y + t) * nx + X];
+          s += a_[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)] *
+               hs_[axis][(static_cast<std::size_t>(y) + static_cast<std::size_t>(t)) * nx + X];
         lagged += static_cast<double>(f) * s;
         power += static_cast<double>(f) * jg_[axis][static_cast<std::size_t>(Y) * nx + X];
       }
