@@ -329,11 +329,11 @@ class LevelSolver {
 
   double pixels() const { return n_; }
   double reference_mean() const { return n_ > 0 ? sf_ / n_ : 0.0; }
+  double reference_variance() const { return n_ > 0 ? sff_ / n_ - (sf_ / n_) * (sf_ / n_) : 0.0; }
 
   struct Pass {
     double cost = 1, ncc = 0;
-    double alpha = 1, beta = 0;     // the gain and offset fitted at S
-    double reference_variance = 0;  // of the reference over the set
+    double alpha = 1, beta = 0;  // the gain and offset fitted at S
     std::array<double, 6> b{};
     std::array<double, 36> H{};  // the normal matrix of the set's weights at S
   };
@@ -403,7 +403,6 @@ class LevelSolver {
     if (!(vf > 1e-20) || !(vg > 1e-20)) throw bad_input("refinement: a frame is blank over the overlap");
     const double alpha = cov / vg, beta = mf - alpha * mg;
     p.ncc = cov / std::sqrt(vf * vg);
-    p.reference_variance = vf;
     p.alpha = alpha;
     p.beta = beta;
     p.cost = std::max(0.0, 1.0 - p.ncc * p.ncc);
@@ -1022,12 +1021,13 @@ std::array<double, 36> entries_covariance(int np, const std::array<double, 36>& 
 // the residual holds (alpha - 1)(s - mean s), whose product with the
 // reference's gradient noise cancels over the frame but not within M's lag
 // window: on low-contrast frames it doubled the variance.
-std::pair<double, double> noise_gain(const LevelSolver::Pass& pass, double mf, double prefilter_sigma, bool counts) {
+std::pair<double, double> noise_gain(const LevelSolver::Pass& pass, double mf, double vf, double prefilter_sigma,
+                                     bool counts) {
   const double seen = mf - pass.beta;  // alpha x the moving frame's mean
   if (!counts || !(mf > 0) || !(seen > 0) || !(seen < mf) || !(pass.alpha > 0)) return {pass.alpha, pass.beta};
   const std::vector<double> a = prefilter_autocorrelation(prefilter_sigma);
   const double g2 = a[a.size() / 2] * a[a.size() / 2];  // sum g^2 of the 2-D kernel
-  const double signal = std::max(0.0, pass.reference_variance - mf * g2);
+  const double signal = std::max(0.0, vf - mf * g2);
   const double noise = (mf / seen) * pass.alpha * mf * g2;  // mean_g g2 (mf / mean_g)^2, mean_g = seen / alpha
   const double by_noise = signal + noise > 0 ? signal / (signal + noise) : 1.0;
   const double att = std::max(seen / mf, by_noise);
@@ -1078,7 +1078,8 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
   // their noise, and it keeps this pass cheap next to the refinement on big frames.
   const int stride = std::max(
       {1, static_cast<int>(std::floor(sigma)), static_cast<int>(std::ceil(std::sqrt(solver.pixels() / 65536.0)))});
-  const auto [gain, offset] = noise_gain(pass, out.reference_mean, options_.prefilter_sigma, counts);
+  const auto [gain, offset] =
+      noise_gain(pass, out.reference_mean, solver.reference_variance(), options_.prefilter_sigma, counts);
   out.noise_gain = gain;
   double rss = 0;
   solver.noise_information(S, pass, gain, offset, R, stride, A, M, rss, options_.prefilter_sigma,
