@@ -246,7 +246,16 @@ TEST(DriftUncertainty, SignalLagFactorIsTheNoiseCorrelationTheSignalSees) {
         signal_lag_factor({fringe(period, 2 * static_cast<float>(k), true), zero},
                           {fringe(period, 2 * static_cast<float>(k), false), zero}, w, h, sigma);
     EXPECT_NEAR(noisy[0], clean[0], 0.05) << "period " << period;
+    // On the subgrid the information pass uses (every 2nd, 4th row and column): the same factor.
+    for (int stride : {2, 4}) {
+      const std::array<double, 2> sub =
+          signal_lag_factor({fringe(period, 0, true), zero}, {fringe(period, 0, false), zero}, w, h, sigma, stride);
+      EXPECT_NEAR(sub[0], clean[0], 0.01) << "period " << period << " stride " << stride;
+      EXPECT_DOUBLE_EQ(sub[1], 1.0);
+    }
   }
+  EXPECT_EQ(signal_lag_stride(0.0), 1);
+  EXPECT_EQ(signal_lag_stride(1.35), 2);
   const auto zero = std::vector<float>(static_cast<std::size_t>(w) * h, 0.0f);
   EXPECT_GT(signal_lag_factor({fringe(300, 0, true), zero}, {fringe(300, 0, false), zero}, w, h, sigma)[0], 0.97);
   EXPECT_DOUBLE_EQ(signal_lag_factor({fringe(9, 0, true), zero}, {fringe(9, 0, false), zero}, w, h, 0.0)[0], 1.0);

@@ -172,7 +172,7 @@ std::vector<DriftUncertainty> with_series_common(std::vector<DriftUncertainty> f
 
 DriftUncertainty frame_drift_uncertainty(const RegistrationOperator& op, const Registration& r, bool counts,
                                          Point centre) {
-  const RefineInformation info = op.information(r);
+  const RefineInformation info = op.information(r, counts);
   return drift_uncertainty(info, r.transform, centre, reference_noise_share(info, counts),
                            common_noise_share(info, counts), fitted_gain_attenuation(info, counts));
 }

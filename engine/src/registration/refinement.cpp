@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "driftscan/core/cubic_bspline.hpp"
@@ -328,6 +329,7 @@ class LevelSolver {
 
   double pixels() const { return n_; }
   double reference_mean() const { return n_ > 0 ? sf_ / n_ : 0.0; }
+  double reference_variance() const { return n_ > 0 ? sff_ / n_ - (sf_ / n_) * (sf_ / n_) : 0.0; }
 
   struct Pass {
     double cost = 1, ncc = 0;
@@ -425,20 +427,24 @@ class LevelSolver {
   // and any misfit. Outer sum of M on every `stride`-th pixel (u is smooth at
   // the prefilter's scale). Call after build_set(S) and evaluate(S).
   // Row by row (noise_rows, StreamedLagSum): no frame-sized buffer.
-  void noise_information(const Transform& S, const Pass& pass, int R, int stride, std::array<double, 36>& A,
-                         std::array<double, 36>& M, double& residual_ss, double prefilter_sigma,
-                         std::array<double, 2>& lag_factor) const {
+  // M's residual is taken at `gain`, `offset` (Refinement::information: the
+  // true gain for counts), A and residual_ss at the pass's fit.
+  void noise_information(const Transform& S, const Pass& pass, double gain, double offset, int R, int stride,
+                         std::array<double, 36>& A, std::array<double, 36>& M, double& residual_ss,
+                         double prefilter_sigma, std::array<double, 2>& lag_factor) const {
     const int w = ref_.width, h = ref_.height;
     const double area = static_cast<double>(stride) * stride;
+    std::array<double, 6> lag0{};  // sum u_i^2 over the set
     auto entry = [](int i, int j) { return static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j); };
     {
       StreamedLagSum lags(w, h, np_, R, qx0_, qx1_, qy0_, qy1_, stride);
-      LagWindow window(*this);
+      LagWindow window(*this, prefilter_sigma);
       noise_rows(
-          S, pass, [&](int, int c) { return lags.next_row(c); }, [&](int y) { lags.add_row(y); }, A, residual_ss,
-          &window);
+          S, pass, gain, offset, [&](int, int c) { return lags.next_row(c); }, [&](int y) { lags.add_row(y); }, A,
+          residual_ss, &window);
       lags.finish();
-      lag_factor = signal_lag_factor(window.jf, window.jg, window.lw, window.lh, prefilter_sigma);
+      lag_factor = window.sums.factor();
+      lag0 = window.lag0;
       M.fill(0);
       for (int j = 0; j < np_; ++j)
         for (int i = 0; i < np_; ++i) {
@@ -451,14 +457,19 @@ class LevelSolver {
     // (1 - |dy|/(R+1)) cannot: that lag sum is the Gram matrix
     // sum_p b_i(p) b_j(p) / (R+1)^2 of u boxed over the offsets [0, R]^2,
     // p over the frame padded by R above and left (where b still sees u).
-    if (positive_definite(np_, M)) return;
+    // So can one that is positive definite but cancelled: the prefiltered
+    // noise is positively correlated at every lag, so its lag sum is well
+    // above the lag-0 sum; half of that means the misfit's structure cancelled.
+    bool cancelled = false;
+    for (int i = 0; i < np_; ++i) cancelled = cancelled || M[entry(i, i)] < 0.5 * lag0[static_cast<std::size_t>(i)];
+    if (positive_definite(np_, M) && !cancelled) return;
     const int pw = w + R, ph = h + R;
     std::vector<std::vector<float>> u(static_cast<std::size_t>(np_),
                                       std::vector<float>(static_cast<std::size_t>(pw) * ph, 0.0f));
     std::array<double, 36> unused_a{};
     double unused_ss = 0;
     noise_rows(
-        S, pass,
+        S, pass, gain, offset,
         [&](int y, int c) { return u[static_cast<std::size_t>(c)].data() + static_cast<std::size_t>(y + R) * pw + R; },
         [](int) {}, unused_a, unused_ss);
     for (auto& uj : u) box_sum(uj, pw, ph, 0, R);
@@ -474,33 +485,45 @@ class LevelSolver {
   }
 
   // The translation channels of w J_f and w J_g, for signal_lag_factor, in
-  // a window of at most 512^2 about the ROI's centre: the factor is the
-  // specimen's and the prefilter's, and big frames need no more memory.
+  // a window of at most 512^2 about the ROI's centre (the factor is the
+  // specimen's and the prefilter's), a row at a time into SignalLagSums on
+  // its subgrid: nothing frame-sized is kept or zeroed per frame.
   struct LagWindow {
-    explicit LagWindow(const LevelSolver& l)
+    LagWindow(const LevelSolver& l, double prefilter_sigma)
         : tx(l.np_ == 2   ? 0
              : l.np_ == 3 ? 1
                           : 4),
           lw(std::min(l.ref_.width, 512)),
           lh(std::min(l.ref_.height, 512)),
           lx0(std::clamp((l.qx0_ + l.qx1_) / 2 - lw / 2, 0, l.ref_.width - lw)),
-          ly0(std::clamp((l.qy0_ + l.qy1_) / 2 - lh / 2, 0, l.ref_.height - lh)) {
-      const std::size_t n = static_cast<std::size_t>(lw) * static_cast<std::size_t>(lh);
+          ly0(std::clamp((l.qy0_ + l.qy1_) / 2 - lh / 2, 0, l.ref_.height - lh)),
+          sums(lw, lh, prefilter_sigma, signal_lag_stride(prefilter_sigma)) {
+      const auto n = static_cast<std::size_t>(lw);
       jf = {std::vector<float>(n, 0.0f), std::vector<float>(n, 0.0f)};
       jg = jf;
     }
     void add(int x, int y, float w, const std::array<double, 6>& sf, const std::array<double, 6>& sg) {
       if (x < lx0 || x >= lx0 + lw || y < ly0 || y >= ly0 + lh) return;
-      const std::size_t li =
-          static_cast<std::size_t>(y - ly0) * static_cast<std::size_t>(lw) + static_cast<std::size_t>(x - lx0);
+      const auto li = static_cast<std::size_t>(x - lx0);
       for (std::size_t a = 0; a < 2; ++a) {
         jf[a][li] = static_cast<float>(w * sf[tx + a]);
         jg[a][li] = static_cast<float>(w * sg[tx + a]);
       }
     }
+    // Row y is complete: to the sums, and the row buffers cleared for the next.
+    void end_row(int y) {
+      if (y < ly0 || y >= ly0 + lh) return;
+      sums.add_row(y - ly0, {jf[0].data(), jf[1].data()}, {jg[0].data(), jg[1].data()});
+      for (std::size_t a = 0; a < 2; ++a) {
+        std::fill(jf[a].begin(), jf[a].end(), 0.0f);
+        std::fill(jg[a].begin(), jg[a].end(), 0.0f);
+      }
+    }
     std::size_t tx;
     int lw, lh, lx0, ly0;
-    std::array<std::vector<float>, 2> jf, jg;
+    std::array<std::vector<float>, 2> jf, jg;  // the current row
+    SignalLagSums sums;
+    std::array<double, 6> lag0{};  // sum u_i^2 over the set (noise_information's check of M)
   };
 
   // The moving frame sampled at S (G), the set's weights (W) and whether a
@@ -544,12 +567,13 @@ class LevelSolver {
     }
   }
 
-  // For each row y of the set in order: u_c = w J_f,c r into out(y, c) (a
-  // zeroed row of the frame's width), then done(y); A and residual_ss summed
-  // over the set in the order of its spans and pixels.
+  // For each row y of the set in order: u_c = w J_f,c (gain g + offset - f)
+  // into out(y, c) (a zeroed row of the frame's width), then done(y); A and
+  // residual_ss (of the pass's fit) summed over the set in the order of its
+  // spans and pixels.
   template <class Out, class Done>
-  void noise_rows(const Transform& S, const Pass& pass, Out out, Done done, std::array<double, 36>& A,
-                  double& residual_ss, LagWindow* window = nullptr) const {
+  void noise_rows(const Transform& S, const Pass& pass, double gain, double offset, Out out, Done done,
+                  std::array<double, 36>& A, double& residual_ss, LagWindow* window = nullptr) const {
     const int w = ref_.width, h = ref_.height;
     std::vector<int> span_of_row(static_cast<std::size_t>(h), -1);
     for (std::size_t i = 0; i < spans_.size(); ++i)
@@ -578,6 +602,7 @@ class LevelSolver {
         if (in[at] != 1) continue;
         const double r = pass.alpha * G[at] + pass.beta - ref_.at(x, s.y);
         residual_ss += W[at] * r * r;
+        const double rn = gain * G[at] + offset - ref_.at(x, s.y);
         std::array<double, 6> sf, sg;
         steepest(x, s.y, sf);
         const double ggx = diff(G[at], x > 0 ? G[at - 1] : 0.0f, x + 1 < w ? G[at + 1] : 0.0f, x > 0 && in[at - 1],
@@ -588,12 +613,15 @@ class LevelSolver {
         steepest_from(x, s.y, ggx, ggy, sg);
         if (window) window->add(x, s.y, W[at], sf, sg);
         for (int i = 0; i < np_; ++i) {
-          u[static_cast<std::size_t>(i)][at] = static_cast<float>(W[at] * sf[static_cast<std::size_t>(i)] * r);
+          const float ui = static_cast<float>(W[at] * sf[static_cast<std::size_t>(i)] * rn);
+          u[static_cast<std::size_t>(i)][at] = ui;
+          if (window) window->lag0[static_cast<std::size_t>(i)] += static_cast<double>(ui) * ui;
           for (int j = 0; j < np_; ++j)
             A[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] +=
                 W[at] * pass.alpha * sf[static_cast<std::size_t>(i)] * sg[static_cast<std::size_t>(j)];
         }
       }
+      if (window) window->end_row(s.y);
       done(s.y);
     }
   }
@@ -983,9 +1011,35 @@ std::array<double, 36> entries_covariance(int np, const std::array<double, 36>& 
   return out;
 }
 
+// Counts: the gain and offset M's residual is taken at: the true gain (the
+// means' ratio; Poisson has no offset) as far as noise explains the fitted
+// gain's attenuation. Noise alone would attenuate it to S / (S + N), S the
+// reference's signal variance (its variance less its noise, mean_f sum g^2,
+// g the prefilter's kernel), N the moving frame's noise in the reference's
+// units; a frame whose fit is attenuated more (a blurred frame: its signal
+// lost, not noise) keeps the rest as misfit. At the fitted, attenuated alpha
+// the residual holds (alpha - 1)(s - mean s), whose product with the
+// reference's gradient noise cancels over the frame but not within M's lag
+// window: on low-contrast frames it doubled the variance.
+std::pair<double, double> noise_gain(const LevelSolver::Pass& pass, double mf, double vf, double prefilter_sigma,
+                                     bool counts) {
+  const double seen = mf - pass.beta;  // alpha x the moving frame's mean
+  if (!counts || !(mf > 0) || !(seen > 0) || !(seen < mf) || !(pass.alpha > 0)) return {pass.alpha, pass.beta};
+  const std::vector<double> a = prefilter_autocorrelation(prefilter_sigma);
+  const double g2 = a[a.size() / 2] * a[a.size() / 2];  // sum g^2 of the 2-D kernel
+  const double signal = std::max(0.0, vf - mf * g2);
+  const double noise = (mf / seen) * pass.alpha * mf * g2;  // mean_g g2 (mf / mean_g)^2, mean_g = seen / alpha
+  const double by_noise = signal + noise > 0 ? signal / (signal + noise) : 1.0;
+  const double att = std::max(seen / mf, by_noise);
+  if (!(att < 1.0)) return {pass.alpha, pass.beta};
+  const double gain = pass.alpha / att;
+  return {gain, mf - gain * seen / pass.alpha};
+}
+
 }  // namespace
 
-RefineInformation Refinement::information(const Prepared& reference, const Prepared& moving, const Transform& T) const {
+RefineInformation Refinement::information(const Prepared& reference, const Prepared& moving, const Transform& T,
+                                          bool counts) const {
   RefineInformation out;
   const MotionModel model = options_.model;
   const int np = param_count(model);
@@ -1024,8 +1078,14 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
   // their noise, and it keeps this pass cheap next to the refinement on big frames.
   const int stride = std::max(
       {1, static_cast<int>(std::floor(sigma)), static_cast<int>(std::ceil(std::sqrt(solver.pixels() / 65536.0)))});
+  const auto [gain, offset] =
+      noise_gain(pass, out.reference_mean, solver.reference_variance(), options_.prefilter_sigma, counts);
+  out.noise_gain = gain;
   double rss = 0;
-  solver.noise_information(S, pass, R, stride, A, M, rss, options_.prefilter_sigma, out.signal_lag_factor);
+  solver.noise_information(S, pass, gain, offset, R, stride, A, M, rss, options_.prefilter_sigma,
+                           out.signal_lag_factor);
+  if (gain != pass.alpha)
+    for (double& m : M) m *= (pass.alpha / gain) * (pass.alpha / gain);
   out.gradient_signal_fraction = gradient_signal_fraction(np, A, solver.hessian());
   out.prefilter_sigma = options_.prefilter_sigma;
   out.residual_rms = std::sqrt(rss / std::max(1.0, solver.pixels()));

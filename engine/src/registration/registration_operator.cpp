@@ -336,12 +336,12 @@ void RegistrationOperator::release_prepared() const {
   cache_bytes_ = 0;
 }
 
-RefineInformation RegistrationOperator::information(const Registration& r) const {
+RefineInformation RegistrationOperator::information(const Registration& r, bool counts) const {
   RefineInformation info;
   if (r.from == r.to) return info;  // a frame against itself: exact
   if (!(r.flags & (kBadFrame | kRefineFailed))) {
     try {
-      return refine_.information(*prepared(r.from, true, 1), *prepared(r.to, false, 1), r.transform);
+      return refine_.information(*prepared(r.from, true, 1), *prepared(r.to, false, 1), r.transform, counts);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::bad_input) throw;  // bad frame data: singular below
     }

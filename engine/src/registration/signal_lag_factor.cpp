@@ -23,59 +23,90 @@ std::vector<double> prefilter_autocorrelation(double sigma) {
   return a;
 }
 
-namespace {
-
-// (a x a) * f, separable, zero outside the frame; float, the taps' loop
-// outside the pixels' so that it vectorises (this runs once per frame).
-std::vector<float> smooth(const std::vector<float>& f, int w, int h, const std::vector<float>& a) {
-  const int r = static_cast<int>(a.size() / 2);
-  const auto W = static_cast<std::size_t>(w);
-  std::vector<float> padded(W + 2 * static_cast<std::size_t>(r), 0.0f), rows(f.size(), 0.0f), out(f.size(), 0.0f);
-  for (int y = 0; y < h; ++y) {
-    std::copy(f.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(y) * W),
-              f.begin() + static_cast<std::ptrdiff_t>((static_cast<std::size_t>(y) + 1) * W), padded.begin() + r);
-    float* row = rows.data() + static_cast<std::size_t>(y) * W;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      const float ai = a[i];
-      const float* src = padded.data() + i;
-      for (std::size_t x = 0; x < W; ++x) row[x] += ai * src[x];
-    }
-  }
-  for (int y = 0; y < h; ++y) {
-    float* dst = out.data() + static_cast<std::size_t>(y) * W;
-    for (int i = std::max(-r, -y); i <= std::min(r, h - 1 - y); ++i) {
-      const int tap = i + r, source_row = y + i;  // both >= 0 within the loop's bounds
-      const float ai = a[static_cast<std::size_t>(tap)];
-      const float* src = rows.data() + static_cast<std::size_t>(source_row) * W;
-      for (std::size_t x = 0; x < W; ++x) dst[x] += ai * src[x];
-    }
-  }
-  return out;
+int signal_lag_stride(double prefilter_sigma) {
+  return prefilter_sigma > 0 ? std::max(1, static_cast<int>(std::lround(1.5 * prefilter_sigma))) : 1;
 }
 
-}  // namespace
-
-std::array<double, 2> signal_lag_factor(const std::array<std::vector<float>, 2>& jf,
-                                        const std::array<std::vector<float>, 2>& jg, int width, int height,
-                                        double prefilter_sigma) {
-  std::array<double, 2> out{1.0, 1.0};
-  if (!(prefilter_sigma > 0)) return out;
+SignalLagSums::SignalLagSums(int width, int height, double prefilter_sigma, int stride)
+    : width_(std::max(0, width)),
+      height_(std::max(0, height)),
+      stride_(std::max(1, stride)),
+      nx_((width_ + stride_ - 1) / stride_),
+      ny_((height_ + stride_ - 1) / stride_) {
+  if (!(prefilter_sigma > 0)) return;  // factor() = 1: nothing to keep
   // a to 3 of its own sd (sigma sqrt 2): the rest holds 0.3% of its weight.
   const std::vector<double> full = prefilter_autocorrelation(prefilter_sigma);
   const int reach = std::min(static_cast<int>(full.size() / 2), static_cast<int>(std::ceil(4.25 * prefilter_sigma)));
-  const std::vector<float> a(full.begin() + static_cast<std::ptrdiff_t>(full.size() / 2) - reach,
-                             full.begin() + static_cast<std::ptrdiff_t>(full.size() / 2) + reach + 1);
+  a_.assign(full.begin() + static_cast<std::ptrdiff_t>(full.size() / 2) - reach,
+            full.begin() + static_cast<std::ptrdiff_t>(full.size() / 2) + reach + 1);
+  const auto nx = static_cast<std::size_t>(nx_);
   for (std::size_t axis = 0; axis < 2; ++axis) {
-    const std::vector<float> s = smooth(jg[axis], width, height, a);
+    hs_[axis].assign(nx * static_cast<std::size_t>(height_), 0.0f);
+    jf_[axis].assign(nx * static_cast<std::size_t>(ny_), 0.0f);
+    jg_[axis].assign(nx * static_cast<std::size_t>(ny_), 0.0f);
+  }
+}
+
+void SignalLagSums::add_row(int y, const std::array<const float*, 2>& jf, const std::array<const float*, 2>& jg) {
+  if (a_.empty() || y < 0 || y >= height_) return;
+  const int r = static_cast<int>(a_.size() / 2);
+  const auto nx = static_cast<std::size_t>(nx_);
+  const bool on_grid = y % stride_ == 0;
+  for (std::size_t axis = 0; axis < 2; ++axis) {
+    float* hs = hs_[axis].data() + static_cast<std::size_t>(y) * nx;
+    for (std::size_t X = 0; X < nx; ++X) {
+      const int x = static_cast<int>(X) * stride_;
+      const int lo = std::max(-r, -x), hi = std::min(r, width_ - 1 - x);
+      float v = 0;
+      for (int t = lo; t <= hi; ++t)
+        v += a_[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)] * jg[axis][x + t];
+      hs[X] = v;
+      if (on_grid) {
+        const std::size_t at = static_cast<std::size_t>(y / stride_) * nx + X;
+        jf_[axis][at] = jf[axis][x];
+        jg_[axis][at] = jg[axis][x];
+      }
+    }
+  }
+}
+
+std::array<double, 2> SignalLagSums::factor() const {
+  std::array<double, 2> out{1.0, 1.0};
+  if (a_.empty()) return out;
+  const int r = static_cast<int>(a_.size() / 2);
+  const auto nx = static_cast<std::size_t>(nx_);
+  for (std::size_t axis = 0; axis < 2; ++axis) {
     double lagged = 0, power = 0;
-    for (std::size_t q = 0; q < s.size(); ++q) {
-      lagged += static_cast<double>(jf[axis][q]) * s[q];
-      power += static_cast<double>(jf[axis][q]) * jg[axis][q];
+    for (int Y = 0; Y < ny_; ++Y) {
+      const int y = Y * stride_;
+      const int lo = std::max(-r, -y), hi = std::min(r, height_ - 1 - y);
+      for (std::size_t X = 0; X < nx; ++X) {
+        const float f = jf_[axis][static_cast<std::size_t>(Y) * nx + X];
+        if (f == 0.0f) continue;  // outside the overlap: no term
+        float s = 0;
+        for (int t = lo; t <= hi; ++t)
+          s += a_[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)] *
+               hs_[axis][(static_cast<std::size_t>(y) + static_cast<std::size_t>(t)) * nx + X];
+        lagged += static_cast<double>(f) * s;
+        power += static_cast<double>(f) * jg_[axis][static_cast<std::size_t>(Y) * nx + X];
+      }
     }
     // Too little signal for the ratio to mean anything: leave the smooth-signal model.
     if (power > 0 && std::isfinite(lagged)) out[axis] = std::clamp(lagged / power, 0.0, 1.0);
   }
   return out;
+}
+
+std::array<double, 2> signal_lag_factor(const std::array<std::vector<float>, 2>& jf,
+                                        const std::array<std::vector<float>, 2>& jg, int width, int height,
+                                        double prefilter_sigma, int stride) {
+  SignalLagSums sums(width, height, prefilter_sigma, stride);
+  const auto w = static_cast<std::size_t>(std::max(0, width));
+  for (int y = 0; y < height; ++y) {
+    const std::size_t at = static_cast<std::size_t>(y) * w;
+    sums.add_row(y, {jf[0].data() + at, jf[1].data() + at}, {jg[0].data() + at, jg[1].data() + at});
+  }
+  return sums.factor();
 }
 
 }  // namespace driftscan

@@ -391,7 +391,7 @@ class FollowRun {
       }
       try {
         if (q) {
-          const RefineInformation info = op_->information(q->r);
+          const RefineInformation info = op_->information(q->r, counts_);
           uncertainty_.push_back(drift_uncertainty(info, q->r.transform, centre_, reference_noise_share(info, counts_),
                                                    common_noise_share(info, counts_),
                                                    fitted_gain_attenuation(info, counts_)));

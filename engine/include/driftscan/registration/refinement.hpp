@@ -81,7 +81,10 @@ struct RefineInformation {
   double residual_rms = 0.0;       // of alpha g + beta - f over the overlap
   double reference_mean = 0.0;     // mean of the (smoothed) reference over the overlap
   double alpha = 1.0, beta = 0.0;  // gain and offset fitted there
-  std::size_t pixels = 0;          // overlap pixels used
+  // The gain the noise's lag sum took its residual at: alpha, or for counts
+  // the true gain (mean f / mean g; the fitted alpha is attenuated by noise).
+  double noise_gain = 1.0;
+  std::size_t pixels = 0;  // overlap pixels used
 };
 
 class Refinement {
@@ -110,7 +113,8 @@ class Refinement {
 
   // The precision of T = T_{i,k} (a result of execute) from the full-resolution
   // level; never throws on data: blank frames or no overlap give `singular`.
-  RefineInformation information(const Prepared& reference, const Prepared& moving, const Transform& T) const;
+  RefineInformation information(const Prepared& reference, const Prepared& moving, const Transform& T,
+                                bool counts = false) const;
 
   int width() const { return width_; }
   int height() const { return height_; }

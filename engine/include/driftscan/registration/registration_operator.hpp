@@ -121,8 +121,9 @@ class RegistrationOperator {
   void release_prepared() const;
 
   // The precision of a result (from -> to) at its transform
-  // (Refinement::information); singular for a bad or unrefined frame.
-  RefineInformation information(const Registration& r) const;
+  // (Refinement::information; `counts`: Poisson frames); singular for a bad
+  // or unrefined frame.
+  RefineInformation information(const Registration& r, bool counts = false) const;
 
   const FrameSource& frames() const { return frames_; }
   const RegistrationSettings& settings() const { return settings_; }

@@ -9,20 +9,45 @@
 // gradient's spectrum). drift_uncertainty.cpp needs that fraction to split
 // the variance into frame 0's part (the signal's) and each frame's own.
 #include <array>
+#include <cstddef>
 #include <vector>
 
 namespace driftscan {
 
+// The sums of signal_lag_factor, streamed row by row: (a * jg) and jf are
+// needed only on every `stride`-th row and column (the gradients are smooth
+// at the prefilter's scale), so each row's jg is smoothed along x at those
+// columns as it arrives and nothing frame-sized is kept (the refinement's
+// information pass calls this once per frame).
+class SignalLagSums {
+ public:
+  SignalLagSums(int width, int height, double prefilter_sigma, int stride = 1);
+  // Row y (in [0, height), any order, each at most once; rows never added
+  // are 0): jf[axis], jg[axis] point to `width` values.
+  void add_row(int y, const std::array<const float*, 2>& jf, const std::array<const float*, 2>& jg);
+  // Per axis: sum jf (a * jg) / sum jf jg over the subgrid; see signal_lag_factor.
+  std::array<double, 2> factor() const;
+
+ private:
+  int width_, height_, stride_, nx_, ny_;
+  std::vector<float> a_;                       // a = g * g to ~3 of its sd, centred
+  std::array<std::vector<float>, 2> hs_;       // jg smoothed along x, subgrid columns x every row
+  std::array<std::vector<float>, 2> jf_, jg_;  // on the subgrid
+};
+
+// The subgrid step for a prefilter of `sigma` px: ~1.5 sigma (1 below 2/3 px).
+int signal_lag_stride(double prefilter_sigma);
+
 // Per axis: sum_q jf(q) (a * jg)(q) / sum_q jf(q) jg(q), a = g * g the
 // prefiltered white noise's correlation (g: gaussian_smooth's kernel of
-// `prefilter_sigma`, sum a = 1). jf, jg: the reference's and the warped
-// moving frame's gradient along that axis (weighted), width x height, 0
-// outside the overlap; their noises are independent, so the sums see the
-// signal alone on average. In [0, 1]; 1 without a prefilter or when the
-// sums carry no signal.
+// `prefilter_sigma`, sum a = 1), q on every `stride`-th row and column. jf,
+// jg: the reference's and the warped moving frame's gradient along that axis
+// (weighted), width x height, 0 outside the overlap; their noises are
+// independent, so the sums see the signal alone on average. In [0, 1]; 1
+// without a prefilter or when the sums carry no signal.
 std::array<double, 2> signal_lag_factor(const std::array<std::vector<float>, 2>& jf,
                                         const std::array<std::vector<float>, 2>& jg, int width, int height,
-                                        double prefilter_sigma);
+                                        double prefilter_sigma, int stride = 1);
 
 // The 1-D autocorrelation of gaussian_smooth's normalised kernel of `sigma`
 // px (index 0 at lag -(size / 2)); {1} for sigma <= 0.
