@@ -465,9 +465,8 @@ Frame FrameScanMap::lines_aligned(const Frame& frame) const {
   // shows what the jitter-free line shows at x + j: the aligned line at x is
   // the line at x - j.
   Frame rows = rotated_ ? detail::transposed(frame) : frame;
-  Frame coeffs = detail::transposed(rows);
-  detail::bspline_prefilter_columns(coeffs);  // along each line only
-  coeffs = detail::transposed(coeffs);
+  Frame coeffs = rows;
+  detail::bspline_prefilter_rows(coeffs);  // along each line only
   const int n = rows.width,
             lines = jitter_.empty() ? rows.height : std::min(rows.height, static_cast<int>(jitter_.size()));
 #pragma omp parallel for schedule(static)
@@ -504,7 +503,10 @@ Frame FrameScanMap::lines_aligned(const Frame& frame) const {
     const int whole = static_cast<int>(std::floor(shift));
     double w[4];
     bspline_weights(shift - whole, w);
-    for (int x = 0; x < n; ++x) {
+    // Pixels whose four taps lie inside the line need no mirroring (the
+    // same sums in the same order as the edges' loop).
+    const int inside0 = std::clamp(1 - whole, 0, n), inside1 = std::clamp(n - 2 - whole, inside0, n);
+    auto mirrored = [&](int x) {
       double v = 0.0;
       for (int i = 0; i < 4; ++i) {
         int at = x + whole - 1 + i;
@@ -514,7 +516,18 @@ Frame FrameScanMap::lines_aligned(const Frame& frame) const {
         v += w[i] * c[std::clamp(at, 0, n - 1)];
       }
       out[x] = static_cast<float>(v);
+    };
+    for (int x = 0; x < inside0; ++x) mirrored(x);
+    for (int x = inside0; x < inside1; ++x) {
+      const float* p = c + x + whole - 1;
+      double v = 0.0;
+      v += w[0] * p[0];
+      v += w[1] * p[1];
+      v += w[2] * p[2];
+      v += w[3] * p[3];
+      out[x] = static_cast<float>(v);
     }
+    for (int x = inside1; x < n; ++x) mirrored(x);
   }
   return rotated_ ? detail::transposed(rows) : rows;
 }
