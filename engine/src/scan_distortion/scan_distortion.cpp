@@ -216,22 +216,31 @@ double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>
   const int steps = j == 0.0 ? 2 : 1;  // two from no estimate (the first round), one from the last round's
   for (int iteration = 0; iteration < steps; ++iteration) {
     // Weighted sums per half of the line: g, r, g^2, g*r, weight; and the count.
+    // Each half in a loop of its own with the sums in locals (through a
+    // pointer into h they went to memory at every pixel): the same additions
+    // in the same order.
     double h[2][6] = {};
-    for (std::size_t i = 0; i < pixels.size(); ++i) {
-      double v, g;
-      if (iteration == 0 && first_value) {  // the band's last evaluation, at this very point
-        if (std::isnan(first_value[i])) continue;
-        v = first_value[i], g = first_gradient[i];
-      } else {
-        double gx, gy;
-        if (!tpl.at({q[i].x + j * fast.x, q[i].y + j * fast.y}, v, gx, gy)) continue;
-        g = gx * fast.x + gy * fast.y;
+    const bool reuse = iteration == 0 && first_value;
+    auto sum_half = [&](std::size_t i0, std::size_t i1, double* out) {
+      double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0, s5 = 0.0;
+      for (std::size_t i = i0; i < i1; ++i) {
+        double v, g;
+        if (reuse) {  // the band's last evaluation, at this very point
+          if (std::isnan(first_value[i])) continue;
+          v = first_value[i], g = first_gradient[i];
+        } else {
+          double gx, gy;
+          if (!tpl.at({q[i].x + j * fast.x, q[i].y + j * fast.y}, v, gx, gy)) continue;
+          g = gx * fast.x + gy * fast.y;
+        }
+        const double r = frame.at(pixels[i].first, pixels[i].second) - v;
+        const double w = noise.weight(v);
+        s0 += w * g, s1 += w * r, s2 += w * g * g, s3 += w * g * r, s4 += w, s5 += 1.0;
       }
-      const double r = frame.at(pixels[i].first, pixels[i].second) - v;
-      const double w = noise.weight(v);
-      double* a = h[i < half ? 0 : 1];
-      a[0] += w * g, a[1] += w * r, a[2] += w * g * g, a[3] += w * g * r, a[4] += w, a[5] += 1.0;
-    }
+      out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3, out[4] = s4, out[5] = s5;
+    };
+    sum_half(0, half, h[0]);
+    sum_half(half, pixels.size(), h[1]);
     // Centred information and correlation of a set of sums.
     auto centred = [](const double* a, double& cgg, double& cgr) {
       cgg = a[4] > 0 ? a[2] - a[0] * a[0] / a[4] : 0.0;
@@ -465,9 +474,8 @@ Frame FrameScanMap::lines_aligned(const Frame& frame) const {
   // shows what the jitter-free line shows at x + j: the aligned line at x is
   // the line at x - j.
   Frame rows = rotated_ ? detail::transposed(frame) : frame;
-  Frame coeffs = detail::transposed(rows);
-  detail::bspline_prefilter_columns(coeffs);  // along each line only
-  coeffs = detail::transposed(coeffs);
+  Frame coeffs = rows;
+  detail::bspline_prefilter_rows(coeffs);  // along each line only
   const int n = rows.width,
             lines = jitter_.empty() ? rows.height : std::min(rows.height, static_cast<int>(jitter_.size()));
 #pragma omp parallel for schedule(static)
@@ -504,7 +512,10 @@ Frame FrameScanMap::lines_aligned(const Frame& frame) const {
     const int whole = static_cast<int>(std::floor(shift));
     double w[4];
     bspline_weights(shift - whole, w);
-    for (int x = 0; x < n; ++x) {
+    // Pixels whose four taps lie inside the line need no mirroring (the
+    // same sums in the same order as the edges' loop).
+    const int inside0 = std::clamp(1 - whole, 0, n), inside1 = std::clamp(n - 2 - whole, inside0, n);
+    auto mirrored = [&](int x) {
       double v = 0.0;
       for (int i = 0; i < 4; ++i) {
         int at = x + whole - 1 + i;
@@ -514,7 +525,18 @@ Frame FrameScanMap::lines_aligned(const Frame& frame) const {
         v += w[i] * c[std::clamp(at, 0, n - 1)];
       }
       out[x] = static_cast<float>(v);
+    };
+    for (int x = 0; x < inside0; ++x) mirrored(x);
+    for (int x = inside0; x < inside1; ++x) {
+      const float* p = c + x + whole - 1;
+      double v = 0.0;
+      v += w[0] * p[0];
+      v += w[1] * p[1];
+      v += w[2] * p[2];
+      v += w[3] * p[3];
+      out[x] = static_cast<float>(v);
     }
+    for (int x = inside1; x < n; ++x) mirrored(x);
   }
   return rotated_ ? detail::transposed(rows) : rows;
 }

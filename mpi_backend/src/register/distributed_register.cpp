@@ -27,6 +27,7 @@
 #include "driftscan/mpi/register/distributed_average.hpp"
 #include "driftscan/mpi/register/distributed_drift.hpp"
 #include "driftscan/mpi/register/distributed_scan_distortion.hpp"
+#include "driftscan/mpi/register/uncertainty_in_scan.hpp"
 #include "driftscan/mpi/runtime/allgather_records.hpp"
 #include "driftscan/mpi/runtime/collectives.hpp"
 #include "driftscan/mpi/runtime/command_report.hpp"
@@ -350,6 +351,7 @@ struct RegisterRun {
   std::mutex applications_mu;
   ApplicationSummary applications;  // this rank's, then (after the scan) every rank's
   std::size_t applied = 0;
+  std::optional<UncertaintyInScan> in_scan;  // each frame's uncertainty as the scan finishes it (one thread per rank)
 
   std::optional<ScanTiming> timing;  // with the scan-distortion correction
   std::string timing_note;           // what of it came from the file's metadata
@@ -470,11 +472,13 @@ std::vector<Registration> scan_gap(RegisterRun& run) {
   run.ctx.progress.phase("scan", block.size());
   // The checkpoint saves the outputs from `computed` (outliving a cancel).
   std::vector<Registration> computed;
+  run.in_scan.emplace(run.op, run.block.first, run.block.last, run.threads == 1);
   run.checkpoint->keep_on_cancel([&] {
     scan.run_into(
         block, computed, [&run](const Registration& a, const Registration& b) { return run.combine(a, b); }, &run.trace,
         [&](std::size_t k, const Registration& r) {
           if (k != 0 || !plan.skip_first) run.checkpoint->add_output(r);
+          run.in_scan->add(r);
         });
   });
   if (plan.skip_first && !computed.empty()) {
@@ -602,8 +606,11 @@ void uncertainty(RegisterRun& run) {
     std::string error;
     ErrorKind kind = ErrorKind::failure;
     try {
-      run.res.uncertainty = estimate_drift_uncertainty(run.op, run.res.registrations, 0, mine.size(), run.threads,
-                                                       &run.ctx.progress, &run.ctx.cancel);
+      std::optional<std::vector<DriftUncertainty>> in_scan;
+      if (run.in_scan) in_scan = run.in_scan->take(run.res.registrations, &run.ctx.progress, &run.ctx.cancel);
+      run.res.uncertainty = in_scan ? std::move(*in_scan)
+                                    : estimate_drift_uncertainty(run.op, run.res.registrations, 0, mine.size(),
+                                                                 run.threads, &run.ctx.progress, &run.ctx.cancel);
     } catch (const Error& e) {
       error = e.what();
       kind = e.kind();
@@ -919,6 +926,10 @@ DistributedRegisterResult register_distributed(const Job& job, RunContext& ctx, 
     run.timer.run(RegisterPhase::scan, [&] { scan(run); });
   }
   run.timer.run(RegisterPhase::uncertainty, [&] { uncertainty(run); });
+  if (run.in_scan) {  // what the scan spent on the uncertainty is the uncertainty's
+    run.res.seconds.scan -= run.in_scan->seconds(), run.res.seconds.uncertainty += run.in_scan->seconds();
+    run.in_scan.reset();
+  }
   stop_if_failed(run, set);
   if (run.timing) {
     run.timer.run(RegisterPhase::scan_distortion, [&] { correct_distortion(run); });

@@ -7,6 +7,7 @@
 // sub-0.05 px registration on a lattice cannot afford a 0.01 px bias.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <vector>
 
 #include "driftscan/core/frame.hpp"
@@ -34,49 +35,83 @@ inline void bspline_weight_derivatives(double t, double w[4]) {
 }
 
 namespace detail {
-// Prefilters every column at once, row after row (mirror-symmetric
-// boundaries): the recursion runs down the rows, so the inner loops are
-// contiguous and vectorise, unlike a per-line recursion.
+// Prefilters every column of a w x n block of floats (row r at data + r *
+// stride) at once, row after row (mirror-symmetric boundaries): the recursion
+// runs down the rows, so the inner loops are contiguous and vectorise,
+// unlike a per-line recursion. Columns x0 .. x1 - 1 only.
+inline void bspline_prefilter_block(float* data, std::size_t stride, int n, int x0, int x1) {
+  const float z = static_cast<float>(std::sqrt(3.0) - 2.0), lambda = 6.0f;
+  const int horizon = std::min(n, 16);
+  auto row = [&](int y) { return data + static_cast<std::size_t>(y) * stride; };
+  for (int y = 0; y < n; ++y) {
+    float* r = row(y);
+    for (int x = x0; x < x1; ++x) r[x] *= lambda;
+  }
+  // causal initialisation: truncated sum, exact to float precision
+  constexpr int block = 64;
+  float first[block];
+  std::copy(row(0) + x0, row(0) + x1, first);
+  float zk = z;
+  for (int k = 1; k < horizon; ++k, zk *= z) {
+    const float* r = row(k);
+    for (int x = x0; x < x1; ++x) first[x - x0] += zk * r[x];
+  }
+  std::copy(first, first + (x1 - x0), row(0) + x0);
+  for (int y = 1; y < n; ++y) {
+    float* r = row(y);
+    const float* p = row(y - 1);
+    for (int x = x0; x < x1; ++x) r[x] += z * p[x];
+  }
+  {
+    float* r = row(n - 1);
+    const float* p = row(n - 2);
+    const float g = z / (z * z - 1.0f);
+    for (int x = x0; x < x1; ++x) r[x] = g * (r[x] + z * p[x]);
+  }
+  for (int y = n - 2; y >= 0; --y) {
+    float* r = row(y);
+    const float* q = row(y + 1);
+    for (int x = x0; x < x1; ++x) r[x] = z * (q[x] - r[x]);
+  }
+}
+
 inline void bspline_prefilter_columns(Frame& f) {
   const int n = f.height, w = f.width;
   if (n < 2) return;
-  const float z = static_cast<float>(std::sqrt(3.0) - 2.0), lambda = 6.0f;
-  const int horizon = std::min(n, 16);
   // Columns are independent: blocks of them go to the threads (the same
   // arithmetic per column, so the same floats for any thread count).
   constexpr int block = 64;
   const int blocks = (w + block - 1) / block;
 #pragma omp parallel for schedule(static) if (static_cast <long>(w) * n >= 131072)
-  for (int b = 0; b < blocks; ++b) {
-    const int x0 = b * block, x1 = std::min(w, x0 + block);
-    for (int y = 0; y < n; ++y) {
-      float* r = f.row(y);
-      for (int x = x0; x < x1; ++x) r[x] *= lambda;
-    }
-    // causal initialisation: truncated sum, exact to float precision
-    float first[block];
-    std::copy(f.row(0) + x0, f.row(0) + x1, first);
-    float zk = z;
-    for (int k = 1; k < horizon; ++k, zk *= z) {
-      const float* r = f.row(k);
-      for (int x = x0; x < x1; ++x) first[x - x0] += zk * r[x];
-    }
-    std::copy(first, first + (x1 - x0), f.row(0) + x0);
-    for (int y = 1; y < n; ++y) {
-      float* r = f.row(y);
-      const float* p = f.row(y - 1);
-      for (int x = x0; x < x1; ++x) r[x] += z * p[x];
-    }
-    {
-      float* r = f.row(n - 1);
-      const float* p = f.row(n - 2);
-      const float g = z / (z * z - 1.0f);
-      for (int x = x0; x < x1; ++x) r[x] = g * (r[x] + z * p[x]);
-    }
-    for (int y = n - 2; y >= 0; --y) {
-      float* r = f.row(y);
-      const float* q = f.row(y + 1);
-      for (int x = x0; x < x1; ++x) r[x] = z * (q[x] - r[x]);
+  for (int b = 0; b < blocks; ++b)
+    bspline_prefilter_block(f.pixels.data(), static_cast<std::size_t>(w), n, b * block, std::min(w, b * block + block));
+}
+
+// The same recursion along every row: strips of rows are turned into a small
+// column-major buffer (cache-resident), prefiltered as columns and put back.
+// Each row sees exactly the column pass's arithmetic, so the coefficients
+// equal those of transposing the whole frame (which cost two frame-sized
+// copies and a cache miss per element) to the last bit.
+inline void bspline_prefilter_rows(Frame& f) {
+  const int n = f.width, h = f.height;
+  if (n < 2) return;
+  constexpr int strip = 32;
+  const int strips = (h + strip - 1) / strip;
+#pragma omp parallel if (static_cast <long>(n) * h >= 131072)
+  {
+    std::vector<float> buf(static_cast<std::size_t>(n) * strip);
+#pragma omp for schedule(static)
+    for (int s = 0; s < strips; ++s) {
+      const int y0 = s * strip, rows = std::min(h, y0 + strip) - y0;
+      for (int r = 0; r < rows; ++r) {
+        const float* src = f.row(y0 + r);
+        for (int x = 0; x < n; ++x) buf[static_cast<std::size_t>(x) * strip + r] = src[x];
+      }
+      bspline_prefilter_block(buf.data(), strip, n, 0, rows);
+      for (int r = 0; r < rows; ++r) {
+        float* dst = f.row(y0 + r);
+        for (int x = 0; x < n; ++x) dst[x] = buf[static_cast<std::size_t>(x) * strip + r];
+      }
     }
   }
 }
@@ -95,9 +130,7 @@ inline Frame transposed(const Frame& f) {
 // Samples -> cubic B-spline coefficients, in place.
 inline void bspline_prefilter(Frame& f) {
   detail::bspline_prefilter_columns(f);
-  Frame t = detail::transposed(f);
-  detail::bspline_prefilter_columns(t);
-  f = detail::transposed(t);
+  detail::bspline_prefilter_rows(f);
 }
 
 // The spline at (x, y) from coefficients (edge taps clamped).
