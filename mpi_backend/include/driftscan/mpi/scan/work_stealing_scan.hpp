@@ -82,8 +82,12 @@ class WorkStealingScan {
   // On an operator failure on any rank, every rank throws the same Error.
   // With `trace`, every application is recorded (trace->gather() afterwards).
   // `on_output(k, prefix)` is called as soon as block[k]'s final prefix is
-  // known (checkpoints), from the worker thread that computed it: it runs
-  // concurrently, must be cheap, thread-safe, and must not throw.
+  // known (checkpoints), from the worker thread that computed it (a sibling
+  // that relayed the segment's final phase, final_scan_relay.hpp): it runs
+  // concurrently, must be thread-safe and must not throw. Its time is the
+  // worker's: a checkpoint must be cheap; the register's uncertainty with
+  // one thread per rank (uncertainty_in_scan.hpp) is work the rank's one
+  // worker would do after the scan anyway, while the frame is in its cache.
   template <class T, class Op, class Codec = ScanElementCodec<T>, class OnOutput = NoScanOutputHook>
   std::vector<T> run(const std::vector<T>& block, Op&& op, ScanTrace* trace = nullptr,
                      OnOutput&& on_output = OnOutput{}) {
