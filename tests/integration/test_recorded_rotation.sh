@@ -4,8 +4,8 @@
 # the session) is registered as if --scan-rotation 0,90 had been given: the
 # run says so in one line, report.json's job carries it, and the drift is
 # the one of the explicit run. A frame of unknown direction among known ones
-# and an angle the run cannot take are refused in one line naming the frame,
-# exit 2, nothing written.
+# is refused in one line naming the frame, exit 2, nothing written; frames
+# 45° apart are taken from the file and registered like a given 0,45.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 cd "$WORK"
@@ -33,7 +33,16 @@ PY
 ! grep -q "scan rotations from the file" own.log || die "the file's rotations overrode the given one"
 grep -q "registration failed" own.log || { cat own.log; die "the given rotation 0 was not the one run"; }
 
-for case in "unknown:frame 3: its scan rotation is unknown" "oblique:frame 1 is scanned at 45"; do
+"$ENGINE" register oblique.emd --out oblique --threads 2 --auto-scan-distortion off --progress plain >oblique.log 2>&1 ||
+  { cat oblique.log; die "register on the file's rotations 0,45 failed"; }
+grep -q "scan rotations from the file's Velox Scan metadata: 0,45 deg" oblique.log ||
+  { cat oblique.log; die "the run did not say it took the file's rotations 0,45"; }
+"$ENGINE" register oblique.emd --out oblique_given --threads 2 --auto-scan-distortion off --scan-rotation 0,45 \
+  --progress none
+cmp -s oblique/drift.csv oblique_given/drift.csv || die "the file's 0,45 and the given 0,45 register differently"
+echo "ok: the file's rotations 0,45 taken: $(grep -o 'scan rotations from the file.*deg' oblique.log)"
+
+for case in "unknown:frame 3: its scan rotation is unknown"; do
   name=${case%%:*} want=${case#*:}
   rc=0
   "$ENGINE" register "$name.emd" --out "out_$name" --threads 2 --progress none 2>"$name.err" || rc=$?
