@@ -23,20 +23,17 @@ for d in one three; do
   [ "$(wc -l < "$d/lines.csv")" -eq $((12 * 128 + 1)) ] || die "$d: lines.csv should have one row per line"
 done
 
-python3 - <<'PY' || die "per-line drift or rank agreement"
-import csv, json, math
+TESTS_DIR="$TESTS_DIR" python3 - <<'PY' || die "per-line drift or rank agreement"
+import csv, json, os, sys
 def rows(p): return list(csv.DictReader(open(p)))
 one, three, truth = rows("one/lines.csv"), rows("three/lines.csv"), rows("s_lines_truth.csv")
 worst = max(abs(float(a[k]) - float(b[k])) for a, b in zip(one, three) for k in ("dx", "dy", "jitter"))
 assert worst <= 0.01, f"1 and 3 ranks differ by {worst} px"
-def rms(est):  # gauge: the mean difference removed
-    ex = [e[0] - float(t["dx"]) for e, t in zip(est, truth)]
-    ey = [e[1] - float(t["dy"]) for e, t in zip(est, truth)]
-    mx, my = sum(ex) / len(ex), sum(ey) / len(ey)
-    return math.sqrt(sum((a - mx) ** 2 + (b - my) ** 2 for a, b in zip(ex, ey)) / len(ex))
-corrected = rms([(float(r["dx"]), float(r["dy"])) for r in one])
+sys.path.insert(0, os.environ["TESTS_DIR"])
+from line_errors import drift_rms
+corrected = drift_rms([(float(r["dx"]), float(r["dy"])) for r in one], truth)
 rigid_by_frame = {int(r["frame"]): (float(r["dx"]), float(r["dy"])) for r in rows("one/drift.csv")}
-rigid = rms([rigid_by_frame[int(r["frame"])] for r in one])
+rigid = drift_rms([rigid_by_frame[int(r["frame"])] for r in one], truth)
 print(f"per-line drift error: corrected {corrected:.4f} px, rigid {rigid:.4f} px")
 assert rigid > 0.5 and corrected < 0.2 and corrected < 0.3 * rigid
 report = json.load(open("one/report.json"))["scan_distortion"]

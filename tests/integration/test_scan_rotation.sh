@@ -91,34 +91,20 @@ TIMING=(--scan-dwell 2e-6 --line-flyback 0.25)
 "${MPIRUN[@]}" -np 2 "$ENGINE" register sd.tif --out sd-2 --threads 1 --scan-distortion "${TIMING[@]}" \
   --scan-rotation 0,90,180,270 --progress none
 head -1 sd-1/lines.csv | grep -q ',angle_deg$' || die "lines.csv without its angle_deg column"
-python3 - <<'PY' || die "scan distortion across directions"
-import collections, csv, math
+read -r corrected rigid jitter zero angles < <(python3 "$TESTS_DIR/line_errors.py" sd-1 sd_lines_truth.csv) ||
+  die "scan distortion across directions: no line errors"
+ranks=$(python3 - <<'PY'
+import csv
 rows = lambda p: list(csv.DictReader(open(p)))
-one, two, truth = rows("sd-1/lines.csv"), rows("sd-2/lines.csv"), rows("sd_lines_truth.csv")
-ranks = max(abs(float(a[k]) - float(b[k])) for a, b in zip(one, two) for k in ("dx", "dy", "jitter"))
-def rms(est):  # gauge: the mean difference removed
-    ex = [e[0] - float(t["dx"]) for e, t in zip(est, truth)]
-    ey = [e[1] - float(t["dy"]) for e, t in zip(est, truth)]
-    mx, my = sum(ex) / len(ex), sum(ey) / len(ey)
-    return math.sqrt(sum((a - mx) ** 2 + (b - my) ** 2 for a, b in zip(ex, ey)) / len(ex))
-corrected = rms([(float(r["dx"]), float(r["dy"])) for r in one])
-by_frame = {int(r["frame"]): (float(r["dx"]), float(r["dy"])) for r in rows("sd-1/drift.csv")}
-rigid = rms([by_frame[int(r["frame"])] for r in one])
-frames = collections.defaultdict(list)
-for e, t in zip(one, truth):
-    frames[e["frame"]].append((float(e["jitter"]), float(t["jitter"])))
-err = zero = n = 0.0
-for v in frames.values():  # each frame's mean jitter is drift to any estimate
-    m = sum(t for _, t in v) / len(v)
-    for e, t in v:
-        err, zero, n = err + (e - (t - m)) ** 2, zero + (t - m) ** 2, n + 1
-err, zero = math.sqrt(err / n), math.sqrt(zero / n)
-angles = sorted({r["angle_deg"] for r in one}, key=float)
-print(f"per-line drift error {corrected:.4f} px (rigid {rigid:.4f}), jitter error {err:.4f} px ({zero:.4f} if 0), "
-      f"1 vs 2 ranks {ranks:.5f} px, angles {angles}")
-assert angles == ["0", "90", "180", "270"], angles
-assert corrected < 0.25 * rigid and err < 0.7 * zero and ranks <= 0.01, (corrected, rigid, err, zero, ranks)
+print(max(abs(float(a[k]) - float(b[k])) for a, b in zip(rows("sd-1/lines.csv"), rows("sd-2/lines.csv"))
+          for k in ("dx", "dy", "jitter")))
 PY
+)
+echo "per-line drift error $corrected px (rigid $rigid), jitter error $jitter px ($zero if 0), 1 vs 2 ranks $ranks px," \
+  "angles $angles"
+[ "$angles" = 0,90,180,270 ] || die "lines.csv angles $angles"
+awk "BEGIN{exit !($corrected < 0.25 * $rigid && $jitter < 0.7 * $zero && $ranks <= 0.01)}" ||
+  die "scan distortion across directions: lines $corrected px (rigid $rigid), jitter $jitter ($zero if 0), ranks $ranks"
 
 # Another detector of the same scan: average --lines with the rotations
 # gives the corrected average again.

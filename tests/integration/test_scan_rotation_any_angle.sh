@@ -69,33 +69,12 @@ TIMING=(--scan-dwell 2e-6 --line-flyback 0.25)
 "$ENGINE" synth --frames 12 --size 128x128 --dose 10 --drift-linear 3,1.5 --drift-wobble 1 --wobble-period 4 \
   --jitter 0.3 --seed 3 "${TIMING[@]}" --scan-rotation $ROT --out sd.tif --progress none
 "$ENGINE" register sd.tif --out sd-1 --threads 2 --scan-distortion "${TIMING[@]}" --scan-rotation $ROT --progress none
-python3 - <<'PY' || die "scan distortion off the pixel grid"
-import collections, csv, math
-rows = lambda p: list(csv.DictReader(open(p)))
-one, truth = rows("sd-1/lines.csv"), rows("sd_lines_truth.csv")
-def rms(est):  # gauge: the mean difference removed
-    ex = [e[0] - float(t["dx"]) for e, t in zip(est, truth)]
-    ey = [e[1] - float(t["dy"]) for e, t in zip(est, truth)]
-    mx, my = sum(ex) / len(ex), sum(ey) / len(ey)
-    return math.sqrt(sum((a - mx) ** 2 + (b - my) ** 2 for a, b in zip(ex, ey)) / len(ex))
-corrected = rms([(float(r["dx"]), float(r["dy"])) for r in one])
-by_frame = {int(r["frame"]): (float(r["dx"]), float(r["dy"])) for r in rows("sd-1/drift.csv")}
-rigid = rms([by_frame[int(r["frame"])] for r in one])
-frames = collections.defaultdict(list)
-for e, t in zip(one, truth):
-    frames[e["frame"]].append((float(e["jitter"]), float(t["jitter"])))
-err = zero = n = 0.0
-for v in frames.values():  # each frame's mean jitter is drift to any estimate
-    m = sum(t for _, t in v) / len(v)
-    for e, t in v:
-        err, zero, n = err + (e - (t - m)) ** 2, zero + (t - m) ** 2, n + 1
-err, zero = math.sqrt(err / n), math.sqrt(zero / n)
-angles = sorted({r["angle_deg"] for r in one}, key=float)
-print(f"per-line drift error {corrected:.4f} px (rigid {rigid:.4f}), jitter error {err:.4f} px ({zero:.4f} if 0), "
-      f"angles {angles}")
-assert angles == ["0", "45", "90", "135"], angles
-assert corrected < 0.25 * rigid and err < 0.7 * zero, (corrected, rigid, err, zero)
-PY
+read -r corrected rigid jitter zero angles < <(python3 "$TESTS_DIR/line_errors.py" sd-1 sd_lines_truth.csv) ||
+  die "scan distortion off the pixel grid: no line errors"
+echo "per-line drift error $corrected px (rigid $rigid), jitter error $jitter px ($zero if 0), angles $angles"
+[ "$angles" = 0,45,90,135 ] || die "lines.csv angles $angles"
+awk "BEGIN{exit !($corrected < 0.25 * $rigid && $jitter < 0.7 * $zero)}" ||
+  die "scan distortion off the pixel grid: lines $corrected px (rigid $rigid), jitter $jitter ($zero if 0)"
 
 # A non-square frame turned off the grid: one line naming the frame, exit 2.
 "$ENGINE" synth --frames 4 --size 96x64 --dose 8 --seed 1 --out wide.tif --progress none
