@@ -127,8 +127,7 @@ class FrameTableModel : public QAbstractTableModel {
   // "90° ↓": the angle and the arrow nearest the fast axis (x right, y down;
   // eighths of a turn, so 30° shows ↘).
   static QString scan_text(double deg) {
-    static const char* arrows[8] = {"\u2192", "\u2198", "\u2193", "\u2199",
-                                    "\u2190", "\u2196", "\u2191", "\u2197"};
+    static const char* arrows[8] = {"\u2192", "\u2198", "\u2193", "\u2199", "\u2190", "\u2196", "\u2191", "\u2197"};
     if (!std::isfinite(deg)) return QString::fromUtf8("%1\u00b0").arg(deg, 0, 'g', 4);
     const int eighth = static_cast<int>(std::fmod(std::fmod(std::round(deg / 45.0), 8.0) + 8.0, 8.0));
     return QString::fromUtf8("%1\u00b0 ").arg(deg, 0, 'g', 4) + QString::fromUtf8(arrows[eighth]);
