@@ -158,14 +158,8 @@ RegistrationSettings within_covered_square(const FrameSource& frames, const Regi
             y0 = static_cast<int>(std::ceil((h - 1) / 2.0 - half));
   const int x1 = static_cast<int>(std::floor((w - 1) / 2.0 + half)),
             y1 = static_cast<int>(std::floor((h - 1) / 2.0 + half));
-  Roi covered{x0, y0, x1 - x0 + 1, y1 - y0 + 1};
+  const Roi covered = intersection(settings.roi, Roi{x0, y0, x1 - x0 + 1, y1 - y0 + 1});
   RegistrationSettings out = settings;
-  if (!settings.roi.whole_frame()) {
-    const Roi& r = settings.roi;
-    const int ax = std::max(r.x, covered.x), ay = std::max(r.y, covered.y);
-    const int bx = std::min(r.x + r.w, covered.x + covered.w), by = std::min(r.y + r.h, covered.y + covered.h);
-    covered = Roi{ax, ay, bx - ax, by - ay};
-  }
   if (covered.w < 8 || covered.h < 8)
     throw bad_input("registration: the square every frame covers at scan rotations " +
                     scan_rotation_text(turned->rotations_deg()) + " deg" +
