@@ -37,6 +37,34 @@ std::vector<Range> my_ranges(std::size_t per_rank) {
   return v;
 }
 
+// The element an application takes in the reduce: the left one when a single
+// element joins a run from the left, else the right one.
+std::int64_t element_taken(const Range& a, const Range& b) {
+  return (a.first == a.last && b.first != b.last) ? a.first : b.last;
+}
+
+// Runs the scan of this rank's `per_rank` ranges on `threads` threads (the
+// dissemination global scan, reduce-then-scan, stealing as given), each
+// application first sleeping `pause_ms(a, b, offset)` ms (offset: this rank's
+// first index); checks every prefix is the sequential one and gathers the
+// trace on rank 0.
+template <class PauseMs>
+ScanTrace run_paused(std::size_t per_rank, std::size_t threads, bool stealing, PauseMs pause_ms) {
+  WorkStealingScan scan(MPI_COMM_WORLD, ScanOptions{GlobalScanAlgorithm::dissemination, LocalStrategy::reduce_then_scan,
+                                                    stealing, int(threads)});
+  ScanTrace trace;
+  const std::int64_t offset = static_cast<std::int64_t>(per_rank) * world_rank();
+  auto op = [&](const Range& a, const Range& b) {
+    if (a.last + 1 != b.first) throw failure("not adjacent");
+    if (const int ms = pause_ms(a, b, offset); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    return Range{a.first, b.last};
+  };
+  std::vector<Range> got = scan.run(my_ranges(per_rank), op, &trace);
+  for (std::size_t k = 0; k < per_rank; ++k) EXPECT_EQ(got[k], (Range{0, offset + std::int64_t(k)}));
+  gather_trace(trace, MPI_COMM_WORLD);
+  return trace;
+}
+
 }  // namespace
 
 // Elements of thread 0's static segment cost 2 ms, all others nothing: thread
@@ -44,19 +72,9 @@ std::vector<Range> my_ranges(std::size_t per_rank) {
 // segments as stealing left them (so the slow elements are split too).
 TEST(ScanStealing, FastThreadTakesOverSlowNeighboursElements) {
   const std::size_t per_rank = 60, threads = 3;
-  WorkStealingScan scan(MPI_COMM_WORLD, ScanOptions{GlobalScanAlgorithm::dissemination, LocalStrategy::reduce_then_scan,
-                                                    true, int(threads)});
-  ScanTrace trace;
-  const std::int64_t offset = static_cast<std::int64_t>(per_rank) * world_rank();
-  auto op = [&](const Range& a, const Range& b) {
-    if (a.last + 1 != b.first) throw failure("not adjacent");
-    const std::int64_t k = (a.first == a.last && b.first != b.last) ? a.first : b.last;  // element taken
-    if (k - offset < 20) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    return Range{a.first, b.last};
-  };
-  std::vector<Range> got = scan.run(my_ranges(per_rank), op, &trace);
-  for (std::size_t k = 0; k < per_rank; ++k) EXPECT_EQ(got[k], (Range{0, offset + std::int64_t(k)}));
-  gather_trace(trace, MPI_COMM_WORLD);
+  const ScanTrace trace = run_paused(per_rank, threads, true, [](const Range& a, const Range& b, std::int64_t offset) {
+    return element_taken(a, b) - offset < 20 ? 2 : 0;
+  });
 
   if (world_rank() == 0) {
     ScanSummary s = trace.summary();
@@ -100,18 +118,9 @@ TEST(ScanStealing, FastThreadTakesOverSlowNeighboursElements) {
 // (Static segments, so that step is certainly thread 2's.)
 TEST(ScanStealing, FinalPhaseDoesNotWaitForSlowestSibling) {
   const std::size_t per_rank = 30, threads = 3;
-  WorkStealingScan scan(MPI_COMM_WORLD, ScanOptions{GlobalScanAlgorithm::dissemination, LocalStrategy::reduce_then_scan,
-                                                    false, int(threads)});
-  ScanTrace trace;
-  const std::int64_t offset = static_cast<std::int64_t>(per_rank) * world_rank();
-  auto op = [&](const Range& a, const Range& b) {
-    if (a.last + 1 != b.first) throw failure("not adjacent");
-    if (a.first == offset + 20 && b.last == offset + 29) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    return Range{a.first, b.last};
-  };
-  std::vector<Range> got = scan.run(my_ranges(per_rank), op, &trace);
-  for (std::size_t k = 0; k < per_rank; ++k) EXPECT_EQ(got[k], (Range{0, offset + std::int64_t(k)}));
-  gather_trace(trace, MPI_COMM_WORLD);
+  const ScanTrace trace = run_paused(per_rank, threads, false, [](const Range& a, const Range& b, std::int64_t offset) {
+    return a.first == offset + 20 && b.last == offset + 29 ? 300 : 0;
+  });
   if (world_rank() == 0) {
     double thread1_final_start = 1e300, thread2_reduce_end = 0.0;
     for (const auto& rec : trace.records()) {
@@ -134,20 +143,10 @@ TEST(ScanStealing, FinalPhaseDoesNotWaitForSlowestSibling) {
 // with it, on another thread, and the prefixes are the sequential ones.
 TEST(ScanStealing, IdleThreadStartsABusySiblingsFinalPhase) {
   const std::size_t per_rank = 30, threads = 3;
-  WorkStealingScan scan(MPI_COMM_WORLD, ScanOptions{GlobalScanAlgorithm::dissemination, LocalStrategy::reduce_then_scan,
-                                                    true, int(threads)});
-  ScanTrace trace;
-  const std::int64_t offset = static_cast<std::int64_t>(per_rank) * world_rank();
-  auto op = [&](const Range& a, const Range& b) {
-    if (a.last + 1 != b.first) throw failure("not adjacent");
-    const std::int64_t k = ((a.first == a.last && b.first != b.last) ? a.first : b.last) - offset;
-    if (k == 10) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    else if (k < 10) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    return Range{a.first, b.last};
-  };
-  std::vector<Range> got = scan.run(my_ranges(per_rank), op, &trace);
-  for (std::size_t k = 0; k < per_rank; ++k) EXPECT_EQ(got[k], (Range{0, offset + std::int64_t(k)}));
-  gather_trace(trace, MPI_COMM_WORLD);
+  const ScanTrace trace = run_paused(per_rank, threads, true, [](const Range& a, const Range& b, std::int64_t offset) {
+    const std::int64_t k = element_taken(a, b) - offset;
+    return k == 10 ? 300 : k < 10 ? 20 : 0;
+  });
   if (world_rank() == 0) {
     const ScanRecord* reduced = nullptr;  // the reduce's application of element 10
     const ScanRecord* prefix = nullptr;   // the final phase's application ending on it
