@@ -179,3 +179,26 @@ TEST(ScanRankStealing, ALeftRanksBlockEndsOnAnElementItTookLast) {
     EXPECT_EQ(elsewhere, 0) << "rank " << q << "'s element 20 was applied by another rank";
   }
 }
+
+// A rank without elements before ranks with elements: nobody on it takes
+// from the gap to its right, so the right rank must take all of it.
+TEST(ScanRankStealing, AnEmptyRankLeavesItsNeighboursHeadToIt) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  const std::size_t per_rank = 12;
+  const std::size_t mine = world_rank() == 0 ? 0 : per_rank;
+  std::vector<Mat> all;
+  for (std::int64_t k = 0; k < static_cast<std::int64_t>(per_rank) * (world_size() - 1); ++k) all.push_back(element(k));
+  const std::vector<Mat> expected = sequential_inclusive_scan(all, product);
+  const std::int64_t offset = world_rank() == 0 ? 0 : static_cast<std::int64_t>(per_rank) * (world_rank() - 1);
+  std::vector<Mat> block;
+  for (std::size_t k = 0; k < mine; ++k) block.push_back(element(offset + std::int64_t(k)));
+  for (int threads : {1, 2, 3}) {
+    ScanOptions options{GlobalScanAlgorithm::dissemination, LocalStrategy::reduce_then_scan, true, threads};
+    options.between_ranks = true;
+    WorkStealingScan scan(MPI_COMM_WORLD, options);
+    const std::vector<Mat> got = scan.run(block, product);
+    ASSERT_EQ(got.size(), mine);
+    for (std::size_t k = 0; k < mine; ++k)
+      EXPECT_EQ(got[k], expected[std::size_t(offset) + k]) << "rank " << world_rank() << " element " << k;
+  }
+}

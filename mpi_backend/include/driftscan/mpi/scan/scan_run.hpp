@@ -286,8 +286,10 @@ class ScanRun {
   // last element is charged by each level of its tree and each global round.
   // Not between threads: there the end is charged once or twice, and the
   // left thread's extra element cost more than it saved (case B: 0.84-0.86
-  // against 0.87-0.88 along the line).
-  bool leave_last_left(std::size_t t) const { return t == 0 && line_ && rank_ > 0; }
+  // against 0.87-0.88 along the line). Only when the rank before sent its
+  // tail: a rank without elements has no thread to take the element (and
+  // one whose tail is empty, one element per thread, loses nothing).
+  bool leave_last_left(std::size_t t) const { return t == 0 && line_ && rank_ > 0 && !left_.empty(); }
 
   // Master, after the parallel region: the final prefixes of the elements
   // taken from a neighbour go back to it, and this rank's elements taken by
