@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <numeric>
@@ -50,6 +51,7 @@ struct ScanBenchOptions {
   std::string strategy = "all";  // scan-then-map | reduce-then-scan | work-stealing | all
   int repeat = 3;                // runs per configuration; the median makespan is reported
   bool between_ranks = false;    // work-stealing: also between neighbouring ranks (rank_line.hpp)
+  std::string trace_out;         // file for the last work-stealing run's trace (JSON), if any
 };
 
 // The scanned element: the range of global element indices a result covers.
@@ -172,6 +174,12 @@ RunResult run_once(RunContext& ctx, const ScanBenchOptions& o, SleepOperator& op
   std::vector<Span> result = scan.run(
       block, [&op](const Span& a, const Span& b) { return op(a, b); }, &trace);
   gather_trace(trace, ctx.comm);
+  // The last work-stealing run's trace, for timelines (which thread applied what, when).
+  if (!o.trace_out.empty() && ctx.rank == 0 && scan_options.work_stealing) {
+    std::ofstream file(o.trace_out);
+    file << trace.to_json().dump() << '\n';
+    if (!file) throw failure("scan-bench: cannot write " + o.trace_out);
+  }
 
   int wrong = 0;
   for (std::size_t k = 0; k < per_rank; ++k)
@@ -323,6 +331,9 @@ const CommandRegistrar registrar(
        app.add_option("--strategy", o->strategy, "scan-then-map, reduce-then-scan, work-stealing or all");
        app.add_flag("--between-ranks", o->between_ranks,
                     "work-stealing: steal between neighbouring ranks too (when they share a node)");
+       app.add_option("--trace-out", o->trace_out,
+                      "Write the last work-stealing run's trace (every application: rank, thread, phase, "
+                      "elements, start/end) as JSON");
        return [o](RunContext& ctx) { return run_bench(ctx, *o); };
      }});
 

@@ -132,3 +132,73 @@ TEST(ScanRankStealing, OffKeepsEachRankToItsBlock) {
   for (std::size_t k = 0; k < per_rank; ++k) EXPECT_EQ(got[k], expected[per_rank * std::size_t(world_rank()) + k]);
   EXPECT_EQ(moved, 0);
 }
+
+// Where two ranks meet, the left rank's last element is one it took as the
+// last of the gap, not one it was stuck on while the right rank emptied the
+// gap: every combine with the rank's sum as the right operand (its tree, each
+// global round) pays that element again (StealingView::leave_last_left).
+// Two threads per rank, 24 elements: each rank's last thread starts at its
+// element 18 and first takes 19, which costs 300 ms; the right neighbour
+// (whose own first 6 elements, in the same gap, cost 20 ms each, so it gets
+// there after 19 is taken) takes the rest of the gap in the meantime, except element 20, which the
+// stuck rank takes after 19 and ends its block on. Without the rule the
+// neighbour takes 20 too.
+TEST(ScanRankStealing, ALeftRanksBlockEndsOnAnElementItTookLast) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  const std::size_t per_rank = 24;
+  const std::vector<Mat> expected = sequential(per_rank);
+  const std::int64_t offset = static_cast<std::int64_t>(per_rank) * world_rank();
+  std::vector<Mat> block;
+  for (std::size_t k = 0; k < per_rank; ++k) block.push_back(element(offset + std::int64_t(k)));
+  ScanOptions options{GlobalScanAlgorithm::dissemination, LocalStrategy::reduce_then_scan, true, 2};
+  options.between_ranks = true;
+  WorkStealingScan scan(MPI_COMM_WORLD, options);
+  const auto local = [&](std::int64_t k) { return k % static_cast<std::int64_t>(per_rank); };
+  std::mutex mutex;
+  std::vector<int> applied_here(std::size_t(world_size()), 0);  // rank q's element 20, applied on this rank
+  auto op = [&](const Mat& a, const Mat& b) {
+    const std::int64_t k = element_taken(a, b);
+    if (k >= 0 && local(k) == 19 && k / std::int64_t(per_rank) + 1 < world_size())
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (k >= std::int64_t(per_rank) && local(k) < 6)  // so the neighbour reaches the gap after 19 is taken
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (k >= 0 && local(k) == 20) {
+      std::lock_guard<std::mutex> lock(mutex);
+      applied_here[std::size_t(k / std::int64_t(per_rank))] = 1;
+    }
+    return product(a, b);
+  };
+  const std::vector<Mat> got = scan.run(block, op);
+  for (std::size_t k = 0; k < per_rank; ++k) EXPECT_EQ(got[k], expected[std::size_t(offset) + k]);
+  for (int q = 0; q + 1 < world_size(); ++q) {
+    int on_owner = q == world_rank() ? applied_here[std::size_t(q)] : 0;
+    int elsewhere = q == world_rank() ? 0 : applied_here[std::size_t(q)];
+    MPI_Allreduce(MPI_IN_PLACE, &on_owner, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &elsewhere, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    EXPECT_EQ(on_owner, 1) << "rank " << q << " did not apply its element 20";
+    EXPECT_EQ(elsewhere, 0) << "rank " << q << "'s element 20 was applied by another rank";
+  }
+}
+
+// A rank without elements before ranks with elements: nobody on it takes
+// from the gap to its right, so the right rank must take all of it.
+TEST(ScanRankStealing, AnEmptyRankLeavesItsNeighboursHeadToIt) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  const std::size_t per_rank = 12;
+  const std::size_t mine = world_rank() == 0 ? 0 : per_rank;
+  std::vector<Mat> all;
+  for (std::int64_t k = 0; k < static_cast<std::int64_t>(per_rank) * (world_size() - 1); ++k) all.push_back(element(k));
+  const std::vector<Mat> expected = sequential_inclusive_scan(all, product);
+  const std::int64_t offset = world_rank() == 0 ? 0 : static_cast<std::int64_t>(per_rank) * (world_rank() - 1);
+  std::vector<Mat> block;
+  for (std::size_t k = 0; k < mine; ++k) block.push_back(element(offset + std::int64_t(k)));
+  for (int threads : {1, 2, 3}) {
+    ScanOptions options{GlobalScanAlgorithm::dissemination, LocalStrategy::reduce_then_scan, true, threads};
+    options.between_ranks = true;
+    WorkStealingScan scan(MPI_COMM_WORLD, options);
+    const std::vector<Mat> got = scan.run(block, product);
+    ASSERT_EQ(got.size(), mine);
+    for (std::size_t k = 0; k < mine; ++k)
+      EXPECT_EQ(got[k], expected[std::size_t(offset) + k]) << "rank " << world_rank() << " element " << k;
+  }
+}
