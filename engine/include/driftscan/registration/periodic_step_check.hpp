@@ -8,7 +8,11 @@
 // be such an alias (over a quarter of the lattice vector), lies more than
 // half a lattice vector from the previous step, and the two steps before it
 // agree (so the prediction is not an alias itself), the pair is searched
-// again about the previous step and the nearer of the two is kept.
+// again about the previous step and the nearer of the two is kept. (An alias
+// of a true step t is at least L - |t| long, L the lattice vector: the
+// quarter-period gate catches true steps up to three quarters of L, and the
+// search about the prediction finds them when the drift's step changed by
+// less than L/2 from one frame to the next.)
 //
 // Only frames before k are read, so a live follow, which registers frame k
 // when it arrives, finds what a batch run finds. The two earlier steps are
