@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "driftscan/core/error.hpp"
 #include "driftscan/registration/registration_operator.hpp"
@@ -159,4 +160,42 @@ TEST(RegistrationOperator, SettingsAreChecked) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/mask.tif"), std::string::npos) << e.what();
   }
+}
+
+// A lattice of period 9 whose drift takes one step past half a period (the
+// pair search's bound): frames 0, 3, 6, 9, 14, 17, 20 of a series drifting
+// (1.2, 0.24) px a frame, so steps of (3.6, 0.72) px and one of (6, 1.2) px.
+// That step alone matches a lattice vector away as well inside the bound;
+// the steps before it predict it, and the element is searched about them.
+TEST(RegistrationOperator, AStepPastHalfALatticePeriodIsFoundFromThePreviousSteps) {
+  SynthOptions o = noisy(21, 128);
+  o.drift_step = 0;
+  o.drift_linear_x = 1.2;
+  o.drift_linear_y = 0.24;
+  SyntheticSeries s(o);
+  const std::vector<std::size_t> taken{0, 3, 6, 9, 14, 17, 20};
+  FrameVector frames;
+  for (const std::size_t k : taken) frames.push_back(s.frame(k));
+  auto step = [&](std::size_t j) { return compose(s.truth(taken[j - 1]).inverse(), s.truth(taken[j])); };
+  RegistrationOperator op(frames, RegistrationSettings{});
+  // The pair alone: a lattice vector off (the case is as hard as intended).
+  const PairShift alone = op.pair_plan().execute(frames.frames()[3], frames.frames()[4]);
+  ASSERT_GT(alone.lattice_vector, 0.0);
+  EXPECT_GT(shift_error(alone.transform(), step(4)), 0.5 * alone.lattice_vector);
+  // About the previous step: the true one.
+  const PairShift about = op.pair_plan().execute_about(frames.frames()[3], frames.frames()[4], {3.6, 0.72});
+  EXPECT_LT(shift_error(about.transform(), step(4)), 0.1);
+  // The element finds it; the others are the pairs' own results, untouched.
+  Registration r = op.element(0);
+  for (std::size_t j = 1; j < taken.size(); ++j) {
+    const Registration e = op.element(j);
+    EXPECT_LT(shift_error(e.transform, step(j)), 0.1) << "element " << j;
+    if (j != 4) {
+      const PairShift p = op.pair_plan().execute(frames.frames()[j - 1], frames.frames()[j]);
+      EXPECT_EQ(e.transform.tx, p.dx) << "element " << j;
+      EXPECT_EQ(e.transform.ty, p.dy) << "element " << j;
+    }
+    r = op(r, e);
+  }
+  EXPECT_LT(shift_error(r.transform, s.truth(taken.back())), 0.1);  // no lattice vector in the chain
 }

@@ -292,6 +292,22 @@ IntegerPeak find_integer_peak(const State& s, const Correlation& corr, double ra
   return p;
 }
 
+// Integer peak within the max-shift bound and the circle of `radius` about
+// the integer shift (cx, cy): the search about a predicted shift
+// (execute_about). The circle about (0, 0) is find_integer_peak's.
+IntegerPeak find_integer_peak_about(const State& s, const Correlation& corr, double radius, int cx, int cy) {
+  IntegerPeak p;
+  const int reach = static_cast<int>(std::ceil(radius));
+  for (int sy = std::max(-s.max_sy, cy - reach); sy <= std::min(s.max_sy, cy + reach); ++sy)
+    for (int sx = std::max(-s.max_sx, cx - reach); sx <= std::min(s.max_sx, cx + reach); ++sx) {
+      const double ddx = sx - cx, ddy = sy - cy;
+      if (ddx * ddx + ddy * ddy >= radius * radius) continue;
+      const float v = corr.at(sx, sy);
+      if (v > p.value) p.value = v, p.x = sx, p.y = sy;
+    }
+  return p;
+}
+
 // Peak-to-sidelobe ratio over the surface without the 5x5 around the
 // peak; second peak: the highest other local maximum.
 void sidelobe_measures(const Correlation& corr, const IntegerPeak& peak, PairShift& out) {
@@ -449,7 +465,13 @@ double PairRegistrationPlan::significance_threshold(double samples) {
   return m + 9.2 / m;
 }
 
-PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const {
+PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const { return search(fi, fk, nullptr); }
+
+PairShift PairRegistrationPlan::execute_about(const Frame& fi, const Frame& fk, Point predicted) const {
+  return search(fi, fk, &predicted);
+}
+
+PairShift PairRegistrationPlan::search(const Frame& fi, const Frame& fk, const Point* about) const {
   const State& s = *state_;
   for (const Frame* f : {&fi, &fk}) check_frame_size(*f, width_, height_);
   Scratch& scratch = thread_scratch(s);
@@ -477,11 +499,22 @@ PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const 
   std::copy(R.begin(), R.end(), A.data());
   s.fft.inverse(A.data(), a.data());
   const Correlation corr{a.data(), s.w, s.h};
-  const IntegerPeak peak = find_integer_peak(s, corr, radius);
+  const bool about_prediction = about && std::isfinite(radius);  // not periodic: the whole bound, as execute()
+  const int cx = about_prediction ? static_cast<int>(std::lround(about->x)) : 0;
+  const int cy = about_prediction ? static_cast<int>(std::lround(about->y)) : 0;
+  const IntegerPeak peak =
+      about_prediction ? find_integer_peak_about(s, corr, radius, cx, cy) : find_integer_peak(s, corr, radius);
+  if (!(peak.value > -INFINITY)) {  // the circle lies outside the max-shift bound: nothing searched
+    PairShift none;
+    none.lattice_vector = lattice;
+    none.at_bound = true;
+    none.significant = false;
+    return none;
+  }
   const int px = peak.x, py = peak.y;
   PairShift out;
   out.lattice_vector = lattice;
-  out.at_bound = std::abs(px) == s.max_sx || std::abs(py) == s.max_sy || std::hypot(px, py) > radius - 1.5;
+  out.at_bound = std::abs(px) == s.max_sx || std::abs(py) == s.max_sy || std::hypot(px - cx, py - cy) > radius - 1.5;
   sidelobe_measures(corr, peak, out);
   // Significance: the peak's correlation coefficient against the standard
   // deviation of frames sharing no content, for the number of independent

@@ -10,6 +10,7 @@
 #include "driftscan/core/error.hpp"
 #include "driftscan/core/scan_rotation.hpp"
 #include "driftscan/formats/tiff/tiff_series.hpp"
+#include "driftscan/registration/periodic_step_check.hpp"
 #include "driftscan/spectra/power_spectrum.hpp"
 
 namespace driftscan {
@@ -363,6 +364,7 @@ Registration RegistrationOperator::element(std::size_t k) const {
     Frame fg = frames_.frame(k - back);
     if (!unusable_frame_reason(fg).empty()) continue;
     PairShift s = pair_.execute(fg, fk);
+    if (back == 1) s = checked_against_past_steps(pair_, frames_, k, fg, fk, s);
     e.transform = s.transform();
     e.quality = s.psr;
     if (s.at_bound) e.flags |= kPairFailed;

@@ -25,8 +25,9 @@ std::vector<double> relative_scan_rotations(const RecordedRotations& recorded, c
 // `job` with scan.rotation taken from the file (rule above) when the job
 // gives none, or the given values relative to the first when it does; `said` gets the line that tells the user (empty:
 // nothing changed). Only formats that record the scan in their index are opened for it (DM, EMD: format_reader.hpp's
-// scan_clock_in_index); an unreadable input is left to the caller's checks; a rotation the run cannot take (not a
-// multiple of 90°) is bad input naming the file and the frame.
+// scan_clock_in_index); an unreadable input is left to the caller's checks. Any angle is taken (frames off the pixel
+// grid are turned back by DerotatedSource); a frame with no recorded angle among frames with one is bad input naming
+// the file and the frame (relative_scan_rotations).
 Job with_recorded_rotations(const Job& job, std::string& said);
 
 }  // namespace driftscan

@@ -90,6 +90,13 @@ class PairRegistrationPlan {
   // f_i reference, f_k moving; both width x height. Throws bad_input for a
   // frame of the wrong size, with non-finite pixels or no contrast.
   PairShift execute(const Frame& fi, const Frame& fk) const;
+  // The same with the peak searched about `predicted` (px) instead of about
+  // no shift: on a periodic frame, within half the shortest lattice vector of
+  // it (so a step that drift took past half a period is found when it is
+  // predicted within half a period); else within the max-shift bound as
+  // execute(). at_bound is measured from the prediction. A prediction whose
+  // circle lies outside the max-shift bound gives an insignificant shift.
+  PairShift execute_about(const Frame& fi, const Frame& fk, Point predicted) const;
 
   int width() const { return width_; }
   int height() const { return height_; }
@@ -104,6 +111,8 @@ class PairRegistrationPlan {
   struct State;
 
  private:
+  PairShift search(const Frame& fi, const Frame& fk, const Point* about) const;
+
   int width_, height_;
   PairRegistrationOptions options_;
   std::shared_ptr<const State> state_;
