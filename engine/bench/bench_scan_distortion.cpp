@@ -16,7 +16,8 @@
 // an affine map plus gain and offset (so the choice of reference frame costs nothing) and taking the residual RMS over
 // the specimen region every frame covers (in counts). Also printed: per-line drift and jitter error (and the line
 // fits' own predicted precision, a floor for the jitter error), each line's fast-axis position error (path and jitter
-// together: what the average sees, whichever of the two carries it), rounds, wall time
+// together: what the average sees, whichever of the two carries it) and its part common to the lines that show one
+// specimen row (what the average keeps as a warp; independent errors average out), rounds, wall time
 // and process CPU time (the honest figure on a shared machine with --threads 1)
 // of the estimate against the rigid run.
 //
@@ -315,6 +316,10 @@ double row_gauge_floor(const SyntheticSeries& s) {
 struct Errors {
   double line_drift = 0, rigid_line_drift = 0, jitter = 0, jitter_zero = 0;
   double position = 0;  // each line's fast-axis position, path plus jitter (what the average sees)
+  // Its part common to the lines that show one specimen row (binned by the
+  // row and the frame's direction): what the average keeps of it as a warp,
+  // where errors independent between frames average out.
+  double position_common = 0;
 };
 
 Errors line_errors(const SyntheticSeries& s, const ScanModel& m, const std::vector<Point>& rigid) {
@@ -355,6 +360,7 @@ Errors line_errors(const SyntheticSeries& s, const ScanModel& m, const std::vect
   e.jitter_zero = std::sqrt(sum0 / static_cast<double>(count));
   // Position: the path and the jitter together along the fast axis (gauge: the mean removed).
   std::vector<double> dp;
+  std::vector<std::pair<std::pair<long, long>, std::size_t>> rows;  // ((direction, row), index into dp)
   double mean = 0;
   for (std::size_t k = 0; k < s.frame_count(); ++k)
     for (int l = 0; l < t.lines(); ++l) {
@@ -362,6 +368,10 @@ Errors line_errors(const SyntheticSeries& s, const ScanModel& m, const std::vect
       const double tm = t.line_mid_time(k, l);
       const Point est = m.path.at(tm), truth = s.drift_at(tm);
       const double j = m.jitter.empty() ? 0.0 : m.jitter[k][static_cast<std::size_t>(l)];
+      const Point slow{-fast.y, fast.x};
+      rows.push_back({{std::lround(fast.x * 8) * 100 + std::lround(fast.y * 8),
+                       std::lround(truth.x * slow.x + truth.y * slow.y + l)},
+                      dp.size()});
       dp.push_back((est.x - truth.x) * fast.x + (est.y - truth.y) * fast.y + j - s.line_jitter(k, l));
       mean += dp.back();
     }
@@ -369,6 +379,17 @@ Errors line_errors(const SyntheticSeries& s, const ScanModel& m, const std::vect
   double sp = 0;
   for (const double v : dp) sp += (v - mean) * (v - mean);
   e.position = std::sqrt(sp / static_cast<double>(dp.size()));
+  std::sort(rows.begin(), rows.end());
+  double sc = 0;
+  for (std::size_t i = 0; i < rows.size();) {
+    std::size_t j = i;
+    double bin = 0;
+    while (j < rows.size() && rows[j].first == rows[i].first) bin += dp[rows[j++].second] - mean;
+    bin /= static_cast<double>(j - i);
+    sc += bin * bin * static_cast<double>(j - i);
+    i = j;
+  }
+  e.position_common = std::sqrt(sc / static_cast<double>(dp.size()));
   return e;
 }
 
@@ -723,12 +744,12 @@ void run_case(const Case& c, const ScanDistortionSettings& settings, int threads
   std::printf(
       "%-52s  per-line drift error %.4f px (rigid %.4f)  jitter error %.4f px (%.4f if 0, line fit precision %.4f,"
       " Cramer-Rao floor %.4f, with the average's row offsets %.4f, with the specimen learned %.4f)"
-      "  fast-axis line position error %.4f px"
+      "  fast-axis line position error %.4f px (common to a row %.4f px)"
       "  rounds %zu converged %d not followed %zu"
       "  wall rigid %.2f s + correction %.2f s = %.2fx rigid  (cpu %.2f s + %.2f s = %.2fx)  region %zu px\n",
       "", e.line_drift, e.rigid_line_drift, e.jitter, e.jitter_zero, est.jitter_precision_px, floor, single_floor,
-      learned_floor, e.position, est.rounds.size(), est.converged ? 1 : 0, est.not_followed.size(), rigid_wall,
-      corrected_wall, (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu, corrected_cpu,
+      learned_floor, e.position, e.position_common, est.rounds.size(), est.converged ? 1 : 0, est.not_followed.size(),
+      rigid_wall, corrected_wall, (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu, corrected_cpu,
       (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
   print_line_sigma_calibration(s, est);
   if (diagnose_template) print_template_diagnostic(s, frames_in_memory, oracle, case_settings);
