@@ -76,7 +76,7 @@ void SignalLagSums::add_row(int y, const std::array<const float*, 2>& jf, const 
       float v[block] = {};
       const float* base = in + static_cast<std::ptrdiff_t>(X) * stride_;
       for (int t = -r; t <= r; ++t) {
-        const float at = a_[static_cast<std::size_t>(t + r)];
+        const float at = a_[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)];
         for (std::size_t k = 0; k < block; ++k) v[k] += at * base[static_cast<std::ptrdiff_t>(k) * stride_ + t];
       }
       for (std::size_t k = 0; k < block; ++k) hs[X + k] = v[k];
