@@ -37,6 +37,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -427,13 +428,23 @@ void print_line_sigma_calibration(const SyntheticSeries& s, const ScanDistortion
   mean.x /= static_cast<double>(e.size()), mean.y /= static_cast<double>(e.size());
   double zx = 0, zy = 0, zj = 0, sx = 0, sy = 0, sj = 0;
   std::size_t i = 0, nj = 0;
+  // Per scan direction (several directions only): where the path sigma is off.
+  struct ByDirection {
+    double zx = 0, zy = 0, ex = 0, ey = 0, sx = 0, sy = 0;
+    std::size_t n = 0;
+  };
+  std::map<double, ByDirection> by_direction;
   for (std::size_t k = 0; k < s.frame_count(); ++k) {
     double jmean = 0;
     for (int l = 0; l < t.lines(); ++l) jmean += s.line_jitter(k, l) / t.lines();
+    ByDirection& bd = by_direction[s.scan_rotation_deg(k)];
     for (int l = 0; l < t.lines(); ++l, ++i) {
       const Point sig = est.path_sigma.sigma(t.line_mid_time(k, l));
-      zx += std::pow((e[i].x - mean.x) / sig.x, 2), zy += std::pow((e[i].y - mean.y) / sig.y, 2);
+      const double ux = (e[i].x - mean.x) / sig.x, uy = (e[i].y - mean.y) / sig.y;
+      zx += ux * ux, zy += uy * uy;
       sx += sig.x, sy += sig.y;
+      bd.zx += ux * ux, bd.zy += uy * uy, bd.sx += sig.x, bd.sy += sig.y, ++bd.n;
+      bd.ex += (e[i].x - mean.x) * (e[i].x - mean.x), bd.ey += (e[i].y - mean.y) * (e[i].y - mean.y);
       if (k < est.jitter_sigma.size() && static_cast<std::size_t>(l) < est.jitter_sigma[k].size() &&
           est.jitter_sigma[k][static_cast<std::size_t>(l)] > 0) {
         const double sj_l = est.jitter_sigma[k][static_cast<std::size_t>(l)];
@@ -458,6 +469,14 @@ void print_line_sigma_calibration(const SyntheticSeries& s, const ScanDistortion
                                        : "MISS",
       nj ? sj / static_cast<double>(nj) : 0.0, nj);
   line_sigma_range.add(path_z[0], path_z[1], jitter_z, nj > 0);
+  if (by_direction.size() > 1)
+    for (const auto& [deg, bd] : by_direction) {
+      const double m = static_cast<double>(bd.n);
+      std::printf(
+          "%-52s    frames at %g deg: path z-RMS x %.3f y %.3f (error RMS %.4f, %.4f px; mean sigma %.4f, %.4f px)\n",
+          "", deg, std::sqrt(bd.zx / m), std::sqrt(bd.zy / m), std::sqrt(bd.ex / m), std::sqrt(bd.ey / m), bd.sx / m,
+          bd.sy / m);
+    }
 }
 
 // The real ABF image from the optional sample data (the folder named by

@@ -3,6 +3,7 @@
 // uncertainty's values must not change when it stops holding frame-sized buffers).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -112,6 +113,23 @@ TEST(StreamedLagSum, EqualsBoxSumsOfWholeImagesToTheLastBit) {
       const std::vector<double> got = streamed_sums(c, u, first, last, 0);
       for (std::size_t k = 0; k < want.size(); ++k) EXPECT_EQ(want[k], got[k]) << "band only, entry " << k;
     }
+  }
+}
+
+TEST(StreamedLagSum, WindowSumPairIsTwoWindowSumsToTheLastBit) {
+  // The two running sums in one loop must not be merged or reordered by the
+  // compiler: each output bit for bit what window_sum gives its row alone.
+  std::mt19937 rng(5);
+  std::normal_distribution<float> value(0.0f, 3.0f);
+  for (auto [n, lo, hi] : {std::array<int, 3>{64, -4, 4}, {37, 0, 6}, {5, -12, 12}, {128, -1, 0}}) {
+    std::vector<float> a(static_cast<std::size_t>(n)), b(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = value(rng), b[i] = 100.0f * value(rng);
+    std::vector<float> wa(a.size()), wb(a.size()), pa(a.size()), pb(a.size());
+    window_sum(a.data(), wa.data(), n, 1, lo, hi);
+    window_sum(b.data(), wb.data(), n, 1, lo, hi);
+    window_sum_pair(a.data(), pa.data(), b.data(), pb.data(), n, lo, hi);
+    EXPECT_EQ(0, std::memcmp(wa.data(), pa.data(), sizeof(float) * a.size())) << n << " " << lo << ".." << hi;
+    EXPECT_EQ(0, std::memcmp(wb.data(), pb.data(), sizeof(float) * a.size())) << n << " " << lo << ".." << hi;
   }
 }
 

@@ -266,6 +266,45 @@ TEST(DriftUncertainty, SignalLagFactorIsTheNoiseCorrelationTheSignalSees) {
   EXPECT_NEAR(noise_seen_signal_fraction(0.5, 0.3), 0.3 / 1.3, 1e-12);
 }
 
+TEST(DriftUncertainty, SignalLagSumsResetIsANewObject) {
+  // The information pass keeps one SignalLagSums per thread and resets it for
+  // each frame: after a frame of another size, sigma and stride (all rows
+  // added), a frame whose set covers only some rows must give the factor a
+  // new object gives it, bit for bit (no row of the last frame left behind).
+  std::mt19937 rng(9);
+  std::normal_distribution<float> value(0.0f, 1.0f);
+  auto rows = [&](int w, int h) {
+    std::array<std::vector<float>, 4> r;  // jf x, jf y, jg x, jg y
+    for (auto& v : r) {
+      v.resize(static_cast<std::size_t>(w) * h);
+      for (float& x : v) x = value(rng);
+    }
+    for (std::size_t i = 0; i < r[0].size(); ++i) r[2][i] += r[0][i], r[3][i] += r[1][i];  // jg sees jf's signal
+    return r;
+  };
+  auto feed = [](SignalLagSums& s, const std::array<std::vector<float>, 4>& r, int w, int y0, int y1) {
+    for (int y = y0; y <= y1; ++y) {
+      const std::size_t at = static_cast<std::size_t>(y) * w;
+      s.add_row(y, {r[0].data() + at, r[1].data() + at}, {r[2].data() + at, r[3].data() + at});
+    }
+  };
+  const auto first = rows(160, 120);
+  const auto second = rows(96, 80);
+  for (const double sigma : {1.0, 1.8}) {
+    SignalLagSums reused(160, 120, 0.7, 1);
+    feed(reused, first, 160, 0, 119);
+    (void)reused.factor();
+    reused.reset(96, 80, sigma, signal_lag_stride(sigma));
+    feed(reused, second, 96, 10, 70);
+    SignalLagSums fresh(96, 80, sigma, signal_lag_stride(sigma));
+    feed(fresh, second, 96, 10, 70);
+    const std::array<double, 2> a = reused.factor(), b = fresh.factor();
+    EXPECT_EQ(a[0], b[0]) << "sigma " << sigma;
+    EXPECT_EQ(a[1], b[1]) << "sigma " << sigma;
+    EXPECT_GT(std::abs(a[0] - 1.0) + std::abs(a[1] - 1.0), 0.0);  // a factor from the sums, not the fallback
+  }
+}
+
 TEST(DriftUncertainty, CommonShareIsAtTheTrueGainNotTheAttenuatedFit) {
   // Equal dose, counts: the regression of a noisy frame attenuates alpha
   // (0.6 here, beta = 0.4 mean_f takes the rest); the residual's share is

@@ -497,7 +497,7 @@ class LevelSolver {
           lh(std::min(l.ref_.height, 512)),
           lx0(std::clamp((l.qx0_ + l.qx1_) / 2 - lw / 2, 0, l.ref_.width - lw)),
           ly0(std::clamp((l.qy0_ + l.qy1_) / 2 - lh / 2, 0, l.ref_.height - lh)),
-          sums(lw, lh, prefilter_sigma, signal_lag_stride(prefilter_sigma)) {
+          sums(reused_sums(lw, lh, prefilter_sigma)) {
       const auto n = static_cast<std::size_t>(lw);
       jf = {std::vector<float>(n, 0.0f), std::vector<float>(n, 0.0f)};
       jg = jf;
@@ -519,10 +519,17 @@ class LevelSolver {
         std::fill(jg[a].begin(), jg[a].end(), 0.0f);
       }
     }
+    // One SignalLagSums per thread, reset for each frame: its buffers are
+    // frame-sized, and allocating them per frame cost more than using them.
+    static SignalLagSums& reused_sums(int w, int h, double prefilter_sigma) {
+      thread_local SignalLagSums kept(0, 0, 0.0);
+      kept.reset(w, h, prefilter_sigma, signal_lag_stride(prefilter_sigma));
+      return kept;
+    }
     std::size_t tx;
     int lw, lh, lx0, ly0;
     std::array<std::vector<float>, 2> jf, jg;  // the current row
-    SignalLagSums sums;
+    SignalLagSums& sums;
     std::array<double, 6> lag0{};  // sum u_i^2 over the set (noise_information's check of M)
   };
 
@@ -580,6 +587,27 @@ class LevelSolver {
       span_of_row[static_cast<std::size_t>(spans_[i].y)] = static_cast<int>(i);
     SampledRows rows(w);
     std::vector<float> g, col;
+    std::array<float*, 6> u{};
+    residual_ss = 0;
+    A.fill(0);
+    for (const Span& s : spans_) {
+      for (int y = s.y - 1; y <= s.y + 1; ++y) load_row(S, y, rows, span_of_row, g, col);
+      for (int c = 0; c < np_; ++c) u[static_cast<std::size_t>(c)] = out(s.y, c);
+      if (np_ == 2) noise_row<2>(s, rows, pass, gain, offset, u, A, residual_ss, window);
+      else if (np_ == 3) noise_row<3>(s, rows, pass, gain, offset, u, A, residual_ss, window);
+      else noise_row<6>(s, rows, pass, gain, offset, u, A, residual_ss, window);
+      if (window) window->end_row(s.y);
+      done(s.y);
+    }
+  }
+
+  // Span s's pixels for noise_rows, NP parameters known at compile time (the
+  // per-pixel sums held in registers; each sum takes the same terms in the same order).
+  template <int NP>
+  void noise_row(const Span& s, const SampledRows& rows, const Pass& pass, double gain, double offset,
+                 const std::array<float*, 6>& u, std::array<double, 36>& A_out, double& residual_ss_out,
+                 LagWindow* window) const {
+    const int w = ref_.width, h = ref_.height;
     // d(g o S)/dq by the differences the reference's gradients use.
     auto diff = [](float at, float lo, float hi, bool has_lo, bool has_hi) {
       if (has_lo && has_hi) return 0.5 * (hi - lo);
@@ -587,43 +615,41 @@ class LevelSolver {
       if (has_lo) return static_cast<double>(at - lo);
       return 0.0;
     };
-    std::array<float*, 6> u{};
-    residual_ss = 0;
-    A.fill(0);
-    for (const Span& s : spans_) {
-      for (int y = s.y - 1; y <= s.y + 1; ++y) load_row(S, y, rows, span_of_row, g, col);
-      const std::size_t mid = static_cast<std::size_t>(s.y % 3);
-      const std::size_t up = static_cast<std::size_t>((s.y + 2) % 3), down = static_cast<std::size_t>((s.y + 1) % 3);
-      const float *G = rows.G[mid].data(), *W = rows.W[mid].data();
-      const unsigned char* in = rows.in[mid].data();
-      for (int c = 0; c < np_; ++c) u[static_cast<std::size_t>(c)] = out(s.y, c);
-      for (int x = s.x0; x <= s.x1; ++x) {
-        const auto at = static_cast<std::size_t>(x);
-        if (in[at] != 1) continue;
-        const double r = pass.alpha * G[at] + pass.beta - ref_.at(x, s.y);
-        residual_ss += W[at] * r * r;
-        const double rn = gain * G[at] + offset - ref_.at(x, s.y);
-        std::array<double, 6> sf, sg;
-        steepest(x, s.y, sf);
-        const double ggx = diff(G[at], x > 0 ? G[at - 1] : 0.0f, x + 1 < w ? G[at + 1] : 0.0f, x > 0 && in[at - 1],
-                                x + 1 < w && in[at + 1]);
-        const bool has_up = s.y > 0 && rows.in[up][at], has_down = s.y + 1 < h && rows.in[down][at];
-        const double ggy =
-            diff(G[at], has_up ? rows.G[up][at] : 0.0f, has_down ? rows.G[down][at] : 0.0f, has_up, has_down);
-        steepest_from(x, s.y, ggx, ggy, sg);
-        if (window) window->add(x, s.y, W[at], sf, sg);
-        for (int i = 0; i < np_; ++i) {
-          const float ui = static_cast<float>(W[at] * sf[static_cast<std::size_t>(i)] * rn);
-          u[static_cast<std::size_t>(i)][at] = ui;
-          if (window) window->lag0[static_cast<std::size_t>(i)] += static_cast<double>(ui) * ui;
-          for (int j = 0; j < np_; ++j)
-            A[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] +=
-                W[at] * pass.alpha * sf[static_cast<std::size_t>(i)] * sg[static_cast<std::size_t>(j)];
-        }
+    const std::size_t mid = static_cast<std::size_t>(s.y % 3);
+    const std::size_t up = static_cast<std::size_t>((s.y + 2) % 3), down = static_cast<std::size_t>((s.y + 1) % 3);
+    const float *G = rows.G[mid].data(), *W = rows.W[mid].data();
+    const unsigned char* in = rows.in[mid].data();
+    double A[NP * 6];
+    for (int k = 0; k < NP * 6; ++k) A[k] = A_out[static_cast<std::size_t>(k)];
+    double residual_ss = residual_ss_out;
+    std::array<double, 6> lag0{};
+    if (window) lag0 = window->lag0;
+    for (int x = s.x0; x <= s.x1; ++x) {
+      const auto at = static_cast<std::size_t>(x);
+      if (in[at] != 1) continue;
+      const double r = pass.alpha * G[at] + pass.beta - ref_.at(x, s.y);
+      residual_ss += W[at] * r * r;
+      const double rn = gain * G[at] + offset - ref_.at(x, s.y);
+      std::array<double, 6> sf{}, sg{};
+      steepest(x, s.y, sf);
+      const double ggx = diff(G[at], x > 0 ? G[at - 1] : 0.0f, x + 1 < w ? G[at + 1] : 0.0f, x > 0 && in[at - 1],
+                              x + 1 < w && in[at + 1]);
+      const bool has_up = s.y > 0 && rows.in[up][at], has_down = s.y + 1 < h && rows.in[down][at];
+      const double ggy =
+          diff(G[at], has_up ? rows.G[up][at] : 0.0f, has_down ? rows.G[down][at] : 0.0f, has_up, has_down);
+      steepest_from(x, s.y, ggx, ggy, sg);
+      if (window) window->add(x, s.y, W[at], sf, sg);
+      for (int i = 0; i < NP; ++i) {
+        const float ui = static_cast<float>(W[at] * sf[static_cast<std::size_t>(i)] * rn);
+        u[static_cast<std::size_t>(i)][at] = ui;
+        if (window) lag0[static_cast<std::size_t>(i)] += static_cast<double>(ui) * ui;
+        for (int j = 0; j < NP; ++j)
+          A[i * 6 + j] += W[at] * pass.alpha * sf[static_cast<std::size_t>(i)] * sg[static_cast<std::size_t>(j)];
       }
-      if (window) window->end_row(s.y);
-      done(s.y);
     }
+    for (int k = 0; k < NP * 6; ++k) A_out[static_cast<std::size_t>(k)] = A[k];
+    residual_ss_out = residual_ss;
+    if (window) window->lag0 = lag0;
   }
 
   // The warp increment W(delta) as an affine map of level coordinates.

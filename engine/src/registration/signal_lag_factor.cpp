@@ -27,18 +27,29 @@ int signal_lag_stride(double prefilter_sigma) {
   return prefilter_sigma > 0 ? std::max(1, static_cast<int>(std::lround(1.5 * prefilter_sigma))) : 1;
 }
 
-SignalLagSums::SignalLagSums(int width, int height, double prefilter_sigma, int stride)
-    : width_(std::max(0, width)),
-      height_(std::max(0, height)),
-      stride_(std::max(1, stride)),
-      nx_((width_ + stride_ - 1) / stride_),
-      ny_((height_ + stride_ - 1) / stride_) {
+SignalLagSums::SignalLagSums(int width, int height, double prefilter_sigma, int stride) {
+  reset(width, height, prefilter_sigma, stride);
+}
+
+void SignalLagSums::reset(int width, int height, double prefilter_sigma, int stride) {
+  width_ = std::max(0, width);
+  height_ = std::max(0, height);
+  stride_ = std::max(1, stride);
+  nx_ = (width_ + stride_ - 1) / stride_;
+  ny_ = (height_ + stride_ - 1) / stride_;
+  a_.clear();
   if (!(prefilter_sigma > 0)) return;  // factor() = 1: nothing to keep
   // a to 3 of its own sd (sigma sqrt 2): the rest holds 0.3% of its weight.
-  const std::vector<double> full = prefilter_autocorrelation(prefilter_sigma);
-  const int reach = std::min(static_cast<int>(full.size() / 2), static_cast<int>(std::ceil(4.25 * prefilter_sigma)));
-  a_.assign(full.begin() + static_cast<std::ptrdiff_t>(full.size() / 2) - reach,
-            full.begin() + static_cast<std::ptrdiff_t>(full.size() / 2) + reach + 1);
+  if (prefilter_sigma != a_sigma_) {
+    a_sigma_ = prefilter_sigma;
+    const std::vector<double> full = prefilter_autocorrelation(prefilter_sigma);
+    const int reach = std::min(static_cast<int>(full.size() / 2), static_cast<int>(std::ceil(4.25 * prefilter_sigma)));
+    a_kept_.assign(full.begin() + static_cast<std::ptrdiff_t>(full.size() / 2) - reach,
+                   full.begin() + static_cast<std::ptrdiff_t>(full.size() / 2) + reach + 1);
+  }
+  a_ = a_kept_;
+  // assign() keeps the vectors' memory: a reused object zeroes, it does not
+  // allocate (and fault in) three frame-sized buffers per frame.
   const auto nx = static_cast<std::size_t>(nx_);
   for (std::size_t axis = 0; axis < 2; ++axis) {
     hs_[axis].assign(nx * static_cast<std::size_t>(height_), 0.0f);
@@ -54,20 +65,38 @@ void SignalLagSums::add_row(int y, const std::array<const float*, 2>& jf, const 
   const bool on_grid = y % stride_ == 0;
   for (std::size_t axis = 0; axis < 2; ++axis) {
     float* hs = hs_[axis].data() + static_cast<std::size_t>(y) * nx;
-    for (std::size_t X = 0; X < nx; ++X) {
-      const int x = static_cast<int>(X) * stride_;
-      const int lo = std::max(-r, -x), hi = std::min(r, width_ - 1 - x);
-      float v = 0;
-      for (int t = lo; t <= hi; ++t)
-        v += a_[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)] * jg[axis][x + t];
-      hs[X] = v;
-      if (on_grid) {
-        const std::size_t at = static_cast<std::size_t>(y / stride_) * nx + X;
-        jf_[axis][at] = jf[axis][x];
-        jg_[axis][at] = jg[axis][x];
+    const float* in = jg[axis];
+    // Columns whose window lies inside the row, 8 at a time: eight
+    // independent sums (each over t in the same order as the loop below).
+    std::size_t X = 0;
+    constexpr std::size_t block = 8;
+    const auto first_inside = static_cast<std::size_t>((r + stride_ - 1) / stride_);
+    for (; X < first_inside && X < nx; ++X) hs[X] = smoothed_at(in, static_cast<int>(X) * stride_, r);
+    for (; X + block <= nx && static_cast<int>(X + block - 1) * stride_ + r <= width_ - 1; X += block) {
+      float v[block] = {};
+      const float* base = in + static_cast<std::ptrdiff_t>(X) * stride_;
+      for (int t = -r; t <= r; ++t) {
+        const float at = a_[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)];
+        for (std::size_t k = 0; k < block; ++k) v[k] += at * base[static_cast<std::ptrdiff_t>(k) * stride_ + t];
       }
+      for (std::size_t k = 0; k < block; ++k) hs[X + k] = v[k];
+    }
+    for (; X < nx; ++X) hs[X] = smoothed_at(in, static_cast<int>(X) * stride_, r);
+    if (!on_grid) continue;
+    for (std::size_t X2 = 0; X2 < nx; ++X2) {
+      const int x = static_cast<int>(X2) * stride_;
+      const std::size_t at = static_cast<std::size_t>(y / stride_) * nx + X2;
+      jf_[axis][at] = jf[axis][x];
+      jg_[axis][at] = jg[axis][x];
     }
   }
+}
+
+float SignalLagSums::smoothed_at(const float* row, int x, int r) const {
+  const int lo = std::max(-r, -x), hi = std::min(r, width_ - 1 - x);
+  float v = 0;
+  for (int t = lo; t <= hi; ++t) v += a_[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)] * row[x + t];
+  return v;
 }
 
 std::array<double, 2> SignalLagSums::factor() const {
@@ -77,17 +106,22 @@ std::array<double, 2> SignalLagSums::factor() const {
   const auto nx = static_cast<std::size_t>(nx_);
   for (std::size_t axis = 0; axis < 2; ++axis) {
     double lagged = 0, power = 0;
+    std::vector<float> s(nx);
     for (int Y = 0; Y < ny_; ++Y) {
       const int y = Y * stride_;
       const int lo = std::max(-r, -y), hi = std::min(r, height_ - 1 - y);
+      // The column sums of a whole subgrid row at once, t outermost: each
+      // column's sum takes its terms in t order, as one column at a time would.
+      std::fill(s.begin(), s.end(), 0.0f);
+      for (int t = lo; t <= hi; ++t) {
+        const float at = a_[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)];
+        const float* row = hs_[axis].data() + (static_cast<std::size_t>(y) + static_cast<std::size_t>(t)) * nx;
+        for (std::size_t X = 0; X < nx; ++X) s[X] += at * row[X];
+      }
       for (std::size_t X = 0; X < nx; ++X) {
         const float f = jf_[axis][static_cast<std::size_t>(Y) * nx + X];
         if (f == 0.0f) continue;  // outside the overlap: no term
-        float s = 0;
-        for (int t = lo; t <= hi; ++t)
-          s += a_[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)] *
-               hs_[axis][(static_cast<std::size_t>(y) + static_cast<std::size_t>(t)) * nx + X];
-        lagged += static_cast<double>(f) * s;
+        lagged += static_cast<double>(f) * s[X];
         power += static_cast<double>(f) * jg_[axis][static_cast<std::size_t>(Y) * nx + X];
       }
     }

@@ -250,11 +250,39 @@ double unresolved_drift_variance(double s2, double omega, double residual_dof, d
   return std::max(0.0, s2 - omega) * std::max(residual_dof, 0.0) / std::max(total_weight, 1e-300);
 }
 
+// The samples' white scale (omega of white_sample_noise) along x and y.
+// Without fast_axis: estimated along x and y. With it: along each sample's
+// frame's fast and slow axes, each sample's share turned into x and y
+// (f_x^2 omega_fast + f_y^2 omega_slow along x), averaged over the samples
+// the fit uses: frames in several directions carry their jitter along
+// different specimen axes, and pooling along x and y read half of it as drift.
+std::array<double, 2> white_variance_along_axes(const std::vector<DriftSample>& samples, double t_begin, double t_end,
+                                                const std::function<Point(double)>& fast_axis) {
+  if (!fast_axis) return {white_sample_noise(samples, 0).scale, white_sample_noise(samples, 1).scale};
+  const double fast = white_sample_noise(samples, [&](const DriftSample& d) { return fast_axis(d.t); }).scale;
+  const double slow = white_sample_noise(samples, [&](const DriftSample& d) {
+                        const Point f = fast_axis(d.t);
+                        return Point{-f.y, f.x};
+                      }).scale;
+  std::array<double, 2> sum{0.0, 0.0};
+  double used = 0.0;
+  for (const DriftSample& s : samples) {
+    if (!(s.weight > 0.0) || !std::isfinite(s.weight) || !std::isfinite(s.t) || s.t < t_begin || s.t > t_end) continue;
+    const Point f = fast_axis(s.t);
+    sum[0] += f.x * f.x * fast + f.y * f.y * slow;
+    sum[1] += f.y * f.y * fast + f.x * f.x * slow;
+    used += 1.0;
+  }
+  if (!(used > 0.0)) return {0.0, 0.0};
+  return {sum[0] / used, sum[1] / used};
+}
+
 }  // namespace
 
 DriftPathUncertainty DriftPathUncertainty::of(const std::vector<DriftSample>& samples, double t_begin, double t_end,
                                               const DriftPathSettings& settings, std::size_t gauge_count,
-                                              const std::function<double(std::size_t)>& gauge_time) {
+                                              const std::function<double(std::size_t)>& gauge_time,
+                                              const std::function<Point(double)>& fast_axis) {
   const DriftPath path = DriftPath::fit(samples, t_begin, t_end, settings);  // validates; the residuals' path
   DriftPathUncertainty u;
   const std::size_t n = path.coefficient_count();
@@ -289,6 +317,7 @@ DriftPathUncertainty DriftPathUncertainty::of(const std::vector<DriftSample>& sa
     weights_at(std::clamp(gauge_time(g_i), t_begin, t_end), seg, w);
     for (std::size_t i = 0; i < 4; ++i) b[seg + i] += w[i] / static_cast<double>(gauge_count);
   }
+  const std::array<double, 2> white = white_variance_along_axes(samples, t_begin, t_end, fast_axis);
   const double v[3] = {1.0, -2.0, 1.0};
   for (int axis = 0; axis < 2; ++axis) {
     const double smoothing = axis == 1 && settings.smoothing_y > 0.0 ? settings.smoothing_y : settings.smoothing;
@@ -334,7 +363,7 @@ DriftPathUncertainty DriftPathUncertainty::of(const std::vector<DriftSample>& sa
     a.c0 *= s2;
     (axis == 0 ? u.offset_.x : u.offset_.y) = std::sqrt(std::max(0.0, a.c0));
     (axis == 0 ? u.scale_.x : u.scale_.y) = s2;
-    a.nugget = unresolved_drift_variance(s2, white_sample_noise(samples, axis).scale, used - edf, total_weight);
+    a.nugget = unresolved_drift_variance(s2, white[static_cast<std::size_t>(axis)], used - edf, total_weight);
   }
   return u;
 }

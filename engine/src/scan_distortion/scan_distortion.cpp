@@ -869,9 +869,21 @@ DriftPathUncertainty ScanDistortionSteps::path_uncertainty(const std::vector<Dri
   if (!(settings_.smoothing > 0.0))
     ps = cross_validated_smoothing(samples, 0.0, t_end(), knots, {0.0125, 0.05, 0.2, 0.8, 3.2, 12.8, 51.2});
   const auto lines = static_cast<std::size_t>(timing_.lines());
-  return DriftPathUncertainty::of(samples, 0.0, t_end(), ps, frames_ * lines, [&](std::size_t i) {
-    return timing_.line_mid_time(i / lines, static_cast<int>(i % lines));
-  });
+  // Frames in several directions: the white part along each frame's own axes.
+  bool several = false;
+  for (std::size_t k = 1; k < frames_ && !several; ++k) {
+    const Point a = timing_.fast_axis(k), b = timing_.fast_axis(0);
+    several = std::fabs(a.x - b.x) + std::fabs(a.y - b.y) > 1e-9;
+  }
+  std::function<Point(double)> fast_axis;
+  if (several)
+    fast_axis = [this](double t) {
+      const double k = std::floor(t / timing_.frame_time());
+      return timing_.fast_axis(static_cast<std::size_t>(std::clamp(k, 0.0, static_cast<double>(frames_ - 1))));
+    };
+  return DriftPathUncertainty::of(
+      samples, 0.0, t_end(), ps, frames_ * lines,
+      [&](std::size_t i) { return timing_.line_mid_time(i / lines, static_cast<int>(i % lines)); }, fast_axis);
 }
 
 Point ScanDistortionSteps::path_unresolved_sd(const std::vector<DriftSample>& samples) const {

@@ -6,7 +6,10 @@
 
 namespace driftscan {
 
-WhiteSampleNoise white_sample_noise(const std::vector<DriftSample>& samples, int axis) {
+namespace {
+
+template <class Value>
+WhiteSampleNoise white_noise_of(const std::vector<DriftSample>& samples, Value y) {
   std::vector<const DriftSample*> s;
   for (const DriftSample& d : samples)
     if (d.weight > 0.0 && std::isfinite(d.weight) && std::isfinite(d.t) && std::isfinite(d.dx) && std::isfinite(d.dy))
@@ -29,7 +32,6 @@ WhiteSampleNoise white_sample_noise(const std::vector<DriftSample>& samples, int
       bool even = true;
       for (std::size_t j = i - m + 1; j <= i + m && even; ++j) even = std::fabs(s[j]->t - s[j - 1]->t - dt) < 0.25 * dt;
       if (!even) continue;
-      auto y = [axis](const DriftSample* d) { return axis == 0 ? d->dx : d->dy; };
       const double d = y(s[i - m]) - 2.0 * y(s[i]) + y(s[i + m]);
       const double md = static_cast<double>(m);
       const double x[3] = {1.0 / s[i - m]->weight + 4.0 / s[i]->weight + 1.0 / s[i + m]->weight, 2.0 * md - 1.0,
@@ -53,6 +55,20 @@ WhiteSampleNoise white_sample_noise(const std::vector<DriftSample>& samples, int
   out.scale = std::max(0.0, det3(a0) / det);
   out.triples = per_lag[1] + per_lag[2] + per_lag[3];
   return out;
+}
+
+}  // namespace
+
+WhiteSampleNoise white_sample_noise(const std::vector<DriftSample>& samples, int axis) {
+  return white_noise_of(samples, [axis](const DriftSample* d) { return axis == 0 ? d->dx : d->dy; });
+}
+
+WhiteSampleNoise white_sample_noise(const std::vector<DriftSample>& samples,
+                                    const std::function<Point(const DriftSample&)>& along) {
+  return white_noise_of(samples, [&along](const DriftSample* d) {
+    const Point u = along(*d);
+    return d->dx * u.x + d->dy * u.y;
+  });
 }
 
 }  // namespace driftscan

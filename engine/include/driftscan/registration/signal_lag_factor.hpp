@@ -22,6 +22,9 @@ namespace driftscan {
 class SignalLagSums {
  public:
   SignalLagSums(int width, int height, double prefilter_sigma, int stride = 1);
+  // As a new object of these arguments, keeping the buffers' memory (the
+  // information pass reuses one per thread instead of one per frame).
+  void reset(int width, int height, double prefilter_sigma, int stride = 1);
   // Row y (in [0, height), any order, each at most once; rows never added
   // are 0): jf[axis], jg[axis] point to `width` values.
   void add_row(int y, const std::array<const float*, 2>& jf, const std::array<const float*, 2>& jg);
@@ -29,8 +32,13 @@ class SignalLagSums {
   std::array<double, 2> factor() const;
 
  private:
-  int width_, height_, stride_, nx_, ny_;
-  std::vector<float> a_;                       // a = g * g to ~3 of its sd, centred
+  // (a * row)(x) at one column x, clipped to the row (r: a's half-width).
+  float smoothed_at(const float* row, int x, int r) const;
+
+  int width_ = 0, height_ = 0, stride_ = 1, nx_ = 0, ny_ = 0;
+  std::vector<float> a_;       // a = g * g to ~3 of its sd, centred (empty: no prefilter)
+  std::vector<float> a_kept_;  // a for a_sigma_ (reset() recomputes it only when sigma changes)
+  double a_sigma_ = 0;
   std::array<std::vector<float>, 2> hs_;       // jg smoothed along x, subgrid columns x every row
   std::array<std::vector<float>, 2> jf_, jg_;  // on the subgrid
 };

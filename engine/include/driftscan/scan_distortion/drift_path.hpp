@@ -127,9 +127,15 @@ class DriftPathUncertainty {
   // The same samples, interval and settings DriftPath::fit was given (the
   // fit is repeated); gauge_time(i), i < gauge_count: the times whose mean
   // path is the offset (every line of a series: not held).
+  // fast_axis(t), when given (frames scanned in several directions): the
+  // fast axis of the frame scanned at t; the samples' white part is then
+  // estimated along each frame's fast and slow axes (the lines' jitter is
+  // along the fast one) and turned into x and y sample by sample, instead of
+  // pooling along x and y frames whose noise lies along different axes.
   static DriftPathUncertainty of(const std::vector<DriftSample>& samples, double t_begin, double t_end,
                                  const DriftPathSettings& settings, std::size_t gauge_count,
-                                 const std::function<double(std::size_t)>& gauge_time);
+                                 const std::function<double(std::size_t)>& gauge_time,
+                                 const std::function<Point(double)>& fast_axis = {});
   // Of d(t) - mean over the gauge times of d.
   Point sigma(double t) const;
   // Of that mean (the common offset) itself.

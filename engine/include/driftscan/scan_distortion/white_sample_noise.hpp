@@ -6,6 +6,7 @@
 // the unresolved drift is in every line's error, the white part only through
 // the fit.
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 #include "driftscan/scan_distortion/drift_path.hpp"
@@ -26,5 +27,11 @@ struct WhiteSampleNoise {
 // smooth path's curvature as the lag's fourth power; least squares over the
 // triples. Needs 8 triples at each lag; omega clamped at 0.
 WhiteSampleNoise white_sample_noise(const std::vector<DriftSample>& samples, int axis);
+
+// The same along a direction of each sample's own (`along`: a unit vector;
+// y = (dx, dy) . along): frames scanned in several directions have their
+// fast axis's noise (the lines' jitter) along a different specimen axis each.
+WhiteSampleNoise white_sample_noise(const std::vector<DriftSample>& samples,
+                                    const std::function<Point(const DriftSample&)>& along);
 
 }  // namespace driftscan
