@@ -17,6 +17,9 @@ namespace driftscan {
 #if defined(DRIFTSCAN_HEAP_PAGES)
 namespace {
 constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
+// The range reserved for huge pages: below the free top the heap keeps
+// (M_TRIM_THRESHOLD, reuse_large_allocations), or a free would trim it at once.
+constexpr std::size_t kReservedBytes = std::size_t{1984} << 20;
 
 // The heap's range as transparent huge pages where the system gives them on
 // request (transparent_hugepage/enabled = madvise): a phase after
@@ -38,13 +41,13 @@ void advise_huge_pages_on_heap() {
 #endif
 }
 
-// The heap grown to ~1 GB of free top (address space only: a block taken
+// The heap grown to ~2 GB of free top (address space only: a block taken
 // and given back touches no page; below M_TRIM_THRESHOLD it stays), then
 // advised: the phases' blocks fault in as huge pages from the start. A trim
 // (release_free_memory) shrinks the heap and a range regrown later would not
 // carry the advice: it is reserved and advised again there.
 void reserve_advised_heap() {
-  void* reserve = std::malloc((std::size_t{1} << 30) - (std::size_t{16} << 20));
+  void* reserve = std::malloc(kReservedBytes);
   asm volatile("" : : "r"(reserve) : "memory");  // a malloc whose block is unused may be optimised away
   std::free(reserve);
   advise_huge_pages_on_heap();
@@ -55,11 +58,11 @@ void reserve_advised_heap() {
 void reuse_large_allocations() {
 #if defined(__GLIBC__)
   // Every block from the heap (the mmap threshold cannot be raised past
-  // 32 MB, a 4096^2 frame is 64 MB); up to 1 GiB of the heap's free top is
-  // kept rather than returned. A thread's arena that cannot hold a block
-  // still maps it (glibc falls back to mmap, then to the main heap).
+  // 32 MB, a 4096^2 frame is 64 MB); up to 2 GB of the heap's free top is
+  // kept rather than returned (release_free_memory() returns it between phases). A thread's arena that cannot hold a
+  // block still maps it (glibc falls back to mmap, then to the main heap).
   mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 2047 << 20);  // an int: just under 2 GiB
 #endif
 #if defined(DRIFTSCAN_HEAP_PAGES)
   reserve_advised_heap();
