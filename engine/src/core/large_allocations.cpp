@@ -5,7 +5,9 @@
 #if defined(__GLIBC__) && defined(__linux__)
 #include <malloc.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <string>
@@ -47,7 +49,15 @@ void advise_huge_pages_on_heap() {
 // (release_free_memory) shrinks the heap and a range regrown later would not
 // carry the advice: it is reserved and advised again there.
 void reserve_advised_heap() {
-  void* reserve = std::malloc(kReservedBytes);
+  // Under a limit on address space or data (a batch system's), at most a
+  // quarter of it: the reserve is addresses the run may not otherwise use.
+  std::size_t bytes = kReservedBytes;
+  for (const int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+    rlimit limit{};
+    if (getrlimit(resource, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+      bytes = std::min<std::size_t>(bytes, limit.rlim_cur / 4);
+  }
+  void* reserve = std::malloc(bytes);
   asm volatile("" : : "r"(reserve) : "memory");  // a malloc whose block is unused may be optimised away
   std::free(reserve);
   advise_huge_pages_on_heap();
