@@ -69,8 +69,9 @@ void reuse_large_allocations() {
 #if defined(__GLIBC__)
   // Every block from the heap (the mmap threshold cannot be raised past
   // 32 MB, a 4096^2 frame is 64 MB); up to 2 GB of the heap's free top is
-  // kept rather than returned (release_free_memory() returns it between phases). A thread's arena that cannot hold a
-  // block still maps it (glibc falls back to mmap, then to the main heap).
+  // kept rather than returned (release_free_memory() returns it between
+  // phases). A thread's arena that cannot hold a block still maps it (glibc
+  // falls back to mmap, then to the main heap).
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, 2047 << 20);  // an int: just under 2 GiB
 #endif
