@@ -123,10 +123,17 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
   for (std::size_t i = 0; i < pixels.size(); ++i) q[i] = map.probed(pixels[i].first, pixels[i].second);
   fit.value.resize(pixels.size());
   fit.gradient.resize(pixels.size());
+  // The band's pixel values, read once (the loop below stores floats, which
+  // the compiler must assume could be the frame's).
+  std::vector<float> f(pixels.size());
+  for (std::size_t i = 0; i < pixels.size(); ++i) f[i] = frame.at(pixels[i].first, pixels[i].second);
   double c = 0.0;
   for (int iteration = 0; iteration < 3; ++iteration) {
-    // Normal equations in (delta_x, delta_y, c).
-    double a[3][3] = {}, b[3] = {}, rr = 0.0, noise[5] = {}, ff[2] = {0.0, 0.0};
+    // Normal equations in (delta_x, delta_y, c) with the gradient (gx, gy, 1):
+    // the symmetric matrix's six sums in locals (a[m][l] += g[m] g[l] over
+    // all nine made the same numbers three times; times 1 is exact).
+    double a00 = 0, a01 = 0, a02 = 0, a11 = 0, a12 = 0, a22 = 0, b0 = 0, b1 = 0, b2 = 0;
+    double rr = 0.0, n0 = 0, n1 = 0, n2 = 0, n3 = 0, n4 = 0, ff0 = 0.0, ff1 = 0.0;
     std::size_t n = 0;
     fit.evaluated_at = fit.delta;
     for (std::size_t i = 0; i < pixels.size(); ++i) {
@@ -137,18 +144,16 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
       }
       fit.value[i] = static_cast<float>(v);
       fit.gradient[i] = static_cast<float>(gx * fast.x + gy * fast.y);
-      const double r = frame.at(pixels[i].first, pixels[i].second) - v - c;
-      const double g[3] = {gx, gy, 1.0};
-      for (int m = 0; m < 3; ++m) {
-        for (int l = 0; l < 3; ++l) a[m][l] += g[m] * g[l];
-        b[m] += g[m] * r;
-      }
+      const double fv = f[i], r = fv - v - c;
+      a00 += gx * gx, a01 += gx * gy, a02 += gx, a11 += gy * gy, a12 += gy, a22 += 1.0;
+      b0 += gx * r, b1 += gy * r, b2 += r;
       rr += r * r;
-      const double fv = frame.at(pixels[i].first, pixels[i].second);
-      ff[0] += fv, ff[1] += fv * fv;
-      noise[0] += 1.0, noise[1] += v, noise[2] += v * v, noise[3] += r * r, noise[4] += v * r * r;
+      ff0 += fv, ff1 += fv * fv;
+      n0 += 1.0, n1 += v, n2 += v * v, n3 += r * r, n4 += v * r * r;
       ++n;
     }
+    const double a[3][3] = {{a00, a01, a02}, {a01, a11, a12}, {a02, a12, a22}}, b[3] = {b0, b1, b2};
+    const double noise[5] = {n0, n1, n2, n3, n4}, ff[2] = {ff0, ff1};
     if (n < 32) return fit;
     std::copy(noise, noise + 5, fit.noise_sums);
     // Eliminate the offset (Schur complement), solve the 2x2 for delta.
