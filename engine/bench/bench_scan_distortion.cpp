@@ -47,6 +47,7 @@
 #include "driftscan/core/bspline_taps.hpp"
 #include "driftscan/core/cubic_bspline.hpp"
 #include "driftscan/core/derotated_source.hpp"
+#include "driftscan/core/error.hpp"
 #include "driftscan/core/fftw_planner.hpp"
 #include "driftscan/core/omp_threads.hpp"
 #include "driftscan/core/progress.hpp"
@@ -819,14 +820,23 @@ int main(int argc, char** argv) {
   std::printf(
       "# %zu frames of %dx%d, %d threads; residual = RMS (counts) of the average minus the fitted clean specimen\n",
       frames, size, size, threads);
+  // A case the engine refuses (e.g. registration failed: frames too small
+  // for their turns to share enough content) is reported and the rest run.
+  auto run_or_report = [&](const Case& c) {
+    try {
+      run_case(c, settings, threads, diagnose_template);
+    } catch (const Error& e) {
+      std::printf("%-52s  failed: %s\n", c.name.c_str(), e.what());
+    }
+  };
   for (std::size_t ci = 0; ci < cases.size(); ++ci) {
     if (!only.empty() && std::find(only.begin(), only.end(), static_cast<int>(ci + 1)) == only.end()) continue;
-    run_case(cases[ci], settings, threads, diagnose_template);
+    run_or_report(cases[ci]);
     if (!has_scan_rotation(cases[ci].synth.scan_rotation_deg)) continue;
     Case twin = cases[ci];  // the same frames (drift, jitter, noise) scanned in one direction
     twin.synth.scan_rotation_deg.clear();
     twin.name = "  ^ the same frames in one direction";
-    run_case(twin, settings, threads, diagnose_template);
+    run_or_report(twin);
   }
   const LineSigmaRange& r = line_sigma_range;
   if (r.path_axes > 0)
