@@ -15,11 +15,13 @@
 // B-splines), so interpolation smoothing favours none. Each average is scored by fitting it to the clean specimen with
 // an affine map plus gain and offset (so the choice of reference frame costs nothing) and taking the residual RMS over
 // the specimen region every frame covers (in counts). Also printed: per-line drift and jitter error (and the line
-// fits' own predicted precision, a floor for the jitter error), each line's fast-axis position error (path and jitter
-// together: what the average sees, whichever of the two carries it) and its part common to the lines that show one
-// specimen row (what the average keeps as a warp; independent errors average out), rounds, wall time
-// and process CPU time (the honest figure on a shared machine with --threads 1)
-// of the estimate against the rigid run.
+// fits' own predicted precision, a floor for the jitter error; the jitter's Cramér–Rao floors: with the specimen and
+// the drift known, with the average's row offsets, with the specimen learned, and with the drift learned — specimen
+// known, the drift's random walk estimated from the same lines, the bound for this series' model), each line's
+// fast-axis position error (path and jitter together: what the average sees, whichever of the two carries it) and its
+// part common to the lines that show one specimen row (what the average keeps as a warp; independent errors average
+// out), rounds, wall time and process CPU time (the honest figure on a shared machine with --threads 1) of the estimate
+// against the rigid run.
 //
 //   bench_scan_distortion [--threads N] [--cases 1,2,..] [--frames N] [--size N] [--rounds N] [--band-lines N]
 //                         [--smoothing S] [--no-jitter] [--no-template-filter] [--template-diagnostic]
@@ -28,6 +30,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <complex>
@@ -277,6 +280,98 @@ double jitter_floor(const SyntheticSeries& s, bool specimen_learned = false) {
     for (const double i : information) sum += 1.0 / (i * share + 1.0 / (o.jitter * o.jitter)), ++count;
   }
   return std::sqrt(sum / static_cast<double>(count));
+}
+
+// The jitter's floor with the specimen known but the drift learned from the
+// same lines: a Bayesian Cramér–Rao bound for the joint model the truth is
+// drawn from. Each line's fast-axis offset is u = f.p(t) + j + n (j the
+// jitter, prior sd `jitter`; n the line's noise, variance 1 / I_fast from the
+// clean frame as in jitter_floor) and its slow-axis offset s.p(t) + n' (1 /
+// I_slow, no jitter), where p is the synthetic drift's random walk (variance
+// drift_step^2 per frame time per axis; its smooth part, linear and wobble,
+// taken as known: the floor stays a lower bound). A Kalman smoother over the
+// lines in time order gives each line's posterior variance P of p; then
+// Var(j | all lines) = tau^2 sigma^2 / S + (tau^2 / S)^2 f'Pf, with sigma^2 =
+// 1 / I_fast and S = tau^2 + sigma^2. The walk's part a line cannot tell
+// from its jitter (the second term) is what jitter_floor leaves out: it
+// assumes the drift known.
+double jitter_floor_drift_learned(const SyntheticSeries& s) {
+  const SynthOptions& o = s.options();
+  if (!(o.jitter > 0)) return 0.0;
+  const ScanTiming& t = s.scan_timing();
+  const Point rec_fast = t.fast_axis(), rec_slow{-rec_fast.y, rec_fast.x};  // in a recorded frame's pixels
+  const double read2 = o.read_noise * o.read_noise, tau2 = o.jitter * o.jitter;
+  const double q = o.drift_step * o.drift_step / t.frame_time();  // px^2 per second per axis
+  const std::size_t n = s.frame_count(), lines = static_cast<std::size_t>(t.lines());
+  std::vector<double> info_fast(n * lines, 0.0), info_slow(n * lines, 0.0);
+  for (std::size_t k = 0; k < n; ++k) {
+    const Frame clean = s.clean_frame(k);
+    Frame coeffs = clean;
+    bspline_prefilter(coeffs);
+    const std::size_t stride = static_cast<std::size_t>(clean.width);
+    for (int y = 1; y + 2 < clean.height; ++y)
+      for (int x = 1; x + 2 < clean.width; ++x) {
+        float v, gx, gy;
+        bspline_taps_gradient(coeffs.row(y - 1) + x - 1, stride, 0.0f, 0.0f, v, gx, gy);
+        const double var = (o.dose > 0 ? std::max(0.0, static_cast<double>(clean.at(x, y))) : 0.0) + read2;
+        if (!(var > 0)) continue;
+        const double gf = gx * rec_fast.x + gy * rec_fast.y, gs = gx * rec_slow.x + gy * rec_slow.y;
+        const std::size_t at = k * lines + static_cast<std::size_t>(t.line_of(x, y));
+        info_fast[at] += gf * gf / var, info_slow[at] += gs * gs / var;
+      }
+  }
+  // 2x2 symmetric matrices as {a, b, c} = [[a, b], [b, c]].
+  using Sym = std::array<double, 3>;
+  auto update = [](Sym& p, Point h, double r) {  // one scalar observation h.p with noise variance r
+    const double ph0 = p[0] * h.x + p[1] * h.y, ph1 = p[1] * h.x + p[2] * h.y;
+    const double sv = h.x * ph0 + h.y * ph1 + r;
+    p = {p[0] - ph0 * ph0 / sv, p[1] - ph0 * ph1 / sv, p[2] - ph1 * ph1 / sv};
+  };
+  std::vector<Sym> filtered(n * lines), predicted(n * lines);
+  std::vector<double> times(n * lines);
+  Sym p{1e6, 0.0, 1e6};
+  for (std::size_t i = 0; i < n * lines; ++i) {
+    const std::size_t k = i / lines;
+    times[i] = t.line_mid_time(k, static_cast<int>(i % lines));
+    if (i > 0) {
+      const double dq = q * (times[i] - times[i - 1]);
+      p[0] += dq, p[2] += dq;
+    }
+    predicted[i] = p;
+    const Point f = t.fast_axis(k), sl{-f.y, f.x};
+    if (info_fast[i] > 0) update(p, f, tau2 + 1.0 / info_fast[i]);
+    if (info_slow[i] > 0) update(p, sl, 1.0 / info_slow[i]);
+    filtered[i] = p;
+  }
+  // Rauch-Tung-Striebel, backwards: P_s(i) = P_f(i) + C (P_s(i+1) - P_p(i+1)) C', C = P_f(i) P_p(i+1)^-1.
+  std::vector<Sym> smoothed(n * lines);
+  smoothed.back() = filtered.back();
+  for (std::size_t i = n * lines - 1; i-- > 0;) {
+    const Sym& a = filtered[i];
+    const Sym& b = predicted[i + 1];
+    const double det = b[0] * b[2] - b[1] * b[1];
+    const Sym bi{b[2] / det, -b[1] / det, b[0] / det};
+    const double c00 = a[0] * bi[0] + a[1] * bi[1], c01 = a[0] * bi[1] + a[1] * bi[2];
+    const double c10 = a[1] * bi[0] + a[2] * bi[1], c11 = a[1] * bi[1] + a[2] * bi[2];
+    const Sym d{smoothed[i + 1][0] - b[0], smoothed[i + 1][1] - b[1], smoothed[i + 1][2] - b[2]};
+    // C d C'
+    const double e00 = c00 * d[0] + c01 * d[1], e01 = c00 * d[1] + c01 * d[2];
+    const double e10 = c10 * d[0] + c11 * d[1], e11 = c10 * d[1] + c11 * d[2];
+    smoothed[i] = {a[0] + e00 * c00 + e01 * c01, a[1] + e00 * c10 + e01 * c11, a[2] + e10 * c10 + e11 * c11};
+  }
+  double sum = 0.0;
+  for (std::size_t i = 0; i < n * lines; ++i) {
+    if (!(info_fast[i] > 0)) {
+      sum += tau2;
+      continue;
+    }
+    const Point f = t.fast_axis(i / lines);
+    const double sigma2 = 1.0 / info_fast[i], S = tau2 + sigma2;
+    const Sym& ps = smoothed[i];
+    const double fpf = f.x * f.x * ps[0] + 2.0 * f.x * f.y * ps[1] + f.y * f.y * ps[2];
+    sum += tau2 * sigma2 / S + (tau2 / S) * (tau2 / S) * fpf;
+  }
+  return std::sqrt(sum / static_cast<double>(n * lines));
 }
 
 // What no registration against the average can see of the jitter: the
@@ -752,6 +847,7 @@ void run_case(const Case& c, const ScanDistortionSettings& settings, int threads
   const Errors e = line_errors(s, est.model, rigid);
   const double floor = jitter_floor(s);
   const double learned_floor = jitter_floor(s, true);
+  const double drift_learned_floor = jitter_floor_drift_learned(s);
   // The floor one direction cannot go below (the average's own row offsets),
   // of the same frames scanned in one direction: the last figure of the
   // jitter's, for a series in several directions too (its frames' own row
@@ -763,14 +859,15 @@ void run_case(const Case& c, const ScanDistortionSettings& settings, int threads
               r_corr, 100.0 * (r_corr / r_oracle - 1.0), r_rigid, 100.0 * (r_rigid / r_oracle - 1.0));
   std::printf(
       "%-52s  per-line drift error %.4f px (rigid %.4f)  jitter error %.4f px (%.4f if 0, line fit precision %.4f,"
-      " Cramer-Rao floor %.4f, with the average's row offsets %.4f, with the specimen learned %.4f)"
+      " Cramer-Rao floor %.4f, with the average's row offsets %.4f, with the specimen learned %.4f,"
+      " with the drift learned %.4f)"
       "  fast-axis line position error %.4f px (common to a row %.4f px)"
       "  rounds %zu converged %d not followed %zu"
       "  wall rigid %.2f s + correction %.2f s = %.2fx rigid  (cpu %.2f s + %.2f s = %.2fx)  region %zu px\n",
       "", e.line_drift, e.rigid_line_drift, e.jitter, e.jitter_zero, est.jitter_precision_px, floor, single_floor,
-      learned_floor, e.position, e.position_common, est.rounds.size(), est.converged ? 1 : 0, est.not_followed.size(),
-      rigid_wall, corrected_wall, (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu, corrected_cpu,
-      (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
+      learned_floor, drift_learned_floor, e.position, e.position_common, est.rounds.size(), est.converged ? 1 : 0,
+      est.not_followed.size(), rigid_wall, corrected_wall, (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu,
+      corrected_cpu, (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
   print_line_sigma_calibration(s, est);
   if (diagnose_template) print_template_diagnostic(s, frames_in_memory, oracle, case_settings);
   if (s.options().scan_hysteresis != 0.0) print_line_field_errors(s, est.model);
