@@ -854,20 +854,30 @@ void run_case(const Case& c, const ScanDistortionSettings& settings, int threads
   // offsets are seen by the other directions).
   SynthOptions one_direction = c.synth;
   one_direction.scan_rotation_deg.clear();
-  const double single_floor = std::hypot(floor, row_gauge_floor(SyntheticSeries(one_direction)));
+  const SyntheticSeries one_direction_series(one_direction);
+  const double row_gauge = row_gauge_floor(one_direction_series);
+  const double single_floor = std::hypot(floor, row_gauge);
+  // The same with the drift learned: what a one-direction estimate of these
+  // frames, which knows neither the average's row offsets nor the drift's
+  // walk, cannot go below.
+  const double single_drift_learned_floor = std::hypot(one_direction.scan_rotation_deg == c.synth.scan_rotation_deg
+                                                           ? drift_learned_floor
+                                                           : jitter_floor_drift_learned(one_direction_series),
+                                                       row_gauge);
   std::printf("%-52s  residual oracle %.4f  corrected %.4f (%+.1f%%)  rigid %.4f (%+.1f%%)\n", c.name.c_str(), r_oracle,
               r_corr, 100.0 * (r_corr / r_oracle - 1.0), r_rigid, 100.0 * (r_rigid / r_oracle - 1.0));
   std::printf(
       "%-52s  per-line drift error %.4f px (rigid %.4f)  jitter error %.4f px (%.4f if 0, line fit precision %.4f,"
       " Cramer-Rao floor %.4f, with the average's row offsets %.4f, with the specimen learned %.4f,"
-      " with the drift learned %.4f)"
+      " with the drift learned %.4f, one direction with the drift learned %.4f)"
       "  fast-axis line position error %.4f px (common to a row %.4f px)"
       "  rounds %zu converged %d not followed %zu"
       "  wall rigid %.2f s + correction %.2f s = %.2fx rigid  (cpu %.2f s + %.2f s = %.2fx)  region %zu px\n",
       "", e.line_drift, e.rigid_line_drift, e.jitter, e.jitter_zero, est.jitter_precision_px, floor, single_floor,
-      learned_floor, drift_learned_floor, e.position, e.position_common, est.rounds.size(), est.converged ? 1 : 0,
-      est.not_followed.size(), rigid_wall, corrected_wall, (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu,
-      corrected_cpu, (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
+      learned_floor, drift_learned_floor, single_drift_learned_floor, e.position, e.position_common, est.rounds.size(),
+      est.converged ? 1 : 0, est.not_followed.size(), rigid_wall, corrected_wall,
+      (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu, corrected_cpu,
+      (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
   print_line_sigma_calibration(s, est);
   if (diagnose_template) print_template_diagnostic(s, frames_in_memory, oracle, case_settings);
   if (s.options().scan_hysteresis != 0.0) print_line_field_errors(s, est.model);
