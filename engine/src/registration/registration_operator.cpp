@@ -363,7 +363,7 @@ Registration RegistrationOperator::element(std::size_t k) const {
   for (std::size_t back = 1; back <= std::min(k, max_look_back); ++back) {
     Frame fg = frames_.frame(k - back);
     if (!unusable_frame_reason(fg).empty()) continue;
-    PairShift s = pair_.execute(fg, fk);
+    PairShift s = pair_.execute(fg, fk, PairFrameKey{&frames_, k - back}, PairFrameKey{&frames_, k});
     if (back == 1) s = checked_against_past_steps(pair_, frames_, k, fg, fk, s);
     e.transform = s.transform();
     e.quality = s.psr;
