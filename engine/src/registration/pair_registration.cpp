@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdint>
 #include <cmath>
 #include <complex>
+#include <cstdint>
 #include <string>
 #include <vector>
 
