@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -159,12 +160,18 @@ TEST(PairRegistration, OddAndNonSquareFrames) {
 
 namespace {
 
+std::uint64_t bits(double v) {
+  std::uint64_t b = 0;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
 void expect_same_bits(const PairShift& a, const PairShift& b, const std::string& what) {
   for (auto [x, y] :
        {std::pair{a.dx, b.dx}, std::pair{a.dy, b.dy}, std::pair{a.psr, b.psr}, std::pair{a.second_peak, b.second_peak},
         std::pair{a.lattice_vector, b.lattice_vector}, std::pair{a.ncc, b.ncc},
         std::pair{a.significance, b.significance}, std::pair{a.lobe_area, b.lobe_area}})
-    EXPECT_EQ(std::memcmp(&x, &y, sizeof x), 0) << what << ": " << x << " vs " << y;
+    EXPECT_EQ(bits(x), bits(y)) << what << ": " << x << " vs " << y;
   EXPECT_EQ(a.at_bound, b.at_bound) << what;
   EXPECT_EQ(a.significant, b.significant) << what;
 }
