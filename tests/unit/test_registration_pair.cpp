@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
+#include <string>
 
 #include "driftscan/core/error.hpp"
 #include "driftscan/registration/pair_registration.hpp"
@@ -153,4 +156,54 @@ TEST(PairRegistration, OddAndNonSquareFrames) {
   PairShift r = plan.execute(s.frame(0), s.frame(2));
   EXPECT_NEAR(r.dx, s.drift(2).x, 0.03);
   EXPECT_NEAR(r.dy, s.drift(2).y, 0.03);
+}
+
+namespace {
+
+std::uint64_t bits(double v) {
+  std::uint64_t b = 0;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+void expect_same_bits(const PairShift& a, const PairShift& b, const std::string& what) {
+  for (auto [x, y] :
+       {std::pair{a.dx, b.dx}, std::pair{a.dy, b.dy}, std::pair{a.psr, b.psr}, std::pair{a.second_peak, b.second_peak},
+        std::pair{a.lattice_vector, b.lattice_vector}, std::pair{a.ncc, b.ncc},
+        std::pair{a.significance, b.significance}, std::pair{a.lobe_area, b.lobe_area}})
+    EXPECT_EQ(bits(x), bits(y)) << what << ": " << x << " vs " << y;
+  EXPECT_EQ(a.at_bound, b.at_bound) << what;
+  EXPECT_EQ(a.significant, b.significant) << what;
+}
+
+}  // namespace
+
+// Keyed calls take the reference's spectrum from the last call's moving
+// frame: only when that frame, that series and that plan are the ones asked
+// for, and with results equal to the last bit to a call that transforms both.
+TEST(PairRegistration, KeyedCallsReuseOnlyTheirOwnMovingSpectrum) {
+  SynthOptions o = linear_series(0.61, -0.37, 96, 40);  // noisy lattice; its vector found per pair
+  SyntheticSeries s(o);
+  PairRegistrationPlan plan(96, 96), other(96, 96, [] {
+    PairRegistrationOptions po;
+    po.window = Apodisation::hann;
+    return po;
+  }());
+  const int series = 0, elsewhere = 0;
+  auto key = [](const int& where, std::size_t k) { return PairFrameKey{&where, k}; };
+  // A chain k-1 -> k, as the scan's elements run on one thread.
+  for (std::size_t k = 1; k < 4; ++k)
+    expect_same_bits(plan.execute(s.frame(k - 1), s.frame(k), key(series, k - 1), key(series, k)),
+                     plan.execute(s.frame(k - 1), s.frame(k)), "chained " + std::to_string(k));
+  // Between two keyed calls: an unkeyed one, another plan, another series.
+  plan.execute(s.frame(0), s.frame(1), key(series, 0), key(series, 1));
+  plan.execute(s.frame(4), s.frame(5));
+  expect_same_bits(plan.execute(s.frame(1), s.frame(2), key(series, 1), key(series, 2)),
+                   plan.execute(s.frame(1), s.frame(2)), "after an unkeyed call");
+  other.execute(s.frame(4), s.frame(5), key(series, 1), key(series, 2));
+  expect_same_bits(plan.execute(s.frame(2), s.frame(3), key(series, 2), key(series, 3)),
+                   plan.execute(s.frame(2), s.frame(3)), "after another plan");
+  plan.execute(s.frame(4), s.frame(5), key(elsewhere, 2), key(elsewhere, 3));
+  expect_same_bits(plan.execute(s.frame(3), s.frame(4), key(series, 3), key(series, 4)),
+                   plan.execute(s.frame(3), s.frame(4)), "after another series");
 }

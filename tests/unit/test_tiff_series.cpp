@@ -339,6 +339,30 @@ TEST(TiffSeries, FrameCacheStaysWithinItsByteBound) {
   EXPECT_EQ(tiny.size_bytes(), 0u);
 }
 
+// shared_frame hands out the cache's own frame (no copy) while it is kept,
+// the right frame whatever the cache holds, and one that outlives its eviction.
+TEST(TiffSeries, SharedFramesAreTheCachesOwnAndOutliveEviction) {
+  tifftest::TempDir dir;
+  PageSpec spec;
+  const int n = 6;
+  ASSERT_TRUE(tifftest::write_pages(dir.file("s.tif"), spec, n));
+  const std::size_t frame_bytes = std::size_t(spec.width) * spec.height * sizeof(float);
+  auto series = TiffSeries::open(dir.file("s.tif"), 2 * frame_bytes);
+  const std::shared_ptr<const Frame> first = series->shared_frame(1);
+  EXPECT_EQ(series->shared_frame(1).get(), first.get());  // kept: the same frame, not a copy
+  for (int k = 0; k < n; ++k) {
+    const std::shared_ptr<const Frame> f = series->shared_frame(std::size_t(k));
+    expect_same(*f, tifftest::expected_frame(spec, k), "shared frame " + std::to_string(k));
+  }
+  EXPECT_NE(series->shared_frame(1).get(), first.get());  // evicted, decoded again
+  expect_same(*first, tifftest::expected_frame(spec, 1), "frame 1 held through its eviction");
+  const TiffSeries& as_source = *series;
+  expect_same(*static_cast<const FrameSource&>(as_source).shared_frame(4), series->frame(4), "through FrameSource");
+  // A source without a cache: the default, a copy of frame(k).
+  FrameVector v({tifftest::expected_frame(spec, 0), tifftest::expected_frame(spec, 1)});
+  expect_same(*v.shared_frame(1), tifftest::expected_frame(spec, 1), "FrameVector");
+}
+
 TEST(TiffSeries, RealStemSeriesFromSampleData) {
   const std::string path = test::sample_file("stem_abf_series.tif");
   if (path.empty()) GTEST_SKIP() << test::sample_absent("stem_abf_series.tif");

@@ -151,11 +151,15 @@ class FrameStream {
     const bool band_only = (y0 > 0 || y1 < h) && warper_.reads_bands();
     // Chunks of up to 64 frames (at least 2 per thread, at most ~256 MB of
     // warped frames): few parallel regions, so threads seldom wait on each other.
+    // One thread has no region to share: one slot, kept for the next pass (on
+    // big frames a fresh one is pages the kernel must zero).
     const std::size_t by_memory = (std::size_t(256) << 20) / std::max<std::size_t>(band * sizeof(float), 1);
-    const std::size_t chunk =
-        std::max<std::size_t>(2 * static_cast<std::size_t>(threads_), std::min<std::size_t>(64, by_memory));
-    std::vector<std::vector<float>> slots(std::min(chunk, std::max<std::size_t>(frames.size(), 1)),
-                                          std::vector<float>(band));
+    const std::size_t chunk = threads_ == 1 ? 1
+                                            : std::max<std::size_t>(2 * static_cast<std::size_t>(threads_),
+                                                                    std::min<std::size_t>(64, by_memory));
+    std::vector<std::vector<float>>& slots = slots_;
+    slots.resize(std::min(chunk, std::max<std::size_t>(frames.size(), 1)));
+    for (std::vector<float>& slot : slots) slot.resize(band);
     std::vector<char> warped(slots.size());
     std::vector<Warper::Scratch> scratch;
     scratch.reserve(static_cast<std::size_t>(threads_));
@@ -189,7 +193,8 @@ class FrameStream {
             work(k, static_cast<const float*>(out));
             continue;
           }
-          Frame f = source_.frame(k);
+          const std::shared_ptr<const Frame> kept = source_.shared_frame(k);  // the cache's, not a copy
+          const Frame& f = *kept;
           if (f.width != w || f.height != h || f.size() != static_cast<std::size_t>(w) * h)
             throw bad_input(describe_source() + "frame " + std::to_string(k) + " is " + std::to_string(f.width) + "x" +
                             std::to_string(f.height) + ", frame 0 is " + std::to_string(w) + "x" + std::to_string(h));
@@ -209,6 +214,7 @@ class FrameStream {
       done_ += count;
       if (progress_) progress_->advance(std::min(done_, progress_total_));
     }
+    if (threads_ > 1) std::vector<std::vector<float>>().swap(slots_);  // a chunk's worth: not kept beside what follows
   }
 
  public:
@@ -228,6 +234,7 @@ class FrameStream {
   std::size_t done_ = 0;
   int threads_ = 1;
   const AveragingTeam* team_;
+  std::vector<std::vector<float>> slots_;  // warped frames; one thread's slot reused from pass to pass
 };
 
 }  // namespace averaging

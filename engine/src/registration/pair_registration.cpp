@@ -2,8 +2,10 @@
 #include "driftscan/registration/pair_registration.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <complex>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -99,7 +101,12 @@ struct PairRegistrationPlan::State {
   RealFft2d<float> fft;
   int max_sx = 0, max_sy = 0;  // integer search bound
   double window_samples = 0;   // (sum w^2)^2 / sum w^4: the window's effective number of pixels
-  State(int w_, int h_) : w(w_), h(h_), fft(w_, h_) {}
+  std::uint64_t serial;        // tells plans apart in the threads' kept spectra (an address may be reused)
+  State(int w_, int h_) : w(w_), h(h_), fft(w_, h_), serial(next_serial()) {}
+  static std::uint64_t next_serial() {
+    static std::atomic<std::uint64_t> n{0};
+    return ++n;
+  }
 };
 
 PairRegistrationPlan::PairRegistrationPlan(int width, int height, const PairRegistrationOptions& options)
@@ -162,11 +169,14 @@ namespace {
 using State = PairRegistrationPlan::State;
 
 // Per-thread scratch, reused across calls (allocation and page faults
-// would otherwise cost as much as the transforms).
+// would otherwise cost as much as the transforms). B keeps the last moving
+// spectrum, of frame `kept` of plan `kept_plan` (0: none).
 struct Scratch {
   FftBuffer<float> a, b;
   FftBuffer<std::complex<float>> A, B;
   std::vector<std::complex<float>> R;
+  std::uint64_t kept_plan = 0;
+  PairFrameKey kept;
 };
 
 Scratch& thread_scratch(const State& s) {
@@ -178,6 +188,7 @@ Scratch& thread_scratch(const State& s) {
     scratch.A = FftBuffer<std::complex<float>>(ns);
     scratch.B = FftBuffer<std::complex<float>>(ns);
     scratch.R.resize(ns);
+    scratch.kept_plan = 0;
   }
   return scratch;
 }
@@ -244,12 +255,13 @@ double cross_power(const State& s, const std::complex<float>* A, const std::comp
 }
 
 // The reference's shortest lattice vector (0: not periodic) from its
-// autocorrelation, the inverse transform of |A|^2; B and b are scratch.
-double reference_lattice_vector(const State& s, const std::complex<float>* A, std::complex<float>* B, float* b) {
+// autocorrelation, the inverse transform of |A|^2 (made in A, which it
+// destroys; B keeps the moving spectrum); b is scratch.
+double reference_lattice_vector(const State& s, std::complex<float>* A, float* b) {
   const std::size_t ns = s.fft.spectrum_size();
-  for (std::size_t i = 0; i < ns; ++i) B[i] = std::norm(A[i]);
-  B[0] = 0.0f;
-  s.fft.inverse(B, b);
+  for (std::size_t i = 0; i < ns; ++i) A[i] = std::norm(A[i]);
+  A[0] = 0.0f;
+  s.fft.inverse(A, b);
   return shortest_lattice_vector(b, s.w, s.h, s.max_sx, s.max_sy, 0.15);
 }
 
@@ -465,13 +477,21 @@ double PairRegistrationPlan::significance_threshold(double samples) {
   return m + 9.2 / m;
 }
 
-PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const { return search(fi, fk, nullptr); }
-
-PairShift PairRegistrationPlan::execute_about(const Frame& fi, const Frame& fk, Point predicted) const {
-  return search(fi, fk, &predicted);
+PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const {
+  return search(fi, fk, nullptr, nullptr);
 }
 
-PairShift PairRegistrationPlan::search(const Frame& fi, const Frame& fk, const Point* about) const {
+PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk, PairFrameKey ki, PairFrameKey kk) const {
+  const PairFrameKey keys[2] = {ki, kk};
+  return search(fi, fk, nullptr, keys);
+}
+
+PairShift PairRegistrationPlan::execute_about(const Frame& fi, const Frame& fk, Point predicted) const {
+  return search(fi, fk, &predicted, nullptr);
+}
+
+PairShift PairRegistrationPlan::search(const Frame& fi, const Frame& fk, const Point* about,
+                                       const PairFrameKey* keys) const {
   const State& s = *state_;
   for (const Frame* f : {&fi, &fk}) check_frame_size(*f, width_, height_);
   Scratch& scratch = thread_scratch(s);
@@ -479,17 +499,26 @@ PairShift PairRegistrationPlan::search(const Frame& fi, const Frame& fk, const P
   FftBuffer<std::complex<float>>&A = scratch.A, &B = scratch.B;
   std::vector<std::complex<float>>& R = scratch.R;
 
-  // Prepare (mean removal, apodisation) and forward FFTs.
-  prepare(s, fi, a.data(), "reference");
+  // Prepare (mean removal, apodisation) and forward FFTs; the reference's
+  // spectrum is the last call's moving one when the keys say so.
+  const bool reuse = keys && keys[0].series && scratch.kept_plan == s.serial && scratch.kept.series == keys[0].series &&
+                     scratch.kept.index == keys[0].index;
+  scratch.kept_plan = 0;  // B is overwritten below
+  if (reuse) {
+    std::swap(A, B);
+  } else {
+    prepare(s, fi, a.data(), "reference");
+    s.fft.forward(a.data(), A.data());
+  }
   prepare(s, fk, b.data(), "moving");
-  s.fft.forward(a.data(), A.data());
   s.fft.forward(b.data(), B.data());
+  if (keys && keys[1].series) scratch.kept_plan = s.serial, scratch.kept = keys[1];
 
-  // Cross-power spectrum; then B, b are free: the reference's
+  // Cross-power spectrum; then A and b are free: the reference's
   // autocorrelation goes there when the lattice bound needs it.
   const double energy = cross_power(s, A.data(), B.data(), options_.whitening, R.data());
   double lattice = options_.lattice_bound ? options_.lattice_vector : 0.0;
-  if (options_.lattice_bound && !(lattice > 0)) lattice = reference_lattice_vector(s, A.data(), B.data(), b.data());
+  if (options_.lattice_bound && !(lattice > 0)) lattice = reference_lattice_vector(s, A.data(), b.data());
   // Periodic frame: consecutive shifts are below half a period (docs/method.md),
   // so the peak is searched inside that circle, where it is unambiguous.
   const double radius = lattice > 0 ? 0.5 * lattice : INFINITY;

@@ -257,7 +257,8 @@ std::shared_ptr<const Refinement::Prepared> RegistrationOperator::prepared(std::
         return cache_.front().prepared;
       }
   }
-  Frame f = frames_.frame(k);  // read errors propagate as they are
+  const std::shared_ptr<const Frame> kept = frames_.shared_frame(k);  // read errors propagate as they are
+  const Frame& f = *kept;
   auto p = refine_.prepare(f, reference, levels);
   keep(k, reference, levels, p, prepared_bytes(f, levels, reference));
   return p;
@@ -352,7 +353,9 @@ Registration RegistrationOperator::element(std::size_t k) const {
   Registration e;
   e.from = k - 1;
   e.to = k;
-  Frame fk = frames_.frame(k);
+  // Shared, not copied: the frame cache's own (two 64 MB copies per element at 4096^2).
+  const std::shared_ptr<const Frame> kept_k = frames_.shared_frame(k);
+  const Frame& fk = *kept_k;
   if (!unusable_frame_reason(fk).empty()) {
     e.flags = kBadFrame;
     e.seconds = seconds_since(t0);
@@ -361,9 +364,10 @@ Registration RegistrationOperator::element(std::size_t k) const {
   // The closest usable frame before k (frame k-1 unless that one is bad).
   constexpr std::size_t max_look_back = 16;
   for (std::size_t back = 1; back <= std::min(k, max_look_back); ++back) {
-    Frame fg = frames_.frame(k - back);
+    const std::shared_ptr<const Frame> kept_g = frames_.shared_frame(k - back);
+    const Frame& fg = *kept_g;
     if (!unusable_frame_reason(fg).empty()) continue;
-    PairShift s = pair_.execute(fg, fk);
+    PairShift s = pair_.execute(fg, fk, PairFrameKey{&frames_, k - back}, PairFrameKey{&frames_, k});
     if (back == 1) s = checked_against_past_steps(pair_, frames_, k, fg, fk, s);
     e.transform = s.transform();
     e.quality = s.psr;

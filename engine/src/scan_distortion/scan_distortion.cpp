@@ -741,7 +741,7 @@ SpecimenImage average_in_specimen_coordinates(const FrameSource& frames, const S
     }
     const std::size_t half = noise ? k % 2 : 0;
     FrameContribution c =
-        sample_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid, from_sample);
+        sample_in_specimen_coordinates(*frames.shared_frame(k), FrameScanMap(timing, model, k), grid, from_sample);
     add_contribution(c, grid, sum[half], coverage[half]);
     if (final_average) add_contribution_squares(c, grid, squares);
     budget.keep(std::move(c));

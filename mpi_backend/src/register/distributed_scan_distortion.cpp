@@ -80,7 +80,7 @@ SpecimenImage combined_average(const FrameSource& frames, const ScanTiming& timi
       counted[k % 2] += 1.0;
       const std::size_t half = k % halves;
       FrameContribution c =
-          sample_in_specimen_coordinates(frames.frame(k), FrameScanMap(timing, model, k), grid, from_sample);
+          sample_in_specimen_coordinates(*frames.shared_frame(k), FrameScanMap(timing, model, k), grid, from_sample);
       add_contribution(c, grid, sum[half], coverage[half]);
       if (final_average) add_contribution_squares(c, grid, squares);
       budget.keep(std::move(c));

@@ -27,6 +27,10 @@ class FramePrefix : public FrameSource {
     check(k);
     return frames_.frame(k);
   }
+  std::shared_ptr<const Frame> shared_frame(std::size_t k) const override {
+    check(k);
+    return frames_.shared_frame(k);
+  }
   Frame frame_rows(std::size_t k, int y0, int y1) const override {
     check(k);
     return frames_.frame_rows(k, y0, y1);

@@ -6,6 +6,7 @@
 // beyond its segment on demand).
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,12 @@ class FrameSource {
   virtual int width() const = 0;
   virtual int height() const = 0;
   virtual Frame frame(std::size_t k) const = 0;
+  // Frame k to read, shared instead of copied: a source that keeps decoded
+  // frames hands out the one it keeps (a 4096^2 frame is 64 MB to copy and
+  // to fault in). By default a copy of frame(k).
+  virtual std::shared_ptr<const Frame> shared_frame(std::size_t k) const {
+    return std::make_shared<const Frame>(frame(k));
+  }
   // Rows [y0, y1) of frame k (width x (y1 - y0)): what a distributed median
   // reads for its band of the average. By default the whole frame is decoded
   // and the rows copied; sources that can decode less override it.

@@ -82,6 +82,15 @@ struct PairShift {
   Transform transform() const { return Transform::translation(dx, dy); }
 };
 
+// Which frame of which series a frame passed to execute() is: the moving
+// frame's spectrum of one call serves as the reference's in the next call
+// on the same thread (element k-1 -> k, then k -> k+1), one forward FFT of
+// three saved. The same prepare() and plan on the same pixels: the same bits.
+struct PairFrameKey {
+  const void* series = nullptr;  // nullptr: unknown, never reused
+  std::size_t index = 0;
+};
+
 class PairRegistrationPlan {
  public:
   // Throws bad_input when the ROI does not fit in a width x height frame or is too small.
@@ -90,6 +99,8 @@ class PairRegistrationPlan {
   // f_i reference, f_k moving; both width x height. Throws bad_input for a
   // frame of the wrong size, with non-finite pixels or no contrast.
   PairShift execute(const Frame& fi, const Frame& fk) const;
+  // The same, reusing this thread's last moving spectrum when it is ki's.
+  PairShift execute(const Frame& fi, const Frame& fk, PairFrameKey ki, PairFrameKey kk) const;
   // The same with the peak searched about `predicted` (px) instead of about
   // no shift: on a periodic frame, within half the shortest lattice vector of
   // it (so a step that drift took past half a period is found when it is
@@ -111,7 +122,7 @@ class PairRegistrationPlan {
   struct State;
 
  private:
-  PairShift search(const Frame& fi, const Frame& fk, const Point* about) const;
+  PairShift search(const Frame& fi, const Frame& fk, const Point* about, const PairFrameKey* keys) const;
 
   int width_, height_;
   PairRegistrationOptions options_;

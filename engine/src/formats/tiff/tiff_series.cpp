@@ -314,14 +314,16 @@ std::string TiffSeries::describe() const {
   return s;
 }
 
-Frame TiffSeries::frame(std::size_t k) const {
+Frame TiffSeries::frame(std::size_t k) const { return *shared_frame(k); }
+
+std::shared_ptr<const Frame> TiffSeries::shared_frame(std::size_t k) const {
   if (k >= impl_->info.frames)
     throw bad_input(impl_->info.path + ": frame " + std::to_string(k) + " out of range (" +
                     std::to_string(impl_->info.frames) + " frames)");
-  if (auto cached = impl_->cache.find(k)) return *cached;
+  if (auto cached = impl_->cache.find(k)) return cached;
   auto decoded = std::make_shared<const Frame>(impl_->read(k));
   impl_->cache.insert(k, decoded);
-  return *decoded;
+  return decoded;
 }
 
 }  // namespace driftscan

@@ -57,6 +57,8 @@ class TiffSeries : public FrameSource {
   // Thread-safe, and concurrent calls decode in parallel: each read gets its
   // own short-lived libtiff handle positioned directly at the frame's IFD.
   Frame frame(std::size_t k) const override;
+  // The cache's own frame (no copy).
+  std::shared_ptr<const Frame> shared_frame(std::size_t k) const override;
   double pixel_size() const override;
   std::string pixel_unit() const override;
   std::string describe() const override;
