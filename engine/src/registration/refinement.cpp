@@ -429,29 +429,41 @@ class LevelSolver {
   // Row by row (noise_rows, StreamedLagSum): no frame-sized buffer.
   // M's residual is taken at `gain`, `offset` (Refinement::information: the
   // true gain for counts), A and residual_ss at the pass's fit.
+  // row_step 2: A, M and the lag factor from every second row only (u's
+  // correlation down the columns is the prefilter's, smooth enough that the
+  // lag sums over even row lags, doubled, are the full ones to ~1e-3; see
+  // docs/method.md); residual_ss still from every row (noise_var unchanged).
   void noise_information(const Transform& S, const Pass& pass, double gain, double offset, int R, int stride,
-                         std::array<double, 36>& A, std::array<double, 36>& M, double& residual_ss,
+                         int row_step, std::array<double, 36>& A, std::array<double, 36>& M, double& residual_ss,
                          double prefilter_sigma, std::array<double, 2>& lag_factor) const {
     const int w = ref_.width, h = ref_.height;
     const double area = static_cast<double>(stride) * stride;
     std::array<double, 6> lag0{};  // sum u_i^2 over the set
     auto entry = [](int i, int j) { return static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j); };
+    LagWindow window(*this, prefilter_sigma, row_step);
+    // The rows kept: those of the lag factor's window's subgrid parity.
+    const RowPick pick{row_step, window.ly0};
     {
-      StreamedLagSum lags(w, h, np_, R, qx0_, qx1_, qy0_, qy1_, stride);
-      LagWindow window(*this, prefilter_sigma);
+      // M's grid starts on a kept row; with an odd stride every second grid row is dropped.
+      const int y0 = std::min(qy1_, pick.first_at_or_after(qy0_));
+      const double kept_grid_rows = row_step > 1 && stride % row_step != 0 ? 1.0 / row_step : 1.0;
+      const double scale = area * row_step / kept_grid_rows;  // row_step: the even row lags' trapezoid
+      StreamedLagSum lags(w, h, np_, R, qx0_, qx1_, y0, qy1_, stride);
       noise_rows(
           S, pass, gain, offset, [&](int, int c) { return lags.next_row(c); }, [&](int y) { lags.add_row(y); }, A,
-          residual_ss, &window);
+          residual_ss, pick, &window);
       lags.finish();
       lag_factor = window.sums.factor();
       lag0 = window.lag0;
+      for (double& v : lag0) v *= row_step;
       M.fill(0);
       for (int j = 0; j < np_; ++j)
         for (int i = 0; i < np_; ++i) {
-          M[entry(i, j)] += 0.5 * area * lags.sum(i, j);  // symmetrised: the subgrid breaks the exact symmetry
-          M[entry(j, i)] += 0.5 * area * lags.sum(i, j);
+          M[entry(i, j)] += 0.5 * scale * lags.sum(i, j);  // symmetrised: the subgrid breaks the exact symmetry
+          M[entry(j, i)] += 0.5 * scale * lags.sum(i, j);
         }
     }
+    for (double& a : A) a *= row_step;
     // A structured misfit (a blurred frame's lost lattice) can make the
     // plain lag sum indefinite. The triangular weights (1 - |dx|/(R+1))
     // (1 - |dy|/(R+1)) cannot: that lag sum is the Gram matrix
@@ -471,9 +483,10 @@ class LevelSolver {
     noise_rows(
         S, pass, gain, offset,
         [&](int y, int c) { return u[static_cast<std::size_t>(c)].data() + static_cast<std::size_t>(y + R) * pw + R; },
-        [](int) {}, unused_a, unused_ss);
+        [](int) {}, unused_a, unused_ss, pick);
     for (auto& uj : u) box_sum(uj, pw, ph, 0, R);
-    const double norm = 1.0 / ((R + 1.0) * (R + 1.0));
+    // Kept rows only: half the q and half the row lags.
+    const double norm = static_cast<double>(row_step) * row_step / ((R + 1.0) * (R + 1.0));
     for (int i = 0; i < np_; ++i)
       for (int j = 0; j <= i; ++j) {
         double acc = 0;
@@ -489,7 +502,7 @@ class LevelSolver {
   // specimen's and the prefilter's), a row at a time into SignalLagSums on
   // its subgrid: nothing frame-sized is kept or zeroed per frame.
   struct LagWindow {
-    LagWindow(const LevelSolver& l, double prefilter_sigma)
+    LagWindow(const LevelSolver& l, double prefilter_sigma, int row_step)
         : tx(l.np_ == 2   ? 0
              : l.np_ == 3 ? 1
                           : 4),
@@ -497,7 +510,7 @@ class LevelSolver {
           lh(std::min(l.ref_.height, 512)),
           lx0(std::clamp((l.qx0_ + l.qx1_) / 2 - lw / 2, 0, l.ref_.width - lw)),
           ly0(std::clamp((l.qy0_ + l.qy1_) / 2 - lh / 2, 0, l.ref_.height - lh)),
-          sums(reused_sums(lw, lh, prefilter_sigma)) {
+          sums(reused_sums(lw, lh, prefilter_sigma, row_step)) {
       const auto n = static_cast<std::size_t>(lw);
       jf = {std::vector<float>(n, 0.0f), std::vector<float>(n, 0.0f)};
       jg = jf;
@@ -521,9 +534,9 @@ class LevelSolver {
     }
     // One SignalLagSums per thread, reset for each frame: its buffers are
     // frame-sized, and allocating them per frame cost more than using them.
-    static SignalLagSums& reused_sums(int w, int h, double prefilter_sigma) {
+    static SignalLagSums& reused_sums(int w, int h, double prefilter_sigma, int row_step) {
       thread_local SignalLagSums kept(0, 0, 0.0);
-      kept.reset(w, h, prefilter_sigma, signal_lag_stride(prefilter_sigma));
+      kept.reset(w, h, prefilter_sigma, signal_lag_stride(prefilter_sigma), row_step);
       return kept;
     }
     std::size_t tx;
@@ -550,6 +563,17 @@ class LevelSolver {
     std::array<int, 3> row{-1, -1, -1};
   };
 
+  // Which rows the information pass takes A and u from: every `step`-th,
+  // those of `phase`'s parity (step 1: all).
+  struct RowPick {
+    int step = 1, phase = 0;
+    bool kept(int y) const { return step <= 1 || ((y - phase) % step + step) % step == 0; }
+    int first_at_or_after(int y) const {
+      while (!kept(y)) ++y;
+      return y;
+    }
+  };
+
   // Row y of `rows` (slot y mod 3), sampled unless it is there already; zero outside the set.
   void load_row(const Transform& S, int y, SampledRows& rows, const std::vector<int>& span_of_row,
                 std::vector<float>& g, std::vector<float>& col) const {
@@ -574,13 +598,13 @@ class LevelSolver {
     }
   }
 
-  // For each row y of the set in order: u_c = w J_f,c (gain g + offset - f)
-  // into out(y, c) (a zeroed row of the frame's width), then done(y); A and
-  // residual_ss (of the pass's fit) summed over the set in the order of its
-  // spans and pixels.
+  // For each row y of the set that `pick` keeps, in order: u_c = w J_f,c
+  // (gain g + offset - f) into out(y, c) (a zeroed row of the frame's width),
+  // then done(y); A over those rows, residual_ss (of the pass's fit) over
+  // every row of the set, each in the order of its spans and pixels.
   template <class Out, class Done>
   void noise_rows(const Transform& S, const Pass& pass, double gain, double offset, Out out, Done done,
-                  std::array<double, 36>& A, double& residual_ss, LagWindow* window = nullptr) const {
+                  std::array<double, 36>& A, double& residual_ss, RowPick pick, LagWindow* window = nullptr) const {
     const int w = ref_.width, h = ref_.height;
     std::vector<int> span_of_row(static_cast<std::size_t>(h), -1);
     for (std::size_t i = 0; i < spans_.size(); ++i)
@@ -591,6 +615,11 @@ class LevelSolver {
     residual_ss = 0;
     A.fill(0);
     for (const Span& s : spans_) {
+      if (!pick.kept(s.y)) {
+        load_row(S, s.y, rows, span_of_row, g, col);
+        residual_ss = residual_row(s, rows, pass, residual_ss);
+        continue;
+      }
       for (int y = s.y - 1; y <= s.y + 1; ++y) load_row(S, y, rows, span_of_row, g, col);
       for (int c = 0; c < np_; ++c) u[static_cast<std::size_t>(c)] = out(s.y, c);
       if (np_ == 2) noise_row<2>(s, rows, pass, gain, offset, u, A, residual_ss, window);
@@ -599,6 +628,20 @@ class LevelSolver {
       if (window) window->end_row(s.y);
       done(s.y);
     }
+  }
+
+  // residual_ss plus span s's terms of it, as noise_row sums them.
+  double residual_row(const Span& s, const SampledRows& rows, const Pass& pass, double residual_ss) const {
+    const std::size_t mid = static_cast<std::size_t>(s.y % 3);
+    const float *G = rows.G[mid].data(), *W = rows.W[mid].data();
+    const unsigned char* in = rows.in[mid].data();
+    for (int x = s.x0; x <= s.x1; ++x) {
+      const auto at = static_cast<std::size_t>(x);
+      if (in[at] != 1) continue;
+      const double r = pass.alpha * G[at] + pass.beta - ref_.at(x, s.y);
+      residual_ss += W[at] * r * r;
+    }
+    return residual_ss;
   }
 
   // Span s's pixels for noise_rows, NP parameters known at compile time (the
@@ -1108,7 +1151,10 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
       noise_gain(pass, out.reference_mean, solver.reference_variance(), options_.prefilter_sigma, counts);
   out.noise_gain = gain;
   double rss = 0;
-  solver.noise_information(S, pass, gain, offset, R, stride, A, M, rss, options_.prefilter_sigma,
+  // Every second row when the prefilter makes u smooth down the columns
+  // (its correlation's sd sigma sqrt 2 >= 1 px): half the pass's cost.
+  const int row_step = options_.prefilter_sigma >= 0.75 ? 2 : 1;
+  solver.noise_information(S, pass, gain, offset, R, stride, row_step, A, M, rss, options_.prefilter_sigma,
                            out.signal_lag_factor);
   if (gain != pass.alpha)
     for (double& m : M) m *= (pass.alpha / gain) * (pass.alpha / gain);
