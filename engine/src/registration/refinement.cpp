@@ -429,10 +429,11 @@ class LevelSolver {
   // Row by row (noise_rows, StreamedLagSum): no frame-sized buffer.
   // M's residual is taken at `gain`, `offset` (Refinement::information: the
   // true gain for counts), A and residual_ss at the pass's fit.
-  // row_step 2: A, M and the lag factor from every second row only (u's
-  // correlation down the columns is the prefilter's, smooth enough that the
-  // lag sums over even row lags, doubled, are the full ones to ~1e-3; see
-  // docs/method.md); residual_ss still from every row (noise_var unchanged).
+  // row_step 2: A and the lag factor from every second row (sums whose terms
+  // are smooth at the prefilter's scale), doubled; u, M and residual_ss from
+  // every row as before. M's lag sums over even row lags alone were biased:
+  // the product of the reference's noise and its y gradient's is too narrow
+  // down the columns for a 2 px step (sigma_y +1.5-3.5% in the benchmark).
   void noise_information(const Transform& S, const Pass& pass, double gain, double offset, int R, int stride,
                          int row_step, std::array<double, 36>& A, std::array<double, 36>& M, double& residual_ss,
                          double prefilter_sigma, std::array<double, 2>& lag_factor) const {
@@ -444,23 +445,18 @@ class LevelSolver {
     // The rows kept: those of the lag factor's window's subgrid parity.
     const RowPick pick{row_step, window.ly0};
     {
-      // M's grid starts on a kept row; with an odd stride every second grid row is dropped.
-      const int y0 = std::min(qy1_, pick.first_at_or_after(qy0_));
-      const double kept_grid_rows = row_step > 1 && stride % row_step != 0 ? 1.0 / row_step : 1.0;
-      const double scale = area * row_step / kept_grid_rows;  // row_step: the even row lags' trapezoid
-      StreamedLagSum lags(w, h, np_, R, qx0_, qx1_, y0, qy1_, stride);
+      StreamedLagSum lags(w, h, np_, R, qx0_, qx1_, qy0_, qy1_, stride);
       noise_rows(
           S, pass, gain, offset, [&](int, int c) { return lags.next_row(c); }, [&](int y) { lags.add_row(y); }, A,
           residual_ss, pick, &window);
       lags.finish();
       lag_factor = window.sums.factor();
       lag0 = window.lag0;
-      for (double& v : lag0) v *= row_step;
       M.fill(0);
       for (int j = 0; j < np_; ++j)
         for (int i = 0; i < np_; ++i) {
-          M[entry(i, j)] += 0.5 * scale * lags.sum(i, j);  // symmetrised: the subgrid breaks the exact symmetry
-          M[entry(j, i)] += 0.5 * scale * lags.sum(i, j);
+          M[entry(i, j)] += 0.5 * area * lags.sum(i, j);  // symmetrised: the subgrid breaks the exact symmetry
+          M[entry(j, i)] += 0.5 * area * lags.sum(i, j);
         }
     }
     for (double& a : A) a *= row_step;
@@ -485,8 +481,7 @@ class LevelSolver {
         [&](int y, int c) { return u[static_cast<std::size_t>(c)].data() + static_cast<std::size_t>(y + R) * pw + R; },
         [](int) {}, unused_a, unused_ss, pick);
     for (auto& uj : u) box_sum(uj, pw, ph, 0, R);
-    // Kept rows only: half the q and half the row lags.
-    const double norm = static_cast<double>(row_step) * row_step / ((R + 1.0) * (R + 1.0));
+    const double norm = 1.0 / ((R + 1.0) * (R + 1.0));
     for (int i = 0; i < np_; ++i)
       for (int j = 0; j <= i; ++j) {
         double acc = 0;
@@ -563,15 +558,11 @@ class LevelSolver {
     std::array<int, 3> row{-1, -1, -1};
   };
 
-  // Which rows the information pass takes A and u from: every `step`-th,
-  // those of `phase`'s parity (step 1: all).
+  // Which rows the information pass takes A and the lag factor from: every
+  // `step`-th, those of `phase`'s parity (step 1: all).
   struct RowPick {
     int step = 1, phase = 0;
     bool kept(int y) const { return step <= 1 || ((y - phase) % step + step) % step == 0; }
-    int first_at_or_after(int y) const {
-      while (!kept(y)) ++y;
-      return y;
-    }
   };
 
   // Row y of `rows` (slot y mod 3), sampled unless it is there already; zero outside the set.
@@ -598,10 +589,10 @@ class LevelSolver {
     }
   }
 
-  // For each row y of the set that `pick` keeps, in order: u_c = w J_f,c
-  // (gain g + offset - f) into out(y, c) (a zeroed row of the frame's width),
-  // then done(y); A over those rows, residual_ss (of the pass's fit) over
-  // every row of the set, each in the order of its spans and pixels.
+  // For each row y of the set in order: u_c = w J_f,c (gain g + offset - f)
+  // into out(y, c) (a zeroed row of the frame's width), then done(y); A and
+  // the window's rows over the rows `pick` keeps, residual_ss (of the pass's
+  // fit) over every row, each in the order of its spans and pixels.
   template <class Out, class Done>
   void noise_rows(const Transform& S, const Pass& pass, double gain, double offset, Out out, Done done,
                   std::array<double, 36>& A, double& residual_ss, RowPick pick, LagWindow* window = nullptr) const {
@@ -615,32 +606,43 @@ class LevelSolver {
     residual_ss = 0;
     A.fill(0);
     for (const Span& s : spans_) {
-      if (!pick.kept(s.y)) {
-        load_row(S, s.y, rows, span_of_row, g, col);
-        residual_ss = residual_row(s, rows, pass, residual_ss);
-        continue;
-      }
-      for (int y = s.y - 1; y <= s.y + 1; ++y) load_row(S, y, rows, span_of_row, g, col);
+      const bool kept = pick.kept(s.y);
+      for (int y = kept ? s.y - 1 : s.y; y <= (kept ? s.y + 1 : s.y); ++y) load_row(S, y, rows, span_of_row, g, col);
       for (int c = 0; c < np_; ++c) u[static_cast<std::size_t>(c)] = out(s.y, c);
-      if (np_ == 2) noise_row<2>(s, rows, pass, gain, offset, u, A, residual_ss, window);
+      if (!kept) residual_ss = noise_u_row(s, rows, pass, gain, offset, u, residual_ss, window);
+      else if (np_ == 2) noise_row<2>(s, rows, pass, gain, offset, u, A, residual_ss, window);
       else if (np_ == 3) noise_row<3>(s, rows, pass, gain, offset, u, A, residual_ss, window);
       else noise_row<6>(s, rows, pass, gain, offset, u, A, residual_ss, window);
-      if (window) window->end_row(s.y);
+      if (kept && window) window->end_row(s.y);
       done(s.y);
     }
   }
 
-  // residual_ss plus span s's terms of it, as noise_row sums them.
-  double residual_row(const Span& s, const SampledRows& rows, const Pass& pass, double residual_ss) const {
+  // A row A skips: noise_row's u, lag0 and residual_ss terms alone (the
+  // same values, summed in the same order), none that need the moving
+  // frame's gradient. Returns residual_ss with the row's terms added.
+  double noise_u_row(const Span& s, const SampledRows& rows, const Pass& pass, double gain, double offset,
+                     const std::array<float*, 6>& u, double residual_ss, LagWindow* window) const {
     const std::size_t mid = static_cast<std::size_t>(s.y % 3);
     const float *G = rows.G[mid].data(), *W = rows.W[mid].data();
     const unsigned char* in = rows.in[mid].data();
+    std::array<double, 6> lag0{};
+    if (window) lag0 = window->lag0;
     for (int x = s.x0; x <= s.x1; ++x) {
       const auto at = static_cast<std::size_t>(x);
       if (in[at] != 1) continue;
       const double r = pass.alpha * G[at] + pass.beta - ref_.at(x, s.y);
       residual_ss += W[at] * r * r;
+      const double rn = gain * G[at] + offset - ref_.at(x, s.y);
+      std::array<double, 6> sf{};
+      steepest(x, s.y, sf);
+      for (std::size_t i = 0; i < static_cast<std::size_t>(np_); ++i) {
+        const float ui = static_cast<float>(W[at] * sf[i] * rn);
+        u[i][at] = ui;
+        if (window) lag0[i] += static_cast<double>(ui) * ui;
+      }
     }
+    if (window) window->lag0 = lag0;
     return residual_ss;
   }
 
@@ -1143,17 +1145,19 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
   // Lags out to where the prefiltered noise's correlation has died (< 1%).
   const double sigma = std::max(0.5, options_.prefilter_sigma);
   const int R = std::clamp(static_cast<int>(std::ceil(3.5 * sigma)), 2, 12);
-  // The lag sums' outer sum on a subgrid of at most ~256^2 points: enough for
-  // their noise, and it keeps this pass cheap next to the refinement on big frames.
-  const int stride = std::max(
-      {1, static_cast<int>(std::floor(sigma)), static_cast<int>(std::ceil(std::sqrt(solver.pixels() / 65536.0)))});
+  // Every second row for A and the lag factor when the prefilter makes their
+  // terms smooth down the columns (a's sd sigma sqrt 2 >= 1 px).
+  const int row_step = options_.prefilter_sigma >= 0.75 ? 2 : 1;
+  // The lag sums' outer sum on a subgrid of at most ~256^2 points, every
+  // row_step-th px at least: enough for their noise (a subgrid of a
+  // stationary sum adds noise, no bias), and it keeps this pass cheap next
+  // to the refinement.
+  const int stride = std::max({row_step, static_cast<int>(std::floor(sigma)),
+                               static_cast<int>(std::ceil(std::sqrt(solver.pixels() / 65536.0)))});
   const auto [gain, offset] =
       noise_gain(pass, out.reference_mean, solver.reference_variance(), options_.prefilter_sigma, counts);
   out.noise_gain = gain;
   double rss = 0;
-  // Every second row when the prefilter makes u smooth down the columns
-  // (its correlation's sd sigma sqrt 2 >= 1 px): half the pass's cost.
-  const int row_step = options_.prefilter_sigma >= 0.75 ? 2 : 1;
   solver.noise_information(S, pass, gain, offset, R, stride, row_step, A, M, rss, options_.prefilter_sigma,
                            out.signal_lag_factor);
   if (gain != pass.alpha)
