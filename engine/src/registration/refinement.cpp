@@ -792,6 +792,7 @@ class LevelSolver {
 
   // Adds pixels x0..x1 of row y to pt, weighted by w[x] (null: 1 where the mask allows).
   void accumulate(int y, int x0, int x1, const float* w, Sums& pt) const {
+    if (model_ == MotionModel::translation) return accumulate_translation(y, x0, x1, w, pt);
     for (int x = x0; x <= x1; ++x) {
       const double wx = w ? w[x] : (mask_ && mask_->at(x, y) < 0.5f ? 0.0 : 1.0);
       if (wx == 0) continue;
@@ -808,6 +809,34 @@ class LevelSolver {
         for (int j = 0; j <= i; ++j, ++t) pt.h[static_cast<std::size_t>(t)] += wsd * sd[static_cast<std::size_t>(j)];
       }
     }
+  }
+
+  // accumulate for a translation: the same sums of the same terms in the same
+  // order, held in registers (every set's core and band goes through here).
+  void accumulate_translation(int y, int x0, int x1, const float* w, Sums& pt) const {
+    double n = pt.n, sf = pt.sf, sff = pt.sff, s0 = pt.ssd[0], s1 = pt.ssd[1], f0 = pt.ssdf[0], f1 = pt.ssdf[1];
+    double h0 = pt.h[0], h1 = pt.h[1], h2 = pt.h[2];
+    const float *fr = ref_.row(y), *gxr = gx_.row(y), *gyr = gy_.row(y);
+    const float* mr = !w && mask_ ? mask_->row(y) : nullptr;
+    for (int x = x0; x <= x1; ++x) {
+      const double wx = w ? w[x] : (mr && mr[x] < 0.5f ? 0.0 : 1.0);
+      if (wx == 0) continue;
+      const double f = fr[x], g0 = gxr[x], g1 = gyr[x];
+      n += wx;
+      sf += wx * f;
+      sff += wx * f * f;
+      const double w0 = wx * g0;
+      s0 += w0;
+      f0 += w0 * f;
+      h0 += w0 * g0;
+      const double w1 = wx * g1;
+      s1 += w1;
+      f1 += w1 * f;
+      h1 += w1 * g0;
+      h2 += w1 * g1;
+    }
+    pt.n = n, pt.sf = sf, pt.sff = sff, pt.ssd[0] = s0, pt.ssd[1] = s1, pt.ssdf[0] = f0, pt.ssdf[1] = f1;
+    pt.h[0] = h0, pt.h[1] = h1, pt.h[2] = h2;
   }
 
   void steepest(int x, int y, std::array<double, 6>& sd) const { steepest_from(x, y, gx_.at(x, y), gy_.at(x, y), sd); }
