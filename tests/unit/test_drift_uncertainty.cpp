@@ -266,6 +266,40 @@ TEST(DriftUncertainty, SignalLagFactorIsTheNoiseCorrelationTheSignalSees) {
   EXPECT_NEAR(noise_seen_signal_fraction(0.5, 0.3), 0.3 / 1.3, 1e-12);
 }
 
+TEST(DriftUncertainty, SignalLagSumsFromEverySecondRowAreTheFullOnes) {
+  // The information pass adds only every second row (row_step 2); the column
+  // smoothing then takes a's even taps, doubled (a trapezoid rule). For a
+  // fringe along y (the axis the rows sample) of period P the factor stays
+  // that of every row up to the aliased term a^(1/2 - 1/P) = exp(-4 pi^2
+  // sigma^2 (1/2 - 1/P)^2) (0.012 at sigma 1, P 6), where dropping the
+  // doubling would halve it.
+  const int w = 96, h = 96;
+  for (const double sigma : {1.0, 1.5}) {
+    for (const double period : {6.0, 9.0}) {
+      const double k = 2 * M_PI / period;
+      std::vector<float> jf(static_cast<std::size_t>(w) * h, 0.0f), jg(jf.size(), 0.0f), zero(w, 0.0f);
+      for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+          const auto v = static_cast<float>(-k * std::sin(k * y));
+          jg[static_cast<std::size_t>(y) * w + x] = v;
+          if (x >= 12 && x < w - 12 && y >= 12 && y < h - 12) jf[static_cast<std::size_t>(y) * w + x] = v;
+        }
+      const int stride = signal_lag_stride(sigma);
+      SignalLagSums all(w, h, sigma, stride), half(w, h, sigma, stride, 2);
+      for (int y = 0; y < h; ++y) {
+        const std::size_t at = static_cast<std::size_t>(y) * w;
+        all.add_row(y, {zero.data(), jf.data() + at}, {zero.data(), jg.data() + at});
+        if (y % 2 == 0) half.add_row(y, {zero.data(), jf.data() + at}, {zero.data(), jg.data() + at});
+      }
+      const double full = all.factor()[1], even = half.factor()[1];
+      EXPECT_LT(full, 0.9) << "sigma " << sigma << " period " << period;  // the fringe sees part of a
+      const double f = 0.5 - 1.0 / period, aliased = std::exp(-4 * M_PI * M_PI * sigma * sigma * f * f);
+      EXPECT_NEAR(even, full, aliased + 0.002) << "sigma " << sigma << " period " << period;
+      EXPECT_GT(std::abs(even / 2 - full), 0.3 * full) << "sigma " << sigma << " period " << period;
+    }
+  }
+}
+
 TEST(DriftUncertainty, SignalLagSumsResetIsANewObject) {
   // The information pass keeps one SignalLagSums per thread and resets it for
   // each frame: after a frame of another size, sigma and stride (all rows

@@ -429,19 +429,26 @@ class LevelSolver {
   // Row by row (noise_rows, StreamedLagSum): no frame-sized buffer.
   // M's residual is taken at `gain`, `offset` (Refinement::information: the
   // true gain for counts), A and residual_ss at the pass's fit.
+  // row_step 2: A and the lag factor from every second row (sums whose terms
+  // are smooth at the prefilter's scale), doubled; u, M and residual_ss from
+  // every row as before. M's lag sums over even row lags alone were biased:
+  // the product of the reference's noise and its y gradient's is too narrow
+  // down the columns for a 2 px step (sigma_y +1.5-3.5% in the benchmark).
   void noise_information(const Transform& S, const Pass& pass, double gain, double offset, int R, int stride,
-                         std::array<double, 36>& A, std::array<double, 36>& M, double& residual_ss,
+                         int row_step, std::array<double, 36>& A, std::array<double, 36>& M, double& residual_ss,
                          double prefilter_sigma, std::array<double, 2>& lag_factor) const {
     const int w = ref_.width, h = ref_.height;
     const double area = static_cast<double>(stride) * stride;
     std::array<double, 6> lag0{};  // sum u_i^2 over the set
     auto entry = [](int i, int j) { return static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j); };
+    LagWindow window(*this, prefilter_sigma, row_step);
+    // The rows kept: those of the lag factor's window's subgrid parity.
+    const RowPick pick{row_step, window.ly0};
     {
       StreamedLagSum lags(w, h, np_, R, qx0_, qx1_, qy0_, qy1_, stride);
-      LagWindow window(*this, prefilter_sigma);
       noise_rows(
           S, pass, gain, offset, [&](int, int c) { return lags.next_row(c); }, [&](int y) { lags.add_row(y); }, A,
-          residual_ss, &window);
+          residual_ss, pick, &window);
       lags.finish();
       lag_factor = window.sums.factor();
       lag0 = window.lag0;
@@ -452,6 +459,7 @@ class LevelSolver {
           M[entry(j, i)] += 0.5 * area * lags.sum(i, j);
         }
     }
+    for (double& a : A) a *= row_step;
     // A structured misfit (a blurred frame's lost lattice) can make the
     // plain lag sum indefinite. The triangular weights (1 - |dx|/(R+1))
     // (1 - |dy|/(R+1)) cannot: that lag sum is the Gram matrix
@@ -471,7 +479,7 @@ class LevelSolver {
     noise_rows(
         S, pass, gain, offset,
         [&](int y, int c) { return u[static_cast<std::size_t>(c)].data() + static_cast<std::size_t>(y + R) * pw + R; },
-        [](int) {}, unused_a, unused_ss);
+        [](int) {}, unused_a, unused_ss, pick);
     for (auto& uj : u) box_sum(uj, pw, ph, 0, R);
     const double norm = 1.0 / ((R + 1.0) * (R + 1.0));
     for (int i = 0; i < np_; ++i)
@@ -489,7 +497,7 @@ class LevelSolver {
   // specimen's and the prefilter's), a row at a time into SignalLagSums on
   // its subgrid: nothing frame-sized is kept or zeroed per frame.
   struct LagWindow {
-    LagWindow(const LevelSolver& l, double prefilter_sigma)
+    LagWindow(const LevelSolver& l, double prefilter_sigma, int row_step)
         : tx(l.np_ == 2   ? 0
              : l.np_ == 3 ? 1
                           : 4),
@@ -497,7 +505,7 @@ class LevelSolver {
           lh(std::min(l.ref_.height, 512)),
           lx0(std::clamp((l.qx0_ + l.qx1_) / 2 - lw / 2, 0, l.ref_.width - lw)),
           ly0(std::clamp((l.qy0_ + l.qy1_) / 2 - lh / 2, 0, l.ref_.height - lh)),
-          sums(reused_sums(lw, lh, prefilter_sigma)) {
+          sums(reused_sums(lw, lh, prefilter_sigma, row_step)) {
       const auto n = static_cast<std::size_t>(lw);
       jf = {std::vector<float>(n, 0.0f), std::vector<float>(n, 0.0f)};
       jg = jf;
@@ -521,9 +529,9 @@ class LevelSolver {
     }
     // One SignalLagSums per thread, reset for each frame: its buffers are
     // frame-sized, and allocating them per frame cost more than using them.
-    static SignalLagSums& reused_sums(int w, int h, double prefilter_sigma) {
+    static SignalLagSums& reused_sums(int w, int h, double prefilter_sigma, int row_step) {
       thread_local SignalLagSums kept(0, 0, 0.0);
-      kept.reset(w, h, prefilter_sigma, signal_lag_stride(prefilter_sigma));
+      kept.reset(w, h, prefilter_sigma, signal_lag_stride(prefilter_sigma), row_step);
       return kept;
     }
     std::size_t tx;
@@ -548,6 +556,13 @@ class LevelSolver {
     std::array<std::vector<float>, 3> G, W;
     std::array<std::vector<unsigned char>, 3> in;
     std::array<int, 3> row{-1, -1, -1};
+  };
+
+  // Which rows the information pass takes A and the lag factor from: every
+  // `step`-th, those of `phase`'s parity (step 1: all).
+  struct RowPick {
+    int step = 1, phase = 0;
+    bool kept(int y) const { return step <= 1 || ((y - phase) % step + step) % step == 0; }
   };
 
   // Row y of `rows` (slot y mod 3), sampled unless it is there already; zero outside the set.
@@ -576,11 +591,11 @@ class LevelSolver {
 
   // For each row y of the set in order: u_c = w J_f,c (gain g + offset - f)
   // into out(y, c) (a zeroed row of the frame's width), then done(y); A and
-  // residual_ss (of the pass's fit) summed over the set in the order of its
-  // spans and pixels.
+  // the window's rows over the rows `pick` keeps, residual_ss (of the pass's
+  // fit) over every row, each in the order of its spans and pixels.
   template <class Out, class Done>
   void noise_rows(const Transform& S, const Pass& pass, double gain, double offset, Out out, Done done,
-                  std::array<double, 36>& A, double& residual_ss, LagWindow* window = nullptr) const {
+                  std::array<double, 36>& A, double& residual_ss, RowPick pick, LagWindow* window = nullptr) const {
     const int w = ref_.width, h = ref_.height;
     std::vector<int> span_of_row(static_cast<std::size_t>(h), -1);
     for (std::size_t i = 0; i < spans_.size(); ++i)
@@ -591,14 +606,44 @@ class LevelSolver {
     residual_ss = 0;
     A.fill(0);
     for (const Span& s : spans_) {
-      for (int y = s.y - 1; y <= s.y + 1; ++y) load_row(S, y, rows, span_of_row, g, col);
+      const bool kept = pick.kept(s.y);
+      for (int y = kept ? s.y - 1 : s.y; y <= (kept ? s.y + 1 : s.y); ++y) load_row(S, y, rows, span_of_row, g, col);
       for (int c = 0; c < np_; ++c) u[static_cast<std::size_t>(c)] = out(s.y, c);
-      if (np_ == 2) noise_row<2>(s, rows, pass, gain, offset, u, A, residual_ss, window);
+      if (!kept) residual_ss = noise_u_row(s, rows, pass, gain, offset, u, residual_ss, window);
+      else if (np_ == 2) noise_row<2>(s, rows, pass, gain, offset, u, A, residual_ss, window);
       else if (np_ == 3) noise_row<3>(s, rows, pass, gain, offset, u, A, residual_ss, window);
       else noise_row<6>(s, rows, pass, gain, offset, u, A, residual_ss, window);
-      if (window) window->end_row(s.y);
+      if (kept && window) window->end_row(s.y);
       done(s.y);
     }
+  }
+
+  // A row A skips: noise_row's u, lag0 and residual_ss terms alone (the
+  // same values, summed in the same order), none that need the moving
+  // frame's gradient. Returns residual_ss with the row's terms added.
+  double noise_u_row(const Span& s, const SampledRows& rows, const Pass& pass, double gain, double offset,
+                     const std::array<float*, 6>& u, double residual_ss, LagWindow* window) const {
+    const std::size_t mid = static_cast<std::size_t>(s.y % 3);
+    const float *G = rows.G[mid].data(), *W = rows.W[mid].data();
+    const unsigned char* in = rows.in[mid].data();
+    std::array<double, 6> lag0{};
+    if (window) lag0 = window->lag0;
+    for (int x = s.x0; x <= s.x1; ++x) {
+      const auto at = static_cast<std::size_t>(x);
+      if (in[at] != 1) continue;
+      const double r = pass.alpha * G[at] + pass.beta - ref_.at(x, s.y);
+      residual_ss += W[at] * r * r;
+      const double rn = gain * G[at] + offset - ref_.at(x, s.y);
+      std::array<double, 6> sf{};
+      steepest(x, s.y, sf);
+      for (std::size_t i = 0; i < static_cast<std::size_t>(np_); ++i) {
+        const float ui = static_cast<float>(W[at] * sf[i] * rn);
+        u[i][at] = ui;
+        if (window) lag0[i] += static_cast<double>(ui) * ui;
+      }
+    }
+    if (window) window->lag0 = lag0;
+    return residual_ss;
   }
 
   // Span s's pixels for noise_rows, NP parameters known at compile time (the
@@ -747,6 +792,7 @@ class LevelSolver {
 
   // Adds pixels x0..x1 of row y to pt, weighted by w[x] (null: 1 where the mask allows).
   void accumulate(int y, int x0, int x1, const float* w, Sums& pt) const {
+    if (model_ == MotionModel::translation) return accumulate_translation(y, x0, x1, w, pt);
     for (int x = x0; x <= x1; ++x) {
       const double wx = w ? w[x] : (mask_ && mask_->at(x, y) < 0.5f ? 0.0 : 1.0);
       if (wx == 0) continue;
@@ -763,6 +809,34 @@ class LevelSolver {
         for (int j = 0; j <= i; ++j, ++t) pt.h[static_cast<std::size_t>(t)] += wsd * sd[static_cast<std::size_t>(j)];
       }
     }
+  }
+
+  // accumulate for a translation: the same sums of the same terms in the same
+  // order, held in registers (every set's core and band goes through here).
+  void accumulate_translation(int y, int x0, int x1, const float* w, Sums& pt) const {
+    double n = pt.n, sf = pt.sf, sff = pt.sff, s0 = pt.ssd[0], s1 = pt.ssd[1], f0 = pt.ssdf[0], f1 = pt.ssdf[1];
+    double h0 = pt.h[0], h1 = pt.h[1], h2 = pt.h[2];
+    const float *fr = ref_.row(y), *gxr = gx_.row(y), *gyr = gy_.row(y);
+    const float* mr = !w && mask_ ? mask_->row(y) : nullptr;
+    for (int x = x0; x <= x1; ++x) {
+      const double wx = w ? w[x] : (mr && mr[x] < 0.5f ? 0.0 : 1.0);
+      if (wx == 0) continue;
+      const double f = fr[x], g0 = gxr[x], g1 = gyr[x];
+      n += wx;
+      sf += wx * f;
+      sff += wx * f * f;
+      const double w0 = wx * g0;
+      s0 += w0;
+      f0 += w0 * f;
+      h0 += w0 * g0;
+      const double w1 = wx * g1;
+      s1 += w1;
+      f1 += w1 * f;
+      h1 += w1 * g0;
+      h2 += w1 * g1;
+    }
+    pt.n = n, pt.sf = sf, pt.sff = sff, pt.ssd[0] = s0, pt.ssd[1] = s1, pt.ssdf[0] = f0, pt.ssdf[1] = f1;
+    pt.h[0] = h0, pt.h[1] = h1, pt.h[2] = h2;
   }
 
   void steepest(int x, int y, std::array<double, 6>& sd) const { steepest_from(x, y, gx_.at(x, y), gy_.at(x, y), sd); }
@@ -1100,15 +1174,20 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
   // Lags out to where the prefiltered noise's correlation has died (< 1%).
   const double sigma = std::max(0.5, options_.prefilter_sigma);
   const int R = std::clamp(static_cast<int>(std::ceil(3.5 * sigma)), 2, 12);
-  // The lag sums' outer sum on a subgrid of at most ~256^2 points: enough for
-  // their noise, and it keeps this pass cheap next to the refinement on big frames.
-  const int stride = std::max(
-      {1, static_cast<int>(std::floor(sigma)), static_cast<int>(std::ceil(std::sqrt(solver.pixels() / 65536.0)))});
+  // Every second row for A and the lag factor when the prefilter makes their
+  // terms smooth down the columns (a's sd sigma sqrt 2 >= 1 px).
+  const int row_step = options_.prefilter_sigma >= 0.75 ? 2 : 1;
+  // The lag sums' outer sum on a subgrid of at most ~256^2 points, every
+  // row_step-th px at least: enough for their noise (a subgrid of a
+  // stationary sum adds noise, no bias), and it keeps this pass cheap next
+  // to the refinement.
+  const int stride = std::max({row_step, static_cast<int>(std::floor(sigma)),
+                               static_cast<int>(std::ceil(std::sqrt(solver.pixels() / 65536.0)))});
   const auto [gain, offset] =
       noise_gain(pass, out.reference_mean, solver.reference_variance(), options_.prefilter_sigma, counts);
   out.noise_gain = gain;
   double rss = 0;
-  solver.noise_information(S, pass, gain, offset, R, stride, A, M, rss, options_.prefilter_sigma,
+  solver.noise_information(S, pass, gain, offset, R, stride, row_step, A, M, rss, options_.prefilter_sigma,
                            out.signal_lag_factor);
   if (gain != pass.alpha)
     for (double& m : M) m *= (pass.alpha / gain) * (pass.alpha / gain);

@@ -27,14 +27,15 @@ int signal_lag_stride(double prefilter_sigma) {
   return prefilter_sigma > 0 ? std::max(1, static_cast<int>(std::lround(1.5 * prefilter_sigma))) : 1;
 }
 
-SignalLagSums::SignalLagSums(int width, int height, double prefilter_sigma, int stride) {
-  reset(width, height, prefilter_sigma, stride);
+SignalLagSums::SignalLagSums(int width, int height, double prefilter_sigma, int stride, int row_step) {
+  reset(width, height, prefilter_sigma, stride, row_step);
 }
 
-void SignalLagSums::reset(int width, int height, double prefilter_sigma, int stride) {
+void SignalLagSums::reset(int width, int height, double prefilter_sigma, int stride, int row_step) {
   width_ = std::max(0, width);
   height_ = std::max(0, height);
   stride_ = std::max(1, stride);
+  row_step_ = std::max(1, row_step);
   nx_ = (width_ + stride_ - 1) / stride_;
   ny_ = (height_ + stride_ - 1) / stride_;
   a_.clear();
@@ -109,11 +110,14 @@ std::array<double, 2> SignalLagSums::factor() const {
     std::vector<float> s(nx);
     for (int Y = 0; Y < ny_; ++Y) {
       const int y = Y * stride_;
-      const int lo = std::max(-r, -y), hi = std::min(r, height_ - 1 - y);
+      if (y % row_step_ != 0) continue;  // a row never added: jf is 0 there
+      int lo = std::max(-r, -y);
+      const int hi = std::min(r, height_ - 1 - y);
+      while (lo % row_step_ != 0) ++lo;  // (y + t) on the added rows only
       // The column sums of a whole subgrid row at once, t outermost: each
       // column's sum takes its terms in t order, as one column at a time would.
       std::fill(s.begin(), s.end(), 0.0f);
-      for (int t = lo; t <= hi; ++t) {
+      for (int t = lo; t <= hi; t += row_step_) {
         const float at = a_[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)];
         const float* row = hs_[axis].data() + (static_cast<std::size_t>(y) + static_cast<std::size_t>(t)) * nx;
         for (std::size_t X = 0; X < nx; ++X) s[X] += at * row[X];
@@ -126,6 +130,7 @@ std::array<double, 2> SignalLagSums::factor() const {
       }
     }
     // Too little signal for the ratio to mean anything: leave the smooth-signal model.
+    lagged *= row_step_;  // the odd taps the even ones stand for
     if (power > 0 && std::isfinite(lagged)) out[axis] = std::clamp(lagged / power, 0.0, 1.0);
   }
   return out;

@@ -21,10 +21,14 @@ namespace driftscan {
 // information pass calls this once per frame).
 class SignalLagSums {
  public:
-  SignalLagSums(int width, int height, double prefilter_sigma, int stride = 1);
+  // row_step 2: only the even rows are added (the information pass's every
+  // second row); the column smoothing then takes a's even taps, doubled (a
+  // trapezoid rule: off by the aliased a^(1/2 - f) for a gradient of
+  // frequency f along y, 0.012 at sigma 1 and a 6 px period).
+  SignalLagSums(int width, int height, double prefilter_sigma, int stride = 1, int row_step = 1);
   // As a new object of these arguments, keeping the buffers' memory (the
   // information pass reuses one per thread instead of one per frame).
-  void reset(int width, int height, double prefilter_sigma, int stride = 1);
+  void reset(int width, int height, double prefilter_sigma, int stride = 1, int row_step = 1);
   // Row y (in [0, height), any order, each at most once; rows never added
   // are 0): jf[axis], jg[axis] point to `width` values.
   void add_row(int y, const std::array<const float*, 2>& jf, const std::array<const float*, 2>& jg);
@@ -35,7 +39,7 @@ class SignalLagSums {
   // (a * row)(x) at one column x, clipped to the row (r: a's half-width).
   float smoothed_at(const float* row, int x, int r) const;
 
-  int width_ = 0, height_ = 0, stride_ = 1, nx_ = 0, ny_ = 0;
+  int width_ = 0, height_ = 0, stride_ = 1, row_step_ = 1, nx_ = 0, ny_ = 0;
   std::vector<float> a_;       // a = g * g to ~3 of its sd, centred (empty: no prefilter)
   std::vector<float> a_kept_;  // a for a_sigma_ (reset() recomputes it only when sigma changes)
   double a_sigma_ = 0;
