@@ -144,7 +144,10 @@ RankTimes ideal_rank(const std::vector<double>& c, std::int64_t offset, std::siz
   rt.block = {offset, offset + std::int64_t(n) - 1};
   const double total = sum_of(c, rt.block.first, rt.block.last + 1);
   double work = total;
-  for (std::size_t t = 0; t < workers; ++t) work -= c[static_cast<std::size_t>(offset) + stealing_start(n, workers, t)];
+  // The scan shares the final phase with 2+ threads: its last thread starts
+  // inside its segment too (scan_run.hpp).
+  for (std::size_t t = 0; t < workers; ++t)
+    work -= c[static_cast<std::size_t>(offset) + stealing_start(n, workers, t, false, workers > 1)];
   std::vector<std::size_t> lo(workers + 1, n);
   lo[0] = 0;
   double running = 0.0;

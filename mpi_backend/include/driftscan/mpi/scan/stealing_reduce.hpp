@@ -151,6 +151,11 @@ struct StealingView {
   // The left neighbour takes the last element itself, just as it becomes the
   // last: its end is then an element picked regardless of its cost.
   bool leave_last_left = false;
+  // Whether the right gap is this worker's alone (the rank's last thread
+  // when the final phase is shared): taken only once the left one is empty,
+  // so every element in it has a local prefix from the segment's first
+  // element (shared_segment_tail.hpp).
+  bool right_is_own = false;
   std::size_t me = 0;
   std::optional<std::size_t> left, right;
   std::int64_t left_shift = 0, right_shift = 0;
@@ -214,6 +219,7 @@ ScanPartial<T> stealing_reduce(At&& at, std::int64_t offset, std::size_t start, 
     bool go_right;
     if (!has_left) go_right = true;
     else if (!has_right) go_right = false;
+    else if (view.right_is_own) go_right = left->size() <= keep;
     else if (first_step) go_right = true;
     else go_right = left->size() <= keep || (right->size() > 0 && detail::right_is_behind(view));
     first_step = false;
