@@ -187,7 +187,7 @@ class ScanRun {
     final_status_.assign(workers, {});
     segments_.assign(workers, {});
     const bool left_edge = line_ && rank_ > 0, right_edge = line_ && rank_ + 1 < size_;
-    sharing_ = options_.steals() && workers > 1 && !line_;
+    sharing_ = options_.steals() && options_.share_final_phase && workers > 1 && !line_;
     // Sharing: the last thread, too, starts inside its segment, so that the
     // elements after its start have local prefixes (shared_segment_tail.hpp);
     // they lie in a gap of its own, taken once its left gap is empty.
