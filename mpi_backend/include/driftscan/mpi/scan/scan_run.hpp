@@ -589,9 +589,9 @@ class ScanRun {
   // tie, the one that pays less after it. Without stealing: plain.
   StartChoice choose_start(std::size_t t) {
     if (element_seconds_.empty()) return StartChoice::plain;
-    // Rank 0 with a shared tail: exclusive ⊕ before costs nothing there, and
-    // only a plain start gives the tail's base (before) at once.
-    if (sharing_ && rank_ == 0) return StartChoice::plain;
+    // Sharing: only a plain start gives the shared tail's base (exclusive ⊕
+    // before); and the application it costs more than head's is shared work.
+    if (sharing_) return StartChoice::plain;
     for (std::size_t u = 0; u < t; ++u) tree_.wait(0, u);  // their segments are final
     constexpr double unknown = 1e300;
     auto cost = [&](std::size_t k) { return element_seconds_[k] >= 0.0 ? element_seconds_[k] : unknown; };
