@@ -690,7 +690,8 @@ class ScanRun {
   void final_phase(std::size_t t, const SegmentStart& start, const std::optional<Relayed>& relayed) {
     if (shares_tail(t, start, relayed)) return share_tail(t, start, relayed);
     tails_[t].close();
-    if (!exclusive_ok_) return;  // an MPI-level error: rethrown after the parallel region
+    if (sharing_) board_.notify();  // the idle siblings stop waiting for this tail
+    if (!exclusive_ok_) return;     // an MPI-level error: rethrown after the parallel region
     if (relayed) {
       scan_rest(t, relayed->first, relayed->second);
     } else if (exclusive_.failed()) {
@@ -742,18 +743,25 @@ class ScanRun {
     // Dear elements first, its own or a sibling's, even before its fold:
     // its fold is a chain of (mostly) ordinary ones.
     const double mean = mean_element_seconds();
-    while (auto claimed = claim_dearest(t, false, kDear * mean, mean))
+    while (auto claimed = claim_dearest(t, false, kDear * mean, mean)) {
+      if (tails_[claimed->first].exhausted()) board_.notify();
       run_tail_element(t, claimed->first, claimed->second);
+    }
     for (; k < starts_[t]; ++k) {
       acc = combine_partials(acc, element(k), applier(t, ScanPhase::final_scan, false));
       if (acc.failed()) {  // what is left unclaimed needs this fold: the failure is reported instead
         tails_[t].close();
+        board_.notify();
         final_status_[t] = acc;
         return;
       }
       finish(k, acc.value());
       tails_[t].folded_to(k + 1);
-      board_.notify();
+      // Wake the idle siblings only when the tail's last element became
+      // claimable (a wake-up per step costs the cores at 1,024 threads).
+      if (auto e = tails_[t].peek_back([this](std::size_t i) { return local_first_[i]; });
+          e && local_first_[*e] == k + 1)
+        board_.notify();
     }
   }
 
@@ -766,6 +774,7 @@ class ScanRun {
     while (true) {
       const std::uint64_t seen = board_.epoch();
       if (auto claimed = claim_dearest(x, true, 0.0, mean)) {
+        if (tails_[claimed->first].exhausted()) board_.notify();  // the others may be done waiting
         run_tail_element(x, claimed->first, claimed->second);
         continue;
       }
@@ -773,7 +782,9 @@ class ScanRun {
       for (std::size_t u = 0; u < tree_.workers(); ++u)
         if (!tails_[u].decided() || !tails_[u].exhausted()) all_done = false;
       if (all_done) return;
-      board_.wait_change(seen, 2);  // an owner's fold advancing, or a tail opening
+      // Woken when a tail opens, closes, runs out, or its last element
+      // becomes claimable; the timeout is a safety net only.
+      board_.wait_change(seen, 50);
     }
   }
 
