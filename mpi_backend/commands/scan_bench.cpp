@@ -48,10 +48,11 @@ struct ScanBenchOptions {
   double tail_factor = 1.0;          // ... m times slower
   std::string cost_per = "element";  // element | application
   std::string algorithm = "all";
-  std::string strategy = "all";  // scan-then-map | reduce-then-scan | work-stealing | all
-  int repeat = 3;                // runs per configuration; the median makespan is reported
-  bool between_ranks = false;    // work-stealing: also between neighbouring ranks (rank_line.hpp)
-  std::string trace_out;         // file for the last work-stealing run's trace (JSON), if any
+  std::string strategy = "all";        // scan-then-map | reduce-then-scan | work-stealing | all
+  int repeat = 3;                      // runs per configuration; the median makespan is reported
+  bool between_ranks = false;          // work-stealing: also between neighbouring ranks (rank_line.hpp)
+  std::string final_phase = "shared";  // work-stealing inside ranks: shared | fold (ScanOptions::share_final_phase)
+  std::string trace_out;               // file for the last work-stealing run's trace (JSON), if any
 };
 
 // The scanned element: the range of global element indices a result covers.
@@ -207,12 +208,13 @@ struct ModelFigures {
   std::optional<double> makespan_s, speedup_vs_static;
 };
 ModelFigures model_for(const std::vector<double>& costs, int ranks, int threads, GlobalScanAlgorithm algorithm,
-                       const std::string& strategy, bool between_ranks) {
+                       const std::string& strategy, bool between_ranks, bool shared_final_phase) {
   if (costs.empty()) return {};
   const double baseline = model_static_scan(costs, ranks, threads, algorithm).makespan_s;
   double makespan = 0.0;
   if (strategy == "work-stealing")
-    makespan = model_ideal_stealing_scan(costs, ranks, threads, algorithm, between_ranks).makespan_s;
+    makespan =
+        model_ideal_stealing_scan(costs, ranks, threads, algorithm, between_ranks, shared_final_phase).makespan_s;
   else makespan = model_static_scan(costs, ranks, threads, algorithm, local_strategy_from_string(strategy)).makespan_s;
   return {makespan, baseline / makespan};
 }
@@ -238,7 +240,8 @@ int run_bench(RunContext& ctx, const ScanBenchOptions& o) {
   auto options_for = [&](GlobalScanAlgorithm algorithm, const std::string& name) {
     if (name == "scan-then-map") return ScanOptions{algorithm, LocalStrategy::scan_then_map, false, o.threads};
     if (name == "work-stealing")
-      return ScanOptions{algorithm, LocalStrategy::reduce_then_scan, true, o.threads, o.between_ranks};
+      return ScanOptions{algorithm,       LocalStrategy::reduce_then_scan, true, o.threads,
+                         o.between_ranks, o.final_phase == "shared"};
     return ScanOptions{algorithm, LocalStrategy::reduce_then_scan, false, o.threads};
   };
   // The run with the median makespan of a configuration's repetitions.
@@ -267,8 +270,8 @@ int run_bench(RunContext& ctx, const ScanBenchOptions& o) {
       if (ctx.rank != 0) continue;
       const RunResult r = median_run(runs[i]);
       const bool along_line = strategies[i] == "work-stealing" && o.between_ranks && ctx.size > 1;
-      const ModelFigures model =
-          model_for(op.element_costs(), ctx.size, o.threads, algorithm, strategies[i], along_line);
+      const ModelFigures model = model_for(op.element_costs(), ctx.size, o.threads, algorithm, strategies[i],
+                                           along_line, o.final_phase == "shared" && !along_line);
       double lo = r.makespan_s, hi = r.makespan_s;
       for (const RunResult& x : runs[i]) lo = std::min(lo, x.makespan_s), hi = std::max(hi, x.makespan_s);
       const double work_bound = r.work_s / workers;
@@ -295,6 +298,7 @@ int run_bench(RunContext& ctx, const ScanBenchOptions& o) {
           {"operator_overrun", r.busy_s / r.work_s},
           {"stolen_elements", r.stolen},
           {"between_ranks", along_line},
+          {"final_phase", strategies[i] == "work-stealing" && !along_line ? o.final_phase : "fold"},
           // Which ideal the model figures are: stealing along the whole line
           // of workers (the ranks' blocks cut by cost), or inside each rank.
           {"model", strategies[i] != "work-stealing" ? "static"
@@ -331,6 +335,12 @@ const CommandRegistrar registrar(
        app.add_option("--strategy", o->strategy, "scan-then-map, reduce-then-scan, work-stealing or all");
        app.add_flag("--between-ranks", o->between_ranks,
                     "work-stealing: steal between neighbouring ranks too (when they share a node)");
+       app.add_option("--final-phase", o->final_phase,
+                      "work-stealing inside ranks: 'shared' (any free thread runs the elements right of a "
+                      "thread's start, one application each; the default here) or 'fold' (each thread its own "
+                      "segment, as the registration runs)")
+           ->check(CLI::IsMember({"shared", "fold"}))
+           ->capture_default_str();
        app.add_option("--trace-out", o->trace_out,
                       "Write the last work-stealing run's trace (every application: rank, thread, phase, "
                       "elements, start/end) as JSON");

@@ -48,10 +48,12 @@ std::int64_t element_taken(const Range& a, const Range& b) {
 // application first sleeping `pause_ms(a, b, offset)` ms (offset: this rank's
 // first index); checks every prefix is the sequential one and gathers the
 // trace on rank 0.
+// `share`: ScanOptions::share_final_phase.
 template <class PauseMs>
-ScanTrace run_paused(std::size_t per_rank, std::size_t threads, bool stealing, PauseMs pause_ms) {
-  WorkStealingScan scan(MPI_COMM_WORLD, ScanOptions{GlobalScanAlgorithm::dissemination, LocalStrategy::reduce_then_scan,
-                                                    stealing, int(threads)});
+ScanTrace run_paused(std::size_t per_rank, std::size_t threads, bool stealing, PauseMs pause_ms, bool share = false) {
+  ScanOptions options{GlobalScanAlgorithm::dissemination, LocalStrategy::reduce_then_scan, stealing, int(threads)};
+  options.share_final_phase = share;
+  WorkStealingScan scan(MPI_COMM_WORLD, options);
   ScanTrace trace;
   const std::int64_t offset = static_cast<std::int64_t>(per_rank) * world_rank();
   auto op = [&](const Range& a, const Range& b) {
@@ -160,6 +162,42 @@ TEST(ScanStealing, IdleThreadStartsABusySiblingsFinalPhase) {
     EXPECT_EQ(reduced->thread, 1);
     EXPECT_NE(prefix->thread, reduced->thread);
     EXPECT_LT(prefix->start_s, reduced->end_s);
+  }
+}
+
+// With the final phase shared, a dear segment's elements right of its
+// thread's start are run by idle siblings too: every application costs 5 ms
+// (the reduce stays near the static segments), and on each rank the final
+// phase's prefixes of elements 15..19 (thread 1's static segment is 10..19,
+// its start 15) cost 65 ms. Shared, some of them run on
+// threads 0 and 2, which are otherwise done; folded (the default), all on
+// thread 1. Every prefix equals the sequential one either way.
+TEST(ScanStealing, SharedFinalPhaseRunsADearSegmentsTailOnIdleSiblings) {
+  const std::size_t per_rank = 30, threads = 3;
+  for (bool share : {true, false}) {
+    const ScanTrace trace = run_paused(
+        per_rank, threads, true,
+        [](const Range& a, const Range& b, std::int64_t offset) {
+          const std::int64_t k = b.last - offset;
+          // The final phase's prefixes start at element 0; not the start of
+          // thread 2's (exclusive ⊕ threads 0-1, ending there too).
+          return a.first == 0 && k >= 15 && k < 20 && b.first - offset >= 10 ? 65 : 5;
+        },
+        share);
+    if (world_rank() != 0) continue;
+    for (int r = 0; r < world_size(); ++r) {
+      std::size_t dear = 0, elsewhere = 0;
+      for (const auto& rec : trace.records()) {
+        const std::int64_t k = rec.last - std::int64_t(per_rank) * r;
+        if (rec.rank != r || rec.phase != ScanPhase::final_scan || rec.busy_s < 0.05) continue;
+        EXPECT_TRUE(k >= 15 && k < 20) << k;
+        ++dear;
+        if (rec.thread != 1) ++elsewhere;
+      }
+      EXPECT_EQ(dear, 5u) << "rank " << r << (share ? " shared" : " folded");
+      if (share) EXPECT_GE(elsewhere, 2u) << "rank " << r;
+      else EXPECT_EQ(elsewhere, 0u) << "rank " << r;
+    }
   }
 }
 

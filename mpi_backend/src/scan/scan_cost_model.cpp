@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <numeric>
 #include <string>
 
@@ -139,12 +140,14 @@ RankTimes static_rank(const std::vector<double>& c, std::int64_t offset, std::si
 
 // Perfect stealing: the reduce work (every element but the threads' starting
 // ones) shared evenly; segments cut where the rank's cost is evenly shared.
-RankTimes ideal_rank(const std::vector<double>& c, std::int64_t offset, std::size_t n, std::size_t workers) {
+RankTimes ideal_rank(const std::vector<double>& c, std::int64_t offset, std::size_t n, std::size_t workers,
+                     bool last_inside) {
   RankTimes rt;
   rt.block = {offset, offset + std::int64_t(n) - 1};
   const double total = sum_of(c, rt.block.first, rt.block.last + 1);
   double work = total;
-  for (std::size_t t = 0; t < workers; ++t) work -= c[static_cast<std::size_t>(offset) + stealing_start(n, workers, t)];
+  for (std::size_t t = 0; t < workers; ++t)
+    work -= c[static_cast<std::size_t>(offset) + stealing_start(n, workers, t, false, last_inside)];
   std::vector<std::size_t> lo(workers + 1, n);
   lo[0] = 0;
   double running = 0.0;
@@ -189,7 +192,7 @@ double static_final(const std::vector<double>& c, LocalStrategy strategy, Span e
   return time;
 }
 
-using RankPlanner = RankTimes (*)(const std::vector<double>&, std::int64_t, std::size_t, std::size_t);
+using RankPlanner = std::function<RankTimes(const std::vector<double>&, std::int64_t, std::size_t, std::size_t)>;
 
 struct Ranks {
   std::vector<RankTimes> times;
@@ -198,7 +201,7 @@ struct Ranks {
 };
 
 Ranks plan_ranks(const std::vector<double>& costs, int ranks, int threads, GlobalScanAlgorithm algorithm,
-                 RankPlanner planner, bool balanced_blocks = false) {
+                 const RankPlanner& planner, bool balanced_blocks = false) {
   check(costs, ranks, threads);
   Ranks out;
   const auto sizes = balanced_blocks ? cost_balanced_blocks(costs, ranks, threads) : equal_blocks(costs.size(), ranks);
@@ -325,8 +328,13 @@ ScanModel model_static_scan(const std::vector<double>& costs, int ranks, int thr
 }
 
 ScanModel model_ideal_stealing_scan(const std::vector<double>& costs, int ranks, int threads,
-                                    GlobalScanAlgorithm algorithm, bool between_ranks) {
-  Ranks all = plan_ranks(costs, ranks, threads, algorithm, &ideal_rank, between_ranks);
+                                    GlobalScanAlgorithm algorithm, bool between_ranks, bool shared_final_phase) {
+  const bool last_inside = shared_final_phase && threads > 1;
+  const RankPlanner planner = [last_inside](const std::vector<double>& c, std::int64_t offset, std::size_t n,
+                                            std::size_t workers) {
+    return ideal_rank(c, offset, n, workers, last_inside);
+  };
+  Ranks all = plan_ranks(costs, ranks, threads, algorithm, planner, between_ranks);
   for (std::size_t r = 0; r < all.times.size(); ++r) {
     const RankTimes& rt = all.times[r];
     const double e = all.global.exclusive[r];

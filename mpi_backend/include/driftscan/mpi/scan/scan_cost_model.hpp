@@ -51,8 +51,11 @@ struct ScanModel {
 // `costs[k]`: element k's cost (s); requires at least `threads` elements per rank.
 ScanModel model_static_scan(const std::vector<double>& costs, int ranks, int threads, GlobalScanAlgorithm algorithm,
                             LocalStrategy strategy = LocalStrategy::reduce_then_scan);
+// `shared_final_phase`: the scan's ScanOptions::share_final_phase (its last
+// thread then starts inside its segment too, so a different element is free).
 ScanModel model_ideal_stealing_scan(const std::vector<double>& costs, int ranks, int threads,
-                                    GlobalScanAlgorithm algorithm, bool between_ranks = false);
+                                    GlobalScanAlgorithm algorithm, bool between_ranks = false,
+                                    bool shared_final_phase = false);
 
 // The global phase alone, for tests: ranks' sums known at `ready[r]` covering
 // ranks' blocks of the given sizes; returns when each master is done with it

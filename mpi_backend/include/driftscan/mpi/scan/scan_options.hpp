@@ -17,6 +17,16 @@ struct ScanOptions {
   // timing, and the registration's scan-distortion lines of 1 and 3 ranks
   // drift apart (0.0195 px, test_scan_distortion holds 0.01).
   bool between_ranks = false;
+  // Stealing inside ranks: the final phase's elements right of each thread's
+  // start are run by whichever thread of the rank is free, each as one
+  // application P(a−1) ⊕ local prefix kept from the reduce
+  // (shared_segment_tail.hpp). Exact for an associative operator, in order
+  // (it need not commute), but bracketed otherwise than the fold from the
+  // segment's start: off by default, as the registration's refinement is
+  // only approximately associative and its results would depend on where
+  // the threads' reduces happened to be (test_scan_stealing's
+  // EachPrefixExtendsThePreviousOneInsideASegment). scan-bench turns it on.
+  bool share_final_phase = false;
 
   // Whether the reduce phase steals (it needs reduce-then-scan).
   bool steals() const { return work_stealing && strategy == LocalStrategy::reduce_then_scan; }

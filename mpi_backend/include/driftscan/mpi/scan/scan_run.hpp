@@ -29,6 +29,7 @@
 #include "driftscan/mpi/scan/scan_options.hpp"
 #include "driftscan/mpi/scan/scan_partial.hpp"
 #include "driftscan/mpi/scan/scan_trace.hpp"
+#include "driftscan/mpi/scan/shared_segment_tail.hpp"
 #include "driftscan/mpi/scan/stealing_reduce.hpp"
 #include "driftscan/mpi/scan/thread_sum_tree.hpp"
 
@@ -60,7 +61,7 @@ class ScanRun {
         has_out_(n_, 0),
         line_(line && line->active() && options.steals() ? line : nullptr),
         origin_(offset_),
-        gaps_(options.threads > 1 ? static_cast<std::size_t>(options.threads - 1) : 0),
+        gaps_(static_cast<std::size_t>(std::max(options.threads, 1))),
         paces_(static_cast<std::size_t>(options.threads)),
         receiver_(comm) {
     out_.assign(n_, T{});
@@ -186,8 +187,13 @@ class ScanRun {
     final_status_.assign(workers, {});
     segments_.assign(workers, {});
     const bool left_edge = line_ && rank_ > 0, right_edge = line_ && rank_ + 1 < size_;
+    sharing_ = options_.steals() && options_.share_final_phase && workers > 1 && !line_;
+    // Sharing: the last thread, too, starts inside its segment, so that the
+    // elements after its start have local prefixes (shared_segment_tail.hpp);
+    // they lie in a gap of its own, taken once its left gap is empty.
     starts_.assign(workers, 0);
-    for (std::size_t w = 0; w < workers; ++w) starts_[w] = stealing_start(n_, workers, w, left_edge, right_edge);
+    for (std::size_t w = 0; w < workers; ++w)
+      starts_[w] = stealing_start(n_, workers, w, left_edge, right_edge || sharing_);
     if (line_) {
       try {
         share_edges(workers);
@@ -198,6 +204,7 @@ class ScanRun {
     const std::size_t shift = left_.size();
     for (auto& s : starts_) s += shift;
     for (std::size_t g = 0; g + 1 < workers; ++g) gap(g).reset(starts_[g] + 1, starts_[g + 1]);
+    if (sharing_) gaps_[workers - 1].reset(starts_[workers - 1] + 1, n_);
     if (line_)
       for (std::size_t g = workers > 0 ? workers - 1 : 0; g + 1 < std::size_t(line_->slots()); ++g) gap(g).reset(0, 0);
     for (std::size_t w = 0; w < workers; ++w) pace(w).start();
@@ -206,6 +213,12 @@ class ScanRun {
     if (options_.steals() && (workers > 1 || line_)) element_seconds_.assign(ext_size(), -1.0);
     relays_ = std::vector<FinalScanRelay<T>>(workers);
     relaying_ = options_.steals() && workers > 2 && !line_;
+    tails_ = std::vector<SharedSegmentTail>(workers);
+    tail_base_.assign(workers, {});
+    if (sharing_) {
+      local_.assign(ext_size(), T{});
+      local_first_.assign(ext_size(), 0);
+    }
     barrier_.reset(workers);
   }
 
@@ -257,10 +270,12 @@ class ScanRun {
     v.leave_last_left = leave_last_left(t);
     if (!line_) {
       for (std::size_t g = 0; g + 1 < workers; ++g) v.gaps.push_back(&gaps_[g]);
+      if (sharing_) v.gaps.push_back(&gaps_[workers - 1]);  // the last thread's own
       for (std::size_t w = 0; w < workers; ++w) v.paces.push_back(&paces_[w]);
       v.me = t;
       if (t > 0) v.left = t - 1;
-      if (t + 1 < workers) v.right = t;
+      if (t + 1 < workers || sharing_) v.right = t;
+      v.right_is_own = sharing_ && t + 1 == workers;
       return v;
     }
     const std::size_t slots = std::size_t(line_->slots()), r = std::size_t(rank_);
@@ -364,6 +379,7 @@ class ScanRun {
     else exclusive_known_.wait();  // not a barrier: no thread waits for another's assembly
     if (relaying_ && t == 0) relayed = relays_[0].take_over();
     final_phase(t, start, relayed);
+    help_tails(t);
     barrier_.arrive_and_wait();  // so nobody spins in the region's closing barrier
   }
 
@@ -412,8 +428,13 @@ class ScanRun {
   void help(std::size_t u, std::size_t t) {
     const std::size_t lo = t == 0 ? 0 : segments_[t - 1].hi;  // leaf t−1 is published: final
     ScanPartial<T> acc = combine_partials(exclusive_, assemble(u, t), applier(u, ScanPhase::final_scan, false));
+    tail_base_[t] = acc;  // what t's shared tail starts from (its elements' local prefixes are t's own)
     std::size_t k = lo;
-    auto held = [&] { return t + 1 < tree_.workers() ? gap(t).front_position() : n_; };
+    // Sharing: only t's left part, which only a fold can give.
+    auto held = [&] {
+      const std::size_t front = t + 1 < tree_.workers() ? gap(t).front_position() : n_;
+      return sharing_ ? std::min(front, starts_[t]) : front;
+    };
     while (!acc.failed() && k < held() && !relays_[t].stop_requested() && published_leaves(u) < u) {
       acc = combine_partials(acc, element(k), applier(u, ScanPhase::final_scan, false));
       if (acc.has_value()) finish(k, acc.value());
@@ -466,13 +487,24 @@ class ScanRun {
   ScanPartial<T> steal_segment(std::size_t t, SegmentRange& seg) {
     const bool keep = t == 0 && rank_ == 0;
     if (keep) out_[0] = block_[0];
-    auto apply = [this, t, keep](const ScanPartial<T>& l, const ScanPartial<T>& r, bool stolen) {
+    const std::int64_t first = origin_ + static_cast<std::int64_t>(starts_[t]);
+    if (sharing_) {
+      local_[starts_[t]] = at(starts_[t]);
+      local_first_[starts_[t]] = starts_[t];
+    }
+    auto apply = [this, t, keep, first](const ScanPartial<T>& l, const ScanPartial<T>& r, bool stolen) {
       const auto start = std::chrono::steady_clock::now();
       T result = applier(t, ScanPhase::local_reduce, stolen)(l, r);
       const std::int64_t k = (l.first() == l.last() && r.first() != r.last()) ? l.first() : r.last();
       element_seconds_[static_cast<std::size_t>(k - origin_)] =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (keep) slot(static_cast<std::size_t>(k - origin_)) = result;
+      // Taken to the right (a single right operand other than the start):
+      // the result is that element's local prefix (shared_segment_tail.hpp).
+      if (sharing_ && r.first() == r.last() && r.first() != first) {
+        local_[static_cast<std::size_t>(k - origin_)] = result;
+        local_first_[static_cast<std::size_t>(k - origin_)] = static_cast<std::size_t>(l.first() - origin_);
+      }
       return result;
     };
     StealingView view = stealing_view(t);
@@ -557,6 +589,9 @@ class ScanRun {
   // tie, the one that pays less after it. Without stealing: plain.
   StartChoice choose_start(std::size_t t) {
     if (element_seconds_.empty()) return StartChoice::plain;
+    // Sharing: only a plain start gives the shared tail's base (exclusive ⊕
+    // before); and the application it costs more than head's is shared work.
+    if (sharing_) return StartChoice::plain;
     for (std::size_t u = 0; u < t; ++u) tree_.wait(0, u);  // their segments are final
     constexpr double unknown = 1e300;
     auto cost = [&](std::size_t k) { return element_seconds_[k] >= 0.0 ? element_seconds_[k] : unknown; };
@@ -653,7 +688,10 @@ class ScanRun {
   // known. A failure is recorded, not thrown (every rank must reach the
   // agreement in agreed_result()).
   void final_phase(std::size_t t, const SegmentStart& start, const std::optional<Relayed>& relayed) {
-    if (!exclusive_ok_) return;  // an MPI-level error: rethrown after the parallel region
+    if (shares_tail(t, start, relayed)) return share_tail(t, start, relayed);
+    tails_[t].close();
+    if (sharing_) board_.notify();  // the idle siblings stop waiting for this tail
+    if (!exclusive_ok_) return;     // an MPI-level error: rethrown after the parallel region
     if (relayed) {
       scan_rest(t, relayed->first, relayed->second);
     } else if (exclusive_.failed()) {
@@ -665,6 +703,145 @@ class ScanRun {
     } else {
       scan_segment(t, start);
     }
+  }
+
+  // Whether thread t's final phase shares its right part (shared_segment_tail.hpp):
+  // with stealing inside the rank, from a plain start (exclusive ⊕ before is
+  // the base of the elements whose local prefix begins at the segment's first).
+  bool shares_tail(std::size_t t, const SegmentStart& start, const std::optional<Relayed>& relayed) {
+    if (!sharing_ || !exclusive_ok_ || exclusive_.failed() || tree_.node(0, t).failed()) return false;
+    if (t == 0 && rank_ == 0) return false;  // publish_head(): its prefixes are final already
+    if (relayed) return relayed->first.has_value() && relayed->second <= starts_[t];
+    return start.head.empty();
+  }
+
+  // What share_tail() runs before its fold: elements dearer than this many
+  // times the mean.
+  static constexpr double kDear = 2.0;
+  // Thread t: opens its right part [start, hi) to every thread of the rank,
+  // then folds its left part [lo, start) from exclusive ⊕ before (or from
+  // where a helper stopped), publishing how far it got: the right part's
+  // elements need P(a−1) for their local prefixes' first elements a.
+  void share_tail(std::size_t t, const SegmentStart& start, const std::optional<Relayed>& relayed) {
+    const SegmentRange seg = segments_[t];
+    ScanPartial<T> acc;
+    std::size_t k = seg.lo;
+    if (relayed) {  // the helper left tail_base_[t]
+      acc = relayed->first;
+      k = relayed->second;
+    } else {
+      acc = combine_partials(exclusive_, start.before, applier(t, ScanPhase::final_scan, false));
+      tail_base_[t] = acc;
+    }
+    if (acc.failed()) {
+      tails_[t].close();
+      final_status_[t] = acc;
+      return;
+    }
+    tails_[t].open(seg.lo, starts_[t], seg.hi, k);
+    board_.notify();
+    // Dear elements first, its own or a sibling's, even before its fold:
+    // its fold is a chain of (mostly) ordinary ones.
+    const double mean = mean_element_seconds();
+    while (auto claimed = claim_dearest(t, false, kDear * mean, mean)) {
+      if (tails_[claimed->first].exhausted()) board_.notify();
+      run_tail_element(t, claimed->first, claimed->second);
+    }
+    for (; k < starts_[t]; ++k) {
+      acc = combine_partials(acc, element(k), applier(t, ScanPhase::final_scan, false));
+      if (acc.failed()) {  // what is left unclaimed needs this fold: the failure is reported instead
+        tails_[t].close();
+        board_.notify();
+        final_status_[t] = acc;
+        return;
+      }
+      finish(k, acc.value());
+      tails_[t].folded_to(k + 1);
+      // Wake the idle siblings only when the tail's last element became
+      // claimable (a wake-up per step costs the cores at 1,024 threads).
+      if (auto e = tails_[t].peek_back([this](std::size_t i) { return local_first_[i]; });
+          e && local_first_[*e] == k + 1)
+        board_.notify();
+    }
+  }
+
+  // Thread x, its own final phase done: the rank's shared tails' elements,
+  // the dearest claimable first (claim_dearest()), until none is left (some
+  // become claimable only as their owner's fold advances).
+  void help_tails(std::size_t x) {
+    if (!sharing_) return;
+    const double mean = mean_element_seconds();
+    while (true) {
+      const std::uint64_t seen = board_.epoch();
+      if (auto claimed = claim_dearest(x, true, 0.0, mean)) {
+        if (tails_[claimed->first].exhausted()) board_.notify();  // the others may be done waiting
+        run_tail_element(x, claimed->first, claimed->second);
+        continue;
+      }
+      bool all_done = true;
+      for (std::size_t u = 0; u < tree_.workers(); ++u)
+        if (!tails_[u].decided() || !tails_[u].exhausted()) all_done = false;
+      if (all_done) return;
+      // Woken when a tail opens, closes, runs out, or its last element
+      // becomes claimable; the timeout is a safety net only.
+      board_.wait_change(seen, 50);
+    }
+  }
+
+  // Claims the dearest element thread x may run now among every tail's last
+  // claimable one and (`own_front`: x's fold is done) x's own first; (owner,
+  // element), or nothing costing at least `at_least`. Dearest first, as in
+  // list scheduling: an element of 7x the mean started last is what the
+  // fluid sharing of the model never pays (traced 8x8: 143 ms begun 0.13 s
+  // before the rank's other threads were done). Costs are the reduce's
+  // measurements; a start element, never measured there, counts as the mean.
+  std::optional<std::pair<std::size_t, std::size_t>> claim_dearest(std::size_t x, bool own_front, double at_least,
+                                                                   double mean) {
+    auto first_of = [this](std::size_t e) { return local_first_[e]; };
+    auto cost = [&](std::size_t e) { return element_seconds_[e] >= 0.0 ? element_seconds_[e] : mean; };
+    for (int attempt = 0; attempt < 8; ++attempt) {  // another thread may take the element first
+      double best = -1.0;
+      std::size_t owner = 0;
+      bool front = false;
+      if (auto e = own_front ? tails_[x].peek_front() : std::nullopt; e && cost(*e) >= at_least) {
+        best = cost(*e);
+        owner = x;
+        front = true;
+      }
+      for (std::size_t u = 0; u < tree_.workers(); ++u)
+        if (auto e = tails_[u].peek_back(first_of); e && cost(*e) >= at_least && cost(*e) > best) {
+          best = cost(*e);
+          owner = u;
+          front = false;
+        }
+      if (best < 0.0) return std::nullopt;
+      const auto e = front ? tails_[owner].claim_front() : tails_[owner].claim_back(first_of);
+      if (e) return std::make_pair(owner, *e);
+    }
+    return std::nullopt;
+  }
+
+  // The mean of the reduce's measured element costs (0 if none).
+  double mean_element_seconds() const {
+    double sum = 0.0;
+    std::size_t count = 0;
+    for (double s : element_seconds_)
+      if (s >= 0.0) {
+        sum += s;
+        ++count;
+      }
+    return count > 0 ? sum / double(count) : 0.0;
+  }
+
+  // Element e of thread u's right part, run by thread x: P(a−1) ⊕ local(e).
+  void run_tail_element(std::size_t x, std::size_t u, std::size_t e) {
+    const std::size_t a = local_first_[e];
+    const std::int64_t before_a = origin_ + static_cast<std::int64_t>(a) - 1;
+    const ScanPartial<T> base = a == tails_[u].lo() ? tail_base_[u] : ScanPartial<T>::of(slot(a - 1), 0, before_a);
+    const ScanPartial<T> local = ScanPartial<T>::of(local_[e], before_a + 1, origin_ + static_cast<std::int64_t>(e));
+    const ScanPartial<T> prefix = combine_partials(base, local, applier(x, ScanPhase::final_scan, false));
+    if (prefix.has_value()) finish(e, prefix.value());
+    else final_status_[x] = prefix;
   }
 
   // Rank 0 with stealing: thread 0's reduce left the final prefixes of its
@@ -795,7 +972,7 @@ class ScanRun {
   // Within the rank.
   ThreadSumTree<T> tree_;
   std::vector<SegmentRange> segments_;  // thread t's final segment, once leaf t is published
-  std::vector<SegmentGap> gaps_;        // stealing: between threads g and g+1
+  std::vector<SegmentGap> gaps_;        // stealing: between threads g and g+1 (sharing: the last thread's own last)
   std::vector<WorkerPace> paces_;
   // Stealing: measured time of the reduce-phase application charged to each
   // element (< 0: not measured — a thread's starting element).
@@ -806,6 +983,16 @@ class ScanRun {
   std::vector<FinalScanRelay<T>> relays_;
   RelayBoard board_;
   bool relaying_ = false;
+  // Sharing each segment's right part in the final phase
+  // (shared_segment_tail.hpp): with stealing inside the rank. local_[e]: the
+  // reduce's partial sum [local_first_[e], e] for the elements a thread took
+  // to the right of its start (and the start); tail_base_[t]: exclusive ⊕
+  // before for thread t.
+  bool sharing_ = false;
+  std::vector<SharedSegmentTail> tails_;
+  std::vector<ScanPartial<T>> tail_base_;
+  std::vector<T> local_;
+  std::vector<std::size_t> local_first_;
 
   // What precedes this rank: rank r−1's inclusive result. The final phase
   // needs nothing else from the global phase, so the master hands it over

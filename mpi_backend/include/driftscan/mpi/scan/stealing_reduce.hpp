@@ -151,6 +151,11 @@ struct StealingView {
   // The left neighbour takes the last element itself, just as it becomes the
   // last: its end is then an element picked regardless of its cost.
   bool leave_last_left = false;
+  // Whether the right gap is this worker's alone (the rank's last thread
+  // when the final phase is shared): taken once the left side would finish
+  // sooner (detail::own_side_is_behind), so that most elements in it have a
+  // local prefix from the segment's first element (shared_segment_tail.hpp).
+  bool right_is_own = false;
   std::size_t me = 0;
   std::optional<std::size_t> left, right;
   std::int64_t left_shift = 0, right_shift = 0;
@@ -192,6 +197,18 @@ inline bool right_is_behind(const StealingView& v) {
   const double pace = v.paces[v.me]->seconds_per_application();
   return right_work / right.speed + right.delay * pace >= left_work / left.speed + left.delay * pace;
 }
+// The rank's last thread with a right gap of its own: whether what it alone
+// can take would take it longer than the workers to its left (itself
+// included, at their summed speed) need for everything they may take. Until
+// then it takes from its left gap, so that most of its own elements are taken
+// once the left gap is empty (their local prefixes then begin at the
+// segment's first element), yet it is not left alone with them at the end.
+inline bool own_side_is_behind(const StealingView& v) {
+  const double own_work = static_cast<double>(v.gaps[*v.right]->size()), left_work = unclaimed(v, 0, *v.left + 1);
+  const SideSpeed left = speed(v, 0, v.me + 1);
+  if (left.speed <= 0.0) return left_work <= 0.0;
+  return own_work * v.paces[v.me]->seconds_per_application() >= left_work / left.speed;
+}
 }  // namespace detail
 
 // One worker's reduce with stealing. `at(k)` is element k (k = a gap
@@ -214,6 +231,7 @@ ScanPartial<T> stealing_reduce(At&& at, std::int64_t offset, std::size_t start, 
     bool go_right;
     if (!has_left) go_right = true;
     else if (!has_right) go_right = false;
+    else if (view.right_is_own) go_right = left->size() <= keep || detail::own_side_is_behind(view);
     else if (first_step) go_right = true;
     else go_right = left->size() <= keep || (right->size() > 0 && detail::right_is_behind(view));
     first_step = false;
