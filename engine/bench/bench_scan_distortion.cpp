@@ -249,28 +249,47 @@ double learned_specimen_share(const Frame& clean, double noise_var, std::size_t 
   return all > 0 ? kept / all : 1.0;
 }
 
+// Each line's Fisher information about a shift of it along the fast and the
+// slow axis of the recorded frame `clean` (frame k of s, noise-free): sum of
+// g^2 / var over its pixels, g the clean frame's cubic B-spline gradient
+// along the axis, var the pixel's Poisson plus read variance.
+struct LineInformation {
+  std::vector<double> fast, slow;
+};
+
+LineInformation line_information(const SyntheticSeries& s, const Frame& clean) {
+  const SynthOptions& o = s.options();
+  const ScanTiming& t = s.scan_timing();
+  const Point fast = t.fast_axis(), slow{-fast.y, fast.x};  // in a recorded frame's pixels
+  const double read2 = o.read_noise * o.read_noise;
+  Frame coeffs = clean;
+  bspline_prefilter(coeffs);
+  LineInformation out{std::vector<double>(static_cast<std::size_t>(t.lines()), 0.0),
+                      std::vector<double>(static_cast<std::size_t>(t.lines()), 0.0)};
+  const std::size_t stride = static_cast<std::size_t>(clean.width);
+  for (int y = 1; y + 2 < clean.height; ++y)
+    for (int x = 1; x + 2 < clean.width; ++x) {
+      float v, gx, gy;
+      bspline_taps_gradient(coeffs.row(y - 1) + x - 1, stride, 0.0f, 0.0f, v, gx, gy);
+      const double var = (o.dose > 0 ? std::max(0.0, static_cast<double>(clean.at(x, y))) : 0.0) + read2;
+      if (!(var > 0)) continue;
+      const double gf = gx * fast.x + gy * fast.y, gs = gx * slow.x + gy * slow.y;
+      const std::size_t line = static_cast<std::size_t>(t.line_of(x, y));
+      out.fast[line] += gf * gf / var, out.slow[line] += gs * gs / var;
+    }
+  return out;
+}
+
 double jitter_floor(const SyntheticSeries& s, bool specimen_learned = false) {
   const SynthOptions& o = s.options();
   if (!(o.jitter > 0)) return 0.0;
-  const ScanTiming& t = s.scan_timing();
-  const Point fast = t.fast_axis();
+  const Point fast = s.scan_timing().fast_axis();
   const double read2 = o.read_noise * o.read_noise;
   double sum = 0.0;
   std::size_t count = 0;
   for (std::size_t k = 0; k < s.frame_count(); ++k) {
     const Frame clean = s.clean_frame(k);
-    Frame coeffs = clean;
-    bspline_prefilter(coeffs);
-    std::vector<double> information(static_cast<std::size_t>(t.lines()), 0.0);
-    const std::size_t stride = static_cast<std::size_t>(clean.width);
-    for (int y = 1; y + 2 < clean.height; ++y)
-      for (int x = 1; x + 2 < clean.width; ++x) {
-        float v, gx, gy;
-        bspline_taps_gradient(coeffs.row(y - 1) + x - 1, stride, 0.0f, 0.0f, v, gx, gy);
-        const double var = (o.dose > 0 ? std::max(0.0, static_cast<double>(clean.at(x, y))) : 0.0) + read2;
-        const double g = gx * fast.x + gy * fast.y;
-        if (var > 0) information[static_cast<std::size_t>(t.line_of(x, y))] += g * g / var;
-      }
+    const std::vector<double> information = line_information(s, clean).fast;
     double share = 1.0;
     if (specimen_learned) {
       double var = 0.0;
@@ -299,26 +318,14 @@ double jitter_floor_drift_learned(const SyntheticSeries& s) {
   const SynthOptions& o = s.options();
   if (!(o.jitter > 0)) return 0.0;
   const ScanTiming& t = s.scan_timing();
-  const Point rec_fast = t.fast_axis(), rec_slow{-rec_fast.y, rec_fast.x};  // in a recorded frame's pixels
-  const double read2 = o.read_noise * o.read_noise, tau2 = o.jitter * o.jitter;
+  const double tau2 = o.jitter * o.jitter;
   const double q = o.drift_step * o.drift_step / t.frame_time();  // px^2 per second per axis
   const std::size_t n = s.frame_count(), lines = static_cast<std::size_t>(t.lines());
-  std::vector<double> info_fast(n * lines, 0.0), info_slow(n * lines, 0.0);
+  std::vector<double> info_fast, info_slow;  // every line of every frame, in time order
   for (std::size_t k = 0; k < n; ++k) {
-    const Frame clean = s.clean_frame(k);
-    Frame coeffs = clean;
-    bspline_prefilter(coeffs);
-    const std::size_t stride = static_cast<std::size_t>(clean.width);
-    for (int y = 1; y + 2 < clean.height; ++y)
-      for (int x = 1; x + 2 < clean.width; ++x) {
-        float v, gx, gy;
-        bspline_taps_gradient(coeffs.row(y - 1) + x - 1, stride, 0.0f, 0.0f, v, gx, gy);
-        const double var = (o.dose > 0 ? std::max(0.0, static_cast<double>(clean.at(x, y))) : 0.0) + read2;
-        if (!(var > 0)) continue;
-        const double gf = gx * rec_fast.x + gy * rec_fast.y, gs = gx * rec_slow.x + gy * rec_slow.y;
-        const std::size_t at = k * lines + static_cast<std::size_t>(t.line_of(x, y));
-        info_fast[at] += gf * gf / var, info_slow[at] += gs * gs / var;
-      }
+    const LineInformation info = line_information(s, s.clean_frame(k));
+    info_fast.insert(info_fast.end(), info.fast.begin(), info.fast.end());
+    info_slow.insert(info_slow.end(), info.slow.begin(), info.slow.end());
   }
   // 2x2 symmetric matrices as {a, b, c} = [[a, b], [b, c]].
   using Sym = std::array<double, 3>;
