@@ -21,6 +21,7 @@
 #include "driftscan/registration/drift_table.hpp"
 #include "driftscan/registration/drift_uncertainty.hpp"
 #include "driftscan/registration/frame_weights.hpp"
+#include "driftscan/registration/refinement.hpp"
 #include "driftscan/registration/sequential_scan.hpp"
 #include "driftscan/registration/signal_lag_factor.hpp"
 #include "driftscan/synthetic/synthetic_series.hpp"
@@ -536,4 +537,40 @@ TEST(DriftUncertainty, InverseVarianceWeights) {
   EXPECT_NE(a.average.pixels, plain.average.pixels);
   avg.method = AverageMethod::median;
   EXPECT_THROW(average_registered(frames, r.regs, avg, warnings, nullptr, nullptr, &r.u), Error);
+}
+
+// The information pass keeps each core row's reference sums per thread
+// (refinement.cpp: LevelSolver::CoreMemo); a kept row must give the same
+// bits as summing it again, and rows of another range or another reference
+// must never be taken for it.
+TEST(DriftUncertainty, KeptCoreRowSumsGiveTheSameInformationBitForBit) {
+  SynthOptions o = small(53, 6);
+  o.frames = 3;
+  SyntheticSeries s(o);
+  RefineOptions ro;
+  const Refinement refine(s.width(), s.height(), ro);
+  const auto reference = refine.prepare(s.frame(0), true);
+  const auto m1 = refine.prepare(s.frame(1), false), m2 = refine.prepare(s.frame(2), false);
+  const Transform t1 = Transform::translation(1.3, -0.7), t2 = Transform::translation(-5.6, 4.2);
+  auto same = [](const RefineInformation& a, const RefineInformation& b) {
+    return a.covariance == b.covariance && a.residual_rms == b.residual_rms && a.alpha == b.alpha &&
+           a.signal_lag_factor == b.signal_lag_factor && a.gradient_signal_fraction == b.gradient_signal_fraction;
+  };
+  const RefineInformation first = refine.information(*reference, *m1, t1);  // rows summed, kept
+  const RefineInformation other = refine.information(*reference, *m2, t2);  // other ranges: not `first`'s
+  const RefineInformation again = refine.information(*reference, *m1, t1);  // rows kept from `first`
+  const auto fresh_reference = refine.prepare(s.frame(0), true);            // a new reference: memo rebound
+  const RefineInformation fresh_other = refine.information(*fresh_reference, *m2, t2);
+  const auto another_reference = refine.prepare(s.frame(0), true);
+  const RefineInformation fresh_first = refine.information(*another_reference, *m1, t1);
+  ASSERT_FALSE(first.singular);
+  ASSERT_FALSE(other.singular);
+  EXPECT_TRUE(same(first, again));
+  EXPECT_TRUE(same(first, fresh_first));
+  EXPECT_TRUE(same(other, fresh_other));
+  EXPECT_FALSE(same(first, other));
+  // A different reference frame under the same geometry is not served the first one's rows.
+  const auto frame1_as_reference = refine.prepare(s.frame(1), true);
+  const RefineInformation swapped = refine.information(*frame1_as_reference, *m1, t1);
+  EXPECT_FALSE(same(first, swapped));
 }

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <utility>
@@ -153,6 +155,7 @@ double edge_weight(double u, int size, double margin) {
 struct Refinement::Prepared {
   std::vector<Frame> level, gx, gy;  // samples (+ gradients for a reference)
   std::vector<Frame> coeff;          // cubic B-spline coefficients (for a moving frame)
+  std::uint64_t serial = 0;          // unique per prepare() call: names the frame in per-thread memos
 };
 
 RefineOptions RefineOptions::from(const RegistrationSettings& s) {
@@ -223,6 +226,8 @@ std::shared_ptr<const Refinement::Prepared> Refinement::prepare(const Frame& f, 
       throw bad_input("refinement: non-finite pixel at (" + std::to_string(i % width_) + ", " +
                       std::to_string(i / width_) + ")");
   auto p = std::make_shared<Prepared>();
+  static std::atomic<std::uint64_t> next_serial{1};
+  p->serial = next_serial.fetch_add(1, std::memory_order_relaxed);
   const int n = levels <= 0 ? levels_ : std::min(levels, levels_);
   const int t = std::max(1, options_.threads);
   p->level.push_back(gaussian_smooth(f, options_.prefilter_sigma, t));
@@ -750,6 +755,69 @@ class LevelSolver {
     int x0 = 0, x1 = -1;  // inclusive; empty when x0 > x1
   };
 
+ public:
+  // The core rows' sums of one reference, kept by a thread across the
+  // information pass's frames: every frame of a series is measured against
+  // frame 0, and its core's rows repeat their ranges from frame to frame
+  // (they move with the drift's whole pixels; the core has weight 1). A
+  // row's sums are a pure function of the reference, the row and the range,
+  // so a kept one is bit for bit what summing again gives.
+  class CoreMemo {
+   public:
+    // Keeps what it holds only for the same reference and solver geometry.
+    void bind(std::uint64_t reference, const LevelSolver& s) {
+      const Key k{reference, s.np_, s.cx_, s.cy_, s.radius_, s.mask_, s.ref_.height};
+      if (k == key_) return;
+      key_ = k;
+      rows_.assign(static_cast<std::size_t>(std::max(0, s.ref_.height)), Row{});
+    }
+    const Sums* find(int y, int x0, int x1) const {
+      const Row& r = rows_[static_cast<std::size_t>(y)];
+      for (int i = 0; i < r.n; ++i)
+        if (r.e[static_cast<std::size_t>(i)].x0 == x0 && r.e[static_cast<std::size_t>(i)].x1 == x1)
+          return &r.e[static_cast<std::size_t>(i)].sums;
+      return nullptr;
+    }
+    void keep(int y, int x0, int x1, const Sums& sums) {
+      Row& r = rows_[static_cast<std::size_t>(y)];
+      Entry& e = r.e[static_cast<std::size_t>(r.next)];
+      e = Entry{x0, x1, sums};
+      r.next = (r.next + 1) % kPerRow;
+      r.n = std::min(r.n + 1, kPerRow);
+    }
+
+   private:
+    struct Key {
+      std::uint64_t reference = 0;
+      int np = 0;
+      double cx = 0, cy = 0, radius = 0;
+      const Frame* mask = nullptr;
+      int height = 0;
+      bool operator==(const Key& o) const {
+        return reference == o.reference && np == o.np && cx == o.cx && cy == o.cy && radius == o.radius &&
+               mask == o.mask && height == o.height;
+      }
+    };
+    // A few ranges per row: the drift's spread in whole pixels, replaced oldest first.
+    static constexpr int kPerRow = 4;
+    struct Entry {
+      int x0 = 0, x1 = -1;
+      Sums sums;
+    };
+    struct Row {
+      std::array<Entry, kPerRow> e{};
+      int n = 0, next = 0;
+    };
+    Key key_;
+    std::vector<Row> rows_;
+  };
+  // Sums core rows through memo (null: none); single-threaded solvers only.
+  void use_core_memo(CoreMemo* memo, std::uint64_t reference) {
+    memo_ = threads_ == 1 ? memo : nullptr;
+    if (memo_) memo_->bind(reference, *this);
+  }
+
+ private:
   // Pixels x0..x1 of row y whose position under S lies at least `inset` px
   // inside the moving frame's safe sampling zone [1, size - 3] on both axes
   // (x0 > x1: none).
@@ -784,7 +852,17 @@ class LevelSolver {
       Range& c = core_[static_cast<std::size_t>(r)];
       const int y = qy0_ + static_cast<int>(r);
       row_inside(S, y, margin + kFade + kCoreSlack, c.x0, c.x1);
-      accumulate(y, c.x0, c.x1, nullptr, parts[static_cast<std::size_t>(r)]);
+      Sums& part = parts[static_cast<std::size_t>(r)];
+      if (memo_ && c.x0 <= c.x1) {
+        if (const Sums* kept = memo_->find(y, c.x0, c.x1)) {
+          part = *kept;
+          continue;
+        }
+        accumulate(y, c.x0, c.x1, nullptr, part);
+        memo_->keep(y, c.x0, c.x1, part);
+        continue;
+      }
+      accumulate(y, c.x0, c.x1, nullptr, part);
     }
     core_sums_ = Sums{};
     for (const Sums& pt : parts) core_sums_.add(pt);
@@ -911,6 +989,7 @@ class LevelSolver {
   std::array<double, 36> H_{};
   std::array<double, 6> ssd_{}, ssdf_{};
   int threads_ = 1;
+  CoreMemo* memo_ = nullptr;
 };
 
 Transform scale_translation(Transform t, double s) {
@@ -1157,6 +1236,8 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
                      roi_.x + roi_.w - 1, roi_.y + roi_.h - 1, 1);
   Transform S = T.inverse();
   if (model == MotionModel::translation) S = Transform::translation(S.tx, S.ty);
+  thread_local LevelSolver::CoreMemo memo;
+  solver.use_core_memo(&memo, reference.serial);
   solver.build_set(S, 2.0);
   out.pixels = static_cast<std::size_t>(solver.pixels());
   if (solver.pixels() < std::max(16.0, 0.02 * roi_.w * roi_.h)) return singular();
