@@ -572,26 +572,28 @@ class LevelSolver {
 
   // Row y of `rows` (slot y mod 3), sampled unless it is there already; zero outside the set.
   void load_row(const Transform& S, int y, SampledRows& rows, const std::vector<int>& span_of_row,
-                std::vector<float>& g, std::vector<float>& col) const {
+                std::vector<float>& col) const {
     if (y < 0 || y >= ref_.height) return;
     const std::size_t slot = static_cast<std::size_t>(y % 3);
     if (rows.row[slot] == y) return;
     rows.row[slot] = y;
-    std::fill(rows.G[slot].begin(), rows.G[slot].end(), 0.0f);
-    std::fill(rows.W[slot].begin(), rows.W[slot].end(), 0.0f);
-    std::fill(rows.in[slot].begin(), rows.in[slot].end(), 0);
     const int si = span_of_row[static_cast<std::size_t>(y)];
+    // Zero outside the span only: the span's own samples are all written below.
+    const int x0 = si < 0 ? rows.w : spans_[static_cast<std::size_t>(si)].x0;
+    const int x1 = si < 0 ? rows.w - 1 : spans_[static_cast<std::size_t>(si)].x1;
+    for (auto zero : {std::pair<int, int>{0, x0}, std::pair<int, int>{x1 + 1, rows.w}}) {
+      std::fill(rows.G[slot].begin() + zero.first, rows.G[slot].begin() + zero.second, 0.0f);
+      std::fill(rows.W[slot].begin() + zero.first, rows.W[slot].begin() + zero.second, 0.0f);
+      std::fill(rows.in[slot].begin() + zero.first, rows.in[slot].begin() + zero.second, 0);
+    }
     if (si < 0) return;
     const Span& s = spans_[static_cast<std::size_t>(si)];
     const int len = s.x1 - s.x0 + 1;
-    g.resize(static_cast<std::size_t>(len));
-    sample_span(S, s, g.data(), col);
+    sample_span(S, s, rows.G[slot].data() + s.x0, col);
     row_weights(s, rows.W[slot].data() + s.x0);
-    for (int i = 0; i < len; ++i) {
-      const std::size_t at = static_cast<std::size_t>(s.x0) + static_cast<std::size_t>(i);
-      rows.G[slot][at] = g[static_cast<std::size_t>(i)];
-      rows.in[slot][at] = rows.W[slot][at] > 0 ? 1 : 2;  // 2: sampled, not used
-    }
+    const float* w = rows.W[slot].data() + s.x0;
+    unsigned char* in = rows.in[slot].data() + s.x0;
+    for (int i = 0; i < len; ++i) in[i] = w[i] > 0 ? 1 : 2;  // 2: sampled, not used
   }
 
   // For each row y of the set in order: u_c = w J_f,c (gain g + offset - f)
@@ -606,13 +608,13 @@ class LevelSolver {
     for (std::size_t i = 0; i < spans_.size(); ++i)
       span_of_row[static_cast<std::size_t>(spans_[i].y)] = static_cast<int>(i);
     SampledRows rows(w);
-    std::vector<float> g, col;
+    std::vector<float> col;
     std::array<float*, 6> u{};
     residual_ss = 0;
     A.fill(0);
     for (const Span& s : spans_) {
       const bool kept = pick.kept(s.y);
-      for (int y = kept ? s.y - 1 : s.y; y <= (kept ? s.y + 1 : s.y); ++y) load_row(S, y, rows, span_of_row, g, col);
+      for (int y = kept ? s.y - 1 : s.y; y <= (kept ? s.y + 1 : s.y); ++y) load_row(S, y, rows, span_of_row, col);
       for (int c = 0; c < np_; ++c) u[static_cast<std::size_t>(c)] = out(s.y, c);
       if (!kept) residual_ss = noise_u_row(s, rows, pass, gain, offset, u, residual_ss, window);
       else if (np_ == 2) noise_row<2>(s, rows, pass, gain, offset, u, A, residual_ss, window);
