@@ -6,7 +6,9 @@
 // real series raise no flag at all.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -20,6 +22,7 @@
 #include "driftscan/pipeline/register_pipeline.hpp"
 #include "driftscan/pipeline/serial_register.hpp"
 #include "driftscan/registration/pair_registration.hpp"
+#include "driftscan/registration/refinement.hpp"
 #include "driftscan/registration/registration_failure.hpp"
 #include "driftscan/synthetic/synthetic_series.hpp"
 #include "sample_data.hpp"
@@ -193,6 +196,51 @@ TEST(RegistrationFailure, NoisePairsHaveNoSignificantPeak) {
   const PairShift s = op.pair_plan().execute(lattice.frame(0), lattice.frame(1));
   EXPECT_TRUE(s.significant);
   EXPECT_GT(s.significance, 10.0);
+}
+
+// Few independent samples (a small window of coarse structure, as the
+// square every frame of a 0/30 degree series covers at 128^2): a clear
+// match must still count, and unrelated frames of the same texture must
+// not. The significance is Fisher's z of the NCC: ncc sqrt(n) stays below
+// the threshold at any ncc when n ~ 30.
+TEST(RegistrationFailure, FewSamplesStillDecide) {
+  std::mt19937 rng(17);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  auto texture = [&] {  // coarse: sigma 5 px
+    Frame f(96, 96);
+    for (float& v : f.pixels) v = g(rng);
+    return gaussian_smooth(f, 5.0);
+  };
+  auto crop = [](const Frame& f, int x0, int y0, double noise, std::mt19937& r) {
+    std::normal_distribution<float> n(0.0f, static_cast<float>(noise));
+    Frame out(80, 80);
+    for (int y = 0; y < 80; ++y)
+      for (int x = 0; x < 80; ++x) out.at(x, y) = f.at(x0 + x, y0 + y) + n(r);
+    return out;
+  };
+  PairRegistrationOptions options;
+  options.smooth_sigma = 0.0;
+  options.lattice_bound = false;
+  const PairRegistrationPlan plan(80, 80, options);
+  double worst = 0;
+  for (int i = 0; i < 30; ++i) {
+    const Frame a = texture(), b = texture();
+    const PairShift s = plan.execute(crop(a, 8, 8, 0.01, rng), crop(b, 8, 8, 0.01, rng));
+    EXPECT_FALSE(s.significant) << "unrelated pair " << i << ": ncc " << s.ncc << " significance " << s.significance;
+    worst = std::max(worst, s.significance);
+  }
+  const Frame a = texture();
+  const PairShift same = plan.execute(crop(a, 8, 8, 0.01, rng), crop(a, 10, 9, 0.01, rng));
+  std::printf(
+      "80x80 coarse texture: unrelated pairs' highest significance %.2f; the shifted pair ncc %.3f "
+      "significance %.2f over %.0f px^2 a sample\n",
+      worst, same.ncc, same.significance, same.lobe_area);
+  const double n = std::pow(same.significance / std::atanh(same.ncc), 2) + 3.0;
+  std::printf("ncc sqrt(n) would be %.2f over n %.1f samples\n", same.ncc * std::sqrt(n), n);
+  EXPECT_TRUE(same.significant) << "ncc " << same.ncc << " significance " << same.significance;
+  EXPECT_NEAR(same.dx, 2.0, 0.3);  // the pair search is the refinement's start
+  EXPECT_NEAR(same.dy, 1.0, 0.3);
+  EXPECT_GT(same.ncc, 0.9);
 }
 
 TEST(RegistrationFailure, PureNoiseSeriesFails) {

@@ -308,7 +308,7 @@ Registration RegistrationOperator::operator()(const Registration& a, const Regis
 
 double RegistrationOperator::registration_significance(double ncc, std::size_t pixels) const {
   const double area = std::max(1.0, pair_.options().sample_area);
-  return ncc * std::sqrt(static_cast<double>(pixels) / area);
+  return PairRegistrationPlan::correlation_significance(ncc, static_cast<double>(pixels) / area);
 }
 
 double RegistrationOperator::registration_threshold() const {

@@ -66,11 +66,11 @@ struct PairShift {
   double lattice_vector = 0.0;  // shortest lattice vector of the reference (px), 0: not periodic
   // The peak as a correlation coefficient of the two prepared (windowed,
   // smoothed) frames, and how far it stands above what frames sharing no
-  // content give: ncc / sigma0 with sigma0 = sqrt(sample_area / window
-  // samples), the standard deviation of the NCC of independent frames
-  // (Bartlett: the sum of the product of their autocorrelations, here the
-  // central lobe of frame 0's; a lattice's periodic lobes are the shared
-  // content under test, not noise). Compare with significance_threshold().
+  // content give: Fisher's atanh(ncc) sqrt(n - 3), n = window samples /
+  // sample_area the independent samples (Bartlett: the sum of the product of
+  // their autocorrelations, here the central lobe of frame 0's; a lattice's
+  // periodic lobes are the shared content under test, not noise); for large
+  // n and small ncc that is ncc sqrt(n). Compare with significance_threshold().
   double ncc = 0.0;
   double significance = 0.0;
   bool significant = true;  // significance >= the threshold for the shifts searched
@@ -118,6 +118,9 @@ class PairRegistrationPlan {
   // maximum sqrt(2 ln M) plus a margin for a false alarm rate ~1e-4 (Gumbel
   // tail: 9.2 / sqrt(2 ln M)). A pair searches M = searched area / sample area.
   static double significance_threshold(double samples);
+  // A correlation coefficient over `samples` independent samples as that
+  // standard normal: Fisher's atanh(ncc) sqrt(samples - 3) (0 below 3 samples).
+  static double correlation_significance(double ncc, double samples);
 
   struct State;
 

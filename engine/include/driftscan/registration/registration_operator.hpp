@@ -131,8 +131,8 @@ class RegistrationOperator {
   const Refinement& refinement() const { return refine_; }
   // The Gaussian smoothing both registrations apply (chosen from frame 0).
   double smoothing_sigma() const { return sigma_; }
-  // A refinement's NCC against that of frames sharing no content: ncc /
-  // sqrt(sample area / overlap pixels), sample area from frame 0's
+  // A refinement's NCC against that of frames sharing no content (Fisher's
+  // z over overlap pixels / sample area independent samples), sample area from frame 0's
   // autocorrelation (PairRegistrationOptions::sample_area); and the
   // threshold below which it is flagged kNoMatch (PairRegistrationPlan::
   // significance_threshold over the frame's independent samples: the chain's
