@@ -206,17 +206,25 @@ RunResult run_once(RunContext& ctx, const ScanBenchOptions& o, SleepOperator& op
 // application: no fixed cost per element to model).
 struct ModelFigures {
   std::optional<double> makespan_s, speedup_vs_static;
+  // The same ideal with whole elements (model_ideal_stealing_scan_whole();
+  // the static schedule already is one).
+  std::optional<double> makespan_whole_s, speedup_whole_vs_static;
 };
 ModelFigures model_for(const std::vector<double>& costs, int ranks, int threads, GlobalScanAlgorithm algorithm,
                        const std::string& strategy, bool between_ranks, bool shared_final_phase) {
   if (costs.empty()) return {};
   const double baseline = model_static_scan(costs, ranks, threads, algorithm).makespan_s;
-  double makespan = 0.0;
-  if (strategy == "work-stealing")
+  double makespan = 0.0, whole = 0.0;
+  if (strategy == "work-stealing") {
     makespan =
         model_ideal_stealing_scan(costs, ranks, threads, algorithm, between_ranks, shared_final_phase).makespan_s;
-  else makespan = model_static_scan(costs, ranks, threads, algorithm, local_strategy_from_string(strategy)).makespan_s;
-  return {makespan, baseline / makespan};
+    whole =
+        model_ideal_stealing_scan_whole(costs, ranks, threads, algorithm, between_ranks, shared_final_phase).makespan_s;
+  } else {
+    makespan = model_static_scan(costs, ranks, threads, algorithm, local_strategy_from_string(strategy)).makespan_s;
+    whole = makespan;
+  }
+  return {makespan, baseline / makespan, whole, baseline / whole};
 }
 
 nlohmann::json or_null(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
@@ -307,7 +315,9 @@ int run_bench(RunContext& ctx, const ScanBenchOptions& o) {
           {"model_makespan_s", or_null(model.makespan_s)},
           {"model_speedup_vs_static", or_null(model.speedup_vs_static)},
           {"model_efficiency",
-           or_null(model.makespan_s ? std::optional<double>(work_bound / *model.makespan_s) : std::nullopt)}};
+           or_null(model.makespan_s ? std::optional<double>(work_bound / *model.makespan_s) : std::nullopt)},
+          {"model_makespan_whole_s", or_null(model.makespan_whole_s)},
+          {"model_speedup_whole_vs_static", or_null(model.speedup_whole_vs_static)}};
       std::cout << line.dump() << std::endl;
     }
   }

@@ -46,6 +46,18 @@ TEST(ScanCostModel, TwoThreadsOfOneRankByHand) {
   EXPECT_NEAR(i.makespan_s, 19.0, kTol);
 }
 
+TEST(ScanCostModel, WholeElementsByHand) {
+  // The case above with elements undivided: the reduce's 1, 1, 1, 5, 5, 5 on
+  // two threads, dearest first, ends at 10 (not 9): root 10 + c[7] = 15,
+  // thread 1's head c[5] paid ahead (15); c[6] and c[7] on one thread each:
+  // 15 + 5 = 20 (fluid: 19).
+  const std::vector<double> c{1, 1, 1, 1, 5, 5, 5, 5};
+  const auto a = GlobalScanAlgorithm::dissemination;
+  const ScanModel w = model_ideal_stealing_scan_whole(c, 1, 2, a);
+  EXPECT_NEAR(w.rank_sums_s, 15.0, kTol);
+  EXPECT_NEAR(w.makespan_s, 20.0, kTol);
+}
+
 // Four ranks of two elements; the blocks end on elements 1, 3, 5, 7 with costs
 // 1, 2, 4, 8; every rank's sum known at 0. Rank 3's result goes to nobody.
 struct GlobalCase : ::testing::Test {
@@ -116,6 +128,16 @@ TEST(ScanCostModel, IdealBalanceNeverLosesToStaticAndRespectsTheWorkBound) {
       const double i = model_ideal_stealing_scan(c, ranks, threads, a).makespan_s;
       EXPECT_LE(i, s + kTol) << ranks << "x" << threads << " K=" << k << " " << to_string(a);
       EXPECT_GE(i, bound - kTol) << ranks << "x" << threads << " K=" << k << " " << to_string(a);
+      // Whole elements: between the fluid ideal and the static schedule, and
+      // never before the dearest element applied (all but element 0) ran once.
+      for (bool shared : {false, true}) {
+        const double fluid = model_ideal_stealing_scan(c, ranks, threads, a, false, shared).makespan_s;
+        const double whole = model_ideal_stealing_scan_whole(c, ranks, threads, a, false, shared).makespan_s;
+        EXPECT_GE(whole, fluid - kTol) << ranks << "x" << threads << " K=" << k << " " << to_string(a);
+        EXPECT_LE(whole, s + kTol) << ranks << "x" << threads << " K=" << k << " " << to_string(a);
+        EXPECT_GE(whole, *std::max_element(c.begin() + 1, c.end()) - kTol)
+            << ranks << "x" << threads << " K=" << k << " " << to_string(a);
+      }
     }
   }
 }

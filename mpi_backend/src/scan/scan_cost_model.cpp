@@ -138,16 +138,46 @@ RankTimes static_rank(const std::vector<double>& c, std::int64_t offset, std::si
   return rt;
 }
 
+// The time at which whole items of the given costs are done by workers free
+// from `starts` on, each item to the worker free first, the dearest item
+// first (list scheduling, as claim_dearest() claims): a schedule that never
+// divides an item, so at least the fluid finish and at least the earliest
+// start plus the dearest item, and within 4/3 of the best such schedule for
+// equal starts (Graham's bound for longest-processing-time-first).
+double whole_finish(const std::vector<double>& starts, std::vector<double> items) {
+  if (starts.empty()) return 0.0;
+  std::sort(items.begin(), items.end(), std::greater<>());
+  std::vector<double> free = starts;
+  for (double item : items) {
+    auto first_free = std::min_element(free.begin(), free.end());
+    *first_free += item;
+  }
+  return *std::max_element(free.begin(), free.end());
+}
+
 // Perfect stealing: the reduce work (every element but the threads' starting
-// ones) shared evenly; segments cut where the rank's cost is evenly shared.
+// ones) shared evenly — or, `whole_elements`, by whole elements, every
+// thread's reduce then ending with the last of them (whole_finish());
+// segments cut where the rank's cost is evenly shared.
 RankTimes ideal_rank(const std::vector<double>& c, std::int64_t offset, std::size_t n, std::size_t workers,
-                     bool last_inside) {
+                     bool last_inside, bool whole_elements) {
   RankTimes rt;
   rt.block = {offset, offset + std::int64_t(n) - 1};
   const double total = sum_of(c, rt.block.first, rt.block.last + 1);
   double work = total;
-  for (std::size_t t = 0; t < workers; ++t)
-    work -= c[static_cast<std::size_t>(offset) + stealing_start(n, workers, t, false, last_inside)];
+  std::vector<bool> is_start(n, false);
+  for (std::size_t t = 0; t < workers; ++t) {
+    const std::size_t s = stealing_start(n, workers, t, false, last_inside);
+    work -= c[static_cast<std::size_t>(offset) + s];
+    is_start[s] = true;
+  }
+  double reduce_end = work / double(workers);
+  if (whole_elements) {
+    std::vector<double> items;
+    for (std::size_t k = 0; k < n; ++k)
+      if (!is_start[k]) items.push_back(c[static_cast<std::size_t>(offset) + k]);
+    reduce_end = whole_finish(std::vector<double>(workers, 0.0), std::move(items));
+  }
   std::vector<std::size_t> lo(workers + 1, n);
   lo[0] = 0;
   double running = 0.0;
@@ -160,7 +190,7 @@ RankTimes ideal_rank(const std::vector<double>& c, std::int64_t offset, std::siz
   }
   for (std::size_t t = 0; t < workers; ++t)
     rt.segments.push_back({offset + std::int64_t(lo[t]), offset + std::int64_t(lo[t + 1]) - 1});
-  tree_and_prefixes(c, std::vector<double>(workers, work / double(workers)), rt);
+  tree_and_prefixes(c, std::vector<double>(workers, reduce_end), rt);
   return rt;
 }
 
@@ -327,12 +357,14 @@ ScanModel model_static_scan(const std::vector<double>& costs, int ranks, int thr
   return all.model;
 }
 
-ScanModel model_ideal_stealing_scan(const std::vector<double>& costs, int ranks, int threads,
-                                    GlobalScanAlgorithm algorithm, bool between_ranks, bool shared_final_phase) {
+namespace {
+
+ScanModel ideal_stealing(const std::vector<double>& costs, int ranks, int threads, GlobalScanAlgorithm algorithm,
+                         bool between_ranks, bool shared_final_phase, bool whole_elements) {
   const bool last_inside = shared_final_phase && threads > 1;
-  const RankPlanner planner = [last_inside](const std::vector<double>& c, std::int64_t offset, std::size_t n,
-                                            std::size_t workers) {
-    return ideal_rank(c, offset, n, workers, last_inside);
+  const RankPlanner planner = [last_inside, whole_elements](const std::vector<double>& c, std::int64_t offset,
+                                                            std::size_t n, std::size_t workers) {
+    return ideal_rank(c, offset, n, workers, last_inside, whole_elements);
   };
   Ranks all = plan_ranks(costs, ranks, threads, algorithm, planner, between_ranks);
   for (std::size_t r = 0; r < all.times.size(); ++r) {
@@ -343,6 +375,7 @@ ScanModel model_ideal_stealing_scan(const std::vector<double>& costs, int ranks,
     // already (one thread: its first element).
     const std::int64_t from = r > 0 ? rt.block.first : rt.segments.size() > 1 ? rt.segments[0].last + 1 : 1;
     double work = sum_of(costs, from, rt.block.last + 1);
+    std::vector<bool> paid_ahead(static_cast<std::size_t>(rt.block.last + 1 - from), false);
     std::vector<double> starts{std::max(e, all.global.done[r])};
     for (std::size_t t = 1; t < rt.segments.size(); ++t) {
       // Start from the prefix within the rank (then exclusive ⊕ before costs the
@@ -354,18 +387,42 @@ ScanModel model_ideal_stealing_scan(const std::vector<double>& costs, int ranks,
       if (head <= plain + plain_extra + head_saves) {
         starts.push_back(head);
         work -= head_saves;  // rank 0: x[lo] paid ahead is its prefix's last application
+        if (head_saves > 0.0) paid_ahead[static_cast<std::size_t>(rt.segments[t].first - from)] = true;
+      } else if (whole_elements) {
+        starts.push_back(plain + plain_extra);  // exclusive ⊕ before: one application, its own
       } else {
         starts.push_back(plain);
         work += plain_extra;
       }
     }
-    all.model.makespan_s = std::max(all.model.makespan_s, fluid_finish(starts, work));
+    double finish = 0.0;
+    if (whole_elements) {
+      std::vector<double> items;
+      for (std::size_t i = 0; i < paid_ahead.size(); ++i)
+        if (!paid_ahead[i]) items.push_back(costs[static_cast<std::size_t>(from) + i]);
+      finish = whole_finish(starts, std::move(items));
+    } else {
+      finish = fluid_finish(starts, work);
+    }
+    all.model.makespan_s = std::max(all.model.makespan_s, finish);
   }
   // Stealing that moves no boundary leaves the static schedule: with few
   // elements per thread, the cut points and free elements it keeps may be
   // the cheaper ones.
   const ScanModel fixed = model_static_scan(costs, ranks, threads, algorithm);
   return fixed.makespan_s < all.model.makespan_s ? fixed : all.model;
+}
+
+}  // namespace
+
+ScanModel model_ideal_stealing_scan(const std::vector<double>& costs, int ranks, int threads,
+                                    GlobalScanAlgorithm algorithm, bool between_ranks, bool shared_final_phase) {
+  return ideal_stealing(costs, ranks, threads, algorithm, between_ranks, shared_final_phase, false);
+}
+
+ScanModel model_ideal_stealing_scan_whole(const std::vector<double>& costs, int ranks, int threads,
+                                          GlobalScanAlgorithm algorithm, bool between_ranks, bool shared_final_phase) {
+  return ideal_stealing(costs, ranks, threads, algorithm, between_ranks, shared_final_phase, true);
 }
 
 }  // namespace driftscan::mpi

@@ -57,6 +57,18 @@ ScanModel model_ideal_stealing_scan(const std::vector<double>& costs, int ranks,
                                     GlobalScanAlgorithm algorithm, bool between_ranks = false,
                                     bool shared_final_phase = false);
 
+// The same ideal with whole elements: the reduce's elements and the final
+// phase's applications each run by one thread, dearest first on the thread
+// free first (list scheduling; elements are never divided, and a thread
+// starting from the prefix within its rank pays exclusive ⊕ before itself).
+// Order constraints are ignored still (any element may run once its thread
+// may start). With a few elements per thread and exponential costs the fluid
+// sharing above is out of reach of any schedule: the dearest element of a
+// rank alone outlasts a thread's even share (K=4: 3-5x the mean against 4).
+ScanModel model_ideal_stealing_scan_whole(const std::vector<double>& costs, int ranks, int threads,
+                                          GlobalScanAlgorithm algorithm, bool between_ranks = false,
+                                          bool shared_final_phase = false);
+
 // The global phase alone, for tests: ranks' sums known at `ready[r]` covering
 // ranks' blocks of the given sizes; returns when each master is done with it
 // (`done`) and when each rank's exclusive prefix arrives (`exclusive`).

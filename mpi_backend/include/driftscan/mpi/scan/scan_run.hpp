@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -740,10 +741,14 @@ class ScanRun {
     }
     tails_[t].open(seg.lo, starts_[t], seg.hi, k);
     board_.notify();
-    // Dear elements first, its own or a sibling's, even before its fold:
-    // its fold is a chain of (mostly) ordinary ones.
+    // Its own dear elements first, even before its fold: its fold is a
+    // chain of (mostly) ordinary ones. Not a sibling's: with claims anywhere
+    // in the tails there is nearly always one, and the fold (and the start
+    // and mid-tail elements waiting for it), which no other thread can run,
+    // then waits (traced 8x8, K=16: a 143 ms element of a sibling's tail
+    // put off a fold and its start element to the end of the run).
     const double mean = mean_element_seconds();
-    while (auto claimed = claim_dearest(t, false, kDear * mean, mean)) {
+    while (auto claimed = claim_dearest(t, false, false, kDear * mean, mean)) {
       if (tails_[claimed->first].exhausted()) board_.notify();
       run_tail_element(t, claimed->first, claimed->second);
     }
@@ -757,11 +762,9 @@ class ScanRun {
       }
       finish(k, acc.value());
       tails_[t].folded_to(k + 1);
-      // Wake the idle siblings only when the tail's last element became
-      // claimable (a wake-up per step costs the cores at 1,024 threads).
-      if (auto e = tails_[t].peek_back([this](std::size_t i) { return local_first_[i]; });
-          e && local_first_[*e] == k + 1)
-        board_.notify();
+      // Wake the idle siblings only when an element became claimable (a
+      // wake-up per step costs the cores at 1,024 threads).
+      if (tails_[t].waits_on(k + 1, [this](std::size_t i) { return local_first_[i]; })) board_.notify();
     }
   }
 
@@ -773,7 +776,7 @@ class ScanRun {
     const double mean = mean_element_seconds();
     while (true) {
       const std::uint64_t seen = board_.epoch();
-      if (auto claimed = claim_dearest(x, true, 0.0, mean)) {
+      if (auto claimed = claim_dearest(x, true, true, 0.0, mean)) {
         if (tails_[claimed->first].exhausted()) board_.notify();  // the others may be done waiting
         run_tail_element(x, claimed->first, claimed->second);
         continue;
@@ -788,17 +791,25 @@ class ScanRun {
     }
   }
 
-  // Claims the dearest element thread x may run now among every tail's last
-  // claimable one and (`own_front`: x's fold is done) x's own first; (owner,
+  // Claims the dearest element thread x may run now among its own tail's
+  // (`siblings`: every tail's) claimable ones and (`own_front`: x's fold is
+  // done) x's own first; (owner,
   // element), or nothing costing at least `at_least`. Dearest first, as in
   // list scheduling: an element of 7x the mean started last is what the
   // fluid sharing of the model never pays (traced 8x8: 143 ms begun 0.13 s
   // before the rank's other threads were done). Costs are the reduce's
-  // measurements; a start element, never measured there, counts as the mean.
-  std::optional<std::pair<std::size_t, std::size_t>> claim_dearest(std::size_t x, bool own_front, double at_least,
-                                                                   double mean) {
+  // measurements. A start element, never measured there, goes first once
+  // the thread's own fold is done (`at_least` 0): with claims anywhere in
+  // the tails, counting it as the mean left it for last behind every dearer
+  // measured one (traced 8x8, K=16: a 60 ms start begun at 0.943 s ended the
+  // run at 1.004 s, 33 ms after the ends-only claims' run); before, it counts
+  // as the mean. On ties the owner's front, then each tail's highest: by
+  // position.
+  std::optional<std::pair<std::size_t, std::size_t>> claim_dearest(std::size_t x, bool own_front, bool siblings,
+                                                                   double at_least, double mean) {
     auto first_of = [this](std::size_t e) { return local_first_[e]; };
-    auto cost = [&](std::size_t e) { return element_seconds_[e] >= 0.0 ? element_seconds_[e] : mean; };
+    const double unmeasured = at_least > 0.0 ? mean : std::numeric_limits<double>::infinity();
+    auto cost = [&](std::size_t e) { return element_seconds_[e] >= 0.0 ? element_seconds_[e] : unmeasured; };
     for (int attempt = 0; attempt < 8; ++attempt) {  // another thread may take the element first
       double best = -1.0;
       std::size_t owner = 0;
@@ -808,15 +819,20 @@ class ScanRun {
         owner = x;
         front = true;
       }
-      for (std::size_t u = 0; u < tree_.workers(); ++u)
-        if (auto e = tails_[u].peek_back(first_of); e && cost(*e) >= at_least && cost(*e) > best) {
+      std::size_t element = 0;
+      for (std::size_t u = siblings ? 0 : x; u < (siblings ? tree_.workers() : x + 1); ++u)
+        if (auto e = tails_[u].peek_dearest(first_of, cost); e && cost(*e) >= at_least && cost(*e) > best) {
           best = cost(*e);
           owner = u;
+          element = *e;
           front = false;
         }
       if (best < 0.0) return std::nullopt;
-      const auto e = front ? tails_[owner].claim_front() : tails_[owner].claim_back(first_of);
-      if (e) return std::make_pair(owner, *e);
+      if (front) {
+        if (const auto e = tails_[owner].claim_front()) return std::make_pair(owner, *e);
+      } else if (tails_[owner].claim(element)) {
+        return std::make_pair(owner, element);
+      }
     }
     return std::nullopt;
   }
