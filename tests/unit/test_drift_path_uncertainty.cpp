@@ -142,6 +142,13 @@ TEST(WhiteSampleNoise, SeparatesTheBandsWhiteNoiseFromTheDrift) {
     EXPECT_NEAR(omega, 0.37, 0.37 * 0.2) << "white sd " << white;
   }
   EXPECT_EQ(white_sample_noise({{0.0, 0.0, 0.0, 1.0}, {1.0, 0.0, 0.0, 1.0}}, 0).triples, 0u);  // too few: none
+  // Two frames of 8 bands apart in time (frames 0 and 2): 4 triples at lag
+  // 3, below the default 8, enough at 4.
+  const std::vector<DriftSample> all = scanned_draw(rng, 0.1).samples;
+  std::vector<DriftSample> two_frames(all.begin(), all.begin() + kBands);
+  two_frames.insert(two_frames.end(), all.begin() + 2 * kBands, all.begin() + 3 * kBands);
+  EXPECT_EQ(white_sample_noise(two_frames, 0).triples, 0u);
+  EXPECT_EQ(white_sample_noise(two_frames, 0, 4).triples, 24u);  // 12 + 8 + 4
 }
 
 namespace {
