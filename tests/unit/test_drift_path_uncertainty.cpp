@@ -146,7 +146,7 @@ TEST(WhiteSampleNoise, SeparatesTheBandsWhiteNoiseFromTheDrift) {
   // 3, below the default 8, enough at 4.
   const std::vector<DriftSample> all = scanned_draw(rng, 0.1).samples;
   std::vector<DriftSample> two_frames(all.begin(), all.begin() + kBands);
-  two_frames.insert(two_frames.end(), all.begin() + 2 * kBands, all.begin() + 3 * kBands);
+  two_frames.insert(two_frames.end(), all.begin() + 2L * kBands, all.begin() + 3L * kBands);
   EXPECT_EQ(white_sample_noise(two_frames, 0).triples, 0u);
   EXPECT_EQ(white_sample_noise(two_frames, 0, 4).triples, 24u);  // 12 + 8 + 4
 }
