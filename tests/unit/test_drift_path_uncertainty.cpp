@@ -142,6 +142,13 @@ TEST(WhiteSampleNoise, SeparatesTheBandsWhiteNoiseFromTheDrift) {
     EXPECT_NEAR(omega, 0.37, 0.37 * 0.2) << "white sd " << white;
   }
   EXPECT_EQ(white_sample_noise({{0.0, 0.0, 0.0, 1.0}, {1.0, 0.0, 0.0, 1.0}}, 0).triples, 0u);  // too few: none
+  // Two frames of 8 bands apart in time (frames 0 and 2): 4 triples at lag
+  // 3, below the default 8, enough at 4.
+  const std::vector<DriftSample> all = scanned_draw(rng, 0.1).samples;
+  std::vector<DriftSample> two_frames(all.begin(), all.begin() + kBands);
+  two_frames.insert(two_frames.end(), all.begin() + 2L * kBands, all.begin() + 3L * kBands);
+  EXPECT_EQ(white_sample_noise(two_frames, 0).triples, 0u);
+  EXPECT_EQ(white_sample_noise(two_frames, 0, 4).triples, 24u);  // 12 + 8 + 4
 }
 
 namespace {
@@ -196,4 +203,42 @@ TEST(DriftPathUncertainty, WhitePartAlongEachFramesOwnAxes) {
     }
   }
   EXPECT_LT(unresolved, 0.25 * 0.2);  // against the fast axis's sd 0.2
+}
+
+TEST(DriftPathUncertainty, FitPartFollowsEachFramesDirection) {
+  // The same turned frames with knots a quarter frame apart, so the path at a
+  // line rests mostly on its own frame's samples: along a frame's fast axis
+  // (sd 0.2) the path is four times as uncertain as across it (0.05). One
+  // scale per axis pooled the two (z-RMS 1.32 along the fast axes, 0.61
+  // across); the sandwich with each sample's variance along its frame's own
+  // axes gives each direction its own.
+  std::mt19937 rng(31);
+  DriftPathSettings ps = settings();
+  ps.knot_spacing = 1.0 / 96.0;
+  double z2_fast = 0, z2_slow = 0;  // the error along each line's frame's fast axis, and across it
+  std::size_t count = 0;
+  const int draws = 150;
+  for (int d = 0; d < draws; ++d) {
+    const std::vector<DriftSample> s = turned_draw(rng, 0.2, 0.05);
+    const DriftPath path = DriftPath::fit(s, 0.0, 1.0, ps);
+    const DriftPathUncertainty u = DriftPathUncertainty::of(s, 0.0, 1.0, ps, kGauge, gauge_time, turned_fast_axis);
+    double mx = 0, my = 0, tx = 0, ty = 0;
+    for (std::size_t i = 0; i < kGauge; ++i) {
+      const double t = gauge_time(i);
+      mx += path.at(t).x / kGauge, my += path.at(t).y / kGauge;
+      tx += truth_x(t) / kGauge, ty += truth_y(t) / kGauge;
+    }
+    for (std::size_t i = 0; i < kGauge; i += 3) {
+      const double t = gauge_time(i);
+      const Point sig = u.sigma(t), res = u.residual_sigma();
+      const double fx = std::sqrt(sig.x * sig.x - res.x * res.x), fy = std::sqrt(sig.y * sig.y - res.y * res.y);
+      const double ex = (path.at(t).x - mx) - (truth_x(t) - tx), ey = (path.at(t).y - my) - (truth_y(t) - ty);
+      const bool along_x = turned_fast_axis(t).x > 0.5;
+      z2_fast += along_x ? ex * ex / (fx * fx) : ey * ey / (fy * fy);
+      z2_slow += along_x ? ey * ey / (fy * fy) : ex * ex / (fx * fx);
+      ++count;
+    }
+  }
+  EXPECT_NEAR(std::sqrt(z2_fast / static_cast<double>(count)), 1.0, 0.12) << "along the fast axes";
+  EXPECT_NEAR(std::sqrt(z2_slow / static_cast<double>(count)), 1.0, 0.12) << "across them";
 }

@@ -9,7 +9,7 @@ namespace driftscan {
 namespace {
 
 template <class Value>
-WhiteSampleNoise white_noise_of(const std::vector<DriftSample>& samples, Value y) {
+WhiteSampleNoise white_noise_of(const std::vector<DriftSample>& samples, Value y, std::size_t min_per_lag) {
   std::vector<const DriftSample*> s;
   for (const DriftSample& d : samples)
     if (d.weight > 0.0 && std::isfinite(d.weight) && std::isfinite(d.t) && std::isfinite(d.dx) && std::isfinite(d.dy))
@@ -42,7 +42,7 @@ WhiteSampleNoise white_noise_of(const std::vector<DriftSample>& samples, Value y
       }
       ++per_lag[m];
     }
-  if (per_lag[1] < 8 || per_lag[2] < 8 || per_lag[3] < 8) return out;
+  if (per_lag[1] < min_per_lag || per_lag[2] < min_per_lag || per_lag[3] < min_per_lag) return out;
   // Cramer's rule for the 3x3 (omega only).
   auto det3 = [](const double m[3][3]) {
     return m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
@@ -59,16 +59,20 @@ WhiteSampleNoise white_noise_of(const std::vector<DriftSample>& samples, Value y
 
 }  // namespace
 
-WhiteSampleNoise white_sample_noise(const std::vector<DriftSample>& samples, int axis) {
-  return white_noise_of(samples, [axis](const DriftSample* d) { return axis == 0 ? d->dx : d->dy; });
+WhiteSampleNoise white_sample_noise(const std::vector<DriftSample>& samples, int axis, std::size_t min_per_lag) {
+  return white_noise_of(
+      samples, [axis](const DriftSample* d) { return axis == 0 ? d->dx : d->dy; }, min_per_lag);
 }
 
 WhiteSampleNoise white_sample_noise(const std::vector<DriftSample>& samples,
-                                    const std::function<Point(const DriftSample&)>& along) {
-  return white_noise_of(samples, [&along](const DriftSample* d) {
-    const Point u = along(*d);
-    return d->dx * u.x + d->dy * u.y;
-  });
+                                    const std::function<Point(const DriftSample&)>& along, std::size_t min_per_lag) {
+  return white_noise_of(
+      samples,
+      [&along](const DriftSample* d) {
+        const Point u = along(*d);
+        return d->dx * u.x + d->dy * u.y;
+      },
+      min_per_lag);
 }
 
 }  // namespace driftscan

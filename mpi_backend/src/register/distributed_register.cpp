@@ -742,9 +742,11 @@ nlohmann::json write_distortion_outputs(RegisterRun& run, OutputSet& set) {
              "lines.csv sigma_dx, sigma_dy: standard error of the path at each line relative to the series' common "
              "offset (the path's mean over every line, which the gauge d(0) = 0 leaves to the template; its own "
              "sigma is common_offset_sigma_px), from the penalised spline fit's Bayesian covariance s^2 M^-1 with "
-             "the band samples' weights scaled by their residuals (weights_scale); sigma_jitter: the jitter "
-             "shrinkage's posterior standard error, sqrt(tau^2 v / (tau^2 + v)) (v: the line fit's variance, tau^2: "
-             "the frame's jitter variance), nan where jitter is not estimated"}}},
+             "the band samples' weights scaled by their residuals (weights_scale) - with frames in several "
+             "directions the sandwich M^-1 (A^T W V A + s^2 lambda P) M^-1, each band sample's variance V along "
+             "its frame's fast and slow axes from the residuals - plus the drift no band resolves; sigma_jitter: the "
+             "jitter shrinkage's posterior standard error, sqrt(tau^2 v / (tau^2 + v)) (v: the line fit's variance, "
+             "tau^2: the frame's jitter variance), nan where jitter is not estimated"}}},
           {"sigma_method",
            "sigma.tif: standard error of each pixel of average.tif, s / sqrt(n) of the frames sampled at that specimen "
            "point under the final model (cubic B-spline); NaN below 2 frames"},

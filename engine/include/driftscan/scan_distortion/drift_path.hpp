@@ -131,7 +131,10 @@ class DriftPathUncertainty {
   // fast axis of the frame scanned at t; the samples' white part is then
   // estimated along each frame's fast and slow axes (the lines' jitter is
   // along the fast one) and turned into x and y sample by sample, instead of
-  // pooling along x and y frames whose noise lies along different axes.
+  // pooling along x and y frames whose noise lies along different axes; and
+  // the fit's covariance is the sandwich M^-1 (A^T W V A + s^2 lambda P) M^-1
+  // with each sample's variance V along x and y from its frame's fast- and
+  // slow-axis noise (measured from the residuals), not s^2 M^-1.
   static DriftPathUncertainty of(const std::vector<DriftSample>& samples, double t_begin, double t_end,
                                  const DriftPathSettings& settings, std::size_t gauge_count,
                                  const std::function<double(std::size_t)>& gauge_time,

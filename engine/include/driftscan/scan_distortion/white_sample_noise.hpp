@@ -25,13 +25,13 @@ struct WhiteSampleNoise {
 // means over their spacing (bands tiling a frame: D dt (2m - 1), the
 // averaging's -D dt taken out, or it would read as negative noise) and a
 // smooth path's curvature as the lag's fourth power; least squares over the
-// triples. Needs 8 triples at each lag; omega clamped at 0.
-WhiteSampleNoise white_sample_noise(const std::vector<DriftSample>& samples, int axis);
+// triples. Needs min_per_lag triples at each lag; omega clamped at 0.
+WhiteSampleNoise white_sample_noise(const std::vector<DriftSample>& samples, int axis, std::size_t min_per_lag = 8);
 
 // The same along a direction of each sample's own (`along`: a unit vector;
 // y = (dx, dy) . along): frames scanned in several directions have their
 // fast axis's noise (the lines' jitter) along a different specimen axis each.
 WhiteSampleNoise white_sample_noise(const std::vector<DriftSample>& samples,
-                                    const std::function<Point(const DriftSample&)>& along);
+                                    const std::function<Point(const DriftSample&)>& along, std::size_t min_per_lag = 8);
 
 }  // namespace driftscan
