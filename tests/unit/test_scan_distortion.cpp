@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -406,6 +407,71 @@ TEST(ScanDistortion, ContributionBudgetKeepsFramesInOrderUntilFull) {
   EXPECT_EQ(kept[1].value.size(), 4u);
   EXPECT_TRUE(kept[2].value.empty());  // 12 floats would be over 10
   EXPECT_TRUE(kept[3].value.empty());  // and none after the first that did not fit
+}
+
+// Beyond the memory budget a contribution is spilled to a temporary file
+// and comes back bit for bit (NaN where the frame does not cover included);
+// the spilled frames' leave-one-out fits are then those of frames kept in
+// memory.
+TEST(ScanDistortion, ContributionBudgetSpillsWhatDoesNotFitAndReadsItBackExactly) {
+  std::vector<FrameContribution> kept;
+  ContributionBudget budget(&kept, 4 * sizeof(float));
+  for (int k = 0; k < 3; ++k) {
+    FrameContribution c;
+    c.i0 = k, c.j0 = 2 * k, c.width = 3, c.height = 2;
+    c.value = {1.5f * k, -2.0f, std::numeric_limits<float>::quiet_NaN(), 3.25f, 1e-30f, static_cast<float>(k)};
+    budget.keep(std::move(c));
+  }
+  ASSERT_EQ(kept.size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    const FrameContribution& c = kept[static_cast<std::size_t>(k)];
+    if (!c.spill) GTEST_SKIP() << "no temporary file could be made here";
+    EXPECT_TRUE(c.value.empty());  // 6 floats are over 4: none in memory
+    const FrameContribution back = c.read_back();
+    ASSERT_EQ(back.value.size(), 6u);
+    EXPECT_EQ(back.i0, k);
+    EXPECT_EQ(back.j0, 2 * k);
+    EXPECT_EQ(back.width, 3);
+    EXPECT_EQ(back.height, 2);
+    EXPECT_EQ(back.value[0], 1.5f * k);
+    EXPECT_EQ(back.value[1], -2.0f);
+    EXPECT_TRUE(std::isnan(back.value[2]));
+    EXPECT_EQ(back.value[4], 1e-30f);
+    EXPECT_EQ(back.value[5], static_cast<float>(k));
+  }
+  // Not spilled, not kept: nothing to read back (the fit samples it again).
+  EXPECT_TRUE(FrameContribution{}.read_back().value.empty());
+}
+
+TEST(ScanDistortion, SpilledContributionsGiveTheSameFitsAsKeptOnes) {
+  SyntheticSeries s(scanned_series());
+  const ScanTiming& t = s.scan_timing();
+  const std::size_t n = 4;
+  std::vector<Frame> frames;
+  for (std::size_t k = 0; k < n; ++k) frames.push_back(s.frame(k));
+  FrameVector source(frames);
+  const ScanModel model = model_near_truth(s, n);
+  AverageNoise noise;
+  std::vector<FrameContribution> own;
+  const SpecimenImage average = average_in_specimen_coordinates(source, t, model, &noise, &own);
+  ASSERT_EQ(own.size(), n);
+  std::vector<FrameContribution> spilled;
+  ContributionBudget budget(&spilled, 0);
+  for (const FrameContribution& c : own) budget.keep(FrameContribution(c));
+  if (!spilled[0].spill) GTEST_SKIP() << "no temporary file could be made here";
+  ScanDistortionSettings settings;
+  ScanDistortionSteps kept(t, settings, n), read(t, settings, n);
+  kept.set_template(average, model.path, noise, own);
+  read.set_template(average, model.path, noise, spilled);
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto a = kept.fit_frame(frames[k], k, model), b = read.fit_frame(frames[k], k, model);
+    ASSERT_EQ(a.bands.size(), b.bands.size());
+    for (std::size_t i = 0; i < a.bands.size(); ++i) {
+      EXPECT_EQ(a.bands[i].dx, b.bands[i].dx);
+      EXPECT_EQ(a.bands[i].dy, b.bands[i].dy);
+    }
+    EXPECT_EQ(a.line_offset, b.line_offset) << "frame " << k;
+  }
 }
 
 // Each line's predicted precision must be what its fit really scatters by,

@@ -923,11 +923,13 @@ std::shared_ptr<const ScanDistortionSteps::Template> ScanDistortionSteps::templa
   const SpecimenImage& full = template_->average;
   const SpecimenGrid grid{full.origin, full.image.width, full.image.height};
   // The frame's own samples: kept from the average's pass (the same model),
-  // else sampled again.
+  // in memory or spilled, else sampled again.
   FrameContribution sampled;
   const std::size_t at = k - own_first_;
-  const bool kept = k >= own_first_ && at < own_.size() && !own_[at].value.empty();
-  if (!kept)
+  const bool listed = k >= own_first_ && at < own_.size();
+  const bool kept = listed && !own_[at].value.empty();
+  if (!kept && listed) sampled = own_[at].read_back();
+  if (!kept && sampled.value.empty())
     sampled = sample_in_specimen_coordinates(frame, FrameScanMap(timing_, template_->path, jitter, k, field), grid,
                                              template_from_sample());
   const FrameContribution& own = kept ? own_[at] : sampled;

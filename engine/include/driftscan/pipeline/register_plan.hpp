@@ -57,8 +57,9 @@ std::size_t prepared_cache_bytes(const Job& job, int width, int height);
 // The scan-distortion correction's kept frame contributions (each frame's
 // samples from a round's average, reused by its leave-one-out template;
 // ContributionBudget): a sixteenth of execution.memory_budget_mb, at most
-// ContributionBudget::kDefaultBytes (512 MB). Frames beyond it are sampled
-// again: the same values, more time.
+// ContributionBudget::kDefaultBytes (512 MB). Frames beyond it are spilled
+// to a temporary file (ContributionSpill) and read back, or where none can
+// be written sampled again: the same values either way.
 std::size_t kept_contribution_bytes(const Job& job);
 
 }  // namespace driftscan

@@ -26,6 +26,7 @@
 // estimate_scan_distortion() is the serial driver of the same steps.
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <utility>
@@ -35,6 +36,7 @@
 #include "driftscan/core/frame_source.hpp"
 #include "driftscan/core/scan_timing.hpp"
 #include "driftscan/core/transform.hpp"
+#include "driftscan/scan_distortion/contribution_spill.hpp"
 #include "driftscan/scan_distortion/drift_path.hpp"
 #include "driftscan/scan_distortion/line_field.hpp"
 #include "driftscan/scan_distortion/template_wiener_filter.hpp"
@@ -273,7 +275,21 @@ struct SpecimenGrid {
 struct FrameContribution {
   int i0 = 0, j0 = 0, width = 0, height = 0;
   std::vector<float> value;
+  // Spilled by a ContributionBudget (value then empty): its width * height
+  // values in this file at this offset.
+  std::shared_ptr<const ContributionSpill> spill;
+  std::uint64_t spill_offset = 0;
   std::size_t bytes() const { return value.size() * sizeof(float); }
+  // A spilled contribution with its values read back (an empty one when it
+  // is not spilled or the read failed: sample it again).
+  FrameContribution read_back() const {
+    FrameContribution c;
+    if (!spill) return c;
+    c.i0 = i0, c.j0 = j0, c.width = width, c.height = height;
+    c.value.resize(static_cast<std::size_t>(width) * static_cast<std::size_t>(height));
+    if (!spill->read(spill_offset, c.value.data(), c.value.size())) c.value = {};
+    return c;
+  }
 };
 // Step 1 for one frame: frame k sampled (cubic B-spline) at the pixel
 // showing each specimen grid point of its footprint.
@@ -299,29 +315,42 @@ void accumulate_in_specimen_coordinates(const Frame& frame, const FrameScanMap& 
                                         std::vector<double>& sum, std::vector<double>& coverage);
 
 // Keeps the contributions of a template's averaging pass, in frame order,
-// while they fit a memory budget (later ones are kept empty, and sampled
-// again when a fit needs them): a frame's leave-one-out template subtracts
-// exactly what the pass added for it, under the same model, so sampling it
-// twice was two fifths of all the sampling.
+// while they fit a memory budget; later ones are spilled to a temporary file
+// (ContributionSpill; with `spill`), else kept empty and sampled again when a
+// fit needs them: a frame's leave-one-out template subtracts exactly what
+// the pass added for it, under the same model, so sampling it twice was two
+// fifths of all the sampling.
 class ContributionBudget {
  public:
   static constexpr std::size_t kDefaultBytes = std::size_t{512} << 20;
-  explicit ContributionBudget(std::vector<FrameContribution>* kept, std::size_t bytes = kDefaultBytes)
-      : kept_(kept), left_(bytes) {}
+  explicit ContributionBudget(std::vector<FrameContribution>* kept, std::size_t bytes = kDefaultBytes,
+                              bool spill = true)
+      : kept_(kept), left_(bytes), may_spill_(spill) {}
   void keep(FrameContribution&& c) {
     if (!kept_) return;
     if (c.bytes() <= left_) {
       left_ -= c.bytes();
       kept_->push_back(std::move(c));
-    } else {
-      left_ = 0;  // in frame order: once one does not fit, none after it is kept
-      kept_->emplace_back();
+      return;
     }
+    left_ = 0;  // in frame order: once one does not fit, none after it is kept in memory
+    FrameContribution spilled;
+    if (may_spill_ && !c.value.empty()) {
+      if (!spill_) spill_ = ContributionSpill::open();
+      if (spill_ && spill_->write(c.value.data(), c.value.size(), spilled.spill_offset)) {
+        spilled.i0 = c.i0, spilled.j0 = c.j0, spilled.width = c.width, spilled.height = c.height;
+        spilled.spill = spill_;
+      }
+      if (!spill_) may_spill_ = false;  // no file to be had: not tried again
+    }
+    kept_->push_back(std::move(spilled));
   }
 
  private:
   std::vector<FrameContribution>* kept_;
   std::size_t left_;
+  bool may_spill_;
+  std::shared_ptr<ContributionSpill> spill_;
 };
 // The image from the accumulated sums (uncovered pixels take the mean).
 SpecimenImage finish_specimen_average(const SpecimenGrid& grid, const std::vector<double>& sum,
@@ -372,8 +401,8 @@ class ScanDistortionSteps {
   // (both halves non-empty) and settings().filter_template, the fits sample
   // it through a TemplateWienerFilter.
   // `own`: the contributions of frames own_first, own_first + 1, ... from
-  // the pass that built `average` (ContributionBudget; empty ones are
-  // sampled again). Taken by value: a caller that moves them in holds no
+  // the pass that built `average` (ContributionBudget; spilled ones are read
+  // back, empty ones sampled again). Taken by value: a caller that moves them in holds no
   // second copy of the grids while the round lasts.
   void set_template(SpecimenImage average, const DriftPath& built_with, AverageNoise noise = {},
                     std::vector<FrameContribution> own = {}, std::size_t own_first = 0);
