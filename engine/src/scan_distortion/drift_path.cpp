@@ -378,6 +378,53 @@ std::vector<double> wide_inverse_band(const std::vector<std::array<double, kBand
   return wide;
 }
 
+// What frames in several directions add to one axis's covariance: the
+// sandwich M^-1 (A^T W V A + s2 lambda P) M^-1 with sample i's variance
+// v_i / w_i along this axis (its frame's fast or slow axis) is s2 M^-1 +
+// sum_i w_i (v_i - s2) (M^-1 a_i)(M^-1 a_i)^T; z (band rows), q (times the
+// gauge b: `gauge_q` = M^-1 b) and c0 of that sum, unscaled; empty when every
+// v_i is s2. The smoothing's bias keeps s2's share. `l`: M's band Cholesky factor.
+struct SandwichExtra {
+  std::vector<std::array<double, 4>> z;
+  std::vector<double> q;
+  double c0 = 0.0;
+};
+
+SandwichExtra direction_sandwich(const std::vector<UsedSample>& kept, int axis, double s2,
+                                 const std::vector<std::array<double, kBand>>& l, const std::vector<double>& gauge_q) {
+  SandwichExtra extra;
+  const std::size_t n = l.size(), reach = std::min(kKernelReach, n - 1), stride = reach + 1;
+  const std::vector<double> wide = wide_inverse_band(l, reach);
+  const std::array<double, 2> v = variance_along_fast_and_slow(kept, axis, s2, wide, reach);
+  if (v[0] == s2 && v[1] == s2) return extra;
+  extra.z.assign(n, std::array<double, 4>{});
+  extra.q.assign(n, 0.0);
+  std::vector<double> col(2 * reach + 4);
+  for (const UsedSample& k : kept) {
+    const double f = axis == 0 ? k.fast.x : k.fast.y;
+    const double coef = k.weight * (v[0] * f * f + v[1] * (1.0 - f * f) - s2);
+    // (M^-1 a_i)(p) for p within reach of the sample's four coefficients.
+    const std::size_t lo = k.seg + 3 > reach ? k.seg + 3 - reach : 0, hi = std::min(n - 1, k.seg + reach);
+    for (std::size_t p = lo; p <= hi; ++p) {
+      double c = 0.0;
+      for (std::size_t j = 0; j < 4; ++j) {
+        const std::size_t r = std::min(p, k.seg + j), d = std::max(p, k.seg + j) - r;
+        c += k.basis[j] * wide[r * stride + d];
+      }
+      col[p - lo] = c;
+    }
+    double along_gauge = 0.0;  // a_i^T M^-1 b
+    for (std::size_t j = 0; j < 4; ++j) along_gauge += k.basis[j] * gauge_q[k.seg + j];
+    for (std::size_t p = lo; p <= hi; ++p) {
+      const double cp = coef * col[p - lo];
+      for (std::size_t d = 0; d < 4 && p + d <= hi; ++d) extra.z[p][d] += cp * col[p + d - lo];
+      extra.q[p] += cp * along_gauge;
+    }
+    extra.c0 += coef * along_gauge * along_gauge;
+  }
+  return extra;
+}
+
 }  // namespace
 
 DriftPathUncertainty DriftPathUncertainty::of(const std::vector<DriftSample>& samples, double t_begin, double t_end,
@@ -466,55 +513,18 @@ DriftPathUncertainty DriftPathUncertainty::of(const std::vector<DriftSample>& sa
     band_solve(m, a.q);
     a.c0 = 0.0;
     for (std::size_t i = 0; i < n; ++i) a.c0 += b[i] * a.q[i];
-    // Frames in several directions: the sandwich M^-1 (A^T W V A + s2 lambda P) M^-1
-    // with sample i's variance v_i / w_i along this axis (its frame's fast or
-    // slow axis), = s2 M^-1 + sum_i w_i (v_i - s2) (M^-1 a_i)(M^-1 a_i)^T;
-    // s2 M^-1 when every v_i is s2. The smoothing's bias keeps s2's share.
-    std::vector<std::array<double, 4>> extra_z;
-    std::vector<double> extra_q;
-    double extra_c0 = 0.0;
-    if (!kept.empty()) {
-      const std::size_t reach = std::min(kKernelReach, n - 1), stride = reach + 1;
-      const std::vector<double> wide = wide_inverse_band(m, reach);
-      const std::array<double, 2> v = variance_along_fast_and_slow(kept, axis, s2, wide, reach);
-      if (v[0] != s2 || v[1] != s2) {
-        extra_z.assign(n, std::array<double, 4>{});
-        extra_q.assign(n, 0.0);
-        std::vector<double> col(2 * reach + 4);
-        for (const UsedSample& k : kept) {
-          const double f = axis == 0 ? k.fast.x : k.fast.y;
-          const double coef = k.weight * (v[0] * f * f + v[1] * (1.0 - f * f) - s2);
-          // (M^-1 a_i)(p) for p within reach of the sample's four coefficients.
-          const std::size_t lo = k.seg + 3 > reach ? k.seg + 3 - reach : 0, hi = std::min(n - 1, k.seg + reach);
-          for (std::size_t p = lo; p <= hi; ++p) {
-            double c = 0.0;
-            for (std::size_t j = 0; j < 4; ++j) {
-              const std::size_t r = std::min(p, k.seg + j), d = std::max(p, k.seg + j) - r;
-              c += k.basis[j] * wide[r * stride + d];
-            }
-            col[p - lo] = c;
-          }
-          double along_gauge = 0.0;  // a_i^T M^-1 b
-          for (std::size_t j = 0; j < 4; ++j) along_gauge += k.basis[j] * a.q[k.seg + j];
-          for (std::size_t p = lo; p <= hi; ++p) {
-            const double cp = coef * col[p - lo];
-            for (std::size_t d = 0; d < 4 && p + d <= hi; ++d) extra_z[p][d] += cp * col[p + d - lo];
-            extra_q[p] += cp * along_gauge;
-          }
-          extra_c0 += coef * along_gauge * along_gauge;
-        }
-      }
-    }
+    // Frames in several directions: the sandwich (direction_sandwich).
+    const SandwichExtra extra = kept.empty() ? SandwichExtra{} : direction_sandwich(kept, axis, s2, m, a.q);
     for (auto& row : a.z)
       for (double& z : row) z *= s2;
     for (double& q : a.q) q *= s2;
     a.c0 *= s2;
-    if (!extra_z.empty()) {
+    if (!extra.z.empty()) {
       for (std::size_t i = 0; i < n; ++i) {
-        for (std::size_t d = 0; d < 4; ++d) a.z[i][d] += extra_z[i][d];
-        a.q[i] += extra_q[i];
+        for (std::size_t d = 0; d < 4; ++d) a.z[i][d] += extra.z[i][d];
+        a.q[i] += extra.q[i];
       }
-      a.c0 += extra_c0;
+      a.c0 += extra.c0;
     }
     (axis == 0 ? u.offset_.x : u.offset_.y) = std::sqrt(std::max(0.0, a.c0));
     (axis == 0 ? u.scale_.x : u.scale_.y) = s2;
