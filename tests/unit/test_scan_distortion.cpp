@@ -12,6 +12,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "driftscan/core/error.hpp"
@@ -356,17 +357,43 @@ TEST(ScanDistortion, SerpentineAndRotatedScansToo) {
   }
 }
 
-TEST(ScanDistortion, KeptContributionsGiveTheSameFitsAsSamplingAgain) {
-  SyntheticSeries s(scanned_series());
-  const ScanTiming& t = s.scan_timing();
-  const std::size_t n = 6;
+namespace {
+
+// The first n frames of scanned_series() averaged in specimen coordinates
+// near the true model, with each frame's kept contribution.
+struct AveragedScan {
+  explicit AveragedScan(std::size_t n) : series(scanned_series()), model(model_near_truth(series, n)) {
+    for (std::size_t k = 0; k < n; ++k) frames.push_back(series.frame(k));
+    average = average_in_specimen_coordinates(FrameVector(frames), series.scan_timing(), model, &noise, &own);
+  }
+  auto parts() const { return std::tie(frames, model, noise, own, average); }
+  SyntheticSeries series;
   std::vector<Frame> frames;
-  for (std::size_t k = 0; k < n; ++k) frames.push_back(s.frame(k));
-  FrameVector source(frames);
-  const ScanModel model = model_near_truth(s, n);
+  ScanModel model;
   AverageNoise noise;
   std::vector<FrameContribution> own;
-  const SpecimenImage average = average_in_specimen_coordinates(source, t, model, &noise, &own);
+  SpecimenImage average;
+};
+
+// Frame k fitted by two template sources: the same bands and line offsets, bit for bit.
+void expect_same_fits(const ScanDistortionSteps& a_steps, const ScanDistortionSteps& b_steps, const Frame& frame,
+                      std::size_t k, const ScanModel& model) {
+  const auto a = a_steps.fit_frame(frame, k, model), b = b_steps.fit_frame(frame, k, model);
+  ASSERT_EQ(a.bands.size(), b.bands.size());
+  for (std::size_t i = 0; i < a.bands.size(); ++i) {
+    EXPECT_EQ(a.bands[i].dx, b.bands[i].dx);
+    EXPECT_EQ(a.bands[i].dy, b.bands[i].dy);
+  }
+  EXPECT_EQ(a.line_offset, b.line_offset) << "frame " << k;
+}
+
+}  // namespace
+
+TEST(ScanDistortion, KeptContributionsGiveTheSameFitsAsSamplingAgain) {
+  const AveragedScan scan(6);
+  const ScanTiming& t = scan.series.scan_timing();
+  const std::size_t n = scan.frames.size();
+  const auto& [frames, model, noise, own, average] = scan.parts();
   ASSERT_EQ(own.size(), n);
   // What the pass kept for a frame is what sampling it alone gives.
   const SpecimenGrid grid{average.origin, average.image.width, average.image.height};
@@ -382,15 +409,8 @@ TEST(ScanDistortion, KeptContributionsGiveTheSameFitsAsSamplingAgain) {
   // Frames 2.. kept, as a rank of frames 2..5 holds them; frames 0 and 1 sampled again.
   kept.set_template(average, model.path, noise, std::vector<FrameContribution>(own.begin() + 2, own.end()), 2);
   sampled.set_template(average, model.path, noise);
-  for (std::size_t k : {std::size_t{0}, std::size_t{3}, std::size_t{5}}) {
-    const auto a = kept.fit_frame(frames[k], k, model), b = sampled.fit_frame(frames[k], k, model);
-    ASSERT_EQ(a.bands.size(), b.bands.size());
-    for (std::size_t i = 0; i < a.bands.size(); ++i) {
-      EXPECT_EQ(a.bands[i].dx, b.bands[i].dx);
-      EXPECT_EQ(a.bands[i].dy, b.bands[i].dy);
-    }
-    EXPECT_EQ(a.line_offset, b.line_offset) << "frame " << k;
-  }
+  for (std::size_t k : {std::size_t{0}, std::size_t{3}, std::size_t{5}})
+    expect_same_fits(kept, sampled, frames[k], k, model);
 }
 
 TEST(ScanDistortion, ContributionBudgetKeepsFramesInOrderUntilFull) {
@@ -444,16 +464,10 @@ TEST(ScanDistortion, ContributionBudgetSpillsWhatDoesNotFitAndReadsItBackExactly
 }
 
 TEST(ScanDistortion, SpilledContributionsGiveTheSameFitsAsKeptOnes) {
-  SyntheticSeries s(scanned_series());
-  const ScanTiming& t = s.scan_timing();
-  const std::size_t n = 4;
-  std::vector<Frame> frames;
-  for (std::size_t k = 0; k < n; ++k) frames.push_back(s.frame(k));
-  FrameVector source(frames);
-  const ScanModel model = model_near_truth(s, n);
-  AverageNoise noise;
-  std::vector<FrameContribution> own;
-  const SpecimenImage average = average_in_specimen_coordinates(source, t, model, &noise, &own);
+  const AveragedScan scan(4);
+  const ScanTiming& t = scan.series.scan_timing();
+  const std::size_t n = scan.frames.size();
+  const auto& [frames, model, noise, own, average] = scan.parts();
   ASSERT_EQ(own.size(), n);
   std::vector<FrameContribution> spilled;
   ContributionBudget budget(&spilled, 0);
@@ -463,15 +477,7 @@ TEST(ScanDistortion, SpilledContributionsGiveTheSameFitsAsKeptOnes) {
   ScanDistortionSteps kept(t, settings, n), read(t, settings, n);
   kept.set_template(average, model.path, noise, own);
   read.set_template(average, model.path, noise, spilled);
-  for (std::size_t k = 0; k < n; ++k) {
-    const auto a = kept.fit_frame(frames[k], k, model), b = read.fit_frame(frames[k], k, model);
-    ASSERT_EQ(a.bands.size(), b.bands.size());
-    for (std::size_t i = 0; i < a.bands.size(); ++i) {
-      EXPECT_EQ(a.bands[i].dx, b.bands[i].dx);
-      EXPECT_EQ(a.bands[i].dy, b.bands[i].dy);
-    }
-    EXPECT_EQ(a.line_offset, b.line_offset) << "frame " << k;
-  }
+  for (std::size_t k = 0; k < n; ++k) expect_same_fits(kept, read, frames[k], k, model);
 }
 
 // Each line's predicted precision must be what its fit really scatters by,
