@@ -574,3 +574,60 @@ TEST(DriftUncertainty, KeptCoreRowSumsGiveTheSameInformationBitForBit) {
   const RefineInformation swapped = refine.information(*frame1_as_reference, *m1, t1);
   EXPECT_FALSE(same(first, swapped));
 }
+
+namespace {
+
+// sigma_x, sigma_y of frame k against frame 0 of s (translation, or rigid), the
+// information pass measuring `rows` of the overlap's rows.
+std::array<double, 2> information_sigma(const SyntheticSeries& s, std::size_t k, const Transform& t, double rows,
+                                        MotionModel model = MotionModel::translation) {
+  RefineOptions ro;
+  ro.model = model;
+  ro.information_rows = rows;
+  const Refinement refine(s.width(), s.height(), ro);
+  const RefineInformation info = refine.information(*refine.prepare(s.frame(0), true), *refine.prepare(s.frame(k), false), t);
+  EXPECT_FALSE(info.singular);
+  return {std::sqrt(info.covariance[4 * 7]), std::sqrt(info.covariance[5 * 7])};
+}
+
+}  // namespace
+
+// On overlaps of 256 rows or more the information pass measures bands of
+// rows (refinement.cpp: information_bands) and scales them to the whole
+// overlap: sigma must stay the whole overlap's within the sample's noise
+// (a quarter of the rows: ~6% a frame, and up to ~9% over a series, whose
+// frames share frame 0's noise; seeds 61-63 measured). A wrong scale is off by
+// half or double.
+TEST(DriftUncertainty, RowBandsEstimateTheWholeOverlapsSigma) {
+  for (const MotionModel model : {MotionModel::translation, MotionModel::rigid}) {
+    SynthOptions o = small(61, 6);
+    o.frames = 7;
+    o.width = o.height = 256;
+    if (model == MotionModel::rigid) o.rotation_step_deg = 0.05;
+    SyntheticSeries s(o);
+    std::array<double, 2> log_ratio{};
+    for (std::size_t k = 1; k < o.frames; ++k) {
+      RefineOptions ro;
+      ro.model = model;
+      const Transform t = Refinement(s.width(), s.height(), ro).execute(s.frame(0), s.frame(k), s.truth(k), 1.0).transform;
+      const auto whole = information_sigma(s, k, t, 1.0, model);
+      const auto bands = information_sigma(s, k, t, 0.25, model);
+      for (std::size_t a = 0; a < 2; ++a) {
+        const double r = bands[a] / whole[a];
+        EXPECT_GT(r, 0.8) << "frame " << k << " axis " << a;
+        EXPECT_LT(r, 1.25) << "frame " << k << " axis " << a;
+        log_ratio[a] += std::log(r) / static_cast<double>(o.frames - 1);
+      }
+    }
+    for (std::size_t a = 0; a < 2; ++a) EXPECT_LT(std::abs(log_ratio[a]), 0.15) << to_string(model) << " axis " << a;
+  }
+}
+
+// Below 256 rows every row is measured: the share changes nothing.
+TEST(DriftUncertainty, SmallOverlapsAreMeasuredOnEveryRow) {
+  SyntheticSeries s(small(62, 6));
+  const Transform t = Refinement(s.width(), s.height(), RefineOptions{}).execute(s.frame(0), s.frame(3), s.truth(3), 1.0).transform;
+  const auto whole = information_sigma(s, 3, t, 1.0), bands = information_sigma(s, 3, t, 0.25);
+  EXPECT_EQ(whole[0], bands[0]);
+  EXPECT_EQ(whole[1], bands[1]);
+}

@@ -146,7 +146,8 @@ void StreamedLagSum::add(int r, double sign) {
 }
 
 void StreamedLagSum::emit(int y) {
-  if (y < y0_ || y > y1_ || (y - y0_) % stride_ != 0 || !raw(y, 0)) return;  // a zero row adds only zeros
+  if (y < y0_ || y > y1_ || (y - y0_) % stride_ != 0 || !bands_.measured(y) || !raw(y, 0))
+    return;  // a zero row adds only zeros
   // Two channels i per pass over the row: two independent chains (each sum
   // still takes its terms in x order). Four chains at once let GCC 12's SLP
   // vectoriser change the sums' last bits; two do not.

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "registration/row_bands.hpp"
+
 namespace driftscan {
 
 // out[i] = sum of in[i + d], lo <= d <= hi, over the n samples `step`
@@ -31,6 +33,8 @@ void box_sum(std::vector<float>& v, int w, int h, int lo, int hi);
 class StreamedLagSum {
  public:
   StreamedLagSum(int w, int h, int channels, int R, int x0, int x1, int y0, int y1, int stride);
+  // The grid's rows restricted to `bands`' measured rows (default: every row).
+  void measure_rows(const RowBands& bands) { bands_ = bands; }
 
   // Channel c's row for add_row (zeroed); rows come in increasing order,
   // rows never added are zero.
@@ -49,6 +53,7 @@ class StreamedLagSum {
   const float* boxed(int r, int c) const;
 
   int w_, h_, channels_, R_, x0_, x1_, y0_, y1_, stride_, slots_;
+  RowBands bands_;
   std::vector<int> row_in_slot_;    // -1: none
   std::vector<float> raw_, boxed_;  // slots x channels x w
   std::vector<double> column_;      // channels x w: the running sums down the columns

@@ -17,6 +17,7 @@
 #include "driftscan/core/error.hpp"
 #include "driftscan/registration/signal_lag_factor.hpp"
 #include "registration/box_sum.hpp"
+#include "registration/row_bands.hpp"
 
 namespace driftscan {
 
@@ -165,6 +166,7 @@ RefineOptions RefineOptions::from(const RegistrationSettings& s) {
   o.pyramid_levels = s.pyramid_levels;
   o.max_iterations = s.max_iterations;
   o.tolerance = s.tolerance;
+  o.information_rows = s.uncertainty_rows;
   return o;
 }
 
@@ -439,21 +441,27 @@ class LevelSolver {
   // every row as before. M's lag sums over even row lags alone were biased:
   // the product of the reference's noise and its y gradient's is too narrow
   // down the columns for a 2 px step (sigma_y +1.5-3.5% in the benchmark).
+  // On `bands`' measured rows only (each band computed with its margins),
+  // A, M and residual_ss scaled by `scale`, the overlap's weight over the
+  // measured rows' (the lag factor is a ratio: not scaled).
   void noise_information(const Transform& S, const Pass& pass, double gain, double offset, int R, int stride,
-                         int row_step, std::array<double, 36>& A, std::array<double, 36>& M, double& residual_ss,
-                         double prefilter_sigma, std::array<double, 2>& lag_factor) const {
+                         int row_step, const RowBands& bands, double scale, std::array<double, 36>& A,
+                         std::array<double, 36>& M, double& residual_ss, double prefilter_sigma,
+                         std::array<double, 2>& lag_factor) const {
     const int w = ref_.width, h = ref_.height;
     const double area = static_cast<double>(stride) * stride;
     std::array<double, 6> lag0{};  // sum u_i^2 over the set
     auto entry = [](int i, int j) { return static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j); };
     LagWindow window(*this, prefilter_sigma, row_step);
+    std::array<double, 6> power{};  // sum w J_f,i^2 over the rows A is taken on
     // The rows kept: those of the lag factor's window's subgrid parity.
     const RowPick pick{row_step, window.ly0};
     {
       StreamedLagSum lags(w, h, np_, R, qx0_, qx1_, qy0_, qy1_, stride);
+      lags.measure_rows(bands);
       noise_rows(
           S, pass, gain, offset, [&](int, int c) { return lags.next_row(c); }, [&](int y) { lags.add_row(y); }, A,
-          residual_ss, pick, &window);
+          residual_ss, pick, bands, &window, &power);
       lags.finish();
       lag_factor = window.sums.factor();
       lag0 = window.lag0;
@@ -465,6 +473,24 @@ class LevelSolver {
         }
     }
     for (double& a : A) a *= row_step;
+    if (!bands.every_row()) {
+      // A ratio estimate: each parameter's terms scaled by the reference's
+      // gradient power over the whole set (H, known) over the bands', so a
+      // band that holds more or less of the specimen's contrast than the
+      // frame does is corrected; residual_ss by the weights.
+      std::array<double, 6> d{};
+      for (int i = 0; i < np_; ++i) {
+        const double hb = row_step * power[static_cast<std::size_t>(i)];
+        d[static_cast<std::size_t>(i)] = hb > 0 ? std::sqrt(H_[entry(i, i)] / hb) : std::sqrt(scale);
+      }
+      for (int i = 0; i < np_; ++i)
+        for (int j = 0; j < np_; ++j) {
+          A[entry(i, j)] *= d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(j)];
+          M[entry(i, j)] *= d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(j)];
+        }
+      for (int i = 0; i < np_; ++i) lag0[static_cast<std::size_t>(i)] *= d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(i)];
+      residual_ss *= scale;
+    }
     // A structured misfit (a blurred frame's lost lattice) can make the
     // plain lag sum indefinite. The triangular weights (1 - |dx|/(R+1))
     // (1 - |dy|/(R+1)) cannot: that lag sum is the Gram matrix
@@ -473,6 +499,7 @@ class LevelSolver {
     // So can one that is positive definite but cancelled: the prefiltered
     // noise is positively correlated at every lag, so its lag sum is well
     // above the lag-0 sum; half of that means the misfit's structure cancelled.
+    // The Gram matrix is taken over every row (rare: no bands, no scale).
     bool cancelled = false;
     for (int i = 0; i < np_; ++i) cancelled = cancelled || M[entry(i, i)] < 0.5 * lag0[static_cast<std::size_t>(i)];
     if (positive_definite(np_, M) && !cancelled) return;
@@ -484,7 +511,7 @@ class LevelSolver {
     noise_rows(
         S, pass, gain, offset,
         [&](int y, int c) { return u[static_cast<std::size_t>(c)].data() + static_cast<std::size_t>(y + R) * pw + R; },
-        [](int) {}, unused_a, unused_ss, pick);
+        [](int) {}, unused_a, unused_ss, pick, RowBands{});
     for (auto& uj : u) box_sum(uj, pw, ph, 0, R);
     const double norm = 1.0 / ((R + 1.0) * (R + 1.0));
     for (int i = 0; i < np_; ++i)
@@ -495,6 +522,40 @@ class LevelSolver {
         for (std::size_t at = 0; at < bi.size(); ++at) acc += static_cast<double>(bi[at]) * bj[at];
         M[entry(i, j)] = M[entry(j, i)] = norm * acc;
       }
+  }
+
+  // The gain and offset fitted at S over `bands`' measured rows, with those
+  // rows' weight and the reference's mean and variance there: evaluate's fit
+  // (its sums in another order) when the information pass measures bands.
+  struct BandFit {
+    double alpha = 1, beta = 0, weight = 0, mean = 0, variance = 0;
+  };
+  BandFit fit_on_bands(const Transform& S, const RowBands& bands) const {
+    double n = 0, sf = 0, sff = 0, sg = 0, sgg = 0, sfg = 0;
+    std::vector<float> g, col, wrow;
+    for (const Span& s : spans_) {
+      if (!bands.measured(s.y)) continue;
+      const auto len = static_cast<std::size_t>(s.x1 - s.x0 + 1);
+      g.resize(len);
+      wrow.resize(len);
+      row_weights(s, wrow.data());
+      sample_span(S, s, g.data(), col);
+      const float* fr = ref_.row(s.y) + s.x0;
+      for (std::size_t i = 0; i < len; ++i) {
+        const double w = wrow[i], f = fr[i], gv = g[i];
+        n += w, sf += w * f, sff += w * f * f;
+        sg += w * gv, sgg += w * gv * gv, sfg += w * f * gv;
+      }
+    }
+    BandFit fit;
+    if (!(n > 0)) throw bad_input("refinement: a frame is blank over the overlap");
+    const double mf = sf / n, mg = sg / n;
+    const double vf = sff / n - mf * mf, vg = sgg / n - mg * mg, cov = sfg / n - mf * mg;
+    if (!(vf > 1e-20) || !(vg > 1e-20)) throw bad_input("refinement: a frame is blank over the overlap");
+    fit.alpha = cov / vg;
+    fit.beta = mf - fit.alpha * mg;
+    fit.weight = n, fit.mean = mf, fit.variance = vf;
+    return fit;
   }
 
   // The translation channels of w J_f and w J_g, for signal_lag_factor, in
@@ -515,11 +576,13 @@ class LevelSolver {
       jf = {std::vector<float>(n, 0.0f), std::vector<float>(n, 0.0f)};
       jg = jf;
     }
-    void add(int x, int y, float w, const std::array<double, 6>& sf, const std::array<double, 6>& sg) {
+    // A margin row (not measured) gives its jg to the measured rows' column
+    // windows and no products of its own (jf 0).
+    void add(int x, int y, float w, const std::array<double, 6>& sf, const std::array<double, 6>& sg, bool measured) {
       if (x < lx0 || x >= lx0 + lw || y < ly0 || y >= ly0 + lh) return;
       const auto li = static_cast<std::size_t>(x - lx0);
       for (std::size_t a = 0; a < 2; ++a) {
-        jf[a][li] = static_cast<float>(w * sf[tx + a]);
+        jf[a][li] = measured ? static_cast<float>(w * sf[tx + a]) : 0.0f;
         jg[a][li] = static_cast<float>(w * sg[tx + a]);
       }
     }
@@ -596,13 +659,16 @@ class LevelSolver {
     for (int i = 0; i < len; ++i) in[i] = w[i] > 0 ? 1 : 2;  // 2: sampled, not used
   }
 
-  // For each row y of the set in order: u_c = w J_f,c (gain g + offset - f)
-  // into out(y, c) (a zeroed row of the frame's width), then done(y); A and
-  // the window's rows over the rows `pick` keeps, residual_ss (of the pass's
-  // fit) over every row, each in the order of its spans and pixels.
+  // For each row y of the set that `bands` computes, in order: u_c = w J_f,c
+  // (gain g + offset - f) into out(y, c) (a zeroed row of the frame's width),
+  // then done(y); A and the window's products over the measured rows `pick`
+  // keeps (the window's rows over every computed row it keeps),
+  // residual_ss (of the pass's fit) over every measured row, each in the
+  // order of its spans and pixels.
   template <class Out, class Done>
   void noise_rows(const Transform& S, const Pass& pass, double gain, double offset, Out out, Done done,
-                  std::array<double, 36>& A, double& residual_ss, RowPick pick, LagWindow* window = nullptr) const {
+                  std::array<double, 36>& A, double& residual_ss, RowPick pick, const RowBands& bands,
+                  LagWindow* window = nullptr, std::array<double, 6>* power = nullptr) const {
     const int w = ref_.width, h = ref_.height;
     std::vector<int> span_of_row(static_cast<std::size_t>(h), -1);
     for (std::size_t i = 0; i < spans_.size(); ++i)
@@ -613,13 +679,15 @@ class LevelSolver {
     residual_ss = 0;
     A.fill(0);
     for (const Span& s : spans_) {
-      const bool kept = pick.kept(s.y);
+      if (!bands.computed(s.y)) continue;
+      const bool kept = pick.kept(s.y), measured = bands.measured(s.y);
       for (int y = kept ? s.y - 1 : s.y; y <= (kept ? s.y + 1 : s.y); ++y) load_row(S, y, rows, span_of_row, col);
       for (int c = 0; c < np_; ++c) u[static_cast<std::size_t>(c)] = out(s.y, c);
-      if (!kept) residual_ss = noise_u_row(s, rows, pass, gain, offset, u, residual_ss, window);
-      else if (np_ == 2) noise_row<2>(s, rows, pass, gain, offset, u, A, residual_ss, window);
-      else if (np_ == 3) noise_row<3>(s, rows, pass, gain, offset, u, A, residual_ss, window);
-      else noise_row<6>(s, rows, pass, gain, offset, u, A, residual_ss, window);
+      if (!kept) residual_ss = noise_u_row(s, rows, pass, gain, offset, u, residual_ss, measured, window);
+      else if (!measured) noise_row<6, false>(s, rows, pass, gain, offset, u, A, residual_ss, window, power);
+      else if (np_ == 2) noise_row<2, true>(s, rows, pass, gain, offset, u, A, residual_ss, window, power);
+      else if (np_ == 3) noise_row<3, true>(s, rows, pass, gain, offset, u, A, residual_ss, window, power);
+      else noise_row<6, true>(s, rows, pass, gain, offset, u, A, residual_ss, window, power);
       if (kept && window) window->end_row(s.y);
       done(s.y);
     }
@@ -627,9 +695,11 @@ class LevelSolver {
 
   // A row A skips: noise_row's u, lag0 and residual_ss terms alone (the
   // same values, summed in the same order), none that need the moving
-  // frame's gradient. Returns residual_ss with the row's terms added.
+  // frame's gradient; a margin row (not measured): u alone. Returns
+  // residual_ss with the row's terms added.
   double noise_u_row(const Span& s, const SampledRows& rows, const Pass& pass, double gain, double offset,
-                     const std::array<float*, 6>& u, double residual_ss, LagWindow* window) const {
+                     const std::array<float*, 6>& u, double residual_ss, bool measured, LagWindow* window) const {
+    if (!measured) window = nullptr;
     const std::size_t mid = static_cast<std::size_t>(s.y % 3);
     const float *G = rows.G[mid].data(), *W = rows.W[mid].data();
     const unsigned char* in = rows.in[mid].data();
@@ -638,8 +708,10 @@ class LevelSolver {
     for (int x = s.x0; x <= s.x1; ++x) {
       const auto at = static_cast<std::size_t>(x);
       if (in[at] != 1) continue;
-      const double r = pass.alpha * G[at] + pass.beta - ref_.at(x, s.y);
-      residual_ss += W[at] * r * r;
+      if (measured) {
+        const double r = pass.alpha * G[at] + pass.beta - ref_.at(x, s.y);
+        residual_ss += W[at] * r * r;
+      }
       const double rn = gain * G[at] + offset - ref_.at(x, s.y);
       std::array<double, 6> sf{};
       steepest(x, s.y, sf);
@@ -654,11 +726,12 @@ class LevelSolver {
   }
 
   // Span s's pixels for noise_rows, NP parameters known at compile time (the
-  // per-pixel sums held in registers; each sum takes the same terms in the same order).
-  template <int NP>
+  // per-pixel sums held in registers; each sum takes the same terms in the
+  // same order). A margin row (not Measured): u and the window's jg alone.
+  template <int NP, bool Measured>
   void noise_row(const Span& s, const SampledRows& rows, const Pass& pass, double gain, double offset,
                  const std::array<float*, 6>& u, std::array<double, 36>& A_out, double& residual_ss_out,
-                 LagWindow* window) const {
+                 LagWindow* window, std::array<double, 6>* power_out) const {
     const int w = ref_.width, h = ref_.height;
     // d(g o S)/dq by the differences the reference's gradients use.
     auto diff = [](float at, float lo, float hi, bool has_lo, bool has_hi) {
@@ -673,14 +746,17 @@ class LevelSolver {
     const unsigned char* in = rows.in[mid].data();
     double A[NP * 6];
     for (int k = 0; k < NP * 6; ++k) A[k] = A_out[static_cast<std::size_t>(k)];
+    double power[NP] = {};  // sum w J_f,i^2 (the reference's gradient power, for the bands' scale)
     double residual_ss = residual_ss_out;
     std::array<double, 6> lag0{};
     if (window) lag0 = window->lag0;
     for (int x = s.x0; x <= s.x1; ++x) {
       const auto at = static_cast<std::size_t>(x);
       if (in[at] != 1) continue;
-      const double r = pass.alpha * G[at] + pass.beta - ref_.at(x, s.y);
-      residual_ss += W[at] * r * r;
+      if (Measured) {
+        const double r = pass.alpha * G[at] + pass.beta - ref_.at(x, s.y);
+        residual_ss += W[at] * r * r;
+      }
       const double rn = gain * G[at] + offset - ref_.at(x, s.y);
       std::array<double, 6> sf{}, sg{};
       steepest(x, s.y, sf);
@@ -690,16 +766,20 @@ class LevelSolver {
       const double ggy =
           diff(G[at], has_up ? rows.G[up][at] : 0.0f, has_down ? rows.G[down][at] : 0.0f, has_up, has_down);
       steepest_from(x, s.y, ggx, ggy, sg);
-      if (window) window->add(x, s.y, W[at], sf, sg);
-      for (int i = 0; i < NP; ++i) {
+      if (window) window->add(x, s.y, W[at], sf, sg, Measured);
+      for (int i = 0; i < (Measured ? NP : np_); ++i) {
         const float ui = static_cast<float>(W[at] * sf[static_cast<std::size_t>(i)] * rn);
         u[static_cast<std::size_t>(i)][at] = ui;
+        if (!Measured) continue;
+        power[i] += W[at] * sf[static_cast<std::size_t>(i)] * sf[static_cast<std::size_t>(i)];
         if (window) lag0[static_cast<std::size_t>(i)] += static_cast<double>(ui) * ui;
         for (int j = 0; j < NP; ++j)
           A[i * 6 + j] += W[at] * pass.alpha * sf[static_cast<std::size_t>(i)] * sg[static_cast<std::size_t>(j)];
       }
     }
     for (int k = 0; k < NP * 6; ++k) A_out[static_cast<std::size_t>(k)] = A[k];
+    if (Measured && power_out)
+      for (int i = 0; i < NP; ++i) (*power_out)[static_cast<std::size_t>(i)] += power[i];
     residual_ss_out = residual_ss;
     if (window) window->lag0 = lag0;
   }
@@ -1202,6 +1282,22 @@ std::array<double, 36> entries_covariance(int np, const std::array<double, 36>& 
 // the residual holds (alpha - 1)(s - mean s), whose product with the
 // reference's gradient noise cancels over the frame but not within M's lag
 // window: on low-contrast frames it doubled the variance.
+// The information pass's rows (row_bands.hpp) for an ROI of `rows` rows from
+// `y0`: bands of `share` of the rows on ROIs of at least kBandedRows rows (on fewer, the noise of the sample would show in σ), each
+// with the margin the lag sums (R) and the lag factor's column window
+// (4.25 prefilter sigmas, signal_lag_factor.cpp) read; `share` 1: every row.
+constexpr int kBandedRows = 256;
+RowBands information_bands(int y0, int rows, int R, double prefilter_sigma, double share) {
+  if (rows < kBandedRows || !(share < 1.0)) return {};
+  const int margin = std::max(R, static_cast<int>(std::ceil(4.25 * std::max(0.0, prefilter_sigma))));
+  const int inner = std::clamp(rows / 8, 2 * margin, 8 * margin);
+  const int period = std::max(inner + 2 * margin, static_cast<int>(std::lround(inner / std::max(share, 0.01))));
+  // A band centred on the ROI's centre: the pattern is symmetric about it,
+  // so the bands' rows have the ROI's mean row (a rotation's information and
+  // its coupling to x are sums weighted by the row's distance from the centre).
+  return RowBands{period, inner, margin, y0 + rows / 2 - margin - inner / 2};
+}
+
 std::pair<double, double> noise_gain(const LevelSolver::Pass& pass, double mf, double vf, double prefilter_sigma,
                                      bool counts) {
   const double seen = mf - pass.beta;  // alpha x the moving frame's mean
@@ -1243,9 +1339,21 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
   solver.build_set(S, 2.0);
   out.pixels = static_cast<std::size_t>(solver.pixels());
   if (solver.pixels() < std::max(16.0, 0.02 * roi_.w * roi_.h)) return singular();
+  // Lags out to where the prefiltered noise's correlation has died (< 1%).
+  const double sigma = std::max(0.5, options_.prefilter_sigma);
+  const int R = std::clamp(static_cast<int>(std::ceil(3.5 * sigma)), 2, 12);
+  const RowBands bands = information_bands(roi_.y, roi_.h, R, options_.prefilter_sigma, options_.information_rows);
   LevelSolver::Pass pass;
+  double mean = solver.reference_mean(), variance = solver.reference_variance(), scale = 1.0;
   try {
-    pass = solver.evaluate(S);
+    if (bands.every_row()) {
+      pass = solver.evaluate(S);
+    } else {
+      const LevelSolver::BandFit fit = solver.fit_on_bands(S, bands);
+      pass.alpha = fit.alpha, pass.beta = fit.beta;
+      mean = fit.mean, variance = fit.variance;
+      scale = solver.pixels() / fit.weight;
+    }
   } catch (const Error&) {
     return singular();  // a frame blank over the overlap
   }
@@ -1254,9 +1362,6 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
   out.reference_mean = solver.reference_mean();
   std::array<double, 36> Hinv{}, Ainv{}, A{}, M{};
   const bool invertible = invert_general(np, solver.hessian(), solver.hessian(), Hinv);
-  // Lags out to where the prefiltered noise's correlation has died (< 1%).
-  const double sigma = std::max(0.5, options_.prefilter_sigma);
-  const int R = std::clamp(static_cast<int>(std::ceil(3.5 * sigma)), 2, 12);
   // Every second row for A and the lag factor when the prefilter makes their
   // terms smooth down the columns (a's sd sigma sqrt 2 >= 1 px).
   const int row_step = options_.prefilter_sigma >= 0.75 ? 2 : 1;
@@ -1264,14 +1369,15 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
   // row_step-th px at least: enough for their noise (a subgrid of a
   // stationary sum adds noise, no bias), and it keeps this pass cheap next
   // to the refinement.
+  // On bands, of the measured rows' pixels: the same number of points.
+  const double measured_share = bands.every_row() ? 1.0 : static_cast<double>(bands.inner) / bands.period;
   const int stride = std::max({row_step, static_cast<int>(std::floor(sigma)),
-                               static_cast<int>(std::ceil(std::sqrt(solver.pixels() / 65536.0)))});
-  const auto [gain, offset] =
-      noise_gain(pass, out.reference_mean, solver.reference_variance(), options_.prefilter_sigma, counts);
+                               static_cast<int>(std::ceil(std::sqrt(measured_share * solver.pixels() / 65536.0)))});
+  const auto [gain, offset] = noise_gain(pass, mean, variance, options_.prefilter_sigma, counts);
   out.noise_gain = gain;
   double rss = 0;
-  solver.noise_information(S, pass, gain, offset, R, stride, row_step, A, M, rss, options_.prefilter_sigma,
-                           out.signal_lag_factor);
+  solver.noise_information(S, pass, gain, offset, R, stride, row_step, bands, scale, A, M, rss,
+                           options_.prefilter_sigma, out.signal_lag_factor);
   if (gain != pass.alpha)
     for (double& m : M) m *= (pass.alpha / gain) * (pass.alpha / gain);
   out.gradient_signal_fraction = gradient_signal_fraction(np, A, solver.hessian());

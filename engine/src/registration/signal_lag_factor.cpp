@@ -57,6 +57,7 @@ void SignalLagSums::reset(int width, int height, double prefilter_sigma, int str
     jf_[axis].assign(nx * static_cast<std::size_t>(ny_), 0.0f);
     jg_[axis].assign(nx * static_cast<std::size_t>(ny_), 0.0f);
   }
+  products_.assign(static_cast<std::size_t>(ny_), 0);
 }
 
 void SignalLagSums::add_row(int y, const std::array<const float*, 2>& jf, const std::array<const float*, 2>& jg) {
@@ -84,12 +85,15 @@ void SignalLagSums::add_row(int y, const std::array<const float*, 2>& jf, const 
     }
     for (; X < nx; ++X) hs[X] = smoothed_at(in, static_cast<int>(X) * stride_, r);
     if (!on_grid) continue;
+    unsigned char any = 0;
     for (std::size_t X2 = 0; X2 < nx; ++X2) {
       const int x = static_cast<int>(X2) * stride_;
       const std::size_t at = static_cast<std::size_t>(y / stride_) * nx + X2;
       jf_[axis][at] = jf[axis][x];
       jg_[axis][at] = jg[axis][x];
+      any |= jf[axis][x] != 0.0f ? 1 : 0;
     }
+    products_[static_cast<std::size_t>(y / stride_)] |= any;
   }
 }
 
@@ -110,7 +114,9 @@ std::array<double, 2> SignalLagSums::factor() const {
     std::vector<float> s(nx);
     for (int Y = 0; Y < ny_; ++Y) {
       const int y = Y * stride_;
-      if (y % row_step_ != 0) continue;  // a row never added: jf is 0 there
+      // A row never added, or added without products (the information
+      // pass's band margins): jf is 0 there.
+      if (y % row_step_ != 0 || !products_[static_cast<std::size_t>(Y)]) continue;
       int lo = std::max(-r, -y);
       const int hi = std::min(r, height_ - 1 - y);
       while (lo % row_step_ != 0) ++lo;  // (y + t) on the added rows only

@@ -42,6 +42,11 @@ struct RefineOptions {
   double tolerance = 1e-3;            // px of the full-resolution frame
   double prefilter_sigma = 1.0;       // Gaussian smoothing before registration, px (0: none)
   int min_level_size = 24;            // never use a level smaller than this, px
+  // Share of the overlap's rows the uncertainty (information()) measures, in
+  // bands, on overlaps of 128 rows or more (1: every row). Its σ is the
+  // whole overlap's, estimated: the sampling noise of σ grows as
+  // 1 / sqrt(share), a few per cent at 0.25 (docs/uncertainty.md).
+  double information_rows = 0.25;
   // OpenMP threads inside one execute()/prepare() (results do not depend on
   // it). Leave 1 when callers already run in parallel, or when the cores are
   // shared: an execute() opens several short parallel regions per millisecond.

@@ -22,6 +22,9 @@ struct RegistrationSettings {
   double bandpass_low = 0.0;   // keep spatial periods >= low px (0: off) ...
   double bandpass_high = 0.0;  // ... and <= high px (0: off)
   double max_shift = 0.0;      // bound on consecutive-pair shifts, pixels (0: none)
+  // Share of the overlap's rows the drift's standard error is measured on
+  // (RefineOptions::information_rows; 1: every row).
+  double uncertainty_rows = 0.25;
 };
 
 const char* to_string(MotionModel model);

@@ -45,6 +45,7 @@ class SignalLagSums {
   double a_sigma_ = 0;
   std::array<std::vector<float>, 2> hs_;       // jg smoothed along x, subgrid columns x every row
   std::array<std::vector<float>, 2> jf_, jg_;  // on the subgrid
+  std::vector<unsigned char> products_;        // per subgrid row: some jf is not 0
 };
 
 // The subgrid step for a prefilter of `sigma` px: ~1.5 sigma (1 below 2/3 px).
