@@ -592,17 +592,16 @@ std::array<double, 2> information_sigma(const SyntheticSeries& s, std::size_t k,
 
 }  // namespace
 
-// On overlaps of 256 rows or more the information pass measures bands of
+// On overlaps of 1024 rows or more the information pass measures bands of
 // rows (refinement.cpp: information_bands) and scales them to the whole
 // overlap: sigma must stay the whole overlap's within the sample's noise
-// (a quarter of the rows: ~6% a frame, and up to ~9% over a series, whose
-// frames share frame 0's noise; seeds 61-63 measured). A wrong scale is off by
+// (a quarter of the rows: 0.97-1.03 a frame here). A wrong scale is off by
 // half or double.
 TEST(DriftUncertainty, RowBandsEstimateTheWholeOverlapsSigma) {
   for (const MotionModel model : {MotionModel::translation, MotionModel::rigid}) {
     SynthOptions o = small(61, 6);
-    o.frames = 7;
-    o.width = o.height = 256;
+    o.frames = 4;
+    o.width = o.height = 1024;
     if (model == MotionModel::rigid) o.rotation_step_deg = 0.05;
     SyntheticSeries s(o);
     std::array<double, 2> log_ratio{};
@@ -623,9 +622,12 @@ TEST(DriftUncertainty, RowBandsEstimateTheWholeOverlapsSigma) {
   }
 }
 
-// Below 256 rows every row is measured: the share changes nothing.
+// Below 1024 rows every row is measured: the share changes nothing.
 TEST(DriftUncertainty, SmallOverlapsAreMeasuredOnEveryRow) {
-  SyntheticSeries s(small(62, 6));
+  SynthOptions o = small(62, 6);
+  o.width = o.height = 512;
+  o.frames = 4;
+  SyntheticSeries s(o);
   const Transform t = Refinement(s.width(), s.height(), RefineOptions{}).execute(s.frame(0), s.frame(3), s.truth(3), 1.0).transform;
   const auto whole = information_sigma(s, 3, t, 1.0), bands = information_sigma(s, 3, t, 0.25);
   EXPECT_EQ(whole[0], bands[0]);

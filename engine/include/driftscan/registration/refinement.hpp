@@ -43,9 +43,9 @@ struct RefineOptions {
   double prefilter_sigma = 1.0;       // Gaussian smoothing before registration, px (0: none)
   int min_level_size = 24;            // never use a level smaller than this, px
   // Share of the overlap's rows the uncertainty (information()) measures, in
-  // bands, on overlaps of 128 rows or more (1: every row). Its σ is the
+  // bands, on overlaps of 1024 rows or more (1: every row). Its σ is the
   // whole overlap's, estimated: the sampling noise of σ grows as
-  // 1 / sqrt(share), a few per cent at 0.25 (docs/uncertainty.md).
+  // 1 / sqrt(share) (README, "Drift uncertainty").
   double information_rows = 0.25;
   // OpenMP threads inside one execute()/prepare() (results do not depend on
   // it). Leave 1 when callers already run in parallel, or when the cores are
