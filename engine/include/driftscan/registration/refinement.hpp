@@ -43,10 +43,11 @@ struct RefineOptions {
   double prefilter_sigma = 1.0;       // Gaussian smoothing before registration, px (0: none)
   int min_level_size = 24;            // never use a level smaller than this, px
   // Share of the overlap's rows the uncertainty (information()) measures, in
-  // bands, on overlaps of 1024 rows or more (1: every row). Its σ is the
-  // whole overlap's, estimated: the sampling noise of σ grows as
-  // 1 / sqrt(share) (README, "Drift uncertainty").
-  double information_rows = 0.25;
+  // bands, on overlaps of 1024 rows or more (1, the default: every row). Its
+  // σ is then the whole overlap's, estimated from a sample: ~3% a frame on a
+  // lattice, but off by 10-30% on series whose residual is structured (scan
+  // distortion, blur), so it is an opt-in trade (README, "Drift uncertainty").
+  double information_rows = 1.0;
   // OpenMP threads inside one execute()/prepare() (results do not depend on
   // it). Leave 1 when callers already run in parallel, or when the cores are
   // shared: an execute() opens several short parallel regions per millisecond.
