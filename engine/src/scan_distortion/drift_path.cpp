@@ -320,8 +320,8 @@ struct UsedSample {
 // jitter-0.5 series: 0.05-0.06 along the fast axes against 0.001-0.01 along
 // the slow ones, though a drift's walk is the same along both): taken as
 // drift at full weight, it made the path sigma of bench_scan_distortion's
-// jitter-0.5 series in several directions too large (z-RMS 0.89-0.92 over
-// seeds 2-8 and 11; 0.93-0.94 now). The slow axes alone read too little
+// jitter-0.5 series in several directions too large (z-RMS 0.87-0.92 over
+// seeds 2-8 and 11; 0.92-0.96 now). The slow axes alone read too little
 // (about 1.13); a third instead of a half, the same count in range. One
 // figure for both axes: the path error left unresolved there is nearly
 // isotropic (0.05-0.07 px along the fast and the slow axes alike).
