@@ -134,7 +134,10 @@ class DriftPathUncertainty {
   // pooling along x and y frames whose noise lies along different axes; and
   // the fit's covariance is the sandwich M^-1 (A^T W V A + s^2 lambda P) M^-1
   // with each sample's variance V along x and y from its frame's fast- and
-  // slow-axis noise (measured from the residuals), not s^2 M^-1.
+  // slow-axis noise (measured from the residuals), not s^2 M^-1; and the
+  // unresolved drift is one figure for x and y, read mostly from the
+  // residuals along each frame's slow axis (the fast axis's hold the
+  // jitter and noise correlated from band to band, which is not drift).
   static DriftPathUncertainty of(const std::vector<DriftSample>& samples, double t_begin, double t_end,
                                  const DriftPathSettings& settings, std::size_t gauge_count,
                                  const std::function<double(std::size_t)>& gauge_time,
