@@ -14,17 +14,22 @@
 // All three are averaged the same way (specimen coordinates, cubic
 // B-splines), so interpolation smoothing favours none. Each average is scored by fitting it to the clean specimen with
 // an affine map plus gain and offset (so the choice of reference frame costs nothing) and taking the residual RMS over
-// the specimen region every frame covers (in counts). Also printed: per-line drift and jitter error (and the line
-// fits' own predicted precision, a floor for the jitter error; the jitter's Cramér–Rao floors: with the specimen and
-// the drift known, with the average's row offsets, with the specimen learned, and with the drift learned — specimen
-// known, the drift's random walk estimated from the same lines, the bound for this series' model), each line's
-// fast-axis position error (path and jitter together: what the average sees, whichever of the two carries it) and its
-// part common to the lines that show one specimen row (what the average keeps as a warp; independent errors average
-// out), rounds, wall time and process CPU time (the honest figure on a shared machine with --threads 1) of the estimate
-// against the rigid run.
+// the specimen region every frame covers (in counts). A shift of the whole model still moves every frame's samples
+// against the specimen grid by the same fraction of a pixel, and on smooth content the resampling's smoothing of the
+// noise depends on it (orthogonal pairs on real ABF content: the oracle shifted by 0.25-0.7 px scores 27% lower to 16%
+// higher, seeds 11 and 5); so the oracle is also scored in the estimate's gauge (shifted by the mean of the estimate's
+// line position errors), which leaves the estimate's own, per-line errors (--error-diagnostic: which of them cost).
+// Also printed: per-line drift and jitter error (and the line fits' own predicted precision, a floor for the jitter
+// error; the jitter's Cramér–Rao floors: with the specimen and the drift known, with the average's row offsets, with
+// the specimen learned, and with the drift learned — specimen known, the drift's random walk estimated from the same
+// lines, the bound for this series' model), each line's fast-axis position error (path and jitter together: what the
+// average sees, whichever of the two carries it) and its part common to the lines that show one specimen row (what the
+// average keeps as a warp; independent errors average out), rounds, wall time and process CPU time (the honest figure
+// on a shared machine with --threads 1) of the estimate against the rigid run.
 //
 //   bench_scan_distortion [--threads N] [--cases 1,2,..] [--frames N] [--size N] [--rounds N] [--band-lines N]
 //                         [--smoothing S] [--no-jitter] [--no-template-filter] [--template-diagnostic]
+//                         [--error-diagnostic] [--no-twins]
 //                         [--line-field KNOTS] [--line-field-extent FRACTION] [--line-field-prior PX]
 #include <omp.h>
 #include <unistd.h>
@@ -40,6 +45,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -789,9 +795,173 @@ void print_template_diagnostic(const SyntheticSeries& s, const FrameVector& fram
       "", error_with(filtered), error_with(plain), error_with(exact), error_with(resampled));
 }
 
+// Line l of frame k: the estimate's position (path at the line's middle and
+// jitter along the fast axis) minus the true one.
+Point line_position_error(const SyntheticSeries& s, const ScanModel& est, std::size_t k, int l) {
+  const ScanTiming& t = s.scan_timing();
+  const Point f = t.fast_axis(k);
+  const double tm = t.line_mid_time(k, l);
+  const Point pe = est.path.at(tm), pt = s.drift_at(tm);
+  const double je = k < est.jitter.size() ? est.jitter[k][static_cast<std::size_t>(l)] : 0.0;
+  const double dj = je - s.line_jitter(k, l);
+  return {pe.x - pt.x + dj * f.x, pe.y - pt.y + dj * f.y};
+}
+
+// The estimate's gauge against the truth's: the mean over every line of the
+// difference of its position (path and jitter) from the true one. Both put
+// d(0) = 0, the estimate at its own path's edge, so this is mostly that
+// edge's error (up to a few tenths of a pixel): a shift of the whole average,
+// which the scorer's affine fit takes out. It still moves every frame's
+// samples against the specimen grid by the same fraction of a pixel, and how
+// much the resampling smooths the noise depends on that fraction: the oracle
+// is also scored shifted by it.
+Point gauge_offset(const SyntheticSeries& s, const ScanModel& est) {
+  Point mean;
+  double count = 0.0;
+  for (std::size_t k = 0; k < s.frame_count(); ++k)
+    for (int l = 0; l < s.scan_timing().lines(); ++l) {
+      const Point e = line_position_error(s, est, k, l);
+      mean.x += e.x, mean.y += e.y, count += 1.0;
+    }
+  return {mean.x / count, mean.y / count};
+}
+
+// Where the corrected average loses against the oracle's: each line's
+// position error E (the estimate's path and jitter against the truth's, 2-D,
+// its mean over the series removed: a shift is the gauge) split per frame
+// into a smooth part (a moving mean over `window` lines: what the path can
+// hold) and the rest (row-wise: the jitter's), and the smooth part into each
+// frame's mean (its rigid offset), its linear trend over the lines and what
+// is left; the true model with only one part of the error added is averaged
+// and scored like the others. The parts are not independent (the estimate's
+// template saw them together), so they need not add up; the check is the
+// full error rebuilt (close to the estimate's own residual).
+void print_error_diagnostic(const SyntheticSeries& s, const FrameVector& frames, const ScanModel& est,
+                            const std::vector<Point>& region, double r_oracle) {
+  const ScanTiming& t = s.scan_timing();
+  const std::size_t n = s.frame_count();
+  const int lines = t.lines();
+  const auto nl = static_cast<std::size_t>(lines);
+  // E per line, 2-D, the gauge (its mean) removed.
+  const Point mean = gauge_offset(s, est);
+  std::vector<Point> e(n * nl);
+  for (std::size_t k = 0; k < n; ++k)
+    for (int l = 0; l < lines; ++l) {
+      const Point v = line_position_error(s, est, k, l);
+      e[k * nl + static_cast<std::size_t>(l)] = {v.x - mean.x, v.y - mean.y};
+    }
+  const int window = 8;
+  std::vector<Point> smooth(e.size()), rigid(e.size()), trend(e.size());
+  for (std::size_t k = 0; k < n; ++k) {
+    Point m, slope;
+    double sll = 0.0;
+    const double lc = 0.5 * (lines - 1);
+    for (int l = 0; l < lines; ++l) {
+      const Point v = e[k * nl + static_cast<std::size_t>(l)];
+      m.x += v.x / lines, m.y += v.y / lines;
+      slope.x += (l - lc) * v.x, slope.y += (l - lc) * v.y, sll += (l - lc) * (l - lc);
+    }
+    slope.x /= sll, slope.y /= sll;
+    for (int l = 0; l < lines; ++l) {
+      Point a;
+      int c = 0;
+      for (int d = std::max(0, l - window); d <= std::min(lines - 1, l + window); ++d, ++c)
+        a.x += e[k * nl + static_cast<std::size_t>(d)].x, a.y += e[k * nl + static_cast<std::size_t>(d)].y;
+      const std::size_t i = k * nl + static_cast<std::size_t>(l);
+      smooth[i] = {a.x / c, a.y / c};
+      rigid[i] = m;
+      trend[i] = {slope.x * (l - lc), slope.y * (l - lc)};
+    }
+  }
+  // The true model plus a per-line error: the path through the truth plus
+  // the error's component along the slow axis and its smooth part along the
+  // fast axis, each line's fast-axis remainder in its jitter.
+  auto score = [&](const std::function<Point(std::size_t)>& add) {
+    std::vector<DriftSample> samples;
+    const double t_end = t.frame_start(n);
+    for (double u = 0; u <= t_end; u += 0.25 * t.line_time()) {
+      const auto k = std::min<std::size_t>(n - 1, static_cast<std::size_t>(u / t.frame_time()));
+      const double x = (u - t.line_mid_time(k, 0)) / t.line_time();
+      const int l = std::clamp(static_cast<int>(std::lround(x)), 0, lines - 1);
+      const Point a = add(k * nl + static_cast<std::size_t>(l)), d = s.drift_at(u);
+      samples.push_back({u, d.x + a.x, d.y + a.y, 1});
+    }
+    DriftPathSettings ps;
+    ps.knot_spacing = 0.5 * t.line_time();
+    ps.smoothing = 1e-6;
+    ScanModel m;
+    m.path = DriftPath::fit(samples, 0.0, t_end, ps);
+    m.jitter.assign(n, std::vector<double>(nl));
+    for (std::size_t k = 0; k < n; ++k)
+      for (int l = 0; l < lines; ++l) {
+        // What the path holds at the line's middle, along the fast axis, against what the line needs.
+        const std::size_t i = k * nl + static_cast<std::size_t>(l);
+        const Point f = t.fast_axis(k), a = add(i);
+        const double tm = t.line_mid_time(k, l);
+        const Point held = m.path.at(tm), d = s.drift_at(tm);
+        m.jitter[k][static_cast<std::size_t>(l)] =
+            s.line_jitter(k, l) + (a.x - (held.x - d.x)) * f.x + (a.y - (held.y - d.y)) * f.y;
+      }
+    const SpecimenImage avg = average_in_specimen_coordinates(frames, t, m);
+    const double r = residual_to_specimen(s, {avg.image, avg.origin}, region);
+    return 100.0 * (r / r_oracle - 1.0);
+  };
+  auto part = [&](const std::vector<Point>& v) { return [&v](std::size_t i) { return v[i]; }; };
+  std::vector<Point> rough(e.size()), smooth_rest(e.size()), no_rigid(e.size());
+  for (std::size_t i = 0; i < e.size(); ++i) {
+    rough[i] = {e[i].x - smooth[i].x, e[i].y - smooth[i].y};
+    smooth_rest[i] = {smooth[i].x - rigid[i].x - trend[i].x, smooth[i].y - rigid[i].y - trend[i].y};
+    no_rigid[i] = {e[i].x - rigid[i].x, e[i].y - rigid[i].y};
+  }
+  auto rms = [&](const std::vector<Point>& v) {
+    double a = 0.0;
+    for (const Point& p : v) a += p.x * p.x + p.y * p.y;
+    return std::sqrt(a / static_cast<double>(v.size()));
+  };
+  std::printf(
+      "%-52s  error parts (px RMS, the true model plus it: %% over the oracle): all %.4f %+.1f%%  smooth %.4f %+.1f%%"
+      "  row-wise %.4f %+.1f%%  frame offsets %.4f %+.1f%%  frame trends %.4f %+.1f%%  smooth rest %.4f %+.1f%%"
+      "  all but the frame offsets %.4f %+.1f%%\n",
+      "", rms(e), score(part(e)), rms(smooth), score(part(smooth)), rms(rough), score(part(rough)), rms(rigid),
+      score(part(rigid)), rms(trend), score(part(trend)), rms(smooth_rest), score(part(smooth_rest)), rms(no_rigid),
+      score(part(no_rigid)));
+  {
+    // The gauge: the truth shifted as a whole, and the estimate's own shift kept.
+    std::vector<Point> kept(e.size());
+    for (std::size_t i = 0; i < e.size(); ++i) kept[i] = {e[i].x + mean.x, e[i].y + mean.y};
+    std::printf("%-52s  mean error (%.4f, %.4f) px; all with it %+.1f%%; the truth shifted by", "", mean.x, mean.y,
+                score(part(kept)));
+    for (const Point c : {Point{0.25, 0}, Point{0.5, 0}, Point{0, 0.5}, Point{0.5, 0.5}, mean}) {
+      std::vector<Point> shift(e.size(), c);
+      std::printf("  (%.2f, %.2f) %+.1f%%", c.x, c.y, score(part(shift)));
+    }
+    std::printf("\n");
+  }
+  // By direction: the error only in the frames of one scan angle.
+  std::vector<double> angles;
+  for (std::size_t k = 0; k < n; ++k) {
+    const Point f = t.fast_axis(k);
+    const double a = std::atan2(f.y, f.x) * 180.0 / M_PI;
+    if (std::none_of(angles.begin(), angles.end(), [a](double b) { return std::fabs(a - b) < 1e-6; }))
+      angles.push_back(a);
+  }
+  if (angles.size() > 1)
+    for (const double a : angles) {
+      std::vector<Point> only(e.size());
+      for (std::size_t k = 0; k < n; ++k) {
+        const Point f = t.fast_axis(k);
+        if (std::fabs(std::atan2(f.y, f.x) * 180.0 / M_PI - a) > 1e-6) continue;
+        for (std::size_t l = 0; l < nl; ++l) only[k * nl + l] = e[k * nl + l];
+      }
+      std::printf("%-52s  the error only in frames at %.0f deg: %.4f px %+.1f%%\n", "", a, rms(only),
+                  score(part(only)));
+    }
+}
+
 // One case: synthesise, register rigidly, correct, average under the
 // oracle, print the figures.
-void run_case(const Case& c, const ScanDistortionSettings& settings, int threads, bool diagnose_template) {
+void run_case(const Case& c, const ScanDistortionSettings& settings, int threads, bool diagnose_template,
+              bool diagnose_errors) {
   SyntheticSeries s(c.synth);
   const ScanTiming& timing = s.scan_timing();
   // Frames in memory: the series is rendered once, so no method pays for drawing it.
@@ -851,6 +1021,11 @@ void run_case(const Case& c, const ScanDistortionSettings& settings, int threads
   const double r_rigid = residual_to_specimen(s, rigid_avg, region);
   const double r_corr = residual_to_specimen(s, {est.average.image, est.average.origin}, region);
   const double r_oracle = residual_to_specimen(s, {oracle_avg.image, oracle_avg.origin}, region);
+  const Point gauge = gauge_offset(s, est.model);
+  ScanModel oracle_in_gauge = oracle;
+  oracle_in_gauge.path = oracle.path.shifted(gauge);
+  const SpecimenImage oracle_gauge_avg = average_in_specimen_coordinates(frames_in_memory, timing, oracle_in_gauge);
+  const double r_oracle_gauge = residual_to_specimen(s, {oracle_gauge_avg.image, oracle_gauge_avg.origin}, region);
   const Errors e = line_errors(s, est.model, rigid);
   const double floor = jitter_floor(s);
   const double learned_floor = jitter_floor(s, true);
@@ -871,8 +1046,11 @@ void run_case(const Case& c, const ScanDistortionSettings& settings, int threads
                                                            ? drift_learned_floor
                                                            : jitter_floor_drift_learned(one_direction_series),
                                                        row_gauge);
-  std::printf("%-52s  residual oracle %.4f  corrected %.4f (%+.1f%%)  rigid %.4f (%+.1f%%)\n", c.name.c_str(), r_oracle,
-              r_corr, 100.0 * (r_corr / r_oracle - 1.0), r_rigid, 100.0 * (r_rigid / r_oracle - 1.0));
+  std::printf(
+      "%-52s  residual oracle %.4f  corrected %.4f (%+.1f%%)  rigid %.4f (%+.1f%%)  oracle in the estimate's gauge "
+      "%.4f: corrected %+.1f%% (gauge %+.3f, %+.3f px)\n",
+      c.name.c_str(), r_oracle, r_corr, 100.0 * (r_corr / r_oracle - 1.0), r_rigid, 100.0 * (r_rigid / r_oracle - 1.0),
+      r_oracle_gauge, 100.0 * (r_corr / r_oracle_gauge - 1.0), gauge.x, gauge.y);
   std::printf(
       "%-52s  per-line drift error %.4f px (rigid %.4f)  jitter error %.4f px (%.4f if 0, line fit precision %.4f,"
       " Cramer-Rao floor %.4f, with the average's row offsets %.4f, with the specimen learned %.4f,"
@@ -887,6 +1065,7 @@ void run_case(const Case& c, const ScanDistortionSettings& settings, int threads
       (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
   print_line_sigma_calibration(s, est);
   if (diagnose_template) print_template_diagnostic(s, frames_in_memory, oracle, case_settings);
+  if (diagnose_errors) print_error_diagnostic(s, frames_in_memory, est.model, region, r_oracle);
   if (s.options().scan_hysteresis != 0.0) print_line_field_errors(s, est.model);
   std::fflush(stdout);
 }
@@ -900,6 +1079,8 @@ int main(int argc, char** argv) {
   std::uint32_t seed = 11;  // the synthetic series' draw (noise, jitter, drift walk)
   std::vector<int> only;
   bool diagnose_template = false;
+  bool diagnose_errors = false;
+  bool twins = true;  // each several-direction case's one-direction twin too
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--frames") && i + 1 < argc) frames = static_cast<std::size_t>(std::atol(argv[++i]));
@@ -910,6 +1091,8 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--no-jitter")) settings.estimate_jitter = false;
     else if (!std::strcmp(argv[i], "--no-template-filter")) settings.filter_template = false;
     else if (!std::strcmp(argv[i], "--template-diagnostic")) diagnose_template = true;
+    else if (!std::strcmp(argv[i], "--no-twins")) twins = false;
+    else if (!std::strcmp(argv[i], "--error-diagnostic")) diagnose_errors = true;
     else if (!std::strcmp(argv[i], "--line-field") && i + 1 < argc) settings.line_field_knots = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--line-field-extent") && i + 1 < argc)
       settings.line_field_extent = std::atof(argv[++i]);
@@ -924,8 +1107,8 @@ int main(int argc, char** argv) {
           stderr,
           "usage: bench_scan_distortion [--threads N] [--cases 1,2] [--frames N] [--size N] [--seed N] [--rounds N] "
           "[--band-lines N] [--smoothing S (0: chosen from the data)] [--no-jitter] "
-          "[--no-template-filter] [--template-diagnostic] [--line-field KNOTS] [--line-field-extent FRACTION] "
-          "[--line-field-prior PX]\n");
+          "[--no-template-filter] [--template-diagnostic] [--error-diagnostic] [--no-twins] [--line-field KNOTS] "
+          "[--line-field-extent FRACTION] [--line-field-prior PX]\n");
       return 2;
     }
   }
@@ -938,7 +1121,7 @@ int main(int argc, char** argv) {
   // for their turns to share enough content) is reported and the rest run.
   auto run_or_report = [&](const Case& c) {
     try {
-      run_case(c, settings, threads, diagnose_template);
+      run_case(c, settings, threads, diagnose_template, diagnose_errors);
     } catch (const Error& e) {
       std::printf("%-52s  failed: %s\n", c.name.c_str(), e.what());
     }
@@ -946,7 +1129,7 @@ int main(int argc, char** argv) {
   for (std::size_t ci = 0; ci < cases.size(); ++ci) {
     if (!only.empty() && std::find(only.begin(), only.end(), static_cast<int>(ci + 1)) == only.end()) continue;
     run_or_report(cases[ci]);
-    if (!has_scan_rotation(cases[ci].synth.scan_rotation_deg)) continue;
+    if (!has_scan_rotation(cases[ci].synth.scan_rotation_deg) || !twins) continue;
     Case twin = cases[ci];  // the same frames (drift, jitter, noise) scanned in one direction
     twin.synth.scan_rotation_deg.clear();
     twin.name = "  ^ the same frames in one direction";
