@@ -585,7 +585,8 @@ std::array<double, 2> information_sigma(const SyntheticSeries& s, std::size_t k,
   ro.model = model;
   ro.information_rows = rows;
   const Refinement refine(s.width(), s.height(), ro);
-  const RefineInformation info = refine.information(*refine.prepare(s.frame(0), true), *refine.prepare(s.frame(k), false), t);
+  const RefineInformation info =
+      refine.information(*refine.prepare(s.frame(0), true), *refine.prepare(s.frame(k), false), t);
   EXPECT_FALSE(info.singular);
   return {std::sqrt(info.covariance[4 * 7]), std::sqrt(info.covariance[5 * 7])};
 }
@@ -608,7 +609,8 @@ TEST(DriftUncertainty, RowBandsEstimateTheWholeOverlapsSigma) {
     for (std::size_t k = 1; k < o.frames; ++k) {
       RefineOptions ro;
       ro.model = model;
-      const Transform t = Refinement(s.width(), s.height(), ro).execute(s.frame(0), s.frame(k), s.truth(k), 1.0).transform;
+      const Transform t =
+          Refinement(s.width(), s.height(), ro).execute(s.frame(0), s.frame(k), s.truth(k), 1.0).transform;
       const auto whole = information_sigma(s, k, t, 1.0, model);
       const auto bands = information_sigma(s, k, t, 0.25, model);
       for (std::size_t a = 0; a < 2; ++a) {
@@ -628,7 +630,8 @@ TEST(DriftUncertainty, SmallOverlapsAreMeasuredOnEveryRow) {
   o.width = o.height = 512;
   o.frames = 4;
   SyntheticSeries s(o);
-  const Transform t = Refinement(s.width(), s.height(), RefineOptions{}).execute(s.frame(0), s.frame(3), s.truth(3), 1.0).transform;
+  const Transform t =
+      Refinement(s.width(), s.height(), RefineOptions{}).execute(s.frame(0), s.frame(3), s.truth(3), 1.0).transform;
   const auto whole = information_sigma(s, 3, t, 1.0), bands = information_sigma(s, 3, t, 0.25);
   EXPECT_EQ(whole[0], bands[0]);
   EXPECT_EQ(whole[1], bands[1]);

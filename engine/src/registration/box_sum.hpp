@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "registration/row_bands.hpp"
+#include "row_bands.hpp"  // beside this header (tests include it by path)
 
 namespace driftscan {
 

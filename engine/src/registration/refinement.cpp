@@ -488,7 +488,8 @@ class LevelSolver {
           A[entry(i, j)] *= d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(j)];
           M[entry(i, j)] *= d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(j)];
         }
-      for (int i = 0; i < np_; ++i) lag0[static_cast<std::size_t>(i)] *= d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(i)];
+      for (int i = 0; i < np_; ++i)
+        lag0[static_cast<std::size_t>(i)] *= d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(i)];
       residual_ss *= scale;
     }
     // A structured misfit (a blurred frame's lost lattice) can make the
