@@ -188,13 +188,21 @@ class ScanRun {
     final_status_.assign(workers, {});
     segments_.assign(workers, {});
     const bool left_edge = line_ && rank_ > 0, right_edge = line_ && rank_ + 1 < size_;
-    sharing_ = options_.steals() && options_.share_final_phase && workers > 1 && !line_;
+    // Along a line too: each rank shares its own threads' tails (the
+    // elements a thread took from a neighbour rank included: their prefixes
+    // go back to it as before). Without it a line lost what the fold loses
+    // inside ranks, and rank 0's thread 0, whose reduce leaves its prefixes
+    // final, sat idle through the whole final phase (traced case B: 0.15 s).
+    sharing_ = options_.steals() && options_.share_final_phase && workers > 1;
     // Sharing: the last thread, too, starts inside its segment, so that the
     // elements after its start have local prefixes (shared_segment_tail.hpp);
-    // they lie in a gap of its own, taken once its left gap is empty.
+    // they lie in a gap of its own, taken once its left gap is empty. Along
+    // a line a rank's last thread has the boundary gap to its right instead
+    // (the last rank's starts on its last element, as without sharing).
+    own_last_gap_ = sharing_ && !line_;
     starts_.assign(workers, 0);
     for (std::size_t w = 0; w < workers; ++w)
-      starts_[w] = stealing_start(n_, workers, w, left_edge, right_edge || sharing_);
+      starts_[w] = stealing_start(n_, workers, w, left_edge, right_edge || own_last_gap_);
     if (line_) {
       try {
         share_edges(workers);
@@ -205,7 +213,7 @@ class ScanRun {
     const std::size_t shift = left_.size();
     for (auto& s : starts_) s += shift;
     for (std::size_t g = 0; g + 1 < workers; ++g) gap(g).reset(starts_[g] + 1, starts_[g + 1]);
-    if (sharing_) gaps_[workers - 1].reset(starts_[workers - 1] + 1, n_);
+    if (own_last_gap_) gaps_[workers - 1].reset(starts_[workers - 1] + 1, n_);
     if (line_)
       for (std::size_t g = workers > 0 ? workers - 1 : 0; g + 1 < std::size_t(line_->slots()); ++g) gap(g).reset(0, 0);
     for (std::size_t w = 0; w < workers; ++w) pace(w).start();
@@ -271,12 +279,12 @@ class ScanRun {
     v.leave_last_left = leave_last_left(t);
     if (!line_) {
       for (std::size_t g = 0; g + 1 < workers; ++g) v.gaps.push_back(&gaps_[g]);
-      if (sharing_) v.gaps.push_back(&gaps_[workers - 1]);  // the last thread's own
+      if (own_last_gap_) v.gaps.push_back(&gaps_[workers - 1]);  // the last thread's own
       for (std::size_t w = 0; w < workers; ++w) v.paces.push_back(&paces_[w]);
       v.me = t;
       if (t > 0) v.left = t - 1;
-      if (t + 1 < workers || sharing_) v.right = t;
-      v.right_is_own = sharing_ && t + 1 == workers;
+      if (t + 1 < workers || own_last_gap_) v.right = t;
+      v.right_is_own = own_last_gap_ && t + 1 == workers;
       return v;
     }
     const std::size_t slots = std::size_t(line_->slots()), r = std::size_t(rank_);
@@ -1005,6 +1013,7 @@ class ScanRun {
   // to the right of its start (and the start); tail_base_[t]: exclusive ⊕
   // before for thread t.
   bool sharing_ = false;
+  bool own_last_gap_ = false;  // sharing inside ranks: the last thread's right gap is its own
   std::vector<SharedSegmentTail> tails_;
   std::vector<ScanPartial<T>> tail_base_;
   std::vector<T> local_;
