@@ -760,7 +760,7 @@ class ScanRun {
       if (tails_[claimed->first].exhausted()) board_.notify();
       run_tail_element(t, claimed->first, claimed->second);
     }
-    for (; k < starts_[t]; ++k) {
+    for (; tails_[t].fold_step(k); ++k) {  // up to its start, or where a helper cut the fold (cut_fold())
       acc = combine_partials(acc, element(k), applier(t, ScanPhase::final_scan, false));
       if (acc.failed()) {  // what is left unclaimed needs this fold: the failure is reported instead
         tails_[t].close();
@@ -789,6 +789,7 @@ class ScanRun {
         run_tail_element(x, claimed->first, claimed->second);
         continue;
       }
+      if (cut_fold(x, mean)) continue;
       bool all_done = true;
       for (std::size_t u = 0; u < tree_.workers(); ++u)
         if (!tails_[u].decided() || !tails_[u].exhausted()) all_done = false;
@@ -822,7 +823,7 @@ class ScanRun {
       double best = -1.0;
       std::size_t owner = 0;
       bool front = false;
-      if (auto e = own_front ? tails_[x].peek_front() : std::nullopt; e && cost(*e) >= at_least) {
+      if (auto e = own_front ? tails_[x].peek_front(first_of) : std::nullopt; e && cost(*e) >= at_least) {
         best = cost(*e);
         owner = x;
         front = true;
@@ -837,12 +838,63 @@ class ScanRun {
         }
       if (best < 0.0) return std::nullopt;
       if (front) {
-        if (const auto e = tails_[owner].claim_front()) return std::make_pair(owner, *e);
+        if (const auto e = tails_[owner].claim_front(first_of)) return std::make_pair(owner, *e);
       } else if (tails_[owner].claim(element)) {
         return std::make_pair(owner, element);
       }
     }
     return std::nullopt;
+  }
+
+  // Thread x, nothing claimable: takes the back of the longest unfolded left
+  // part of a sibling (SharedSegmentTail::cut(); at least kMinCut elements
+  // each side, the cut where the owner's part and the taken part cost about
+  // the same by the reduce's measurements) and folds its local prefixes,
+  // [m, e] for each e, publishing them as it goes. Whether it cut one.
+  static constexpr std::size_t kMinCut = 2;
+  bool cut_fold(std::size_t x, double mean) {
+    auto cost = [&](std::size_t e) { return element_seconds_[e] >= 0.0 ? element_seconds_[e] : mean; };
+    std::size_t owner = 0;
+    double longest = 0.0;
+    for (std::size_t u = 0; u < tree_.workers(); ++u) {
+      if (u == x) continue;
+      const auto [next, end] = tails_[u].unfolded();
+      if (end < next + 2 * kMinCut) continue;
+      double c = 0.0;
+      for (std::size_t e = next; e < end; ++e) c += cost(e);
+      if (c > longest) longest = c, owner = u;
+    }
+    if (longest <= 0.0) return false;
+    const auto cut = tails_[owner].cut(kMinCut, [&](std::size_t next, std::size_t end) {
+      double total = 0.0, before = 0.0;
+      for (std::size_t e = next; e < end; ++e) total += cost(e);
+      std::size_t m = next;
+      while (m < end && before + cost(m) <= total / 2) before += cost(m++);
+      return std::clamp(m, next + kMinCut, end - kMinCut);
+    });
+    if (!cut) return false;
+    const auto [m, end] = *cut;
+    ScanPartial<T> acc = element(m);
+    local_[m] = at(m);
+    local_first_[m] = m;
+    tails_[owner].cut_local(m + 1);
+    // Wake the others only for claimable elements (the owner's fold wakes
+    // them when it reaches m).
+    if (tails_[owner].folded() >= m) board_.notify();
+    for (std::size_t e = m + 1; e < end; ++e) {
+      acc = combine_partials(acc, element(e), applier(x, ScanPhase::final_scan, false));
+      if (acc.failed()) {  // its elements keep no prefix: the failure is reported instead
+        final_status_[x] = acc;
+        tails_[owner].close();
+        board_.notify();
+        return true;
+      }
+      local_[e] = acc.value();
+      local_first_[e] = m;
+      tails_[owner].cut_local(e + 1);
+      if (tails_[owner].folded() >= m) board_.notify();
+    }
+    return true;
   }
 
   // The mean of the reduce's measured element costs (0 if none).
@@ -864,8 +916,13 @@ class ScanRun {
     const ScanPartial<T> base = a == tails_[u].lo() ? tail_base_[u] : ScanPartial<T>::of(slot(a - 1), 0, before_a);
     const ScanPartial<T> local = ScanPartial<T>::of(local_[e], before_a + 1, origin_ + static_cast<std::int64_t>(e));
     const ScanPartial<T> prefix = combine_partials(base, local, applier(x, ScanPhase::final_scan, false));
-    if (prefix.has_value()) finish(e, prefix.value());
-    else final_status_[x] = prefix;
+    if (prefix.has_value()) {
+      finish(e, prefix.value());
+      tails_[u].done(e);  // after a cut, elements may start from P(e)
+      if (tails_[u].waits_on(e + 1, [this](std::size_t i) { return local_first_[i]; })) board_.notify();
+    } else {
+      final_status_[x] = prefix;
+    }
   }
 
   // Rank 0 with stealing: thread 0's reduce left the final prefixes of its
