@@ -306,7 +306,7 @@ int run_bench(RunContext& ctx, const ScanBenchOptions& o) {
           {"operator_overrun", r.busy_s / r.work_s},
           {"stolen_elements", r.stolen},
           {"between_ranks", along_line},
-          {"final_phase", strategies[i] == "work-stealing" && !along_line ? o.final_phase : "fold"},
+          {"final_phase", strategies[i] == "work-stealing" ? o.final_phase : "fold"},
           // Which ideal the model figures are: stealing along the whole line
           // of workers (the ranks' blocks cut by cost), or inside each rank.
           {"model", strategies[i] != "work-stealing" ? "static"
@@ -346,7 +346,7 @@ const CommandRegistrar registrar(
        app.add_flag("--between-ranks", o->between_ranks,
                     "work-stealing: steal between neighbouring ranks too (when they share a node)");
        app.add_option("--final-phase", o->final_phase,
-                      "work-stealing inside ranks: 'shared' (any free thread runs the elements right of a "
+                      "work-stealing: 'shared' (any free thread of the rank runs the elements right of a "
                       "thread's start, one application each; the default here) or 'fold' (each thread its own "
                       "segment, as the registration runs)")
            ->check(CLI::IsMember({"shared", "fold"}))

@@ -89,17 +89,20 @@ void check_all_configurations(const std::vector<T>& all_elements, Op op, const s
     for (int threads : thread_counts)
       for (auto algorithm : all_global_scan_algorithms())
         for (auto strategy : all_local_strategies())
-          for (int stealing : {0, 1, 2, 3}) {  // 2: also between ranks; 3: the final phase shared
+          // 2: also between ranks; 3: the final phase shared; 4: both (each rank shares its threads' tails,
+          // elements taken from a neighbour rank among them)
+          for (int stealing : {0, 1, 2, 3, 4}) {
             std::ostringstream config;
             config << "n=" << n << " threads=" << threads << " " << to_string(algorithm) << " " << to_string(strategy)
-                   << (stealing == 3   ? " stealing, final phase shared"
+                   << (stealing == 4   ? " stealing between ranks, final phase shared"
+                       : stealing == 3 ? " stealing, final phase shared"
                        : stealing == 2 ? " stealing between ranks"
                        : stealing      ? " stealing"
                                        : " static")
                    << " rank " << world_rank();
             ScanOptions options{algorithm, strategy, stealing > 0, threads};
-            options.between_ranks = stealing == 2;
-            options.share_final_phase = stealing == 3;
+            options.between_ranks = stealing == 2 || stealing == 4;
+            options.share_final_phase = stealing >= 3;
             WorkStealingScan scan(MPI_COMM_WORLD, options);
             std::vector<T> got = scan.run(block, [&](const T& a, const T& b) {
               jitter();

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -110,16 +111,51 @@ TEST(ScanRankStealing, SlowRanksElementsAreTakenAndResultsEqualTheSequentialScan
   const std::vector<Mat> expected = sequential(per_rank);
   const std::size_t offset = per_rank * std::size_t(world_rank());
   for (auto algorithm : all_global_scan_algorithms())
-    for (int threads : {1, 2, 3}) {
-      int moved = 0;
-      ScanOptions options{algorithm, LocalStrategy::reduce_then_scan, true, threads};
-      options.between_ranks = true;
-      const std::vector<Mat> got = run_skewed(options, per_rank, expected, moved);
-      for (std::size_t k = 0; k < per_rank; ++k)
-        EXPECT_EQ(got[k], expected[offset + k]) << "rank " << world_rank() << " element " << k << ", "
-                                                << to_string(algorithm) << ", " << threads << " threads";
-      EXPECT_GT(moved, 0) << to_string(algorithm) << ", " << threads << " threads: no element moved between ranks";
-    }
+    for (int threads : {1, 2, 3})
+      for (bool share : {false, true}) {
+        int moved = 0;
+        ScanOptions options{algorithm, LocalStrategy::reduce_then_scan, true, threads};
+        options.between_ranks = true;
+        options.share_final_phase = share;
+        const std::vector<Mat> got = run_skewed(options, per_rank, expected, moved);
+        const std::string config = std::string(to_string(algorithm)) + ", " + std::to_string(threads) + " threads" +
+                                   (share ? ", final phase shared" : "");
+        for (std::size_t k = 0; k < per_rank; ++k)
+          EXPECT_EQ(got[k], expected[offset + k]) << "rank " << world_rank() << " element " << k << ", " << config;
+        EXPECT_GT(moved, 0) << config << ": no element moved between ranks";
+      }
+}
+
+// Along a line with the final phase shared, each rank's free threads run its
+// threads' tails: rank 0's master, whose reduce leaves its own prefixes
+// final, runs final-phase applications of its siblings' segments instead of
+// waiting out the run (traced case B: idle for 0.15 s of 0.3). Every
+// application sleeps 2 ms; 3 threads of 16 elements each per rank.
+TEST(ScanRankStealing, SharedFinalPhaseAlongALineGivesRankZerosMasterItsSiblingsTails) {
+  const std::size_t per_rank = 48;
+  const std::vector<Mat> expected = sequential(per_rank);
+  const std::size_t offset = per_rank * std::size_t(world_rank());
+  std::vector<Mat> block;
+  for (std::size_t k = 0; k < per_rank; ++k) block.push_back(element(std::int64_t(offset + k)));
+  ScanOptions options{GlobalScanAlgorithm::dissemination, LocalStrategy::reduce_then_scan, true, 3};
+  options.between_ranks = true;
+  options.share_final_phase = true;
+  WorkStealingScan scan(MPI_COMM_WORLD, options);
+  ScanTrace trace;
+  const std::vector<Mat> got = scan.run(
+      block,
+      [](const Mat& a, const Mat& b) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        return product(a, b);
+      },
+      &trace);
+  for (std::size_t k = 0; k < per_rank; ++k) EXPECT_EQ(got[k], expected[offset + k]) << "element " << k;
+  gather_trace(trace, MPI_COMM_WORLD);
+  if (world_rank() != 0) return;
+  int master_final = 0;
+  for (const ScanRecord& r : trace.records())
+    if (r.rank == 0 && r.thread == 0 && r.phase == ScanPhase::final_scan) ++master_final;
+  EXPECT_GT(master_final, 0) << "rank 0's master ran none of its siblings' final-phase elements";
 }
 
 // Off (the default), every rank applies only its own elements (outside the global phase).

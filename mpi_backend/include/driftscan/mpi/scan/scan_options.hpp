@@ -17,8 +17,8 @@ struct ScanOptions {
   // timing, and the registration's scan-distortion lines of 1 and 3 ranks
   // drift apart (0.0195 px, test_scan_distortion holds 0.01).
   bool between_ranks = false;
-  // Stealing inside ranks: the final phase's elements right of each thread's
-  // start are run by whichever thread of the rank is free, each as one
+  // With stealing (inside ranks or along a line): the final phase's elements
+  // right of each thread's start are run by whichever thread of the rank is free, each as one
   // application P(a−1) ⊕ local prefix kept from the reduce
   // (shared_segment_tail.hpp). Exact for an associative operator, in order
   // (it need not commute), but bracketed otherwise than the fold from the

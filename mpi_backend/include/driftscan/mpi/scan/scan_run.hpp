@@ -188,13 +188,21 @@ class ScanRun {
     final_status_.assign(workers, {});
     segments_.assign(workers, {});
     const bool left_edge = line_ && rank_ > 0, right_edge = line_ && rank_ + 1 < size_;
-    sharing_ = options_.steals() && options_.share_final_phase && workers > 1 && !line_;
+    // Along a line too: each rank shares its own threads' tails (the
+    // elements a thread took from a neighbour rank included: their prefixes
+    // go back to it as before). Without it a line lost what the fold loses
+    // inside ranks, and rank 0's thread 0, whose reduce leaves its prefixes
+    // final, sat idle through the whole final phase (traced case B: 0.15 s).
+    sharing_ = options_.steals() && options_.share_final_phase && workers > 1;
     // Sharing: the last thread, too, starts inside its segment, so that the
     // elements after its start have local prefixes (shared_segment_tail.hpp);
-    // they lie in a gap of its own, taken once its left gap is empty.
+    // they lie in a gap of its own, taken once its left gap is empty. Along
+    // a line a rank's last thread has the boundary gap to its right instead
+    // (the last rank's starts on its last element, as without sharing).
+    own_last_gap_ = sharing_ && !line_;
     starts_.assign(workers, 0);
     for (std::size_t w = 0; w < workers; ++w)
-      starts_[w] = stealing_start(n_, workers, w, left_edge, right_edge || sharing_);
+      starts_[w] = stealing_start(n_, workers, w, left_edge, right_edge || own_last_gap_);
     if (line_) {
       try {
         share_edges(workers);
@@ -205,7 +213,7 @@ class ScanRun {
     const std::size_t shift = left_.size();
     for (auto& s : starts_) s += shift;
     for (std::size_t g = 0; g + 1 < workers; ++g) gap(g).reset(starts_[g] + 1, starts_[g + 1]);
-    if (sharing_) gaps_[workers - 1].reset(starts_[workers - 1] + 1, n_);
+    if (own_last_gap_) gaps_[workers - 1].reset(starts_[workers - 1] + 1, n_);
     if (line_)
       for (std::size_t g = workers > 0 ? workers - 1 : 0; g + 1 < std::size_t(line_->slots()); ++g) gap(g).reset(0, 0);
     for (std::size_t w = 0; w < workers; ++w) pace(w).start();
@@ -271,12 +279,12 @@ class ScanRun {
     v.leave_last_left = leave_last_left(t);
     if (!line_) {
       for (std::size_t g = 0; g + 1 < workers; ++g) v.gaps.push_back(&gaps_[g]);
-      if (sharing_) v.gaps.push_back(&gaps_[workers - 1]);  // the last thread's own
+      if (own_last_gap_) v.gaps.push_back(&gaps_[workers - 1]);  // the last thread's own
       for (std::size_t w = 0; w < workers; ++w) v.paces.push_back(&paces_[w]);
       v.me = t;
       if (t > 0) v.left = t - 1;
-      if (t + 1 < workers || sharing_) v.right = t;
-      v.right_is_own = sharing_ && t + 1 == workers;
+      if (t + 1 < workers || own_last_gap_) v.right = t;
+      v.right_is_own = own_last_gap_ && t + 1 == workers;
       return v;
     }
     const std::size_t slots = std::size_t(line_->slots()), r = std::size_t(rank_);
@@ -752,7 +760,7 @@ class ScanRun {
       if (tails_[claimed->first].exhausted()) board_.notify();
       run_tail_element(t, claimed->first, claimed->second);
     }
-    for (; k < starts_[t]; ++k) {
+    for (; tails_[t].fold_step(k); ++k) {  // up to its start, or where a helper cut the fold (cut_fold())
       acc = combine_partials(acc, element(k), applier(t, ScanPhase::final_scan, false));
       if (acc.failed()) {  // what is left unclaimed needs this fold: the failure is reported instead
         tails_[t].close();
@@ -781,6 +789,7 @@ class ScanRun {
         run_tail_element(x, claimed->first, claimed->second);
         continue;
       }
+      if (cut_fold(x, mean)) continue;
       bool all_done = true;
       for (std::size_t u = 0; u < tree_.workers(); ++u)
         if (!tails_[u].decided() || !tails_[u].exhausted()) all_done = false;
@@ -814,7 +823,7 @@ class ScanRun {
       double best = -1.0;
       std::size_t owner = 0;
       bool front = false;
-      if (auto e = own_front ? tails_[x].peek_front() : std::nullopt; e && cost(*e) >= at_least) {
+      if (auto e = own_front ? tails_[x].peek_front(first_of) : std::nullopt; e && cost(*e) >= at_least) {
         best = cost(*e);
         owner = x;
         front = true;
@@ -829,12 +838,63 @@ class ScanRun {
         }
       if (best < 0.0) return std::nullopt;
       if (front) {
-        if (const auto e = tails_[owner].claim_front()) return std::make_pair(owner, *e);
+        if (const auto e = tails_[owner].claim_front(first_of)) return std::make_pair(owner, *e);
       } else if (tails_[owner].claim(element)) {
         return std::make_pair(owner, element);
       }
     }
     return std::nullopt;
+  }
+
+  // Thread x, nothing claimable: takes the back of the longest unfolded left
+  // part of a sibling (SharedSegmentTail::cut(); at least kMinCut elements
+  // each side, the cut where the owner's part and the taken part cost about
+  // the same by the reduce's measurements) and folds its local prefixes,
+  // [m, e] for each e, publishing them as it goes. Whether it cut one.
+  static constexpr std::size_t kMinCut = 2;
+  bool cut_fold(std::size_t x, double mean) {
+    auto cost = [&](std::size_t e) { return element_seconds_[e] >= 0.0 ? element_seconds_[e] : mean; };
+    std::size_t owner = 0;
+    double longest = 0.0;
+    for (std::size_t u = 0; u < tree_.workers(); ++u) {
+      if (u == x) continue;
+      const auto [next, end] = tails_[u].unfolded();
+      if (end < next + 2 * kMinCut) continue;
+      double c = 0.0;
+      for (std::size_t e = next; e < end; ++e) c += cost(e);
+      if (c > longest) longest = c, owner = u;
+    }
+    if (longest <= 0.0) return false;
+    const auto cut = tails_[owner].cut(kMinCut, [&](std::size_t next, std::size_t end) {
+      double total = 0.0, before = 0.0;
+      for (std::size_t e = next; e < end; ++e) total += cost(e);
+      std::size_t m = next;
+      while (m < end && before + cost(m) <= total / 2) before += cost(m++);
+      return std::clamp(m, next + kMinCut, end - kMinCut);
+    });
+    if (!cut) return false;
+    const auto [m, end] = *cut;
+    ScanPartial<T> acc = element(m);
+    local_[m] = at(m);
+    local_first_[m] = m;
+    tails_[owner].cut_local(m + 1);
+    // Wake the others only for claimable elements (the owner's fold wakes
+    // them when it reaches m).
+    if (tails_[owner].folded() >= m) board_.notify();
+    for (std::size_t e = m + 1; e < end; ++e) {
+      acc = combine_partials(acc, element(e), applier(x, ScanPhase::final_scan, false));
+      if (acc.failed()) {  // its elements keep no prefix: the failure is reported instead
+        final_status_[x] = acc;
+        tails_[owner].close();
+        board_.notify();
+        return true;
+      }
+      local_[e] = acc.value();
+      local_first_[e] = m;
+      tails_[owner].cut_local(e + 1);
+      if (tails_[owner].folded() >= m) board_.notify();
+    }
+    return true;
   }
 
   // The mean of the reduce's measured element costs (0 if none).
@@ -856,8 +916,13 @@ class ScanRun {
     const ScanPartial<T> base = a == tails_[u].lo() ? tail_base_[u] : ScanPartial<T>::of(slot(a - 1), 0, before_a);
     const ScanPartial<T> local = ScanPartial<T>::of(local_[e], before_a + 1, origin_ + static_cast<std::int64_t>(e));
     const ScanPartial<T> prefix = combine_partials(base, local, applier(x, ScanPhase::final_scan, false));
-    if (prefix.has_value()) finish(e, prefix.value());
-    else final_status_[x] = prefix;
+    if (prefix.has_value()) {
+      finish(e, prefix.value());
+      tails_[u].done(e);  // after a cut, elements may start from P(e)
+      if (tails_[u].waits_on(e + 1, [this](std::size_t i) { return local_first_[i]; })) board_.notify();
+    } else {
+      final_status_[x] = prefix;
+    }
   }
 
   // Rank 0 with stealing: thread 0's reduce left the final prefixes of its
@@ -1005,6 +1070,7 @@ class ScanRun {
   // to the right of its start (and the start); tail_base_[t]: exclusive ⊕
   // before for thread t.
   bool sharing_ = false;
+  bool own_last_gap_ = false;  // sharing inside ranks: the last thread's right gap is its own
   std::vector<SharedSegmentTail> tails_;
   std::vector<ScanPartial<T>> tail_base_;
   std::vector<T> local_;
