@@ -909,9 +909,14 @@ void ScanDistortionSteps::set_template(SpecimenImage average, const DriftPath& b
   if (settings_.filter_template && noise.even > 0 && noise.odd > 0)
     t->filter = std::make_shared<TemplateWienerFilter>(t->average.image, noise.half_difference, noise.even, noise.odd);
   noise = {};  // the filter has what it needs of the noise
-  t->coeffs = t->average.image;
-  if (t->filter) t->filter->apply(t->coeffs);
-  bspline_prefilter(t->coeffs);
+  // The fits sample leave-one-out templates (template_without); the whole
+  // average's coefficients only serve a series of one frame (at 4096^2 a
+  // filtering and a prefilter of the grid each round, for nothing).
+  if (frames_ < 2) {
+    t->coeffs = t->average.image;
+    if (t->filter) t->filter->apply(t->coeffs);
+    bspline_prefilter(t->coeffs);
+  }
   t->image = &t->average;
   t->min_coverage = std::max(1.0, 0.25 * static_cast<double>(frames_));
   template_ = std::move(t);
