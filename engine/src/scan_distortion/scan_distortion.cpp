@@ -20,7 +20,10 @@ namespace {
 
 // The cubic B-spline of `coeffs` at (x, y) and its gradient; false when the
 // 4x4 taps leave the image (no clamped edge values in a fit).
-bool sample_with_gradient(const Frame& coeffs, double x, double y, double& v, double& gx, double& gy) {
+// Inlined into the fits' loops (called a few times a pixel per round; as a
+// call, the compiler split off its body and passed every result through memory).
+[[gnu::always_inline]] inline bool sample_with_gradient(const Frame& coeffs, double x, double y, double& v, double& gx,
+                                                        double& gy) {
   if (!(x >= 1.0 && y >= 1.0)) return false;
   const int ix = static_cast<int>(x), iy = static_cast<int>(y);  // x, y >= 1: truncation is floor
   if (ix + 2 >= coeffs.width || iy + 2 >= coeffs.height) return false;
@@ -133,7 +136,9 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
     // the symmetric matrix's six sums in locals (a[m][l] += g[m] g[l] over
     // all nine made the same numbers three times; times 1 is exact).
     double a00 = 0, a01 = 0, a02 = 0, a11 = 0, a12 = 0, a22 = 0, b0 = 0, b1 = 0, b2 = 0;
-    double rr = 0.0, n0 = 0, n1 = 0, n2 = 0, n3 = 0, n4 = 0, ff0 = 0.0, ff1 = 0.0;
+    // The noise model's count and sum of r^2 are a22 and rr (the same
+    // additions): n1, n2, n4 are its own.
+    double rr = 0.0, n1 = 0, n2 = 0, n4 = 0, ff0 = 0.0, ff1 = 0.0;
     std::size_t n = 0;
     fit.evaluated_at = fit.delta;
     for (std::size_t i = 0; i < pixels.size(); ++i) {
@@ -149,11 +154,11 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
       b0 += gx * r, b1 += gy * r, b2 += r;
       rr += r * r;
       ff0 += fv, ff1 += fv * fv;
-      n0 += 1.0, n1 += v, n2 += v * v, n3 += r * r, n4 += v * r * r;
+      n1 += v, n2 += v * v, n4 += v * r * r;
       ++n;
     }
     const double a[3][3] = {{a00, a01, a02}, {a01, a11, a12}, {a02, a12, a22}}, b[3] = {b0, b1, b2};
-    const double noise[5] = {n0, n1, n2, n3, n4}, ff[2] = {ff0, ff1};
+    const double noise[5] = {a22, n1, n2, rr, n4}, ff[2] = {ff0, ff1};
     if (n < 32) return fit;
     std::copy(noise, noise + 5, fit.noise_sums);
     // Eliminate the offset (Schur complement), solve the 2x2 for delta.
