@@ -214,7 +214,8 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
 // weighted sum (g - mean g)^2 at it (0 where the line has too little structure). `split` gets the squared difference of
 // the step measured on each half of the line alone and the sum of the halves' inverse informations: their ratio, pooled
 // over lines, is the variance scale of the estimates as they really scatter (template noise and misfit included, which
-// the pixel noise alone misses). `q` are the points the line's pixels show without jitter.
+// the pixel noise alone misses). `q` are the points the line's pixels show without jitter (read only by the steps that
+// do not reuse first_value).
 double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>>& pixels, const std::vector<Point>& q,
                        Point fast, const Template& tpl, const NoiseModel& noise, double j, double max_jitter,
                        double& information, double split[2], const float* first_value = nullptr,
@@ -1106,10 +1107,16 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
     const bool reuse = f.ok && f.value.size() == bands_[b].size();
     const Point d = reuse ? f.evaluated_at : band_offset(l);
     placed[at] = d;
-    std::vector<Point> q(pixels.size());
-    for (std::size_t i = 0; i < pixels.size(); ++i) {
-      const Point p = map.probed(pixels[i].first, pixels[i].second);
-      q[i] = {p.x + d.x, p.y + d.y};
+    // The points the line shows: for the template samples of a step that
+    // does not reuse the band's, and for the line field. One step from the
+    // band's samples (a later round's) samples nothing.
+    std::vector<Point> q;
+    if (!reuse || jitter[at] == 0.0 || !field_basis_.empty()) {
+      q.resize(pixels.size());
+      for (std::size_t i = 0; i < pixels.size(); ++i) {
+        const Point p = map.probed(pixels[i].first, pixels[i].second);
+        q[i] = {p.x + d.x, p.y + d.y};
+      }
     }
     raw[at] = fit_line_jitter(frame, pixels, q, fast, *tpl, noise_model, jitter[at], settings_.max_jitter,
                               information[at], &split[2 * at], reuse ? f.value.data() + first : nullptr,
