@@ -87,10 +87,8 @@ std::vector<double> smoothed(const std::vector<double>& p, int w, int h, int r) 
     for (int dv = -r; dv <= r; ++dv) {
       const int vv = ((v + dv) % h + h) % h;
       const double* row = p.data() + static_cast<std::size_t>(vv) * sw;
-      for (int du = -r; du <= r; ++du) {
-        const double* from = row + du;
-        for (int u = inner0; u < inner1; ++u) acc[static_cast<std::size_t>(u)] += from[u];
-      }
+      for (int du = -r; du <= r; ++du)
+        for (int u = inner0; u < inner1; ++u) acc[static_cast<std::size_t>(u)] += row[u + du];
     }
     auto edge = [&](int u) {
       double s = 0.0;
