@@ -20,7 +20,10 @@ namespace {
 
 // The cubic B-spline of `coeffs` at (x, y) and its gradient; false when the
 // 4x4 taps leave the image (no clamped edge values in a fit).
-bool sample_with_gradient(const Frame& coeffs, double x, double y, double& v, double& gx, double& gy) {
+// Inlined into the fits' loops (called a few times a pixel per round; as a
+// call, the compiler split off its body and passed every result through memory).
+[[gnu::always_inline]] inline bool sample_with_gradient(const Frame& coeffs, double x, double y, double& v, double& gx,
+                                                        double& gy) {
   if (!(x >= 1.0 && y >= 1.0)) return false;
   const int ix = static_cast<int>(x), iy = static_cast<int>(y);  // x, y >= 1: truncation is floor
   if (ix + 2 >= coeffs.width || iy + 2 >= coeffs.height) return false;
@@ -133,7 +136,9 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
     // the symmetric matrix's six sums in locals (a[m][l] += g[m] g[l] over
     // all nine made the same numbers three times; times 1 is exact).
     double a00 = 0, a01 = 0, a02 = 0, a11 = 0, a12 = 0, a22 = 0, b0 = 0, b1 = 0, b2 = 0;
-    double rr = 0.0, n0 = 0, n1 = 0, n2 = 0, n3 = 0, n4 = 0, ff0 = 0.0, ff1 = 0.0;
+    // The noise model's count and sum of r^2 are a22 and rr (the same
+    // additions): n1, n2, n4 are its own.
+    double rr = 0.0, n1 = 0, n2 = 0, n4 = 0, ff0 = 0.0, ff1 = 0.0;
     std::size_t n = 0;
     fit.evaluated_at = fit.delta;
     for (std::size_t i = 0; i < pixels.size(); ++i) {
@@ -149,11 +154,11 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
       b0 += gx * r, b1 += gy * r, b2 += r;
       rr += r * r;
       ff0 += fv, ff1 += fv * fv;
-      n0 += 1.0, n1 += v, n2 += v * v, n3 += r * r, n4 += v * r * r;
+      n1 += v, n2 += v * v, n4 += v * r * r;
       ++n;
     }
     const double a[3][3] = {{a00, a01, a02}, {a01, a11, a12}, {a02, a12, a22}}, b[3] = {b0, b1, b2};
-    const double noise[5] = {n0, n1, n2, n3, n4}, ff[2] = {ff0, ff1};
+    const double noise[5] = {a22, n1, n2, rr, n4}, ff[2] = {ff0, ff1};
     if (n < 32) return fit;
     std::copy(noise, noise + 5, fit.noise_sums);
     // Eliminate the offset (Schur complement), solve the 2x2 for delta.
@@ -209,7 +214,8 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
 // weighted sum (g - mean g)^2 at it (0 where the line has too little structure). `split` gets the squared difference of
 // the step measured on each half of the line alone and the sum of the halves' inverse informations: their ratio, pooled
 // over lines, is the variance scale of the estimates as they really scatter (template noise and misfit included, which
-// the pixel noise alone misses). `q` are the points the line's pixels show without jitter.
+// the pixel noise alone misses). `q` are the points the line's pixels show without jitter (read only by the steps that
+// do not reuse first_value).
 double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>>& pixels, const std::vector<Point>& q,
                        Point fast, const Template& tpl, const NoiseModel& noise, double j, double max_jitter,
                        double& information, double split[2], const float* first_value = nullptr,
@@ -909,9 +915,14 @@ void ScanDistortionSteps::set_template(SpecimenImage average, const DriftPath& b
   if (settings_.filter_template && noise.even > 0 && noise.odd > 0)
     t->filter = std::make_shared<TemplateWienerFilter>(t->average.image, noise.half_difference, noise.even, noise.odd);
   noise = {};  // the filter has what it needs of the noise
-  t->coeffs = t->average.image;
-  if (t->filter) t->filter->apply(t->coeffs);
-  bspline_prefilter(t->coeffs);
+  // The fits sample leave-one-out templates (template_without); the whole
+  // average's coefficients only serve a series of one frame (at 4096^2 a
+  // filtering and a prefilter of the grid each round, for nothing).
+  if (frames_ < 2) {
+    t->coeffs = t->average.image;
+    if (t->filter) t->filter->apply(t->coeffs);
+    bspline_prefilter(t->coeffs);
+  }
   t->image = &t->average;
   t->min_coverage = std::max(1.0, 0.25 * static_cast<double>(frames_));
   template_ = std::move(t);
@@ -1096,10 +1107,16 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
     const bool reuse = f.ok && f.value.size() == bands_[b].size();
     const Point d = reuse ? f.evaluated_at : band_offset(l);
     placed[at] = d;
-    std::vector<Point> q(pixels.size());
-    for (std::size_t i = 0; i < pixels.size(); ++i) {
-      const Point p = map.probed(pixels[i].first, pixels[i].second);
-      q[i] = {p.x + d.x, p.y + d.y};
+    // The points the line shows: for the template samples of a step that
+    // does not reuse the band's, and for the line field. One step from the
+    // band's samples (a later round's) samples nothing.
+    std::vector<Point> q;
+    if (!reuse || jitter[at] == 0.0 || !field_basis_.empty()) {
+      q.resize(pixels.size());
+      for (std::size_t i = 0; i < pixels.size(); ++i) {
+        const Point p = map.probed(pixels[i].first, pixels[i].second);
+        q[i] = {p.x + d.x, p.y + d.y};
+      }
     }
     raw[at] = fit_line_jitter(frame, pixels, q, fast, *tpl, noise_model, jitter[at], settings_.max_jitter,
                               information[at], &split[2 * at], reuse ? f.value.data() + first : nullptr,

@@ -70,11 +70,27 @@ std::vector<double> power_spectrum_of(const RealFft2d<float>& fft, const Frame& 
 
 // The mean of `p` over the (2r+1)^2 frequencies around each one. The r2c
 // layout holds u = 0 .. w/2; the others are mirrored (P(-u, -v) = P(u, v)).
+// Each output's sum runs over dv, then du, in that order; the columns whose
+// window stays inside the layout are summed a row at a time for a whole run
+// of outputs (the same additions in the same order per output, but
+// independent of each other, so they vectorise; the index arithmetic of the
+// mirror is left to the few columns near u = 0 and u = w/2).
 std::vector<double> smoothed(const std::vector<double>& p, int w, int h, int r) {
   const int sw = w / 2 + 1;
   std::vector<double> out(p.size(), 0.0);
-  for (int v = 0; v < h; ++v)
-    for (int u = 0; u < sw; ++u) {
+  const double count = (2.0 * r + 1) * (2.0 * r + 1);
+  // Columns [inner0, inner1) need no mirror.
+  const int inner0 = std::min(r, sw), inner1 = std::max(inner0, sw - r);
+  std::vector<double> acc(static_cast<std::size_t>(sw));
+  for (int v = 0; v < h; ++v) {
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int dv = -r; dv <= r; ++dv) {
+      const int vv = ((v + dv) % h + h) % h;
+      const double* row = p.data() + static_cast<std::size_t>(vv) * sw;
+      for (int du = -r; du <= r; ++du)
+        for (int u = inner0; u < inner1; ++u) acc[static_cast<std::size_t>(u)] += row[u + du];
+    }
+    auto edge = [&](int u) {
       double s = 0.0;
       for (int dv = -r; dv <= r; ++dv)
         for (int du = -r; du <= r; ++du) {
@@ -85,8 +101,13 @@ std::vector<double> smoothed(const std::vector<double>& p, int w, int h, int r) 
           }
           s += p[static_cast<std::size_t>(vv) * sw + std::clamp(uu, 0, sw - 1)];
         }
-      out[static_cast<std::size_t>(v) * sw + u] = s / ((2.0 * r + 1) * (2.0 * r + 1));
-    }
+      return s;
+    };
+    double* to = out.data() + static_cast<std::size_t>(v) * sw;
+    for (int u = 0; u < inner0; ++u) to[u] = edge(u) / count;
+    for (int u = inner0; u < inner1; ++u) to[u] = acc[static_cast<std::size_t>(u)] / count;
+    for (int u = inner1; u < sw; ++u) to[u] = edge(u) / count;
+  }
   return out;
 }
 
