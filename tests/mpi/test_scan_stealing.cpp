@@ -190,16 +190,25 @@ TEST(ScanStealing, SharedFinalPhaseRunsADearSegmentsTailOnIdleSiblings) {
         share);
     if (world_rank() != 0) continue;
     for (int r = 0; r < world_size(); ++r) {
-      std::size_t dear = 0, elsewhere = 0;
+      // On rank 0 thread 0's reduce prefixes are final: when a loaded
+      // machine starts thread 1 late, thread 0 can reach into its segment and
+      // pay a dear prefix there (seen once in a ctest -j2 run at np1).
+      std::size_t dear = 0, elsewhere = 0, in_reduce = 0;
       for (const auto& rec : trace.records()) {
         const std::int64_t k = rec.last - std::int64_t(per_rank) * r;
-        if (rec.rank != r || rec.phase != ScanPhase::final_scan || rec.busy_s < 0.05) continue;
+        if (rec.rank != r || rec.busy_s < 0.05) continue;
+        if (rec.phase == ScanPhase::local_reduce && r == 0) {
+          EXPECT_TRUE(k >= 15 && k < 20) << k;
+          ++in_reduce;
+          continue;
+        }
+        if (rec.phase != ScanPhase::final_scan) continue;
         EXPECT_TRUE(k >= 15 && k < 20) << k;
         ++dear;
         if (rec.thread != 1) ++elsewhere;
       }
-      EXPECT_EQ(dear, 5u) << "rank " << r << (share ? " shared" : " folded");
-      if (share) EXPECT_GE(elsewhere, 2u) << "rank " << r;
+      EXPECT_EQ(dear + in_reduce, 5u) << "rank " << r << (share ? " shared" : " folded");
+      if (share) EXPECT_GE(elsewhere + in_reduce, 2u) << "rank " << r;
       else EXPECT_EQ(elsewhere, 0u) << "rank " << r;
     }
   }
