@@ -536,7 +536,8 @@ class LevelSolver {
     std::vector<float> g, col, wrow;
     for (const Span& s : spans_) {
       if (!bands.measured(s.y)) continue;
-      const auto len = static_cast<std::size_t>(s.x1 - s.x0 + 1);
+      const int count = s.x1 - s.x0 + 1;
+      const auto len = static_cast<std::size_t>(count);
       g.resize(len);
       wrow.resize(len);
       row_weights(s, wrow.data());
