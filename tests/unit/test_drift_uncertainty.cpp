@@ -588,7 +588,8 @@ std::array<double, 2> information_sigma(const SyntheticSeries& s, std::size_t k,
   const RefineInformation info =
       refine.information(*refine.prepare(s.frame(0), true), *refine.prepare(s.frame(k), false), t);
   EXPECT_FALSE(info.singular);
-  return {std::sqrt(info.covariance[std::size_t{4 * 7}]), std::sqrt(info.covariance[std::size_t{5 * 7}])};
+  constexpr std::size_t tx = 4, ty = 5;  // entries (a, b, c, d, tx, ty), row-major 6x6
+  return {std::sqrt(info.covariance[tx * 7]), std::sqrt(info.covariance[ty * 7])};
 }
 
 }  // namespace
