@@ -826,6 +826,41 @@ Point gauge_offset(const SyntheticSeries& s, const ScanModel& est) {
   return {mean.x / count, mean.y / count};
 }
 
+// The per-line error e (frame-major, `lines` a frame) split per frame into
+// a smooth part (a moving mean over 8 lines either side), the frame's mean
+// and its linear trend over the lines (print_error_diagnostic).
+struct LineErrorParts {
+  std::vector<Point> smooth, rigid, trend;
+};
+
+LineErrorParts split_line_errors(const std::vector<Point>& e, std::size_t n, int lines) {
+  const auto nl = static_cast<std::size_t>(lines);
+  const int window = 8;
+  LineErrorParts p{std::vector<Point>(e.size()), std::vector<Point>(e.size()), std::vector<Point>(e.size())};
+  for (std::size_t k = 0; k < n; ++k) {
+    Point m, slope;
+    double sll = 0.0;
+    const double lc = 0.5 * (lines - 1);
+    for (int l = 0; l < lines; ++l) {
+      const Point v = e[k * nl + static_cast<std::size_t>(l)];
+      m.x += v.x / lines, m.y += v.y / lines;
+      slope.x += (l - lc) * v.x, slope.y += (l - lc) * v.y, sll += (l - lc) * (l - lc);
+    }
+    slope.x /= sll, slope.y /= sll;
+    for (int l = 0; l < lines; ++l) {
+      Point a;
+      int c = 0;
+      for (int d = std::max(0, l - window); d <= std::min(lines - 1, l + window); ++d, ++c)
+        a.x += e[k * nl + static_cast<std::size_t>(d)].x, a.y += e[k * nl + static_cast<std::size_t>(d)].y;
+      const std::size_t i = k * nl + static_cast<std::size_t>(l);
+      p.smooth[i] = {a.x / c, a.y / c};
+      p.rigid[i] = m;
+      p.trend[i] = {slope.x * (l - lc), slope.y * (l - lc)};
+    }
+  }
+  return p;
+}
+
 // Where the corrected average loses against the oracle's: each line's
 // position error E (the estimate's path and jitter against the truth's, 2-D,
 // its mean over the series removed: a shift is the gauge) split per frame
@@ -850,29 +885,8 @@ void print_error_diagnostic(const SyntheticSeries& s, const FrameVector& frames,
       const Point v = line_position_error(s, est, k, l);
       e[k * nl + static_cast<std::size_t>(l)] = {v.x - mean.x, v.y - mean.y};
     }
-  const int window = 8;
-  std::vector<Point> smooth(e.size()), rigid(e.size()), trend(e.size());
-  for (std::size_t k = 0; k < n; ++k) {
-    Point m, slope;
-    double sll = 0.0;
-    const double lc = 0.5 * (lines - 1);
-    for (int l = 0; l < lines; ++l) {
-      const Point v = e[k * nl + static_cast<std::size_t>(l)];
-      m.x += v.x / lines, m.y += v.y / lines;
-      slope.x += (l - lc) * v.x, slope.y += (l - lc) * v.y, sll += (l - lc) * (l - lc);
-    }
-    slope.x /= sll, slope.y /= sll;
-    for (int l = 0; l < lines; ++l) {
-      Point a;
-      int c = 0;
-      for (int d = std::max(0, l - window); d <= std::min(lines - 1, l + window); ++d, ++c)
-        a.x += e[k * nl + static_cast<std::size_t>(d)].x, a.y += e[k * nl + static_cast<std::size_t>(d)].y;
-      const std::size_t i = k * nl + static_cast<std::size_t>(l);
-      smooth[i] = {a.x / c, a.y / c};
-      rigid[i] = m;
-      trend[i] = {slope.x * (l - lc), slope.y * (l - lc)};
-    }
-  }
+  const LineErrorParts parts = split_line_errors(e, n, lines);
+  const std::vector<Point>&smooth = parts.smooth, &rigid = parts.rigid, &trend = parts.trend;
   // The true model plus a per-line error: the path through the truth plus
   // the error's component along the slow axis and its smooth part along the
   // fast axis, each line's fast-axis remainder in its jitter.
