@@ -345,6 +345,19 @@ class LevelSolver {
     std::array<double, 36> H{};  // the normal matrix of the set's weights at S
   };
 
+  // The gain and offset of f ~ alpha g + beta from the weighted sums over n
+  // (weight) of f, f^2, g, g^2, f g; throws when either frame is blank there.
+  struct GainFit {
+    double alpha, beta, vf, vg, cov;
+  };
+  static GainFit gain_fit(double n, double sf, double sff, double sg, double sgg, double sfg) {
+    const double mf = sf / n, mg = sg / n;
+    const double vf = sff / n - mf * mf, vg = sgg / n - mg * mg, cov = sfg / n - mf * mg;
+    if (!(vf > 1e-20) || !(vg > 1e-20)) throw bad_input("refinement: a frame is blank over the overlap");
+    const double alpha = cov / vg;
+    return {alpha, mf - alpha * mg, vf, vg, cov};
+  }
+
   // Samples the moving frame at S over the set (built at S); returns cost and
   // the GN right-hand side and matrix.
   Pass evaluate(const Transform& S) {
@@ -404,12 +417,9 @@ class LevelSolver {
       for (int k = 0; k < np_; ++k) ssdg[static_cast<std::size_t>(k)] += pt.ssdg[static_cast<std::size_t>(k)];
     }
     Pass p;
-    const double n = n_;
-    const double mf = sf_ / n, mg = sg / n;
-    const double vf = sff_ / n - mf * mf, vg = sgg / n - mg * mg, cov = sfg / n - mf * mg;
-    if (!(vf > 1e-20) || !(vg > 1e-20)) throw bad_input("refinement: a frame is blank over the overlap");
-    const double alpha = cov / vg, beta = mf - alpha * mg;
-    p.ncc = cov / std::sqrt(vf * vg);
+    const GainFit fit = gain_fit(n_, sf_, sff_, sg, sgg, sfg);
+    const double alpha = fit.alpha, beta = fit.beta;
+    p.ncc = fit.cov / std::sqrt(fit.vf * fit.vg);
     p.alpha = alpha;
     p.beta = beta;
     p.cost = std::max(0.0, 1.0 - p.ncc * p.ncc);
@@ -442,8 +452,9 @@ class LevelSolver {
   // the product of the reference's noise and its y gradient's is too narrow
   // down the columns for a 2 px step (sigma_y +1.5-3.5% in the benchmark).
   // On `bands`' measured rows only (each band computed with its margins),
-  // A, M and residual_ss scaled by `scale`, the overlap's weight over the
-  // measured rows' (the lag factor is a ratio: not scaled).
+  // scaled to the whole overlap: A and M per parameter by the reference's
+  // gradient power (H over the bands'), residual_ss by `scale`, the overlap's
+  // weight over the measured rows' (the lag factor is a ratio: not scaled).
   void noise_information(const Transform& S, const Pass& pass, double gain, double offset, int R, int stride,
                          int row_step, const RowBands& bands, double scale, std::array<double, 36>& A,
                          std::array<double, 36>& M, double& residual_ss, double prefilter_sigma,
@@ -549,15 +560,9 @@ class LevelSolver {
         sg += w * gv, sgg += w * gv * gv, sfg += w * f * gv;
       }
     }
-    BandFit fit;
     if (!(n > 0)) throw bad_input("refinement: a frame is blank over the overlap");
-    const double mf = sf / n, mg = sg / n;
-    const double vf = sff / n - mf * mf, vg = sgg / n - mg * mg, cov = sfg / n - mf * mg;
-    if (!(vf > 1e-20) || !(vg > 1e-20)) throw bad_input("refinement: a frame is blank over the overlap");
-    fit.alpha = cov / vg;
-    fit.beta = mf - fit.alpha * mg;
-    fit.weight = n, fit.mean = mf, fit.variance = vf;
-    return fit;
+    const GainFit fit = gain_fit(n, sf, sff, sg, sgg, sfg);
+    return BandFit{fit.alpha, fit.beta, n, sf / n, fit.vf};
   }
 
   // The translation channels of w J_f and w J_g, for signal_lag_factor, in
