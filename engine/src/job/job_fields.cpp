@@ -247,7 +247,7 @@ std::vector<JobField> registration_rows() {
       Row("registration", "max_shift", T::optional_number, "Bound on consecutive-pair shifts (pixels)")
           .flag("--max-shift", reg).at_least(0).said("positive or null").member<R, &Reg::max_shift>(),
       Row("registration", "uncertainty_rows", T::number,
-          "Share of the rows the drift's standard error is measured on, in bands (1: every row; frames under 1024 rows: every row; below 1 the sigma is a sample's, off by up to 30% on scan-distorted series)")
+          "Share of the rows the drift's standard error is measured on, in thin bands (default 0.15; 1: every row; frames under 1024 rows: every row; below 1 the sigma is a sample's, within ~4% of every row's)")
           .flag("--uncertainty-rows", reg).above(0).at_most(1).member<R, &Reg::uncertainty_rows>(),
   };
 }

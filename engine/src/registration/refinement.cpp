@@ -1290,19 +1290,23 @@ std::array<double, 36> entries_covariance(int np, const std::array<double, 36>& 
 // reference's gradient noise cancels over the frame but not within M's lag
 // window: on low-contrast frames it doubled the variance.
 // The information pass's rows (row_bands.hpp) for an ROI of `rows` rows from
-// `y0`: bands of `share` of the rows, each with the margin the lag sums (R)
-// and the lag factor's column window (4.25 prefilter sigmas,
-// signal_lag_factor.cpp) read; `share` 1: every row. Only on ROIs of
-// kBandedRows rows or more: a sample of rows misses the σ of frames whose
-// residual is structured (a blurred frame's lost specimen) by more than the
-// sample's noise when it holds few bands (256², 2-3 bands: a blurred frame's
-// σ over the median fell from 4.2 to 3.0 at worst over 30 series; 512²: one
-// real ABF series' σ 8-17% high); 1024 rows hold six or more.
+// `y0`: thin bands of `share` of the rows, each with the margin the lag sums
+// (R) and the lag factor's column window (4.25 prefilter sigmas,
+// signal_lag_factor.cpp) read; `share` 1: every row. Thin (as many rows as
+// the margin) so the sample is spread over the frame: a scanned frame's
+// misfit has structure along y that every frame shares (frame 0's own
+// distortion), and bands of an eighth of the rows sampled it unevenly, σ
+// 7% high at 1024² and 17% low at 4096² on every frame of a scanned series.
+// Only on ROIs of kBandedRows rows or more: a sample of rows misses the σ of
+// frames whose residual is structured (a blurred frame's lost specimen, real
+// content) by more than the sample's noise on small frames (512² real ABF
+// series, thin bands of 15%: σ 5-17% high; 128²-256² lattices: a blurred
+// frame's σ over the median 10-45% lower).
 constexpr int kBandedRows = 1024;
 RowBands information_bands(int y0, int rows, int R, double prefilter_sigma, double share) {
   if (rows < kBandedRows || !(share < 1.0)) return {};
   const int margin = std::max(R, static_cast<int>(std::ceil(4.25 * std::max(0.0, prefilter_sigma))));
-  const int inner = std::clamp(rows / 8, 2 * margin, 8 * margin);
+  const int inner = margin;
   const int period = std::max(inner + 2 * margin, static_cast<int>(std::lround(inner / std::max(share, 0.01))));
   // A band centred on the ROI's centre: the pattern is symmetric about it,
   // so the bands' rows have the ROI's mean row (a rotation's information and
@@ -1380,11 +1384,13 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
   // The lag sums' outer sum on a subgrid of at most ~256^2 points, every
   // row_step-th px at least: enough for their noise (a subgrid of a
   // stationary sum adds noise, no bias), and it keeps this pass cheap next
-  // to the refinement.
-  // On bands, of the measured rows' pixels: the same number of points.
-  const double measured_share = bands.every_row() ? 1.0 : static_cast<double>(bands.inner) / bands.period;
-  const int stride = std::max({row_step, static_cast<int>(std::floor(sigma)),
-                               static_cast<int>(std::ceil(std::sqrt(measured_share * solver.pixels() / 65536.0)))});
+  // to the refinement. On bands, every pixel of the measured rows: a subgrid
+  // of rows aliases with the bands' period (each band seen at the same row
+  // offsets: σ_x 4% high on a scanned 2048² series), and those rows' outer
+  // sum costs little next to computing u.
+  const int stride = bands.every_row() ? std::max({row_step, static_cast<int>(std::floor(sigma)),
+                                                   static_cast<int>(std::ceil(std::sqrt(solver.pixels() / 65536.0)))})
+                                       : 1;
   const auto [gain, offset] = noise_gain(pass, mean, variance, options_.prefilter_sigma, counts);
   out.noise_gain = gain;
   double rss = 0;

@@ -24,7 +24,7 @@ struct RegistrationSettings {
   double max_shift = 0.0;      // bound on consecutive-pair shifts, pixels (0: none)
   // Share of the overlap's rows the drift's standard error is measured on
   // (RefineOptions::information_rows; 1: every row).
-  double uncertainty_rows = 1.0;
+  double uncertainty_rows = 0.15;
 };
 
 const char* to_string(MotionModel model);
