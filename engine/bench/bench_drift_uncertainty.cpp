@@ -19,7 +19,9 @@
 // (`own z-RMS`, target 0.85-1.2 per axis). `below` counts frames whose sigma
 // is under the series' common sigma (target 0). A closing line pools the
 // common part's draws of every case: the target is over the cases, and one
-// case's 30 draws miss their 90% range by chance in one case of five.
+// case's 30 draws miss their 90% range by chance in one case of five; and
+// one the own parts and the whole errors of every frame of every case (a
+// bias shared by the cases is the whole sigma's when it shows in both).
 // Usage: bench_drift_uncertainty [--quick] [--seeds N=30] [--frames N=16]
 //   --quick: at most 10 seeds, no 512/1024 cases (intervals about twice as wide)
 #include <algorithm>
@@ -381,6 +383,10 @@ int main(int argc, char** argv) {
   // sigma is exact; the pooled draws of every case decide.
   std::vector<double> pooled_x, pooled_y;
   int cases_run = 0, common_misses = 0;
+  // The own part and the whole error pooled the same way (z^2 summed over
+  // every frame of every case): a bias shared by the cases shows in both
+  // when it is the whole sigma's, in the common part alone when the split's.
+  SeedSums pooled_frames;
   std::printf("%-38s %19s %19s %17s %9s %9s %7s %7s %5s\n", "case", "zrms_x [90%]", "zrms_y [90%]", "in95% [90%]",
               "poor/med", "median_s", "s_total", "s_sigma", "jumps");
   for (const Case& c : cases) {
@@ -417,7 +423,11 @@ int main(int argc, char** argv) {
     const bool common_ok = czx >= ulo && czx <= uhi && czy >= ulo && czy <= uhi;
     ++cases_run;
     common_misses += common_ok ? 0 : 1;
-    for (const SeedSums& sd : st.seeds) pooled_x.push_back(sd.cx), pooled_y.push_back(sd.cy);
+    for (const SeedSums& sd : st.seeds) {
+      pooled_x.push_back(sd.cx), pooled_y.push_back(sd.cy);
+      pooled_frames.zx2 += sd.zx2, pooled_frames.zy2 += sd.zy2, pooled_frames.count += sd.count;
+      pooled_frames.ox2 += sd.ox2, pooled_frames.oy2 += sd.oy2, pooled_frames.own_count += sd.own_count;
+    }
     std::printf(
         "%-38s own z-RMS x %5.3f [%5.3f-%5.3f] y %5.3f [%5.3f-%5.3f] %s; common z-RMS x %5.3f y %5.3f (unit "
         "normal over %d series: %4.2f-%4.2f) %s; sigma below common: %zu frames\n",
@@ -425,6 +435,14 @@ int main(int argc, char** argv) {
         common_ok ? "ok" : "MISS", st.below);
     std::fflush(stdout);
   }
-  if (cases_run > 1) print_pooled_common(pooled_x, pooled_y, cases_run, common_misses);
+  if (cases_run > 1) {
+    print_pooled_common(pooled_x, pooled_y, cases_run, common_misses);
+    const double n = std::max(1.0, static_cast<double>(pooled_frames.count) / 2.0);
+    const double no = std::max(1.0, static_cast<double>(pooled_frames.own_count));
+    std::printf(
+        "# own part over the %d cases: z-RMS x %5.3f y %5.3f over %zu frames; whole error z-RMS x %5.3f y %5.3f\n",
+        cases_run, std::sqrt(pooled_frames.ox2 / no), std::sqrt(pooled_frames.oy2 / no), pooled_frames.own_count,
+        std::sqrt(pooled_frames.zx2 / n), std::sqrt(pooled_frames.zy2 / n));
+  }
   return 0;
 }

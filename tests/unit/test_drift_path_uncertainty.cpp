@@ -151,6 +151,25 @@ TEST(WhiteSampleNoise, SeparatesTheBandsWhiteNoiseFromTheDrift) {
   EXPECT_EQ(white_sample_noise(two_frames, 0, 4).triples, 24u);  // 12 + 8 + 4
 }
 
+// One scan direction, x still (its residual 0, no more than its white
+// part: the unresolved drift's estimate clamps at 0), y with the random walk
+// of scanned_draw: a clamped estimate is censored, not a measured 0, so x
+// takes y's (without it: 0, and so would x's sigma be).
+TEST(DriftPathUncertainty, AnAxisClampedAtZeroTakesTheOthersUnresolvedDrift) {
+  std::mt19937 rng(23);
+  std::vector<DriftSample> s = scanned_draw(rng, 0.03).samples;
+  for (DriftSample& d : s) d.dx = 0.0;
+  DriftPathSettings ps;
+  ps.knot_spacing = 0.25 * kFrameLines;  // as choose_knot_spacing: a quarter frame
+  ps.smoothing = 0.8;
+  const double end = kFrames * kFrameLines;
+  const DriftPathUncertainty u =
+      DriftPathUncertainty::of(s, 0.0, end, ps, kGauge, [&](std::size_t i) { return end * gauge_time(i); });
+  EXPECT_GT(u.residual_sigma().y, 0.01);
+  EXPECT_EQ(u.residual_sigma().x, u.residual_sigma().y);
+  EXPECT_NEAR(u.sigma(0.5 * end).x, u.residual_sigma().y, 1e-12);  // its fit part is 0: the drift left alone
+}
+
 namespace {
 
 // 24 frames of 8 evenly spaced bands (a fly-back gap between frames); frame
