@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 
+#include "driftscan/core/cubic_bspline.hpp"
 #include "driftscan/core/error.hpp"
 #include "driftscan/scan_distortion/template_wiener_filter.hpp"
 
@@ -130,4 +131,40 @@ TEST(TemplateWienerFilter, SizesThatDifferAreAnError) {
   const TemplateWienerFilter f(a, Frame(40, 30, 0.0f), 3, 3);
   Frame other(30, 40, 1.0f);
   EXPECT_THROW(f.apply(other), Error);
+}
+
+TEST(TemplateWienerFilter, CoefficientsOfADifferenceAddToTheWholeAveragesAwayFromTheEdges) {
+  // A leave-one-out template: the whole average's coefficients plus those of
+  // its difference from it must be the coefficients of the leave-one-out
+  // image, filtered and prefiltered (both linear); the difference's
+  // prefilter is periodic, so within a few px of the edges they may differ.
+  const Frame clean = lattice(131, 97);
+  const Halves h = noisy_halves(clean, 2.0, 5);
+  const TemplateWienerFilter filter(h.average, h.half_difference, 12, 12);
+  std::mt19937 rng(6);
+  std::normal_distribution<double> noise(0.0, 0.3);
+  Frame difference(131, 97, 0.0f), image = h.average;
+  for (std::size_t i = 0; i < image.pixels.size(); ++i) {
+    difference.pixels[i] = static_cast<float>(noise(rng) + 0.2);  // a mean of its own, too
+    image.pixels[i] += difference.pixels[i];
+  }
+  Frame exact = image;
+  filter.apply(exact);
+  bspline_prefilter(exact);
+  Frame whole = h.average;
+  filter.apply(whole);
+  bspline_prefilter(whole);
+  filter.add_filtered_coefficients(difference, whole);
+  double inside = 0.0, scale = 0.0;
+  for (int y = 12; y < 97 - 12; ++y)
+    for (int x = 12; x < 131 - 12; ++x) {
+      inside = std::max(inside, static_cast<double>(std::fabs(difference.at(x, y) - exact.at(x, y))));
+      scale = std::max(scale, static_cast<double>(std::fabs(exact.at(x, y) - whole.at(x, y))));
+    }
+  std::printf("coefficients by difference: largest error %.2e inside 12 px of the edges (the difference's own %.3f)\n",
+              inside, scale);
+  EXPECT_GT(scale, 0.05);  // the difference did change the coefficients
+  EXPECT_LT(inside, 1e-4 * scale);
+  Frame wrong(130, 97, 0.0f);
+  EXPECT_THROW(filter.add_filtered_coefficients(wrong, whole), Error);
 }

@@ -915,10 +915,11 @@ void ScanDistortionSteps::set_template(SpecimenImage average, const DriftPath& b
   if (settings_.filter_template && noise.even > 0 && noise.odd > 0)
     t->filter = std::make_shared<TemplateWienerFilter>(t->average.image, noise.half_difference, noise.even, noise.odd);
   noise = {};  // the filter has what it needs of the noise
-  // The fits sample leave-one-out templates (template_without); the whole
-  // average's coefficients only serve a series of one frame (at 4096^2 a
-  // filtering and a prefilter of the grid each round, for nothing).
-  if (frames_ < 2) {
+  // The fits sample leave-one-out templates (template_without). With a
+  // filter, theirs are these coefficients plus those of each frame's
+  // difference; without one, the whole average's serve only a series of
+  // one frame (at 4096^2 a prefilter of the grid each round, for nothing).
+  if (frames_ < 2 || t->filter) {
     t->coeffs = t->average.image;
     if (t->filter) t->filter->apply(t->coeffs);
     bspline_prefilter(t->coeffs);
@@ -945,13 +946,21 @@ std::shared_ptr<const ScanDistortionSteps::Template> ScanDistortionSteps::templa
                                              template_from_sample());
   const FrameContribution& own = kept ? own_[at] : sampled;
   auto t = std::make_shared<Template>();
-  // The fits read only the coverage and the coefficients: the leave-one-out
-  // image is made in place of its coefficients (no third grid-sized copy).
   t->average.origin = full.origin;
   t->average.coverage = full.coverage;
-  t->coeffs = full.image;
   t->path = template_->path;
   t->filter = template_->filter;
+  // The leave-one-out image is the whole average plus D = (A - v) / (c - 1)
+  // on the frame's footprint (A the average, v the frame's sample, c the
+  // coverage). With a filter, filter and prefilter are linear: the
+  // coefficients are the round's (set_template) plus those of D, one
+  // transform pair and no prefilter of the grid per frame (the prefilter of
+  // D in the spectrum, periodic: TemplateWienerFilter::add_filtered_coefficients).
+  // Without one, the image itself, made in place of its coefficients (no
+  // third grid-sized copy).
+  const bool by_difference = static_cast<bool>(template_->filter);
+  if (by_difference) t->coeffs = Frame(grid.width, grid.height, 0.0f);
+  else t->coeffs = full.image;
 #pragma omp parallel for schedule(static)
   for (int j = 0; j < own.height; ++j)
     for (int i = 0; i < own.width; ++i) {
@@ -960,10 +969,15 @@ std::shared_ptr<const ScanDistortionSteps::Template> ScanDistortionSteps::templa
       const std::size_t g = static_cast<std::size_t>(own.j0 + j) * static_cast<std::size_t>(grid.width) + own.i0 + i;
       const double c = full.coverage.pixels[g];
       t->average.coverage.pixels[g] = static_cast<float>(std::max(0.0, c - 1.0));
-      if (c > 1.0) t->coeffs.pixels[g] = static_cast<float>((full.image.pixels[g] * c - v) / (c - 1.0));
+      if (!(c > 1.0)) continue;
+      const double a = full.image.pixels[g];
+      t->coeffs.pixels[g] = static_cast<float>(by_difference ? (a - v) / (c - 1.0) : (a * c - v) / (c - 1.0));
     }
-  if (template_->filter) template_->filter->apply(t->coeffs);
-  bspline_prefilter(t->coeffs);
+  if (by_difference) {
+    template_->filter->add_filtered_coefficients(t->coeffs, template_->coeffs);
+  } else {
+    bspline_prefilter(t->coeffs);
+  }
   t->image = &t->average;
   t->min_coverage = template_->min_coverage;
   return t;

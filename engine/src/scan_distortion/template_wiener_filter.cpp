@@ -147,13 +147,13 @@ TemplateWienerFilter::TemplateWienerFilter(const Frame& average, const Frame& ha
   kept_power_ = total > 0 ? kept / total : 1.0;
 }
 
-void TemplateWienerFilter::apply(Frame& image) const {
+void TemplateWienerFilter::check_size(const Frame& image) const {
   if (image.width != width_ || image.height != height_)
     throw failure("template filter: an image of " + std::to_string(image.width) + "x" + std::to_string(image.height) +
                   " for a filter of " + std::to_string(width_) + "x" + std::to_string(height_));
-  const float mean = static_cast<float>(mean_of(image));
-  FftBuffer<float> real(fft_.real_size());
-  load(fft_, image, mean, real);
+}
+
+void TemplateWienerFilter::blend_padding(FftBuffer<float>& real) const {
   // The padding blends the last row (column) into the first, so the
   // transform's periodic copies meet without a jump: filtering a jump rings.
   const int tw = fft_.width(), th = fft_.height();
@@ -170,6 +170,14 @@ void TemplateWienerFilter::apply(Frame& image) const {
     float* row = real.data() + static_cast<std::size_t>(y) * tw;
     for (int x = 0; x < tw; ++x) row[x] = (1 - t) * last[x] + t * real[static_cast<std::size_t>(x)];
   }
+}
+
+void TemplateWienerFilter::apply(Frame& image) const {
+  check_size(image);
+  const float mean = static_cast<float>(mean_of(image));
+  FftBuffer<float> real(fft_.real_size());
+  load(fft_, image, mean, real);
+  blend_padding(real);
   FftBuffer<std::complex<float>> spectrum(fft_.spectrum_size());
   fft_.forward(real.data(), spectrum.data());
   for (std::size_t i = 0; i < spectrum.size(); ++i) spectrum[i] *= gain_[i];
@@ -179,6 +187,40 @@ void TemplateWienerFilter::apply(Frame& image) const {
     const float* from = real.data() + static_cast<std::size_t>(y) * fft_.width();
     float* row = image.row(y);
     for (int x = 0; x < width_; ++x) row[x] = from[x] * norm + mean;
+  }
+}
+
+void TemplateWienerFilter::add_filtered_coefficients(Frame& difference, const Frame& base) const {
+  check_size(difference);
+  check_size(base);
+  // No mean taken out: the blend is a convex combination and the gain at
+  // frequency 0 is 1, so a constant passes unchanged either way.
+  FftBuffer<float> real(fft_.real_size());
+  load(fft_, difference, 0.0f, real);
+  blend_padding(real);
+  FftBuffer<std::complex<float>> spectrum(fft_.spectrum_size());
+  fft_.forward(real.data(), spectrum.data());
+  // The cubic B-spline's sampled kernel [1 4 1] / 6 per axis has the
+  // spectrum (4 + 2 cos w) / 6; its inverse is the prefilter, periodic here.
+  const int tw = fft_.width(), th = fft_.height(), sw = spectrum_width_;
+  const double two_pi = 2.0 * std::acos(-1.0);
+  std::vector<float> inverse_x(static_cast<std::size_t>(sw)), inverse_y(static_cast<std::size_t>(th));
+  for (int u = 0; u < sw; ++u)
+    inverse_x[static_cast<std::size_t>(u)] = static_cast<float>(6.0 / (4.0 + 2.0 * std::cos(two_pi * u / tw)));
+  for (int v = 0; v < th; ++v)
+    inverse_y[static_cast<std::size_t>(v)] = static_cast<float>(6.0 / (4.0 + 2.0 * std::cos(two_pi * v / th)));
+  const float norm = 1.0f / static_cast<float>(fft_.real_size());
+  for (int v = 0; v < th; ++v) {
+    const std::size_t at = static_cast<std::size_t>(v) * static_cast<std::size_t>(sw);
+    const float scale = inverse_y[static_cast<std::size_t>(v)] * norm;
+    for (int u = 0; u < sw; ++u) spectrum[at + u] *= gain_[at + u] * inverse_x[static_cast<std::size_t>(u)] * scale;
+  }
+  fft_.inverse(spectrum.data(), real.data());
+  for (int y = 0; y < height_; ++y) {
+    const float* from = real.data() + static_cast<std::size_t>(y) * tw;
+    const float* b = base.row(y);
+    float* row = difference.row(y);
+    for (int x = 0; x < width_; ++x) row[x] = b[x] + from[x];
   }
 }
 

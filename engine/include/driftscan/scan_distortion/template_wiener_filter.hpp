@@ -35,6 +35,14 @@ class TemplateWienerFilter {
 
   // Filters `image` (the average's size) in place: its mean is kept.
   void apply(Frame& image) const;
+  // `difference` := base + the cubic B-spline coefficients of the filtered
+  // `difference` (all three the average's size), the prefilter applied in
+  // the spectrum with the transform's periodic (blended) boundaries: a
+  // leave-one-out template's coefficients as the whole average's plus those
+  // of its (small) difference from it, one transform pair and no separate
+  // prefilter. Near the image's edges the periodic prefilter differs from
+  // bspline_prefilter's mirrored one (within ~10 px, decaying by 0.27 a px).
+  void add_filtered_coefficients(Frame& difference, const Frame& base) const;
   // The gain at spectrum index (u, v) of the r2c layout of the padded size
   // (transform_width() x transform_height(); u <= transform_width()/2).
   float gain(int u, int v) const { return gain_[static_cast<std::size_t>(v) * spectrum_width_ + u]; }
@@ -44,6 +52,8 @@ class TemplateWienerFilter {
   int transform_height() const { return fft_.height(); }
 
  private:
+  void check_size(const Frame& image) const;
+  void blend_padding(FftBuffer<float>& real) const;
   RealFft2d<float> fft_;  // of a size FFTW is fast on, the image zero-padded
   int width_ = 0, height_ = 0;
   int spectrum_width_ = 0;
