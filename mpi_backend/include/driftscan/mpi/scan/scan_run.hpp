@@ -313,7 +313,19 @@ class ScanRun {
   // against 0.87-0.88 along the line). Only when the rank before sent its
   // tail: a rank without elements has no thread to take the element (and
   // one whose tail is empty, one element per thread, loses nothing).
-  bool leave_last_left(std::size_t t) const { return t == 0 && line_ && rank_ > 0 && !left_.empty(); }
+  //
+  // Between threads, with the final phase shared (scan-bench), where thread
+  // t−1 ends a block of 4 or more leaves of the thread tree (t ≡ 0 mod 4):
+  // its end is charged by each tree level it ends (t = 32: five), by the
+  // assembly of what precedes each later thread of that block's parent, and
+  // by t's start (traced 16x64, K=16: a 115 ms end charged five times in one
+  // rank's tree, its sum known 0.48 s after its last reduce). Not where it
+  // is charged once or twice (above). Not in the registration (its final
+  // phase is the fold): its segments stay as they were.
+  bool leave_last_left(std::size_t t) const {
+    if (!line_) return sharing_ && t > 0 && t % 4 == 0;
+    return t == 0 && rank_ > 0 && !left_.empty();
+  }
 
   // Master, after the parallel region: the final prefixes of the elements
   // taken from a neighbour go back to it, and this rank's elements taken by
