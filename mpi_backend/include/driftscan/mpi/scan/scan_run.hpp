@@ -313,7 +313,19 @@ class ScanRun {
   // against 0.87-0.88 along the line). Only when the rank before sent its
   // tail: a rank without elements has no thread to take the element (and
   // one whose tail is empty, one element per thread, loses nothing).
-  bool leave_last_left(std::size_t t) const { return t == 0 && line_ && rank_ > 0 && !left_.empty(); }
+  //
+  // Between threads, with the final phase shared (scan-bench), where thread
+  // t−1 ends a block of 4 or more leaves of the thread tree (t ≡ 0 mod 4):
+  // its end is charged by each tree level it ends (t = 32: five), by the
+  // assembly of what precedes each later thread of that block's parent, and
+  // by t's start (traced 16x64, K=16: a 115 ms end charged five times in one
+  // rank's tree, its sum known 0.48 s after its last reduce). Not where it
+  // is charged once or twice (above). Not in the registration (its final
+  // phase is the fold): its segments stay as they were.
+  bool leave_last_left(std::size_t t) const {
+    if (!line_) return sharing_ && t > 0 && t % 4 == 0;
+    return t == 0 && rank_ > 0 && !left_.empty();
+  }
 
   // Master, after the parallel region: the final prefixes of the elements
   // taken from a neighbour go back to it, and this rank's elements taken by
@@ -784,12 +796,13 @@ class ScanRun {
     const double mean = mean_element_seconds();
     while (true) {
       const std::uint64_t seen = board_.epoch();
+      if (cut_fold(x, mean, true)) continue;
       if (auto claimed = claim_dearest(x, true, true, 0.0, mean)) {
         if (tails_[claimed->first].exhausted()) board_.notify();  // the others may be done waiting
         run_tail_element(x, claimed->first, claimed->second);
         continue;
       }
-      if (cut_fold(x, mean)) continue;
+      if (cut_fold(x, mean, false)) continue;
       bool all_done = true;
       for (std::size_t u = 0; u < tree_.workers(); ++u)
         if (!tails_[u].decided() || !tails_[u].exhausted()) all_done = false;
@@ -851,20 +864,27 @@ class ScanRun {
   // each side, the cut where the owner's part and the taken part cost about
   // the same by the reduce's measurements) and folds its local prefixes,
   // [m, e] for each e, publishing them as it goes. Whether it cut one.
+  // `urgent`: even with elements left to claim, when that fold alone would
+  // take longer than the rank's unrun work spread over its threads (the
+  // claims' work counted at the mean): waiting until nothing is claimable
+  // left too little of the fold to cut (traced 16x64, K=16: a 9-element
+  // fold of 0.36 s with 75 and 98 ms elements near its end, uncut, ended
+  // its rank 0.19 s after the median thread).
   static constexpr std::size_t kMinCut = 2;
-  bool cut_fold(std::size_t x, double mean) {
+  bool cut_fold(std::size_t x, double mean, bool urgent) {
     auto cost = [&](std::size_t e) { return element_seconds_[e] >= 0.0 ? element_seconds_[e] : mean; };
     std::size_t owner = 0;
-    double longest = 0.0;
+    double longest = 0.0, unrun = 0.0;
     for (std::size_t u = 0; u < tree_.workers(); ++u) {
-      if (u == x) continue;
       const auto [next, end] = tails_[u].unfolded();
-      if (end < next + 2 * kMinCut) continue;
       double c = 0.0;
       for (std::size_t e = next; e < end; ++e) c += cost(e);
+      unrun += c + mean * double(tails_[u].remaining());
+      if (u == x || end < next + 2 * kMinCut) continue;
       if (c > longest) longest = c, owner = u;
     }
     if (longest <= 0.0) return false;
+    if (urgent && longest * double(tree_.workers()) <= unrun) return false;
     const auto cut = tails_[owner].cut(kMinCut, [&](std::size_t next, std::size_t end) {
       double total = 0.0, before = 0.0;
       for (std::size_t e = next; e < end; ++e) total += cost(e);
