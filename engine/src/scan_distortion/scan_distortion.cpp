@@ -822,10 +822,21 @@ int ScanDistortionSettings::rounds_for(const ScanTiming& timing) const {
 }
 
 namespace {
-// Gauge: specimen coordinates are those of the start of frame 0.
-DriftPath to_gauge(const DriftPath& p) {
-  const Point d0 = p.at(0.0);
-  return p.shifted({-d0.x, -d0.y});
+// Gauge: specimen coordinates are frame 0's pixels where frame 0 shows them
+// on average, the path's mean over frame 0's lines 0 (the lines' jitter has
+// each frame's mean 0): what a rigid registration's frame 0 (drift 0)
+// means too. Not d(0) = 0: the path's first instant lies before the first
+// band's time, where only the spline's edge holds it, and was measured off
+// the truth by 0.1-0.3 px (up to 0.67 px on one orthogonal pair) with the
+// rest of the path right; that constant moved every average and lines.csv.
+DriftPath to_gauge(const DriftPath& p, const ScanTiming& timing) {
+  Point mean;
+  const int lines = timing.lines();
+  for (int l = 0; l < lines; ++l) {
+    const Point d = p.at(timing.line_mid_time(0, l));
+    mean.x += d.x / lines, mean.y += d.y / lines;
+  }
+  return p.shifted({-mean.x, -mean.y});
 }
 }  // namespace
 
@@ -852,7 +863,7 @@ ScanModel ScanDistortionSteps::initial_model(const std::vector<Point>& rigid_dri
   } else {
     model.path = DriftPath().shifted(rigid_drift[0]);
   }
-  model.path = to_gauge(model.path);
+  model.path = to_gauge(model.path, timing_);
   return model;
 }
 
@@ -868,7 +879,7 @@ DriftPath ScanDistortionSteps::fit_path(std::vector<DriftSample> samples) const 
   // do not, so the two need not agree.
   if (!(settings_.smoothing > 0.0))
     ps = cross_validated_smoothing(samples, 0.0, t_end(), knots, {0.0125, 0.05, 0.2, 0.8, 3.2, 12.8, 51.2});
-  return to_gauge(DriftPath::fit(std::move(samples), 0.0, t_end(), ps));
+  return to_gauge(DriftPath::fit(std::move(samples), 0.0, t_end(), ps), timing_);
 }
 
 DriftPathUncertainty ScanDistortionSteps::path_uncertainty(const std::vector<DriftSample>& samples) const {
