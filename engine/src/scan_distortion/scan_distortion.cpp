@@ -882,6 +882,24 @@ DriftPath ScanDistortionSteps::fit_path(std::vector<DriftSample> samples) const 
   return to_gauge(DriftPath::fit(std::move(samples), 0.0, t_end(), ps), timing_);
 }
 
+bool ScanDistortionSteps::halves_steps() const {
+  return frames_ - static_cast<std::size_t>(std::count(left_out_.begin(), left_out_.end(), 1)) == 2;
+}
+
+DriftPath ScanDistortionSteps::halfway(const DriftPath& fitted, const DriftPath& previous) const {
+  std::vector<DriftSample> mean;
+  for (std::size_t k = 0; k < frames_; ++k)
+    for (int l = 0; l < timing_.lines(); ++l) {
+      const double t = timing_.line_mid_time(k, l);
+      const Point a = fitted.at(t), b = previous.at(t);
+      mean.push_back({t, 0.5 * (a.x + b.x), 0.5 * (a.y + b.y), 1.0});
+    }
+  DriftPathSettings ps;
+  ps.knot_spacing = choose_knot_spacing(timing_.frame_time(), static_cast<double>(bands_.size()));
+  ps.smoothing = 1e-6;  // through the mean (it is smooth already)
+  return to_gauge(DriftPath::fit(std::move(mean), 0.0, t_end(), ps), timing_);
+}
+
 DriftPathUncertainty ScanDistortionSteps::path_uncertainty(const std::vector<DriftSample>& samples) const {
   if (samples.size() < 2) return {};
   const double knots = choose_knot_spacing(timing_.frame_time(), static_cast<double>(bands_.size()));
@@ -1381,6 +1399,10 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
         model.jitter[k] = steps.finish_jitter(lines[k], k, previous, model.path, &result.jitter_sigma[k], unresolved);
       }
     }
+    // The jitter is what the round's own path leaves of the lines' offsets;
+    // only the path is taken halfway (halving the jitter as well slowed the
+    // orthogonal pair, whose frames pin each other's jitter).
+    if (steps.halves_steps()) model.path = steps.halfway(model.path, previous);
     steps.finish_fields(lines, 0, model);
     if (settings.estimate_jitter)
       result.jitter_precision_px = precision[1] > 0 ? std::sqrt(precision[0] / precision[1]) : 0.0;
