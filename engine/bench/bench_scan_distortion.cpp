@@ -1009,6 +1009,44 @@ void print_error_diagnostic(const SyntheticSeries& s, const FrameVector& frames,
     }
 }
 
+// Where the path's edge goes wrong: in the first, a middle and the last
+// frame, each band's last-round sample and the path at the band's time
+// against the truth there (the truth's position averaged over the band's
+// lines, path and jitter; the estimate's gauge offset taken off both), in
+// px; and the path's error at the series' first instant, where the gauge
+// d(0) = 0 was read before branch rotated-11.
+void print_edge_diagnostic(const SyntheticSeries& s, const ScanDistortionResult& est, int band_lines) {
+  const ScanTiming& t = s.scan_timing();
+  const std::size_t n = s.frame_count();
+  const Point gauge = truth_gauge(s), mean = gauge_offset(s, est.model);
+  auto truth_over = [&](std::size_t k, int l0, int l1) {
+    const Point f = t.fast_axis(k);
+    Point m;
+    for (int l = l0; l < l1; ++l) {
+      const Point d = true_drift(s, t.line_mid_time(k, l), gauge);
+      const double j = s.line_jitter(k, l);
+      m.x += (d.x + j * f.x) / (l1 - l0), m.y += (d.y + j * f.y) / (l1 - l0);
+    }
+    return m;
+  };
+  const Point p0 = est.model.path.at(0.0), d0 = true_drift(s, 0.0, gauge);
+  std::printf("%-52s  path error at t = 0: (%+.3f, %+.3f) px; band sample / path error (x, y) by band:\n", "",
+              p0.x - d0.x - mean.x, p0.y - d0.y - mean.y);
+  for (const std::size_t k : {std::size_t{0}, n / 2, n - 1}) {
+    std::printf("%-52s    frame %zu:", "", k);
+    for (const DriftSample& b : est.band_samples) {
+      if (b.t < t.frame_start(k) || b.t >= t.frame_start(k + 1)) continue;
+      const int line = static_cast<int>((b.t - t.line_mid_time(k, 0)) / t.line_time() + 0.5);
+      const int l0 = std::clamp(line / band_lines * band_lines, 0, t.lines() - 1);
+      const int l1 = std::min(t.lines(), l0 + band_lines);
+      const Point tr = truth_over(k, l0, l1), p = est.model.path.at(b.t);
+      std::printf("  %d: %+.2f %+.2f / %+.2f %+.2f", l0, b.dx - tr.x - mean.x, b.dy - tr.y - mean.y,
+                  p.x - tr.x - mean.x, p.y - tr.y - mean.y);
+    }
+    std::printf("\n");
+  }
+}
+
 // One case: synthesise, register rigidly, correct, average under the
 // oracle, print the figures.
 void run_case(const Case& c, const ScanDistortionSettings& settings, int threads, bool diagnose_template,
@@ -1116,7 +1154,10 @@ void run_case(const Case& c, const ScanDistortionSettings& settings, int threads
       (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
   print_line_sigma_calibration(s, est);
   if (diagnose_template) print_template_diagnostic(s, frames_in_memory, oracle, case_settings);
-  if (diagnose_errors) print_error_diagnostic(s, frames_in_memory, est.model, region, r_oracle);
+  if (diagnose_errors) {
+    print_error_diagnostic(s, frames_in_memory, est.model, region, r_oracle);
+    print_edge_diagnostic(s, est, case_settings.band_lines);
+  }
   if (s.options().scan_hysteresis != 0.0) print_line_field_errors(s, est.model);
   std::fflush(stdout);
 }
