@@ -1036,7 +1036,7 @@ void print_edge_diagnostic(const SyntheticSeries& s, const ScanDistortionResult&
     std::printf("%-52s    frame %zu:", "", k);
     for (const DriftSample& b : est.band_samples) {
       if (b.t < t.frame_start(k) || b.t >= t.frame_start(k + 1)) continue;
-      const int line = static_cast<int>((b.t - t.line_mid_time(k, 0)) / t.line_time() + 0.5);
+      const int line = static_cast<int>(std::lround((b.t - t.line_mid_time(k, 0)) / t.line_time()));
       const int l0 = std::clamp(line / band_lines * band_lines, 0, t.lines() - 1);
       const int l1 = std::min(t.lines(), l0 + band_lines);
       const Point tr = truth_over(k, l0, l1), p = est.model.path.at(b.t);
