@@ -826,9 +826,11 @@ namespace {
 // on average, the path's mean over frame 0's lines 0 (the lines' jitter has
 // each frame's mean 0): what a rigid registration's frame 0 (drift 0)
 // means too. Not d(0) = 0: the path's first instant lies before the first
-// band's time, where only the spline's edge holds it, and was measured off
-// the truth by 0.1-0.3 px (up to 0.67 px on one orthogonal pair) with the
-// rest of the path right; that constant moved every average and lines.csv.
+// band's time, where only frame 0's first band holds it (whose sample was
+// measured 0.2-0.5 px off in most of bench_scan_distortion's draws, every
+// other band's within about 0.1 px), and was off the truth by 0.1-0.3 px (up
+// to 0.67 px on one orthogonal pair); that constant moved every average and
+// lines.csv.
 DriftPath to_gauge(const DriftPath& p, const ScanTiming& timing) {
   Point mean;
   const int lines = timing.lines();
