@@ -125,8 +125,9 @@ void LineDriftPlot::setSeries(LineDriftSeries lines, std::vector<DriftRow> rigid
     j0_ = std::min(j0_, lines_.jitter[i]);
     j1_ = std::max(j1_, lines_.jitter[i]);
   }
-  // The rigid drift has frame 0 at 0; the line drift has d = 0 at the start
-  // of frame 0. Frame 0's rigid dot goes on the curve at its mid-time.
+  // The rigid drift has frame 0 at 0; the line drift has its mean over frame
+  // 0's lines at 0 (d = 0 at the start of frame 0 in files from before branch
+  // rotated-11). Frame 0's rigid dot goes on the curve at its mid-time.
   rigidOffsetX_ = rigidOffsetY_ = 0;
   if (!lines_.empty() && !rigid_.empty()) {
     const double mid = frameMid(0);

@@ -89,9 +89,37 @@ struct PlacedAverage {
   Point origin;
 };
 
+// The engine's gauge in the truth (scan_distortion.cpp's to_gauge): specimen
+// coordinates are frame 0's pixels where frame 0 shows them on average, the
+// mean over frame 0's lines of the position (path and jitter) 0. The
+// generator's own origin is the drift at the series' start, d(0) = 0; every
+// figure below that places the truth absolutely (the oracle, the rigid
+// average, the line position errors) takes it off, so that a correct
+// estimate lands on the oracle's grid to the sample.
+Point truth_gauge(const SyntheticSeries& s) {
+  const ScanTiming& t = s.scan_timing();
+  const Point f = t.fast_axis(0);
+  Point mean;
+  for (int l = 0; l < t.lines(); ++l) {
+    const Point d = s.drift_at(t.line_mid_time(0, l));
+    const double j = s.line_jitter(0, l);
+    mean.x += (d.x + j * f.x) / t.lines(), mean.y += (d.y + j * f.y) / t.lines();
+  }
+  return mean;
+}
+
+// The true drift at time u in the engine's gauge (`gauge`: truth_gauge(s)).
+Point true_drift(const SyntheticSeries& s, double u, Point gauge) {
+  const Point d = s.drift_at(u);
+  return {d.x - gauge.x, d.y - gauge.y};
+}
+
 // Residual RMS of `avg` against the clean specimen over `points` (specimen
 // coordinates) after the best fit avg(q) ~ g * S(A q + b) + c, by
-// Gauss-Newton over (A, b, g, c) with S's gradient by central differences.
+// Gauss-Newton over (A, b, g, c) with S's gradient by central differences,
+// from b the engine's gauge in the generator's coordinates (a fit started
+// pixels off, as frame 0's mean drift puts it, need not find the minimum on
+// the real content).
 double residual_to_specimen(const SyntheticSeries& s, const PlacedAverage& avg, const std::vector<Point>& points) {
   Frame coeffs = avg.image;
   bspline_prefilter(coeffs);
@@ -99,7 +127,8 @@ double residual_to_specimen(const SyntheticSeries& s, const PlacedAverage& avg, 
   std::vector<double> a(n);
   for (std::size_t i = 0; i < n; ++i)
     a[i] = sample_bspline(coeffs, points[i].x - avg.origin.x, points[i].y - avg.origin.y);
-  double A[4] = {1, 0, 0, 1}, b[2] = {0, 0}, g = 1, c = 0;
+  const Point gauge = truth_gauge(s);
+  double A[4] = {1, 0, 0, 1}, b[2] = {gauge.x, gauge.y}, g = 1, c = 0;
   const int w = static_cast<int>(n), h = 1;
   auto render = [&](double ox, double oy) {
     std::vector<Point> q(n);
@@ -170,7 +199,11 @@ ScanModel oracle_model(const SyntheticSeries& s) {
   const std::size_t n = s.frame_count();
   std::vector<DriftSample> samples;
   const double t_end = t.frame_start(n);
-  for (double u = 0; u <= t_end; u += 0.25 * t.line_time()) samples.push_back({u, s.drift_at(u).x, s.drift_at(u).y, 1});
+  const Point gauge = truth_gauge(s);
+  for (double u = 0; u <= t_end; u += 0.25 * t.line_time()) {
+    const Point d = true_drift(s, u, gauge);
+    samples.push_back({u, d.x, d.y, 1});
+  }
   DriftPathSettings ps;
   ps.knot_spacing = 0.5 * t.line_time();
   ps.smoothing = 1e-6;
@@ -676,10 +709,11 @@ std::vector<Case> make_cases(std::size_t frames, int size, std::uint32_t seed) {
 }
 
 // The rigid result averaged as the others (specimen coordinates, the same
-// interpolation), one offset per frame: frame 0 at d(its mid time).
+// interpolation), one offset per frame: frame 0 at d(its mid time) (in the
+// engine's gauge, as the oracle).
 SpecimenImage rigid_average(const SyntheticSeries& s, const std::vector<Frame>& held, const std::vector<Point>& rigid) {
   const ScanTiming& timing = s.scan_timing();
-  const Point d0 = s.drift_at(timing.frame_mid_time(0));
+  const Point d0 = true_drift(s, timing.frame_mid_time(0), truth_gauge(s));
   std::vector<FrameScanMap> maps;
   SpecimenExtent extent;
   for (std::size_t k = 0; k < s.frame_count(); ++k) {
@@ -796,12 +830,12 @@ void print_template_diagnostic(const SyntheticSeries& s, const FrameVector& fram
 }
 
 // Line l of frame k: the estimate's position (path at the line's middle and
-// jitter along the fast axis) minus the true one.
-Point line_position_error(const SyntheticSeries& s, const ScanModel& est, std::size_t k, int l) {
+// jitter along the fast axis) minus the true one (`gauge`: truth_gauge(s)).
+Point line_position_error(const SyntheticSeries& s, const ScanModel& est, std::size_t k, int l, Point gauge) {
   const ScanTiming& t = s.scan_timing();
   const Point f = t.fast_axis(k);
   const double tm = t.line_mid_time(k, l);
-  const Point pe = est.path.at(tm), pt = s.drift_at(tm);
+  const Point pe = est.path.at(tm), pt = true_drift(s, tm, gauge);
   const double je = k < est.jitter.size() ? est.jitter[k][static_cast<std::size_t>(l)] : 0.0;
   const double dj = je - s.line_jitter(k, l);
   return {pe.x - pt.x + dj * f.x, pe.y - pt.y + dj * f.y};
@@ -809,18 +843,21 @@ Point line_position_error(const SyntheticSeries& s, const ScanModel& est, std::s
 
 // The estimate's gauge against the truth's: the mean over every line of the
 // difference of its position (path and jitter) from the true one. Both put
-// d(0) = 0, the estimate at its own path's edge, so this is mostly that
-// edge's error (up to a few tenths of a pixel): a shift of the whole average,
+// frame 0's mean position at 0 (truth_gauge), so this is the estimate's error
+// over frame 0 against its error over the series (with d(0) = 0, before
+// branch rotated-11, it was its path's edge error, up to a few tenths of a
+// pixel): a shift of the whole average,
 // which the scorer's affine fit takes out. It still moves every frame's
 // samples against the specimen grid by the same fraction of a pixel, and how
 // much the resampling smooths the noise depends on that fraction: the oracle
 // is also scored shifted by it.
 Point gauge_offset(const SyntheticSeries& s, const ScanModel& est) {
+  const Point gauge = truth_gauge(s);
   Point mean;
   double count = 0.0;
   for (std::size_t k = 0; k < s.frame_count(); ++k)
     for (int l = 0; l < s.scan_timing().lines(); ++l) {
-      const Point e = line_position_error(s, est, k, l);
+      const Point e = line_position_error(s, est, k, l, gauge);
       mean.x += e.x, mean.y += e.y, count += 1.0;
     }
   return {mean.x / count, mean.y / count};
@@ -878,11 +915,11 @@ void print_error_diagnostic(const SyntheticSeries& s, const FrameVector& frames,
   const int lines = t.lines();
   const auto nl = static_cast<std::size_t>(lines);
   // E per line, 2-D, the gauge (its mean) removed.
-  const Point mean = gauge_offset(s, est);
+  const Point mean = gauge_offset(s, est), gauge = truth_gauge(s);
   std::vector<Point> e(n * nl);
   for (std::size_t k = 0; k < n; ++k)
     for (int l = 0; l < lines; ++l) {
-      const Point v = line_position_error(s, est, k, l);
+      const Point v = line_position_error(s, est, k, l, gauge);
       e[k * nl + static_cast<std::size_t>(l)] = {v.x - mean.x, v.y - mean.y};
     }
   const LineErrorParts parts = split_line_errors(e, n, lines);
@@ -897,7 +934,7 @@ void print_error_diagnostic(const SyntheticSeries& s, const FrameVector& frames,
       const auto k = std::min<std::size_t>(n - 1, static_cast<std::size_t>(u / t.frame_time()));
       const double x = (u - t.line_mid_time(k, 0)) / t.line_time();
       const int l = std::clamp(static_cast<int>(std::lround(x)), 0, lines - 1);
-      const Point a = add(k * nl + static_cast<std::size_t>(l)), d = s.drift_at(u);
+      const Point a = add(k * nl + static_cast<std::size_t>(l)), d = true_drift(s, u, gauge);
       samples.push_back({u, d.x + a.x, d.y + a.y, 1});
     }
     DriftPathSettings ps;
@@ -912,7 +949,7 @@ void print_error_diagnostic(const SyntheticSeries& s, const FrameVector& frames,
         const std::size_t i = k * nl + static_cast<std::size_t>(l);
         const Point f = t.fast_axis(k), a = add(i);
         const double tm = t.line_mid_time(k, l);
-        const Point held = m.path.at(tm), d = s.drift_at(tm);
+        const Point held = m.path.at(tm), d = true_drift(s, tm, gauge);
         m.jitter[k][static_cast<std::size_t>(l)] =
             s.line_jitter(k, l) + (a.x - (held.x - d.x)) * f.x + (a.y - (held.y - d.y)) * f.y;
       }
@@ -970,6 +1007,44 @@ void print_error_diagnostic(const SyntheticSeries& s, const FrameVector& frames,
       std::printf("%-52s  the error only in frames at %.0f deg: %.4f px %+.1f%%\n", "", a, rms(only),
                   score(part(only)));
     }
+}
+
+// Where the path's edge goes wrong: in the first, a middle and the last
+// frame, each band's last-round sample and the path at the band's time
+// against the truth there (the truth's position averaged over the band's
+// lines, path and jitter; the estimate's gauge offset taken off both), in
+// px; and the path's error at the series' first instant, where the gauge
+// d(0) = 0 was read before branch rotated-11.
+void print_edge_diagnostic(const SyntheticSeries& s, const ScanDistortionResult& est, int band_lines) {
+  const ScanTiming& t = s.scan_timing();
+  const std::size_t n = s.frame_count();
+  const Point gauge = truth_gauge(s), mean = gauge_offset(s, est.model);
+  auto truth_over = [&](std::size_t k, int l0, int l1) {
+    const Point f = t.fast_axis(k);
+    Point m;
+    for (int l = l0; l < l1; ++l) {
+      const Point d = true_drift(s, t.line_mid_time(k, l), gauge);
+      const double j = s.line_jitter(k, l);
+      m.x += (d.x + j * f.x) / (l1 - l0), m.y += (d.y + j * f.y) / (l1 - l0);
+    }
+    return m;
+  };
+  const Point p0 = est.model.path.at(0.0), d0 = true_drift(s, 0.0, gauge);
+  std::printf("%-52s  path error at t = 0: (%+.3f, %+.3f) px; band sample / path error (x, y) by band:\n", "",
+              p0.x - d0.x - mean.x, p0.y - d0.y - mean.y);
+  for (const std::size_t k : {std::size_t{0}, n / 2, n - 1}) {
+    std::printf("%-52s    frame %zu:", "", k);
+    for (const DriftSample& b : est.band_samples) {
+      if (b.t < t.frame_start(k) || b.t >= t.frame_start(k + 1)) continue;
+      const int line = static_cast<int>(std::lround((b.t - t.line_mid_time(k, 0)) / t.line_time()));
+      const int l0 = std::clamp(line / band_lines * band_lines, 0, t.lines() - 1);
+      const int l1 = std::min(t.lines(), l0 + band_lines);
+      const Point tr = truth_over(k, l0, l1), p = est.model.path.at(b.t);
+      std::printf("  %d: %+.2f %+.2f / %+.2f %+.2f", l0, b.dx - tr.x - mean.x, b.dy - tr.y - mean.y,
+                  p.x - tr.x - mean.x, p.y - tr.y - mean.y);
+    }
+    std::printf("\n");
+  }
 }
 
 // One case: synthesise, register rigidly, correct, average under the
@@ -1079,7 +1154,10 @@ void run_case(const Case& c, const ScanDistortionSettings& settings, int threads
       (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
   print_line_sigma_calibration(s, est);
   if (diagnose_template) print_template_diagnostic(s, frames_in_memory, oracle, case_settings);
-  if (diagnose_errors) print_error_diagnostic(s, frames_in_memory, est.model, region, r_oracle);
+  if (diagnose_errors) {
+    print_error_diagnostic(s, frames_in_memory, est.model, region, r_oracle);
+    print_edge_diagnostic(s, est, case_settings.band_lines);
+  }
   if (s.options().scan_hysteresis != 0.0) print_line_field_errors(s, est.model);
   std::fflush(stdout);
 }

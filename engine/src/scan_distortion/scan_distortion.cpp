@@ -822,10 +822,23 @@ int ScanDistortionSettings::rounds_for(const ScanTiming& timing) const {
 }
 
 namespace {
-// Gauge: specimen coordinates are those of the start of frame 0.
-DriftPath to_gauge(const DriftPath& p) {
-  const Point d0 = p.at(0.0);
-  return p.shifted({-d0.x, -d0.y});
+// Gauge: specimen coordinates are frame 0's pixels where frame 0 shows them
+// on average, the path's mean over frame 0's lines 0 (the lines' jitter has
+// each frame's mean 0): what a rigid registration's frame 0 (drift 0)
+// means too. Not d(0) = 0: the path's first instant lies before the first
+// band's time, where only frame 0's first band holds it (whose sample was
+// measured 0.2-0.5 px off in most of bench_scan_distortion's draws, every
+// other band's within about 0.1 px), and was off the truth by 0.1-0.3 px (up
+// to 0.67 px on one orthogonal pair); that constant moved every average and
+// lines.csv.
+DriftPath to_gauge(const DriftPath& p, const ScanTiming& timing) {
+  Point mean;
+  const int lines = timing.lines();
+  for (int l = 0; l < lines; ++l) {
+    const Point d = p.at(timing.line_mid_time(0, l));
+    mean.x += d.x / lines, mean.y += d.y / lines;
+  }
+  return p.shifted({-mean.x, -mean.y});
 }
 }  // namespace
 
@@ -852,7 +865,7 @@ ScanModel ScanDistortionSteps::initial_model(const std::vector<Point>& rigid_dri
   } else {
     model.path = DriftPath().shifted(rigid_drift[0]);
   }
-  model.path = to_gauge(model.path);
+  model.path = to_gauge(model.path, timing_);
   return model;
 }
 
@@ -868,7 +881,25 @@ DriftPath ScanDistortionSteps::fit_path(std::vector<DriftSample> samples) const 
   // do not, so the two need not agree.
   if (!(settings_.smoothing > 0.0))
     ps = cross_validated_smoothing(samples, 0.0, t_end(), knots, {0.0125, 0.05, 0.2, 0.8, 3.2, 12.8, 51.2});
-  return to_gauge(DriftPath::fit(std::move(samples), 0.0, t_end(), ps));
+  return to_gauge(DriftPath::fit(std::move(samples), 0.0, t_end(), ps), timing_);
+}
+
+bool ScanDistortionSteps::halves_steps() const {
+  return frames_ - static_cast<std::size_t>(std::count(left_out_.begin(), left_out_.end(), 1)) == 2;
+}
+
+DriftPath ScanDistortionSteps::halfway(const DriftPath& fitted, const DriftPath& previous) const {
+  std::vector<DriftSample> mean;
+  for (std::size_t k = 0; k < frames_; ++k)
+    for (int l = 0; l < timing_.lines(); ++l) {
+      const double t = timing_.line_mid_time(k, l);
+      const Point a = fitted.at(t), b = previous.at(t);
+      mean.push_back({t, 0.5 * (a.x + b.x), 0.5 * (a.y + b.y), 1.0});
+    }
+  DriftPathSettings ps;
+  ps.knot_spacing = choose_knot_spacing(timing_.frame_time(), static_cast<double>(bands_.size()));
+  ps.smoothing = 1e-6;  // through the mean (it is smooth already)
+  return to_gauge(DriftPath::fit(std::move(mean), 0.0, t_end(), ps), timing_);
 }
 
 DriftPathUncertainty ScanDistortionSteps::path_uncertainty(const std::vector<DriftSample>& samples) const {
@@ -1384,6 +1415,10 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
         model.jitter[k] = steps.finish_jitter(lines[k], k, previous, model.path, &result.jitter_sigma[k], unresolved);
       }
     }
+    // The jitter is what the round's own path leaves of the lines' offsets;
+    // only the path is taken halfway (halving the jitter as well slowed the
+    // orthogonal pair, whose frames pin each other's jitter).
+    if (steps.halves_steps()) model.path = steps.halfway(model.path, previous);
     steps.finish_fields(lines, 0, model);
     if (settings.estimate_jitter)
       result.jitter_precision_px = precision[1] > 0 ? std::sqrt(precision[0] / precision[1]) : 0.0;

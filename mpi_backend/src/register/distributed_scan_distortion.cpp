@@ -231,6 +231,8 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
           out.model.jitter[k] =
               steps->finish_jitter(lines[k - lo], k, previous, out.model.path, &out.jitter_sigma[k], unresolved);
       }
+      if (steps->halves_steps())
+        out.model.path = steps->halfway(out.model.path, previous);  // as estimate_scan_distortion
     });
     // The shared line field from every rank's frames; this rank's frames' own.
     steps->finish_fields(lines, lo, out.model, [&](std::vector<double>& pool) {

@@ -384,11 +384,26 @@ class ScanDistortionSteps {
 
   // The start: a path nearly through the rigid shifts at the frames' mid times
   // (drift.csv convention; frames left out are not used), in the gauge
-  // d(0) = 0, and zero jitter.
+  // (frame 0's mean position 0: the path's mean over frame 0's lines), and
+  // zero jitter.
   ScanModel initial_model(const std::vector<Point>& rigid_drift) const;
   // Step 3: the path through all band samples (any order; the fit sorts
-  // them), in the gauge d(0) = 0.
+  // them), in the same gauge.
   DriftPath fit_path(std::vector<DriftSample> samples) const;
+
+  // Whether a round's model is taken halfway from the one it started from
+  // (halfway()): with two frames followed, each frame's template is the
+  // other frame alone, so a round's fit of one frame carries the other's
+  // error, and the two frames' errors swap from round to round without
+  // converging (measured on bench_scan_distortion's 2-frame one-direction
+  // pair, seed 11: per-line drift error 0.185, 0.191, 0.164, 0.178, 0.152 px
+  // over rounds 1-5; halfway: 0.096, 0.098, 0.097, 0.096 px, converged in
+  // round 4). Half a step takes the swapped part out at once; the fixed point
+  // is the round's.
+  bool halves_steps() const;
+  // The path halfway between `fitted` and `previous` (fit on the round's
+  // knots through their mean at every line's middle), in the gauge.
+  DriftPath halfway(const DriftPath& fitted, const DriftPath& previous) const;
 
   // Frames left out: of every average, fit and band sample from now on (a
   // frame the caller leaves out, or one that could not be followed).
