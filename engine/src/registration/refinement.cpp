@@ -1301,7 +1301,7 @@ std::array<double, 36> entries_covariance(int np, const std::array<double, 36>& 
 // frames whose residual is structured (a blurred frame's lost specimen, real
 // content) by more than the sample's noise on small frames (512² real ABF
 // series, thin bands of 15%: σ 5-17% high; 128²-256² lattices: a blurred
-// frame's σ over the median 10-45% lower).
+// frame's σ over the median 13-45% lower).
 constexpr int kBandedRows = 1024;
 RowBands information_bands(int y0, int rows, int R, double prefilter_sigma, double share) {
   if (rows < kBandedRows || !(share < 1.0)) return {};
