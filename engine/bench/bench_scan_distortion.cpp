@@ -501,7 +501,11 @@ Errors line_errors(const SyntheticSeries& s, const ScanModel& m, const std::vect
   }
   e.jitter = std::sqrt(sum / static_cast<double>(count));
   e.jitter_zero = std::sqrt(sum0 / static_cast<double>(count));
-  // Position: the path and the jitter together along the fast axis (gauge: the mean removed).
+  // Position: the path and the jitter together along the fast axis, the
+  // truth in the engine's gauge (truth_gauge: frame 0's mean position; a
+  // scalar mean removed along each frame's own fast axis cannot take off a
+  // 2-D offset when the fast axes differ).
+  const Point gauge = truth_gauge(s);
   std::vector<double> dp;
   std::vector<std::pair<std::pair<long, long>, std::size_t>> rows;  // ((direction, row), index into dp)
   double mean = 0;
@@ -509,7 +513,7 @@ Errors line_errors(const SyntheticSeries& s, const ScanModel& m, const std::vect
     for (int l = 0; l < t.lines(); ++l) {
       const Point fast = t.fast_axis(k);  // the frame's own, in specimen coordinates
       const double tm = t.line_mid_time(k, l);
-      const Point est = m.path.at(tm), truth = s.drift_at(tm);
+      const Point est = m.path.at(tm), truth = true_drift(s, tm, gauge);
       const double j = m.jitter.empty() ? 0.0 : m.jitter[k][static_cast<std::size_t>(l)];
       const Point slow{-fast.y, fast.x};
       rows.push_back({{std::lround(fast.x * 8) * 100 + std::lround(fast.y * 8),
