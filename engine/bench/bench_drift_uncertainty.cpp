@@ -321,17 +321,9 @@ std::shared_ptr<const Frame> real_content() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  bool quick = false;
-  int seeds = 30;
-  std::size_t frames = 16;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--quick")) quick = true;
-    else if (!std::strcmp(argv[i], "--seeds") && i + 1 < argc) seeds = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--frames") && i + 1 < argc) frames = static_cast<std::size_t>(std::atoi(argv[++i]));
-  }
-  if (quick) seeds = std::min(seeds, 10);
-  const char* only = std::getenv("BENCH_CASE");
+// The benchmark's cases: lattices at doses 1-30 from 64² to 256² (512² and
+// 1024² unless quick), real and low-contrast content; `frames` each.
+std::vector<Case> benchmark_cases(std::size_t frames, bool quick) {
   std::vector<Case> cases;
   auto add = [&](const std::string& name, int size, double dose, Lattice lattice, MotionModel model, double blur,
                  bool content = false, double background = 0.05, const std::shared_ptr<const Frame>& image = nullptr) {
@@ -373,6 +365,21 @@ int main(int argc, char** argv) {
     add("hex 512 dose 3 translation", 512, 3, Lattice::hex, MotionModel::translation, 3.0);
     add("hex 1024 dose 6 translation", 1024, 6, Lattice::hex, MotionModel::translation, 3.0);
   }
+  return cases;
+}
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  int seeds = 30;
+  std::size_t frames = 16;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else if (!std::strcmp(argv[i], "--seeds") && i + 1 < argc) seeds = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--frames") && i + 1 < argc) frames = static_cast<std::size_t>(std::atoi(argv[++i]));
+  }
+  if (quick) seeds = std::min(seeds, 10);
+  const char* only = std::getenv("BENCH_CASE");
+  const std::vector<Case> cases = benchmark_cases(frames, quick);
   std::printf(
       "# bench_drift_uncertainty: %d seeds x %zu frames per case (poor frame excluded from z; machine shared);\n"
       "# [lo-hi]: 90%% bootstrap interval over the seeds; the verdict is on the estimate itself\n",
