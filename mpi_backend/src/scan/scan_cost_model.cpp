@@ -35,6 +35,8 @@ struct RankTimes {
   double root_ready = 0.0;
   std::vector<double> before_ready;  // thread t ≥ 1: the sum of threads 0..t−1 known
   std::vector<double> head_ready;    // … and extended by the segment's first element
+  double reduce_work = 0.0;          // the ideal reduce's (every element but the starting ones)
+  std::vector<double> end_cost;      // ideal: the cheapest end of segment t − 1 (exclusive ⊕ before)
 };
 
 // The tree of thread_sum_tree.hpp: node (l+1, i) = (l, 2i) ⊕ (l, 2i+1), combined by
@@ -138,46 +140,97 @@ RankTimes static_rank(const std::vector<double>& c, std::int64_t offset, std::si
   return rt;
 }
 
-// The time at which whole items of the given costs are done by workers free
-// from `starts` on, each item to the worker free first, the dearest item
-// first (list scheduling, as claim_dearest() claims): a schedule that never
-// divides an item, so at least the fluid finish and at least the earliest
-// start plus the dearest item, and within 4/3 of the best such schedule for
-// equal starts (Graham's bound for longest-processing-time-first).
-double whole_finish(const std::vector<double>& starts, std::vector<double> items) {
-  if (starts.empty()) return 0.0;
-  std::sort(items.begin(), items.end(), std::greater<>());
-  std::vector<double> free = starts;
-  for (double item : items) {
-    auto first_free = std::min_element(free.begin(), free.end());
-    *first_free += item;
+// The tree of thread sums overlapped with the reduce, as the scan runs it
+// (two leaves are combined as soon as both are known, while other threads
+// still reduce), bounded from below whatever cuts the stealing leaves:
+// thread j's segment holds its starting element s_j, so it ends somewhere in
+// [s_j, s_{j+1} − 1] and an application whose right operand ends there costs
+// at least the cheapest element of that range (the last segment ends on the
+// block's last element: its cost, at every level of the right spine). A
+// tree node is known no earlier than its children plus that, nor than the
+// reduce work between its threads' starting elements shared by all the
+// rank's threads from 0 (whole elements: nor before its dearest element
+// ran); a leaf may be its starting element alone. Thread t's prefix within
+// the rank is assembled from the nodes before it the same way.
+void overlapped_tree(const std::vector<double>& c, std::int64_t offset, const std::vector<bool>& is_start,
+                     bool whole_elements, RankTimes& rt) {
+  const std::size_t workers = rt.segments.size(), n = is_start.size();
+  const auto at = [&](std::size_t k) { return c[static_cast<std::size_t>(offset) + k]; };
+  std::vector<double> work(n + 1, 0.0);  // the reduce work over elements [0, k)
+  std::vector<std::size_t> start;
+  for (std::size_t k = 0; k < n; ++k) {
+    work[k + 1] = work[k] + (is_start[k] ? 0.0 : at(k));
+    if (is_start[k]) start.push_back(k);
   }
-  return *std::max_element(free.begin(), free.end());
+  rt.reduce_work = work[n];
+  // Threads [a, b]: the reduce work between s_a and s_b, over all threads.
+  const auto floor = [&](std::size_t a, std::size_t b) {
+    double fluid = (work[start[b] + 1] - work[start[a]]) / double(workers), dearest = 0.0;
+    if (whole_elements)
+      for (std::size_t k = start[a]; k <= start[b]; ++k)
+        if (!is_start[k]) dearest = std::max(dearest, at(k));
+    return std::max(fluid, dearest);
+  };
+  // The cheapest end of thread j's segment.
+  const auto end_cost = [&](std::size_t j) {
+    if (j + 1 == workers) return at(n - 1);
+    double cheapest = at(start[j]);
+    for (std::size_t k = start[j]; k < start[j + 1]; ++k) cheapest = std::min(cheapest, at(k));
+    return cheapest;
+  };
+  // node (l, i): threads [i·2^l, min((i+1)·2^l, workers) − 1].
+  std::vector<std::vector<double>> ready(1, std::vector<double>(workers, 0.0));
+  std::size_t width = 1;
+  while (ready.back().size() > 1) {
+    const auto& below = ready.back();
+    std::vector<double> up;
+    for (std::size_t i = 0; 2 * i < below.size(); ++i) {
+      if (2 * i + 1 == below.size()) {
+        up.push_back(below[2 * i]);
+        continue;
+      }
+      const std::size_t a = 2 * i * width, b = std::min(a + 2 * width, workers) - 1;
+      double app = end_cost(b);
+      if (width == 1) app = std::min(app, at(start[a]));  // a one-element left leaf is charged instead
+      up.push_back(std::max({below[2 * i], below[2 * i + 1], floor(a, b)}) + app);
+    }
+    ready.push_back(std::move(up));
+    width *= 2;
+  }
+  rt.root_ready = ready.back()[0];
+  rt.before_ready.assign(workers, 0.0);
+  rt.head_ready.assign(workers, 0.0);
+  rt.end_cost.assign(workers, 0.0);
+  for (std::size_t t = 1; t < workers; ++t) {
+    double clock = 0.0;
+    std::size_t pos = 0;
+    for (std::size_t level = ready.size(); level-- > 0;)
+      if ((t >> level) & 1) {
+        const std::size_t b = pos + (std::size_t(1) << level) - 1;
+        double app = pos == 0 ? 0.0 : end_cost(b);
+        if (pos == 1) app = std::min(app, at(0));  // the sum so far may be element 0 alone
+        clock = std::max(clock, ready[level][pos >> level]) + app;
+        pos += std::size_t(1) << level;
+      }
+    rt.before_ready[t] = clock;
+    double head = at(start[t]);  // the segment's first element lies in (s_{t−1}, s_t]
+    for (std::size_t k = start[t - 1] + 1; k <= start[t]; ++k) head = std::min(head, at(k));
+    rt.head_ready[t] = clock + head;
+    rt.end_cost[t] = end_cost(t - 1);
+  }
 }
 
 // Perfect stealing: the reduce work (every element but the threads' starting
-// ones) shared evenly — or, `whole_elements`, by whole elements, every
-// thread's reduce then ending with the last of them (whole_finish());
-// segments cut where the rank's cost is evenly shared.
+// ones) shared evenly, overlapped with the tree (overlapped_tree(); with
+// `whole_elements` no prefix before its dearest element ran); segments cut
+// where the rank's cost is evenly shared.
 RankTimes ideal_rank(const std::vector<double>& c, std::int64_t offset, std::size_t n, std::size_t workers,
                      bool last_inside, bool whole_elements) {
   RankTimes rt;
   rt.block = {offset, offset + std::int64_t(n) - 1};
   const double total = sum_of(c, rt.block.first, rt.block.last + 1);
-  double work = total;
   std::vector<bool> is_start(n, false);
-  for (std::size_t t = 0; t < workers; ++t) {
-    const std::size_t s = stealing_start(n, workers, t, false, last_inside);
-    work -= c[static_cast<std::size_t>(offset) + s];
-    is_start[s] = true;
-  }
-  double reduce_end = work / double(workers);
-  if (whole_elements) {
-    std::vector<double> items;
-    for (std::size_t k = 0; k < n; ++k)
-      if (!is_start[k]) items.push_back(c[static_cast<std::size_t>(offset) + k]);
-    reduce_end = whole_finish(std::vector<double>(workers, 0.0), std::move(items));
-  }
+  for (std::size_t t = 0; t < workers; ++t) is_start[stealing_start(n, workers, t, false, last_inside)] = true;
   std::vector<std::size_t> lo(workers + 1, n);
   lo[0] = 0;
   double running = 0.0;
@@ -190,7 +243,7 @@ RankTimes ideal_rank(const std::vector<double>& c, std::int64_t offset, std::siz
   }
   for (std::size_t t = 0; t < workers; ++t)
     rt.segments.push_back({offset + std::int64_t(lo[t]), offset + std::int64_t(lo[t + 1]) - 1});
-  tree_and_prefixes(c, std::vector<double>(workers, reduce_end), rt);
+  overlapped_tree(c, offset, is_start, whole_elements, rt);
   return rt;
 }
 
@@ -381,7 +434,7 @@ ScanModel ideal_stealing(const std::vector<double>& costs, int ranks, int thread
       // Start from the prefix within the rank (then exclusive ⊕ before costs the
       // element before the segment) or from it extended by the segment's first
       // element, paid ahead — whichever finishes earlier.
-      const double plain_extra = r == 0 ? 0.0 : costs[static_cast<std::size_t>(rt.segments[t].first - 1)];
+      const double plain_extra = r == 0 ? 0.0 : rt.end_cost[t];
       const double plain = std::max(e, rt.before_ready[t]), head = std::max(e, rt.head_ready[t]);
       const double head_saves = r == 0 ? costs[static_cast<std::size_t>(rt.segments[t].first)] : 0.0;
       if (head <= plain + plain_extra + head_saves) {
@@ -400,10 +453,16 @@ ScanModel ideal_stealing(const std::vector<double>& costs, int ranks, int thread
       std::vector<double> items;
       for (std::size_t i = 0; i < paid_ahead.size(); ++i)
         if (!paid_ahead[i]) items.push_back(costs[static_cast<std::size_t>(from) + i]);
-      finish = whole_finish(starts, std::move(items));
+      // A bound, not a schedule: the fluid finish, and the dearest item
+      // started no earlier than the first thread free.
+      const double dearest = items.empty() ? 0.0 : *std::max_element(items.begin(), items.end());
+      finish = std::max(fluid_finish(starts, work), *std::min_element(starts.begin(), starts.end()) + dearest);
     } else {
       finish = fluid_finish(starts, work);
     }
+    // The tree lets a thread start before the rank's reduce is done: the rank's
+    // reduce and final phase together, shared by its threads from 0.
+    finish = std::max(finish, (rt.reduce_work + work) / double(rt.segments.size()));
     all.model.makespan_s = std::max(all.model.makespan_s, finish);
   }
   // Stealing that moves no boundary leaves the static schedule: with few

@@ -14,16 +14,24 @@
 //     reduces its static segment, the tree of thread sums, the global scan
 //     over the ranks' sums (every message as the algorithm sends it), the
 //     final phase of each segment from the carried-in prefix.
-//   ideal stealing: the same phases with perfect balance inside each rank —
-//     the reduce phase's work (every element but the threads' starting ones)
-//     spread evenly over the rank's threads; the tree and the prefixes
-//     within the rank over the evenly balanced segments; the final phase's
-//     work (every element once; on rank 0 not the first segment, whose local
-//     prefixes the reduce leaves final) spread evenly over the threads from the
-//     moment each may start (its prefix within the rank known, the ranks'
-//     exclusive prefix arrived; the master also done with its global phase)
-//     — or the static schedule, where that is shorter (with few elements per
-//     thread the static cut points may happen to be the cheaper ones).
+//   ideal stealing: a lower bound on the scan with stealing inside each
+//     rank, whatever cuts the stealing leaves — the reduce phase's work
+//     (every element but the threads' starting ones) spread evenly over the
+//     rank's threads and overlapped with the tree of thread sums: a tree
+//     node, and each thread's prefix within the rank, known no earlier than
+//     its children plus its application at the cheapest place its cut may
+//     fall (between two threads' starting elements; the last segment always
+//     ends on the block's last element), nor than the reduce work it covers
+//     over all the rank's threads; the final phase's work (every element
+//     once; on rank 0 not the first segment, whose local prefixes the reduce
+//     leaves final) spread evenly over the threads from the moment each may
+//     start (its prefix within the rank known, the ranks' exclusive prefix
+//     arrived; the master also done with its global phase), and no rank done
+//     before its reduce and final work over its threads — or the static
+//     schedule, where that is shorter. (Until scan-scale-11b the tree began
+//     when the fluid reduce ended, over the even-cost cuts: the scan beat
+//     that at K=4, 0.76-0.93 of it at 16x64 and 32x32.) Rank 0 keeps the
+//     even-cost cuts for which segment's prefixes the reduce leaves final.
 //   ideal stealing between ranks (`between_ranks`): the same, with the
 //     ranks' blocks cut where the total cost is evenly shared (where perfect
 //     stealing along the whole line of workers would leave the ranks'
@@ -57,14 +65,12 @@ ScanModel model_ideal_stealing_scan(const std::vector<double>& costs, int ranks,
                                     GlobalScanAlgorithm algorithm, bool between_ranks = false,
                                     bool shared_final_phase = false);
 
-// The same ideal with whole elements: the reduce's elements and the final
-// phase's applications each run by one thread, dearest first on the thread
-// free first (list scheduling; elements are never divided, and a thread
-// starting from the prefix within its rank pays exclusive ⊕ before itself).
-// Order constraints are ignored still (any element may run once its thread
-// may start). With a few elements per thread and exponential costs the fluid
-// sharing above is out of reach of any schedule: the dearest element of a
-// rank alone outlasts a thread's even share (K=4: 3-5x the mean against 4).
+// The same bound with whole elements: no tree node before the dearest
+// element of the reduce work it covers ran, no rank done before its first
+// thread free for the final phase plus its dearest final application. With a
+// few elements per thread and exponential costs the fluid sharing above is
+// out of reach of any schedule: the dearest element of a rank alone outlasts
+// a thread's even share (K=4: 3-5x the mean against 4).
 ScanModel model_ideal_stealing_scan_whole(const std::vector<double>& costs, int ranks, int threads,
                                           GlobalScanAlgorithm algorithm, bool between_ranks = false,
                                           bool shared_final_phase = false);
