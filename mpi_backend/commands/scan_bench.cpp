@@ -34,6 +34,7 @@
 #include "driftscan/core/error.hpp"
 #include "driftscan/mpi/runtime/command.hpp"
 #include "driftscan/mpi/scan/scan_cost_model.hpp"
+#include "driftscan/mpi/scan/scan_schedule_model.hpp"
 #include "driftscan/mpi/scan/work_stealing_scan.hpp"
 
 namespace driftscan::mpi {
@@ -203,28 +204,35 @@ RunResult run_once(RunContext& ctx, const ScanBenchOptions& o, SleepOperator& op
 }
 
 // The cost model's figures for a configuration (null with costs drawn per
-// application: no fixed cost per element to model).
+// application: no fixed cost per element to model). With stealing inside
+// ranks and the shared final phase, the model is the scan's own schedule
+// simulated with no overheads (scan_schedule_model.hpp): what the algorithm
+// gives; the bound (model_ideal_stealing_scan) holds whatever cuts stealing
+// leaves, below it. Otherwise both are the ideal (along a line, or with the
+// fold, no simulation is built).
 struct ModelFigures {
-  std::optional<double> makespan_s, speedup_vs_static;
-  // The same ideal with whole elements (model_ideal_stealing_scan_whole();
-  // the static schedule already is one).
+  std::optional<double> makespan_s, speedup_vs_static, bound_s;
+  // The bound with whole elements (model_ideal_stealing_scan_whole(); the
+  // static schedule already is one).
   std::optional<double> makespan_whole_s, speedup_whole_vs_static;
 };
 ModelFigures model_for(const std::vector<double>& costs, int ranks, int threads, GlobalScanAlgorithm algorithm,
                        const std::string& strategy, bool between_ranks, bool shared_final_phase) {
   if (costs.empty()) return {};
   const double baseline = model_static_scan(costs, ranks, threads, algorithm).makespan_s;
-  double makespan = 0.0, whole = 0.0;
+  double makespan = 0.0, bound = 0.0, whole = 0.0;
   if (strategy == "work-stealing") {
-    makespan =
-        model_ideal_stealing_scan(costs, ranks, threads, algorithm, between_ranks, shared_final_phase).makespan_s;
+    bound = model_ideal_stealing_scan(costs, ranks, threads, algorithm, between_ranks, shared_final_phase).makespan_s;
+    makespan = shared_final_phase && !between_ranks
+                   ? model_simulated_stealing_scan(costs, ranks, threads, algorithm).makespan_s
+                   : bound;
     whole =
         model_ideal_stealing_scan_whole(costs, ranks, threads, algorithm, between_ranks, shared_final_phase).makespan_s;
   } else {
     makespan = model_static_scan(costs, ranks, threads, algorithm, local_strategy_from_string(strategy)).makespan_s;
-    whole = makespan;
+    bound = whole = makespan;
   }
-  return {makespan, baseline / makespan, whole, baseline / whole};
+  return {makespan, baseline / makespan, bound, whole, baseline / whole};
 }
 
 nlohmann::json or_null(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
@@ -311,11 +319,13 @@ int run_bench(RunContext& ctx, const ScanBenchOptions& o) {
           // of workers (the ranks' blocks cut by cost), or inside each rank.
           {"model", strategies[i] != "work-stealing" ? "static"
                     : along_line                     ? "ideal-line"
+                    : o.final_phase == "shared"      ? "simulated-schedule"
                                                      : "ideal-within-ranks"},
           {"model_makespan_s", or_null(model.makespan_s)},
           {"model_speedup_vs_static", or_null(model.speedup_vs_static)},
           {"model_efficiency",
            or_null(model.makespan_s ? std::optional<double>(work_bound / *model.makespan_s) : std::nullopt)},
+          {"model_bound_s", or_null(model.bound_s)},
           {"model_makespan_whole_s", or_null(model.makespan_whole_s)},
           {"model_speedup_whole_vs_static", or_null(model.speedup_whole_vs_static)}};
       std::cout << line.dump() << std::endl;
