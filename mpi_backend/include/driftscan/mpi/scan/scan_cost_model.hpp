@@ -3,6 +3,9 @@
 // operator costs, with no overheads: no message latency, no wake-up delay, no
 // time outside the operator. scan-bench prints it beside what it measures,
 // so a gap between them is the code's (or the machine's), not the algorithm's.
+// For stealing with the shared final phase inside ranks, scan-bench's model
+// is the scan's own schedule simulated (scan_schedule_model.hpp), and the
+// ideal below is its model_bound_s.
 //
 // Costs are per element, as scan-bench's sleeping operator charges them: an
 // application l ⊕ r costs the cost of r's last element, except extending a
