@@ -455,10 +455,13 @@ class LevelSolver {
   // scaled to the whole overlap: A and M per parameter by the reference's
   // gradient power (H over the bands'), residual_ss by `scale`, the overlap's
   // weight over the measured rows' (the lag factor is a ratio: not scaled).
+  // A_exact: A with J_g the moving frame's exact spline gradient
+  // (MovingGradient), the covariance's; A (J_g by central differences, as
+  // H's J_f) for the signal share and the lag factor's window.
   void noise_information(const Transform& S, const Pass& pass, double gain, double offset, int R, int stride,
                          int row_step, const RowBands& bands, double scale, std::array<double, 36>& A,
-                         std::array<double, 36>& M, double& residual_ss, double prefilter_sigma,
-                         std::array<double, 2>& lag_factor) const {
+                         std::array<double, 36>& A_exact, std::array<double, 36>& M, double& residual_ss,
+                         double prefilter_sigma, std::array<double, 2>& lag_factor) const {
     const int w = ref_.width, h = ref_.height;
     const double area = static_cast<double>(stride) * stride;
     std::array<double, 6> lag0{};  // sum u_i^2 over the set
@@ -472,7 +475,7 @@ class LevelSolver {
       lags.measure_rows(bands);
       noise_rows(
           S, pass, gain, offset, [&](int, int c) { return lags.next_row(c); }, [&](int y) { lags.add_row(y); }, A,
-          residual_ss, pick, bands, &window, &power);
+          residual_ss, pick, bands, &window, &power, &A_exact);
       lags.finish();
       lag_factor = window.sums.factor();
       lag0 = window.lag0;
@@ -484,6 +487,7 @@ class LevelSolver {
         }
     }
     for (double& a : A) a *= row_step;
+    for (double& a : A_exact) a *= row_step;
     if (!bands.every_row()) {
       // A ratio estimate: each parameter's terms scaled by the reference's
       // gradient power over the whole set (H, known) over the bands', so a
@@ -497,6 +501,7 @@ class LevelSolver {
       for (int i = 0; i < np_; ++i)
         for (int j = 0; j < np_; ++j) {
           A[entry(i, j)] *= d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(j)];
+          A_exact[entry(i, j)] *= d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(j)];
           M[entry(i, j)] *= d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(j)];
         }
       for (int i = 0; i < np_; ++i)
@@ -616,6 +621,39 @@ class LevelSolver {
     std::array<double, 6> lag0{};  // sum u_i^2 over the set (noise_information's check of M)
   };
 
+  // d(g o S)/dq with g the moving frame's cubic spline, exactly: the
+  // derivative of the estimating equation b = sum w J_f r along the
+  // increment is the spline's, and the central differences of its samples
+  // (which the iteration and the signal share use) see sin(k)/k of it at
+  // frequency k: ~0.9 for a lattice of a 6-8 px period, an A 10% short and
+  // a sigma 5-10% long (bench_drift_uncertainty's pooled z 0.93-0.94).
+  struct MovingGradient {
+    explicit MovingGradient(const Transform& S) : S(S) {}
+    Point at(const Frame& coeff, int x, int y) const {
+      const Point p = S.apply(x, y);
+      const int ix = static_cast<int>(std::floor(p.x)), iy = static_cast<int>(std::floor(p.y));
+      double wx[4], wy[4], dx[4], dy[4];
+      bspline_weights(p.x - ix, wx);
+      bspline_weights(p.y - iy, wy);
+      bspline_weight_derivatives(p.x - ix, dx);
+      bspline_weight_derivatives(p.y - iy, dy);
+      double gx = 0, gy = 0;
+      for (int j = 0; j < 4; ++j) {
+        const float* row = coeff.row(std::clamp(iy - 1 + j, 0, coeff.height - 1));
+        double along = 0, plain = 0;
+        for (int i = 0; i < 4; ++i) {
+          const double c = row[std::clamp(ix - 1 + i, 0, coeff.width - 1)];
+          along += dx[i] * c;
+          plain += wx[i] * c;
+        }
+        gx += wy[j] * along;
+        gy += dy[j] * plain;
+      }
+      return {gx * S.a + gy * S.c, gx * S.b + gy * S.d};
+    }
+    Transform S;
+  };
+
   // The moving frame sampled at S (G), the set's weights (W) and whether a
   // pixel was sampled (in: 0 no, 1 used, 2 sampled with weight 0) on three
   // rows: all the noise terms of a row read (its gradient's differences).
@@ -675,7 +713,8 @@ class LevelSolver {
   template <class Out, class Done>
   void noise_rows(const Transform& S, const Pass& pass, double gain, double offset, Out out, Done done,
                   std::array<double, 36>& A, double& residual_ss, RowPick pick, const RowBands& bands,
-                  LagWindow* window = nullptr, std::array<double, 6>* power = nullptr) const {
+                  LagWindow* window = nullptr, std::array<double, 6>* power = nullptr,
+                  std::array<double, 36>* A_exact = nullptr) const {
     const int w = ref_.width, h = ref_.height;
     std::vector<int> span_of_row(static_cast<std::size_t>(h), -1);
     for (std::size_t i = 0; i < spans_.size(); ++i)
@@ -685,16 +724,17 @@ class LevelSolver {
     std::array<float*, 6> u{};
     residual_ss = 0;
     A.fill(0);
+    if (A_exact) A_exact->fill(0);
     for (const Span& s : spans_) {
       if (!bands.computed(s.y)) continue;
       const bool kept = pick.kept(s.y), measured = bands.measured(s.y);
       for (int y = kept ? s.y - 1 : s.y; y <= (kept ? s.y + 1 : s.y); ++y) load_row(S, y, rows, span_of_row, col);
       for (int c = 0; c < np_; ++c) u[static_cast<std::size_t>(c)] = out(s.y, c);
       if (!kept) residual_ss = noise_u_row(s, rows, pass, gain, offset, u, residual_ss, measured, window);
-      else if (!measured) noise_row<6, false>(s, rows, pass, gain, offset, u, A, residual_ss, window, power);
-      else if (np_ == 2) noise_row<2, true>(s, rows, pass, gain, offset, u, A, residual_ss, window, power);
-      else if (np_ == 3) noise_row<3, true>(s, rows, pass, gain, offset, u, A, residual_ss, window, power);
-      else noise_row<6, true>(s, rows, pass, gain, offset, u, A, residual_ss, window, power);
+      else if (!measured) noise_row<6, false>(S, s, rows, pass, gain, offset, u, A, residual_ss, window, power);
+      else if (np_ == 2) noise_row<2, true>(S, s, rows, pass, gain, offset, u, A, residual_ss, window, power, A_exact);
+      else if (np_ == 3) noise_row<3, true>(S, s, rows, pass, gain, offset, u, A, residual_ss, window, power, A_exact);
+      else noise_row<6, true>(S, s, rows, pass, gain, offset, u, A, residual_ss, window, power, A_exact);
       if (kept && window) window->end_row(s.y);
       done(s.y);
     }
@@ -736,9 +776,10 @@ class LevelSolver {
   // per-pixel sums held in registers; each sum takes the same terms in the
   // same order). A margin row (not Measured): u and the window's jg alone.
   template <int NP, bool Measured>
-  void noise_row(const Span& s, const SampledRows& rows, const Pass& pass, double gain, double offset,
-                 const std::array<float*, 6>& u, std::array<double, 36>& A_out, double& residual_ss_out,
-                 LagWindow* window, std::array<double, 6>* power_out) const {
+  void noise_row(const Transform& S, const Span& s, const SampledRows& rows, const Pass& pass, double gain,
+                 double offset, const std::array<float*, 6>& u, std::array<double, 36>& A_out, double& residual_ss_out,
+                 LagWindow* window, std::array<double, 6>* power_out,
+                 std::array<double, 36>* A_exact_out = nullptr) const {
     const int w = ref_.width, h = ref_.height;
     // d(g o S)/dq by the differences the reference's gradients use.
     auto diff = [](float at, float lo, float hi, bool has_lo, bool has_hi) {
@@ -753,6 +794,10 @@ class LevelSolver {
     const unsigned char* in = rows.in[mid].data();
     double A[NP * 6];
     for (int k = 0; k < NP * 6; ++k) A[k] = A_out[static_cast<std::size_t>(k)];
+    double Ae[NP * 6] = {};
+    if (A_exact_out)
+      for (int k = 0; k < NP * 6; ++k) Ae[k] = (*A_exact_out)[static_cast<std::size_t>(k)];
+    const MovingGradient exact(S);
     double power[NP] = {};  // sum w J_f,i^2 (the reference's gradient power, for the bands' scale)
     double residual_ss = residual_ss_out;
     std::array<double, 6> lag0{};
@@ -774,6 +819,11 @@ class LevelSolver {
           diff(G[at], has_up ? rows.G[up][at] : 0.0f, has_down ? rows.G[down][at] : 0.0f, has_up, has_down);
       steepest_from(x, s.y, ggx, ggy, sg);
       if (window) window->add(x, s.y, W[at], sf, sg, Measured);
+      std::array<double, 6> se{};
+      if (Measured && A_exact_out) {
+        const Point d = exact.at(mov_, x, s.y);
+        steepest_from(x, s.y, d.x, d.y, se);
+      }
       for (int i = 0; i < (Measured ? NP : np_); ++i) {
         const float ui = static_cast<float>(W[at] * sf[static_cast<std::size_t>(i)] * rn);
         u[static_cast<std::size_t>(i)][at] = ui;
@@ -782,9 +832,14 @@ class LevelSolver {
         if (window) lag0[static_cast<std::size_t>(i)] += static_cast<double>(ui) * ui;
         for (int j = 0; j < NP; ++j)
           A[i * 6 + j] += W[at] * pass.alpha * sf[static_cast<std::size_t>(i)] * sg[static_cast<std::size_t>(j)];
+        if (A_exact_out)
+          for (int j = 0; j < NP; ++j)
+            Ae[i * 6 + j] += W[at] * pass.alpha * sf[static_cast<std::size_t>(i)] * se[static_cast<std::size_t>(j)];
       }
     }
     for (int k = 0; k < NP * 6; ++k) A_out[static_cast<std::size_t>(k)] = A[k];
+    if (A_exact_out)
+      for (int k = 0; k < NP * 6; ++k) (*A_exact_out)[static_cast<std::size_t>(k)] = Ae[k];
     if (Measured && power_out)
       for (int i = 0; i < NP; ++i) (*power_out)[static_cast<std::size_t>(i)] += power[i];
     residual_ss_out = residual_ss;
@@ -1376,7 +1431,7 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
   out.alpha = pass.alpha;
   out.beta = pass.beta;
   out.reference_mean = solver.reference_mean();
-  std::array<double, 36> Hinv{}, Ainv{}, A{}, M{};
+  std::array<double, 36> Hinv{}, Ainv{}, A{}, A_exact{}, M{};
   const bool invertible = invert_general(np, solver.hessian(), solver.hessian(), Hinv);
   // Every second row for A and the lag factor when the prefilter makes their
   // terms smooth down the columns (a's sd sigma sqrt 2 >= 1 px).
@@ -1394,14 +1449,16 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
   const auto [gain, offset] = noise_gain(pass, mean, variance, options_.prefilter_sigma, counts);
   out.noise_gain = gain;
   double rss = 0;
-  solver.noise_information(S, pass, gain, offset, R, stride, row_step, bands, scale, A, M, rss,
+  solver.noise_information(S, pass, gain, offset, R, stride, row_step, bands, scale, A, A_exact, M, rss,
                            options_.prefilter_sigma, out.signal_lag_factor);
   if (gain != pass.alpha)
     for (double& m : M) m *= (pass.alpha / gain) * (pass.alpha / gain);
   out.gradient_signal_fraction = gradient_signal_fraction(np, A, solver.hessian());
   out.prefilter_sigma = options_.prefilter_sigma;
   out.residual_rms = std::sqrt(rss / std::max(1.0, solver.pixels()));
-  if (!invertible || !invert_general(np, A, solver.hessian(), Ainv)) return singular();
+  // The covariance with A at the spline's exact gradient (b's sensitivity);
+  // the signal share above with the central differences H is taken with.
+  if (!invertible || !invert_general(np, A_exact, solver.hessian(), Ainv)) return singular();
   double J[6][6] = {};  // d entries(T(delta)) / d delta
   const double step = 1e-4;
   for (int p = 0; p < np; ++p) {
