@@ -456,7 +456,7 @@ class LevelSolver {
   // gradient power (H over the bands'), residual_ss by `scale`, the overlap's
   // weight over the measured rows' (the lag factor is a ratio: not scaled).
   // A_exact: A with J_g the moving frame's exact spline gradient
-  // (MovingGradient), the covariance's; A (J_g by central differences, as
+  // (spline_gradient_span), the covariance's; A (J_g by central differences, as
   // H's J_f) for the signal share and the lag factor's window.
   void noise_information(const Transform& S, const Pass& pass, double gain, double offset, int R, int stride,
                          int row_step, const RowBands& bands, double scale, std::array<double, 36>& A,
@@ -621,39 +621,6 @@ class LevelSolver {
     std::array<double, 6> lag0{};  // sum u_i^2 over the set (noise_information's check of M)
   };
 
-  // d(g o S)/dq with g the moving frame's cubic spline, exactly: the
-  // derivative of the estimating equation b = sum w J_f r along the
-  // increment is the spline's, and the central differences of its samples
-  // (which the iteration and the signal share use) see sin(k)/k of it at
-  // frequency k: ~0.9 for a lattice of a 6-8 px period, an A 10% short and
-  // a sigma 5-10% long (bench_drift_uncertainty's pooled z 0.93-0.94).
-  struct MovingGradient {
-    explicit MovingGradient(const Transform& S) : S(S) {}
-    Point at(const Frame& coeff, int x, int y) const {
-      const Point p = S.apply(x, y);
-      const int ix = static_cast<int>(std::floor(p.x)), iy = static_cast<int>(std::floor(p.y));
-      double wx[4], wy[4], dx[4], dy[4];
-      bspline_weights(p.x - ix, wx);
-      bspline_weights(p.y - iy, wy);
-      bspline_weight_derivatives(p.x - ix, dx);
-      bspline_weight_derivatives(p.y - iy, dy);
-      double gx = 0, gy = 0;
-      for (int j = 0; j < 4; ++j) {
-        const float* row = coeff.row(std::clamp(iy - 1 + j, 0, coeff.height - 1));
-        double along = 0, plain = 0;
-        for (int i = 0; i < 4; ++i) {
-          const double c = row[std::clamp(ix - 1 + i, 0, coeff.width - 1)];
-          along += dx[i] * c;
-          plain += wx[i] * c;
-        }
-        gx += wy[j] * along;
-        gy += dy[j] * plain;
-      }
-      return {gx * S.a + gy * S.c, gx * S.b + gy * S.d};
-    }
-    Transform S;
-  };
-
   // The moving frame sampled at S (G), the set's weights (W) and whether a
   // pixel was sampled (in: 0 no, 1 used, 2 sampled with weight 0) on three
   // rows: all the noise terms of a row read (its gradient's differences).
@@ -721,6 +688,7 @@ class LevelSolver {
       span_of_row[static_cast<std::size_t>(spans_[i].y)] = static_cast<int>(i);
     SampledRows rows(w);
     std::vector<float> col;
+    std::vector<float> exact_gx(A_exact ? static_cast<std::size_t>(w) : 0), exact_gy(exact_gx.size());
     std::array<float*, 6> u{};
     residual_ss = 0;
     A.fill(0);
@@ -731,10 +699,16 @@ class LevelSolver {
       for (int y = kept ? s.y - 1 : s.y; y <= (kept ? s.y + 1 : s.y); ++y) load_row(S, y, rows, span_of_row, col);
       for (int c = 0; c < np_; ++c) u[static_cast<std::size_t>(c)] = out(s.y, c);
       if (!kept) residual_ss = noise_u_row(s, rows, pass, gain, offset, u, residual_ss, measured, window);
-      else if (!measured) noise_row<6, false>(S, s, rows, pass, gain, offset, u, A, residual_ss, window, power);
-      else if (np_ == 2) noise_row<2, true>(S, s, rows, pass, gain, offset, u, A, residual_ss, window, power, A_exact);
-      else if (np_ == 3) noise_row<3, true>(S, s, rows, pass, gain, offset, u, A, residual_ss, window, power, A_exact);
-      else noise_row<6, true>(S, s, rows, pass, gain, offset, u, A, residual_ss, window, power, A_exact);
+      else if (!measured) noise_row<6, false>(s, rows, pass, gain, offset, u, A, residual_ss, window, power);
+      else {
+        if (A_exact) spline_gradient_span(S, s, exact_gx.data() + s.x0, exact_gy.data() + s.x0, col);
+        const float *egx = exact_gx.data(), *egy = exact_gy.data();
+        if (np_ == 2)
+          noise_row<2, true>(s, rows, pass, gain, offset, u, A, residual_ss, window, power, A_exact, egx, egy);
+        else if (np_ == 3)
+          noise_row<3, true>(s, rows, pass, gain, offset, u, A, residual_ss, window, power, A_exact, egx, egy);
+        else noise_row<6, true>(s, rows, pass, gain, offset, u, A, residual_ss, window, power, A_exact, egx, egy);
+      }
       if (kept && window) window->end_row(s.y);
       done(s.y);
     }
@@ -776,10 +750,10 @@ class LevelSolver {
   // per-pixel sums held in registers; each sum takes the same terms in the
   // same order). A margin row (not Measured): u and the window's jg alone.
   template <int NP, bool Measured>
-  void noise_row(const Transform& S, const Span& s, const SampledRows& rows, const Pass& pass, double gain,
-                 double offset, const std::array<float*, 6>& u, std::array<double, 36>& A_out, double& residual_ss_out,
-                 LagWindow* window, std::array<double, 6>* power_out,
-                 std::array<double, 36>* A_exact_out = nullptr) const {
+  void noise_row(const Span& s, const SampledRows& rows, const Pass& pass, double gain, double offset,
+                 const std::array<float*, 6>& u, std::array<double, 36>& A_out, double& residual_ss_out,
+                 LagWindow* window, std::array<double, 6>* power_out, std::array<double, 36>* A_exact_out = nullptr,
+                 const float* exact_gx = nullptr, const float* exact_gy = nullptr) const {
     const int w = ref_.width, h = ref_.height;
     // d(g o S)/dq by the differences the reference's gradients use.
     auto diff = [](float at, float lo, float hi, bool has_lo, bool has_hi) {
@@ -797,7 +771,6 @@ class LevelSolver {
     double Ae[NP * 6] = {};
     if (A_exact_out)
       for (int k = 0; k < NP * 6; ++k) Ae[k] = (*A_exact_out)[static_cast<std::size_t>(k)];
-    const MovingGradient exact(S);
     double power[NP] = {};  // sum w J_f,i^2 (the reference's gradient power, for the bands' scale)
     double residual_ss = residual_ss_out;
     std::array<double, 6> lag0{};
@@ -820,10 +793,7 @@ class LevelSolver {
       steepest_from(x, s.y, ggx, ggy, sg);
       if (window) window->add(x, s.y, W[at], sf, sg, Measured);
       std::array<double, 6> se{};
-      if (Measured && A_exact_out) {
-        const Point d = exact.at(mov_, x, s.y);
-        steepest_from(x, s.y, d.x, d.y, se);
-      }
+      if (Measured && A_exact_out) steepest_from(x, s.y, exact_gx[at], exact_gy[at], se);
       for (int i = 0; i < (Measured ? NP : np_); ++i) {
         const float ui = static_cast<float>(W[at] * sf[static_cast<std::size_t>(i)] * rn);
         u[static_cast<std::size_t>(i)][at] = ui;
@@ -1114,6 +1084,71 @@ class LevelSolver {
       double v = 0;
       for (int j = 0; j < 4; ++j, r += stride) v += wy[j] * (wx[0] * r[0] + wx[1] * r[1] + wx[2] * r[2] + wx[3] * r[3]);
       out[i] = static_cast<float>(v);
+    }
+  }
+
+  // d(g o S)/dq along span s, g the moving frame's cubic spline, exactly:
+  // the derivative of the estimating equation b = sum w J_f r along the
+  // increment is the spline's, and the central differences of its samples
+  // (the iteration's and the signal share's) see sin(k)/k of it at
+  // frequency k: ~0.9 for a lattice of a 6-8 px period, an A ~10% short
+  // and every sigma 5-10% long (bench_drift_uncertainty's pooled z 0.93).
+  // As sample_span: a translation's taps separable, the same column sums.
+  void spline_gradient_span(const Transform& S, const Span& s, float* gx, float* gy, std::vector<float>& col_) const {
+    const int len = s.x1 - s.x0 + 1;
+    if (model_ == MotionModel::translation) {
+      const double sy = s.y + S.ty;
+      const int iy = static_cast<int>(std::floor(sy));
+      const int ftx = static_cast<int>(std::floor(S.tx));
+      double wy[4], dy[4], wx[4], dx[4];
+      bspline_weights(sy - iy, wy);
+      bspline_weight_derivatives(sy - iy, dy);
+      bspline_weights(S.tx - ftx, wx);
+      bspline_weight_derivatives(S.tx - ftx, dx);
+      const int base = s.x0 + ftx - 1;
+      const auto n = static_cast<std::size_t>(len) + 3;
+      col_.resize(2 * n);
+      float* c = col_.data();
+      float* cd = c + n;
+      const float* r[4] = {mov_.row(iy - 1) + base, mov_.row(iy) + base, mov_.row(iy + 1) + base,
+                           mov_.row(iy + 2) + base};
+      const float vy[4] = {static_cast<float>(wy[0]), static_cast<float>(wy[1]), static_cast<float>(wy[2]),
+                           static_cast<float>(wy[3])};
+      const float ey[4] = {static_cast<float>(dy[0]), static_cast<float>(dy[1]), static_cast<float>(dy[2]),
+                           static_cast<float>(dy[3])};
+      for (std::size_t i = 0; i < n; ++i) {
+        c[i] = vy[0] * r[0][i] + vy[1] * r[1][i] + vy[2] * r[2][i] + vy[3] * r[3][i];
+        cd[i] = ey[0] * r[0][i] + ey[1] * r[1][i] + ey[2] * r[2][i] + ey[3] * r[3][i];
+      }
+      const float vx[4] = {static_cast<float>(wx[0]), static_cast<float>(wx[1]), static_cast<float>(wx[2]),
+                           static_cast<float>(wx[3])};
+      const float ex[4] = {static_cast<float>(dx[0]), static_cast<float>(dx[1]), static_cast<float>(dx[2]),
+                           static_cast<float>(dx[3])};
+      for (std::size_t i = 0; i < static_cast<std::size_t>(len); ++i) {
+        gx[i] = ex[0] * c[i] + ex[1] * c[i + 1] + ex[2] * c[i + 2] + ex[3] * c[i + 3];
+        gy[i] = vx[0] * cd[i] + vx[1] * cd[i + 1] + vx[2] * cd[i + 2] + vx[3] * cd[i + 3];
+      }
+      return;
+    }
+    // General map: every position inside [1, size-3] (the set), all taps in the frame.
+    const Point p0 = S.apply(s.x0, s.y);
+    const auto stride = static_cast<std::size_t>(mov_.width);
+    for (int i = 0; i < len; ++i) {
+      const double x = p0.x + S.a * i, y = p0.y + S.c * i;
+      const int ix = static_cast<int>(x), iy = static_cast<int>(y);  // positive: truncation is floor
+      double wx[4], wy[4], dx[4], dy[4];
+      bspline_weights(x - ix, wx);
+      bspline_weights(y - iy, wy);
+      bspline_weight_derivatives(x - ix, dx);
+      bspline_weight_derivatives(y - iy, dy);
+      const float* r = mov_.pixels.data() + static_cast<std::size_t>(iy - 1) * stride + (ix - 1);
+      double ax = 0, ay = 0;
+      for (int j = 0; j < 4; ++j, r += stride) {
+        ax += wy[j] * (dx[0] * r[0] + dx[1] * r[1] + dx[2] * r[2] + dx[3] * r[3]);
+        ay += dy[j] * (wx[0] * r[0] + wx[1] * r[1] + wx[2] * r[2] + wx[3] * r[3]);
+      }
+      gx[i] = static_cast<float>(ax * S.a + ay * S.c);
+      gy[i] = static_cast<float>(ax * S.b + ay * S.d);
     }
   }
 
