@@ -697,8 +697,8 @@ TEST(DriftUncertainty, SigmaOfAShortPeriodPatternIsTheSpreadOverNoiseDraws) {
     ASSERT_FALSE(info.singular);
     ex.push_back(r.transform.tx);
     ey.push_back(r.transform.ty);
-    vx += info.covariance[4 * 7] / draws;
-    vy += info.covariance[5 * 7] / draws;
+    vx += info.covariance[std::size_t{4} * 7] / draws;
+    vy += info.covariance[std::size_t{5} * 7] / draws;
   }
   auto spread = [](const std::vector<double>& v) {
     double m = 0, s = 0;
