@@ -261,3 +261,40 @@ TEST(DriftPathUncertainty, FitPartFollowsEachFramesDirection) {
   EXPECT_NEAR(std::sqrt(z2_fast / static_cast<double>(count)), 1.0, 0.12) << "along the fast axes";
   EXPECT_NEAR(std::sqrt(z2_slow / static_cast<double>(count)), 1.0, 0.12) << "across them";
 }
+
+TEST(DriftPathUncertainty, OneDirectionHoldsTheWalkInsideABand) {
+  // Band samples that are the means of a random walk over their band (16
+  // lines, beta 0.01 px^2 a band along both axes) plus white noise: the lag
+  // fit reads beta, and a line's sigma holds beta / 6, its walk about its
+  // band's mean, which no band sample shows.
+  std::mt19937 rng(41);
+  const double beta = 0.01, white = 0.03;
+  const int lines = 16, bands = 4000;
+  std::normal_distribution<double> step(0.0, std::sqrt(beta / lines)), noise(0.0, white);
+  std::vector<DriftSample> s;
+  double x = 0.0, y = 0.0;
+  for (int b = 0; b < bands; ++b) {
+    double mx = 0.0, my = 0.0;
+    for (int l = 0; l < lines; ++l) {
+      x += step(rng), y += step(rng);
+      mx += x / lines, my += y / lines;
+    }
+    DriftSample d;
+    d.t = b + 0.5, d.dx = mx + noise(rng), d.dy = my + noise(rng), d.weight = 1.0;
+    s.push_back(d);
+  }
+  EXPECT_NEAR(white_sample_noise(s, 0).walk, beta, 0.15 * beta);
+  EXPECT_NEAR(white_sample_noise(s, 1).walk, beta, 0.15 * beta);
+  EXPECT_NEAR(white_sample_noise(s, 0).scale, white * white, 0.15 * white * white);
+  // A path with a knot every band follows the samples' walk: the residuals
+  // read no drift the path leaves (the estimate clamps at ~0), so what a
+  // line's sigma holds beyond the fit is the walk inside its band.
+  DriftPathSettings ps;
+  ps.knot_spacing = 1.0;
+  ps.smoothing = 1e-3;
+  const double end = bands;
+  const DriftPathUncertainty u = DriftPathUncertainty::of(s, 0.0, end, ps, 1, [](std::size_t) { return 0.0; });
+  const double walk = beta / 6.0;
+  EXPECT_NEAR(u.residual_sigma().x * u.residual_sigma().x, walk, 0.25 * walk);
+  EXPECT_NEAR(u.residual_sigma().y * u.residual_sigma().y, walk, 0.25 * walk);
+}

@@ -455,10 +455,13 @@ class LevelSolver {
   // scaled to the whole overlap: A and M per parameter by the reference's
   // gradient power (H over the bands'), residual_ss by `scale`, the overlap's
   // weight over the measured rows' (the lag factor is a ratio: not scaled).
+  // A_exact: A with J_g the moving frame's exact spline gradient
+  // (spline_gradient_span), the covariance's; A (J_g by central differences, as
+  // H's J_f) for the signal share and the lag factor's window.
   void noise_information(const Transform& S, const Pass& pass, double gain, double offset, int R, int stride,
                          int row_step, const RowBands& bands, double scale, std::array<double, 36>& A,
-                         std::array<double, 36>& M, double& residual_ss, double prefilter_sigma,
-                         std::array<double, 2>& lag_factor) const {
+                         std::array<double, 36>& A_exact, std::array<double, 36>& M, double& residual_ss,
+                         double prefilter_sigma, std::array<double, 2>& lag_factor) const {
     const int w = ref_.width, h = ref_.height;
     const double area = static_cast<double>(stride) * stride;
     std::array<double, 6> lag0{};  // sum u_i^2 over the set
@@ -472,7 +475,7 @@ class LevelSolver {
       lags.measure_rows(bands);
       noise_rows(
           S, pass, gain, offset, [&](int, int c) { return lags.next_row(c); }, [&](int y) { lags.add_row(y); }, A,
-          residual_ss, pick, bands, &window, &power);
+          residual_ss, pick, bands, &window, &power, &A_exact);
       lags.finish();
       lag_factor = window.sums.factor();
       lag0 = window.lag0;
@@ -484,6 +487,7 @@ class LevelSolver {
         }
     }
     for (double& a : A) a *= row_step;
+    for (double& a : A_exact) a *= row_step;
     if (!bands.every_row()) {
       // A ratio estimate: each parameter's terms scaled by the reference's
       // gradient power over the whole set (H, known) over the bands', so a
@@ -497,6 +501,7 @@ class LevelSolver {
       for (int i = 0; i < np_; ++i)
         for (int j = 0; j < np_; ++j) {
           A[entry(i, j)] *= d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(j)];
+          A_exact[entry(i, j)] *= d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(j)];
           M[entry(i, j)] *= d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(j)];
         }
       for (int i = 0; i < np_; ++i)
@@ -675,16 +680,19 @@ class LevelSolver {
   template <class Out, class Done>
   void noise_rows(const Transform& S, const Pass& pass, double gain, double offset, Out out, Done done,
                   std::array<double, 36>& A, double& residual_ss, RowPick pick, const RowBands& bands,
-                  LagWindow* window = nullptr, std::array<double, 6>* power = nullptr) const {
+                  LagWindow* window = nullptr, std::array<double, 6>* power = nullptr,
+                  std::array<double, 36>* A_exact = nullptr) const {
     const int w = ref_.width, h = ref_.height;
     std::vector<int> span_of_row(static_cast<std::size_t>(h), -1);
     for (std::size_t i = 0; i < spans_.size(); ++i)
       span_of_row[static_cast<std::size_t>(spans_[i].y)] = static_cast<int>(i);
     SampledRows rows(w);
     std::vector<float> col;
+    std::vector<float> exact_gx(A_exact ? static_cast<std::size_t>(w) : 0), exact_gy(exact_gx.size());
     std::array<float*, 6> u{};
     residual_ss = 0;
     A.fill(0);
+    if (A_exact) A_exact->fill(0);
     for (const Span& s : spans_) {
       if (!bands.computed(s.y)) continue;
       const bool kept = pick.kept(s.y), measured = bands.measured(s.y);
@@ -692,9 +700,15 @@ class LevelSolver {
       for (int c = 0; c < np_; ++c) u[static_cast<std::size_t>(c)] = out(s.y, c);
       if (!kept) residual_ss = noise_u_row(s, rows, pass, gain, offset, u, residual_ss, measured, window);
       else if (!measured) noise_row<6, false>(s, rows, pass, gain, offset, u, A, residual_ss, window, power);
-      else if (np_ == 2) noise_row<2, true>(s, rows, pass, gain, offset, u, A, residual_ss, window, power);
-      else if (np_ == 3) noise_row<3, true>(s, rows, pass, gain, offset, u, A, residual_ss, window, power);
-      else noise_row<6, true>(s, rows, pass, gain, offset, u, A, residual_ss, window, power);
+      else {
+        if (A_exact) spline_gradient_span(S, s, exact_gx.data() + s.x0, exact_gy.data() + s.x0, col);
+        const float *egx = exact_gx.data(), *egy = exact_gy.data();
+        if (np_ == 2)
+          noise_row<2, true>(s, rows, pass, gain, offset, u, A, residual_ss, window, power, A_exact, egx, egy);
+        else if (np_ == 3)
+          noise_row<3, true>(s, rows, pass, gain, offset, u, A, residual_ss, window, power, A_exact, egx, egy);
+        else noise_row<6, true>(s, rows, pass, gain, offset, u, A, residual_ss, window, power, A_exact, egx, egy);
+      }
       if (kept && window) window->end_row(s.y);
       done(s.y);
     }
@@ -738,7 +752,8 @@ class LevelSolver {
   template <int NP, bool Measured>
   void noise_row(const Span& s, const SampledRows& rows, const Pass& pass, double gain, double offset,
                  const std::array<float*, 6>& u, std::array<double, 36>& A_out, double& residual_ss_out,
-                 LagWindow* window, std::array<double, 6>* power_out) const {
+                 LagWindow* window, std::array<double, 6>* power_out, std::array<double, 36>* A_exact_out = nullptr,
+                 const float* exact_gx = nullptr, const float* exact_gy = nullptr) const {
     const int w = ref_.width, h = ref_.height;
     // d(g o S)/dq by the differences the reference's gradients use.
     auto diff = [](float at, float lo, float hi, bool has_lo, bool has_hi) {
@@ -753,6 +768,9 @@ class LevelSolver {
     const unsigned char* in = rows.in[mid].data();
     double A[NP * 6];
     for (int k = 0; k < NP * 6; ++k) A[k] = A_out[static_cast<std::size_t>(k)];
+    double Ae[NP * 6] = {};
+    if (A_exact_out)
+      for (int k = 0; k < NP * 6; ++k) Ae[k] = (*A_exact_out)[static_cast<std::size_t>(k)];
     double power[NP] = {};  // sum w J_f,i^2 (the reference's gradient power, for the bands' scale)
     double residual_ss = residual_ss_out;
     std::array<double, 6> lag0{};
@@ -774,6 +792,8 @@ class LevelSolver {
           diff(G[at], has_up ? rows.G[up][at] : 0.0f, has_down ? rows.G[down][at] : 0.0f, has_up, has_down);
       steepest_from(x, s.y, ggx, ggy, sg);
       if (window) window->add(x, s.y, W[at], sf, sg, Measured);
+      std::array<double, 6> se{};
+      if (Measured && A_exact_out) steepest_from(x, s.y, exact_gx[at], exact_gy[at], se);
       for (int i = 0; i < (Measured ? NP : np_); ++i) {
         const float ui = static_cast<float>(W[at] * sf[static_cast<std::size_t>(i)] * rn);
         u[static_cast<std::size_t>(i)][at] = ui;
@@ -782,9 +802,14 @@ class LevelSolver {
         if (window) lag0[static_cast<std::size_t>(i)] += static_cast<double>(ui) * ui;
         for (int j = 0; j < NP; ++j)
           A[i * 6 + j] += W[at] * pass.alpha * sf[static_cast<std::size_t>(i)] * sg[static_cast<std::size_t>(j)];
+        if (A_exact_out)
+          for (int j = 0; j < NP; ++j)
+            Ae[i * 6 + j] += W[at] * pass.alpha * sf[static_cast<std::size_t>(i)] * se[static_cast<std::size_t>(j)];
       }
     }
     for (int k = 0; k < NP * 6; ++k) A_out[static_cast<std::size_t>(k)] = A[k];
+    if (A_exact_out)
+      for (int k = 0; k < NP * 6; ++k) (*A_exact_out)[static_cast<std::size_t>(k)] = Ae[k];
     if (Measured && power_out)
       for (int i = 0; i < NP; ++i) (*power_out)[static_cast<std::size_t>(i)] += power[i];
     residual_ss_out = residual_ss;
@@ -1059,6 +1084,71 @@ class LevelSolver {
       double v = 0;
       for (int j = 0; j < 4; ++j, r += stride) v += wy[j] * (wx[0] * r[0] + wx[1] * r[1] + wx[2] * r[2] + wx[3] * r[3]);
       out[i] = static_cast<float>(v);
+    }
+  }
+
+  // d(g o S)/dq along span s, g the moving frame's cubic spline, exactly:
+  // the derivative of the estimating equation b = sum w J_f r along the
+  // increment is the spline's, and the central differences of its samples
+  // (the iteration's and the signal share's) see sin(k)/k of it at
+  // frequency k: ~0.9 for a lattice of a 6-8 px period, an A ~10% short
+  // and every sigma 5-10% long (bench_drift_uncertainty's pooled z 0.93).
+  // As sample_span: a translation's taps separable, the same column sums.
+  void spline_gradient_span(const Transform& S, const Span& s, float* gx, float* gy, std::vector<float>& col_) const {
+    const int len = s.x1 - s.x0 + 1;
+    if (model_ == MotionModel::translation) {
+      const double sy = s.y + S.ty;
+      const int iy = static_cast<int>(std::floor(sy));
+      const int ftx = static_cast<int>(std::floor(S.tx));
+      double wy[4], dy[4], wx[4], dx[4];
+      bspline_weights(sy - iy, wy);
+      bspline_weight_derivatives(sy - iy, dy);
+      bspline_weights(S.tx - ftx, wx);
+      bspline_weight_derivatives(S.tx - ftx, dx);
+      const int base = s.x0 + ftx - 1;
+      const auto n = static_cast<std::size_t>(len) + 3;
+      col_.resize(2 * n);
+      float* c = col_.data();
+      float* cd = c + n;
+      const float* r[4] = {mov_.row(iy - 1) + base, mov_.row(iy) + base, mov_.row(iy + 1) + base,
+                           mov_.row(iy + 2) + base};
+      const float vy[4] = {static_cast<float>(wy[0]), static_cast<float>(wy[1]), static_cast<float>(wy[2]),
+                           static_cast<float>(wy[3])};
+      const float ey[4] = {static_cast<float>(dy[0]), static_cast<float>(dy[1]), static_cast<float>(dy[2]),
+                           static_cast<float>(dy[3])};
+      for (std::size_t i = 0; i < n; ++i) {
+        c[i] = vy[0] * r[0][i] + vy[1] * r[1][i] + vy[2] * r[2][i] + vy[3] * r[3][i];
+        cd[i] = ey[0] * r[0][i] + ey[1] * r[1][i] + ey[2] * r[2][i] + ey[3] * r[3][i];
+      }
+      const float vx[4] = {static_cast<float>(wx[0]), static_cast<float>(wx[1]), static_cast<float>(wx[2]),
+                           static_cast<float>(wx[3])};
+      const float ex[4] = {static_cast<float>(dx[0]), static_cast<float>(dx[1]), static_cast<float>(dx[2]),
+                           static_cast<float>(dx[3])};
+      for (std::size_t i = 0; i < static_cast<std::size_t>(len); ++i) {
+        gx[i] = ex[0] * c[i] + ex[1] * c[i + 1] + ex[2] * c[i + 2] + ex[3] * c[i + 3];
+        gy[i] = vx[0] * cd[i] + vx[1] * cd[i + 1] + vx[2] * cd[i + 2] + vx[3] * cd[i + 3];
+      }
+      return;
+    }
+    // General map: every position inside [1, size-3] (the set), all taps in the frame.
+    const Point p0 = S.apply(s.x0, s.y);
+    const auto stride = static_cast<std::size_t>(mov_.width);
+    for (int i = 0; i < len; ++i) {
+      const double x = p0.x + S.a * i, y = p0.y + S.c * i;
+      const int ix = static_cast<int>(x), iy = static_cast<int>(y);  // positive: truncation is floor
+      double wx[4], wy[4], dx[4], dy[4];
+      bspline_weights(x - ix, wx);
+      bspline_weights(y - iy, wy);
+      bspline_weight_derivatives(x - ix, dx);
+      bspline_weight_derivatives(y - iy, dy);
+      const float* r = mov_.pixels.data() + static_cast<std::size_t>(iy - 1) * stride + (ix - 1);
+      double ax = 0, ay = 0;
+      for (int j = 0; j < 4; ++j, r += stride) {
+        ax += wy[j] * (dx[0] * r[0] + dx[1] * r[1] + dx[2] * r[2] + dx[3] * r[3]);
+        ay += dy[j] * (wx[0] * r[0] + wx[1] * r[1] + wx[2] * r[2] + wx[3] * r[3]);
+      }
+      gx[i] = static_cast<float>(ax * S.a + ay * S.c);
+      gy[i] = static_cast<float>(ax * S.b + ay * S.d);
     }
   }
 
@@ -1376,7 +1466,7 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
   out.alpha = pass.alpha;
   out.beta = pass.beta;
   out.reference_mean = solver.reference_mean();
-  std::array<double, 36> Hinv{}, Ainv{}, A{}, M{};
+  std::array<double, 36> Hinv{}, Ainv{}, A{}, A_exact{}, M{};
   const bool invertible = invert_general(np, solver.hessian(), solver.hessian(), Hinv);
   // Every second row for A and the lag factor when the prefilter makes their
   // terms smooth down the columns (a's sd sigma sqrt 2 >= 1 px).
@@ -1394,14 +1484,16 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
   const auto [gain, offset] = noise_gain(pass, mean, variance, options_.prefilter_sigma, counts);
   out.noise_gain = gain;
   double rss = 0;
-  solver.noise_information(S, pass, gain, offset, R, stride, row_step, bands, scale, A, M, rss,
+  solver.noise_information(S, pass, gain, offset, R, stride, row_step, bands, scale, A, A_exact, M, rss,
                            options_.prefilter_sigma, out.signal_lag_factor);
   if (gain != pass.alpha)
     for (double& m : M) m *= (pass.alpha / gain) * (pass.alpha / gain);
   out.gradient_signal_fraction = gradient_signal_fraction(np, A, solver.hessian());
   out.prefilter_sigma = options_.prefilter_sigma;
   out.residual_rms = std::sqrt(rss / std::max(1.0, solver.pixels()));
-  if (!invertible || !invert_general(np, A, solver.hessian(), Ainv)) return singular();
+  // The covariance with A at the spline's exact gradient (b's sensitivity);
+  // the signal share above with the central differences H is taken with.
+  if (!invertible || !invert_general(np, A_exact, solver.hessian(), Ainv)) return singular();
   double J[6][6] = {};  // d entries(T(delta)) / d delta
   const double step = 1e-4;
   for (int p = 0; p < np; ++p) {

@@ -43,7 +43,7 @@ WhiteSampleNoise white_noise_of(const std::vector<DriftSample>& samples, Value y
       ++per_lag[m];
     }
   if (per_lag[1] < min_per_lag || per_lag[2] < min_per_lag || per_lag[3] < min_per_lag) return out;
-  // Cramer's rule for the 3x3 (omega only).
+  // Cramer's rule for the 3x3 (omega and beta).
   auto det3 = [](const double m[3][3]) {
     return m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
            m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
@@ -53,6 +53,9 @@ WhiteSampleNoise white_noise_of(const std::vector<DriftSample>& samples, Value y
   double a0[3][3];
   for (int r = 0; r < 3; ++r) a0[r][0] = b[r], a0[r][1] = a[r][1], a0[r][2] = a[r][2];
   out.scale = std::max(0.0, det3(a0) / det);
+  double a1[3][3];
+  for (int r = 0; r < 3; ++r) a1[r][0] = a[r][0], a1[r][1] = b[r], a1[r][2] = a[r][2];
+  out.walk = std::max(0.0, det3(a1) / det);
   out.triples = per_lag[1] + per_lag[2] + per_lag[3];
   return out;
 }

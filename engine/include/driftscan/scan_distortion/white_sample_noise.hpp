@@ -16,6 +16,7 @@ namespace driftscan {
 struct WhiteSampleNoise {
   double scale = 0.0;       // omega: sample i's white variance is omega / weight_i (px^2 x weight)
   std::size_t triples = 0;  // second differences used; 0: no estimate (scale 0)
+  double walk = 0.0;        // beta: the random walk's variance per sample spacing (px^2), clamped at 0
 };
 
 // From the second differences d_m = y(i - m) - 2 y(i) + y(i + m) at lags
