@@ -269,6 +269,52 @@ TEST(ScanDistortion, PixelShowingNearSolvesEachLine) {
   }
 }
 
+// The averaging's row inverse (steps along a run of one line, solved again
+// where the line changes) is pixel_showing_near() at each point of the row,
+// each from its neighbour's line (as the averaging called it), for lines
+// that are rows, serpentine rows or columns (a line change at every pixel);
+// and where that pixel shows the point (between two jittered lines some
+// points are shown by neither), probed() of it is the point.
+TEST(ScanDistortion, PixelsShowingRowArePixelShowingNearAlongTheRow) {
+  for (ScanDirection direction : {ScanDirection::normal, ScanDirection::serpentine, ScanDirection::rotated90}) {
+    SynthOptions o = scanned_series();
+    o.frames = 3;
+    o.width = 40;
+    o.height = 30;
+    o.scan_direction = direction;
+    SyntheticSeries s(o);
+    const ScanTiming& t = s.scan_timing();
+    const ScanModel m = model_near_truth(s, 3);
+    double worst = 0, worst_shown = 0;
+    int inside = 0, shown = 0;
+    for (std::size_t k = 0; k < 3; ++k) {
+      const FrameScanMap map(t, m, k);
+      for (double y = -2.25; y < 32.0; y += 0.5) {
+        const Point q0{-3.3, y};
+        std::vector<Point> row(48);
+        map.pixels_showing_row(q0, static_cast<int>(row.size()), row.data());
+        int line = 0;
+        for (std::size_t i = 0; i < row.size(); ++i) {
+          const Point q{q0.x + static_cast<double>(i), q0.y};
+          const Point n = map.pixel_showing_near(q, line), p = row[i];
+          worst = std::max({worst, std::fabs(n.x - p.x), std::fabs(n.y - p.y)});
+          if (p.x < 0 || p.y < 0 || p.x > 39 || p.y > 29) continue;
+          ++inside;
+          const Point r = map.probed(n.x, n.y);
+          if (std::hypot(r.x - q.x, r.y - q.y) > 1e-6) continue;
+          ++shown;
+          const Point rp = map.probed(p.x, p.y);
+          worst_shown = std::max({worst_shown, std::fabs(rp.x - q.x), std::fabs(rp.y - q.y)});
+        }
+      }
+    }
+    EXPECT_GT(inside, 2000) << to_string(direction);
+    EXPECT_GT(shown, inside * 3 / 4) << to_string(direction);
+    EXPECT_LT(worst, 1e-9) << to_string(direction);
+    EXPECT_LT(worst_shown, 1e-9) << to_string(direction);
+  }
+}
+
 // The average samples each line at its own fast-axis position: a frame whose
 // lines are displaced by known jitters comes back as the undisplaced image
 // (to the interpolation's accuracy), for lines that are rows or columns.

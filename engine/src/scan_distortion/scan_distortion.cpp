@@ -576,6 +576,25 @@ Point FrameScanMap::pixel_showing(Point q) const {
   return p;
 }
 
+void FrameScanMap::pixels_showing_row(Point q0, int count, Point* out) const {
+  // The step of q along the row, in the frame's recorded axes.
+  const Point dq = turned_ ? Point{unturn_.a, unturn_.c} : Point{1.0, 0.0};
+  int line = 0;
+  for (int i = 0; i < count;) {
+    const Point p0 = pixel_showing_near({q0.x + i, q0.y}, line);
+    const Point step = pixel_step_on_line(dq, line);
+    out[i] = p0;
+    int k = i + 1;
+    for (; k < count; ++k) {
+      const double t = k - i;
+      const Point p{p0.x + t * step.x, p0.y + t * step.y};
+      if (nearest_line(rotated_ ? p.x : p.y) != line) break;
+      out[k] = p;
+    }
+    i = k;
+  }
+}
+
 void SpecimenExtent::add(Point q) {
   xmin = std::min(xmin, q.x), xmax = std::max(xmax, q.x), ymin = std::min(ymin, q.y), ymax = std::max(ymax, q.y);
 }
@@ -634,22 +653,25 @@ FrameContribution sample_in_specimen_coordinates(const Frame& frame, const Frame
   c.height = std::max(0, std::min(grid.height, static_cast<int>(std::ceil(box.ymax - grid.origin.y)) + 3) - c.j0);
   c.value.assign(static_cast<std::size_t>(c.width) * static_cast<std::size_t>(c.height),
                  std::numeric_limits<float>::quiet_NaN());
-#pragma omp parallel for schedule(static)
-  for (int j = 0; j < c.height; ++j) {
-    // Along an output row the pixel stays on one line for long runs: each
-    // inverse starts from its neighbour's line.
-    int line = 0;
-    float* row = c.value.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(c.width);
-    for (int i = 0; i < c.width; ++i) {
-      const Point p = map.pixel_showing_near({grid.origin.x + c.i0 + i, grid.origin.y + c.j0 + j}, line);
-      if (p.x < 0.0 || p.y < 0.0 || p.x > w - 1 || p.y > h - 1) continue;
-      if (from_sample > 0.0 && map.sample_at(p) < from_sample) continue;
-      const int ix = static_cast<int>(p.x), iy = static_cast<int>(p.y);  // p >= 0: truncation is floor
-      if (ix >= 1 && iy >= 1 && ix + 2 < w && iy + 2 < h) {
-        row[i] = bspline_taps_value(coeffs.row(iy - 1) + ix - 1, stride, static_cast<float>(p.x - ix),
-                                    static_cast<float>(p.y - iy));
-      } else {
-        row[i] = static_cast<float>(sample_bspline(coeffs, p.x, p.y));  // edge taps clamped
+#pragma omp parallel
+  {
+    std::vector<Point> showing(static_cast<std::size_t>(c.width));
+#pragma omp for schedule(static)
+    for (int j = 0; j < c.height; ++j) {
+      // Along an output row the pixel stays on one line for long runs.
+      map.pixels_showing_row({grid.origin.x + c.i0, grid.origin.y + c.j0 + j}, c.width, showing.data());
+      float* row = c.value.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(c.width);
+      for (int i = 0; i < c.width; ++i) {
+        const Point p = showing[static_cast<std::size_t>(i)];
+        if (p.x < 0.0 || p.y < 0.0 || p.x > w - 1 || p.y > h - 1) continue;
+        if (from_sample > 0.0 && map.sample_at(p) < from_sample) continue;
+        const int ix = static_cast<int>(p.x), iy = static_cast<int>(p.y);  // p >= 0: truncation is floor
+        if (ix >= 1 && iy >= 1 && ix + 2 < w && iy + 2 < h) {
+          row[i] = bspline_taps_value(coeffs.row(iy - 1) + ix - 1, stride, static_cast<float>(p.x - ix),
+                                      static_cast<float>(p.y - iy));
+        } else {
+          row[i] = static_cast<float>(sample_bspline(coeffs, p.x, p.y));  // edge taps clamped
+        }
       }
     }
   }

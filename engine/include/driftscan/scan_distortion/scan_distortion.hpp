@@ -154,6 +154,13 @@ class FrameScanMap {
     }
     return p;
   }
+  // pixel_showing_near() of the specimen points q0 + (i, 0), i < count, into
+  // out: the averaging's inverse for a row of its grid. Within a line the
+  // map is affine, so along a run of one line each pixel is the run's first
+  // plus i times a constant step (no division); solved again where the
+  // step's pixel lies nearer another line (the same test as
+  // pixel_showing_near()'s).
+  void pixels_showing_row(Point q0, int count, Point* out) const;
   // The offset of a line at its start and its change per sample (dwell); of
   // a turned frame, in its recorded axes.
   Point line_offset(int line) const { return start_[static_cast<std::size_t>(line)]; }
@@ -202,6 +209,15 @@ class FrameScanMap {
     const double along = reversed ? (qa - last_sample_ * va) / (1.0 - va) : qa / (1.0 + va);
     const double s = reversed ? last_sample_ - along : along;
     return rotated_ ? Point{q.x - a.x - s * vs, along} : Point{along, q.y - a.y - s * vs};
+  }
+  // The change of pixel_on_line(q, line) when q (unturned) changes by dq.
+  Point pixel_step_on_line(Point dq, int line) const {
+    const Point v = per_sample_[static_cast<std::size_t>(line)];
+    const bool reversed = serpentine_ && (line & 1);
+    const double dqa = rotated_ ? dq.y : dq.x, va = rotated_ ? v.y : v.x, vs = rotated_ ? v.x : v.y;
+    const double along = reversed ? dqa / (1.0 - va) : dqa / (1.0 + va);
+    const double s = reversed ? -along : along;
+    return rotated_ ? Point{dq.x - s * vs, along} : Point{along, dq.y - s * vs};
   }
   // The line nearest a slow-axis coordinate, without llround (a libm call):
   // truncation, corrected below 0. A point exactly between two lines may go
