@@ -855,7 +855,7 @@ void print_jitter_diagnostic(const SyntheticSeries& s, const FrameVector& frames
   auto score = [&](const ScanDistortionSteps& steps, const ScanModel& model, bool calibration = false) {
     double sums[3] = {}, count = 0, gain = 0;
     std::vector<std::array<double, 3>> cal;  // (v, raw error^2, truth^2)
-    double reg[5] = {};  // raw ~ alpha truth + beta previous: normal equations
+    double reg[5] = {};                      // raw ~ alpha truth + beta previous: normal equations
     for (std::size_t k = 0; k < n; ++k) {
       const ScanDistortionSteps::FrameFit fit = steps.fit_frame(frames.frame(k), k, model);
       if (fit.line_offset.size() != lines) continue;
@@ -885,7 +885,8 @@ void print_jitter_diagnostic(const SyntheticSeries& s, const FrameVector& frames
     if (calibration && !cal.empty()) {
       const double det = reg[0] * reg[2] - reg[1] * reg[1];
       std::printf("%-52s  raw offset ~ %.3f truth + %.3f previous estimate (raw ~ %.3f truth alone)\n", "",
-                  (reg[3] * reg[2] - reg[4] * reg[1]) / det, (reg[4] * reg[0] - reg[3] * reg[1]) / det, reg[3] / reg[0]);
+                  (reg[3] * reg[2] - reg[4] * reg[1]) / det, (reg[4] * reg[0] - reg[3] * reg[1]) / det,
+                  reg[3] / reg[0]);
       std::sort(cal.begin(), cal.end());
       const std::size_t bins = 10;
       std::printf("%-52s  by the line's variance v (deciles): mean v / mean raw error^2 / mean truth^2:", "");
@@ -899,8 +900,8 @@ void print_jitter_diagnostic(const SyntheticSeries& s, const FrameVector& frames
       std::printf("\n");
     }
     Score r;
-    r.raw = std::sqrt(sums[0] / count), r.engine = std::sqrt(sums[1] / count),
-    r.posterior = std::sqrt(sums[2] / count), r.gain = gain / count;
+    r.raw = std::sqrt(sums[0] / count), r.engine = std::sqrt(sums[1] / count), r.posterior = std::sqrt(sums[2] / count),
+    r.gain = gain / count;
     return r;
   };
   auto with_template = [&](const ScanModel& built_with, const ScanModel& fitted) {
@@ -980,7 +981,8 @@ ScanModel row_corrected(const SyntheticSeries& s, const ScanModel& est, double b
   for (std::size_t i = 0; i < items.size();) {
     std::size_t j = i;
     double sum = 0;
-    while (j < items.size() && items[j].group == items[i].group && items[j].bin == items[i].bin) sum += value(items[j++]);
+    while (j < items.size() && items[j].group == items[i].group && items[j].bin == items[i].bin)
+      sum += value(items[j++]);
     const double mean = sum / static_cast<double>(j - i);
     for (std::size_t q = i; q < j; ++q) within += std::pow(value(items[q]) - mean, 2);
     within_n += static_cast<double>(j - i - 1);
