@@ -1005,6 +1005,80 @@ ScanModel row_corrected(const SyntheticSeries& s, const ScanModel& est, double b
   return m;
 }
 
+// Frame 0's first bands, fitted once more (a round's fit_frame) under a given
+// model against the template built with it: each band's sample (path plus
+// the band's offset) minus the model's path at the band's time, i.e. the
+// offset the band asks of the model. Under the true model (its average as
+// template) every band should ask ~0; under the estimate's, what the
+// estimate's next round would move.
+void print_first_band_diagnostic(const SyntheticSeries& s, const FrameVector& frames, const ScanModel& est,
+                                 const ScanModel& oracle, const ScanDistortionSettings& settings) {
+  const ScanTiming& t = s.scan_timing();
+  const std::size_t n = s.frame_count();
+  // The model's position of band b (its path at the band's time and its lines' mean jitter).
+  auto band_position = [&](const ScanModel& m, std::size_t k, std::size_t b, double time) {
+    const int l0 = static_cast<int>(b) * settings.band_lines, l1 = std::min(t.lines(), l0 + settings.band_lines);
+    double j = 0;
+    for (int l = l0; l < l1; ++l) j += m.jitter[k][static_cast<std::size_t>(l)] / (l1 - l0);
+    const Point p = m.path.at(time), f = t.fast_axis(k);
+    return Point{p.x + j * f.x, p.y + j * f.y};
+  };
+  auto offsets = [&](const ScanModel& built_with, const char* what, bool clean) {
+    ScanDistortionSteps steps(t, settings, n);
+    AverageNoise noise;
+    std::vector<FrameContribution> own;
+    SpecimenImage average =
+        average_in_specimen_coordinates(frames, t, built_with, &noise, &own, nullptr, steps.template_from_sample());
+    if (clean) {
+      std::vector<Point> points;
+      for (int j = 0; j < average.image.height; ++j)
+        for (int i = 0; i < average.image.width; ++i) points.push_back({average.origin.x + i, average.origin.y + j});
+      average.image = s.specimen(points, average.image.width, average.image.height);
+      for (float& v : average.coverage.pixels) v = v > 0 ? 1e9f : 0.0f;
+      ScanDistortionSettings plain = settings;
+      plain.filter_template = false;
+      ScanDistortionSteps exact(t, plain, n);
+      exact.set_template(std::move(average), built_with.path);
+      std::printf("%-52s    %-36s", "", what);
+      for (const std::size_t k : {std::size_t{0}, n / 2}) {
+        const ScanDistortionSteps::FrameFit fit = exact.fit_frame(frames.frame(k), k, built_with);
+        std::printf("  frame %zu:", k);
+        for (std::size_t b = 0; b < std::min<std::size_t>(4, fit.bands.size()); ++b) {
+          const Point p = band_position(built_with, k, b, fit.bands[b].t);
+          std::printf(" %+.2f %+.2f", fit.bands[b].dx - p.x, fit.bands[b].dy - p.y);
+        }
+      }
+      std::printf("\n");
+      return;
+    }
+    steps.set_template(std::move(average), built_with.path, std::move(noise), std::move(own));
+    std::printf("%-52s    %-36s", "", what);
+    for (const std::size_t k : {std::size_t{0}, n / 2}) {
+      const ScanDistortionSteps::FrameFit fit = steps.fit_frame(frames.frame(k), k, built_with);
+      std::printf("  frame %zu:", k);
+      for (std::size_t b = 0; b < std::min<std::size_t>(4, fit.bands.size()); ++b) {
+          const Point p = band_position(built_with, k, b, fit.bands[b].t);
+          std::printf(" %+.2f %+.2f", fit.bands[b].dx - p.x, fit.bands[b].dy - p.y);
+      }
+    }
+    std::printf("\n");
+  };
+  std::printf("%-52s  frame 0's first 4 bands' mean jitter, true / estimated (px):", "");
+  for (int b = 0; b < 4; ++b) {
+    double tj = 0, ej = 0;
+    for (int l = b * settings.band_lines; l < (b + 1) * settings.band_lines; ++l)
+      tj += s.line_jitter(0, l) / settings.band_lines, ej += est.jitter[0][static_cast<std::size_t>(l)] / settings.band_lines;
+    std::printf("  %+.3f / %+.3f", tj, ej);
+  }
+  double all = 0;
+  for (int l = 0; l < t.lines(); ++l) all += s.line_jitter(0, l) / t.lines();
+  std::printf("  (frame's true mean %+.3f)\n", all);
+  std::printf("%-52s  the first 4 bands' offsets from the model (x y, px), one more fit:\n", "");
+  offsets(oracle, "the true model, its average", false);
+  offsets(oracle, "the true model, the clean specimen", true);
+  offsets(est, "the estimate, its average", false);
+}
+
 // Line l of frame k: the estimate's position (path at the line's middle and
 // jitter along the fast axis) minus the true one (`gauge`: truth_gauge(s)).
 Point line_position_error(const SyntheticSeries& s, const ScanModel& est, std::size_t k, int l, Point gauge) {
@@ -1341,6 +1415,7 @@ void run_case(const Case& c, const ScanDistortionSettings& settings, int threads
   if (diagnose_errors) {
     print_error_diagnostic(s, frames_in_memory, est.model, region, r_oracle);
     print_edge_diagnostic(s, est, case_settings.band_lines);
+    print_first_band_diagnostic(s, frames_in_memory, est.model, oracle, case_settings);
   }
   if (s.options().scan_hysteresis != 0.0) print_line_field_errors(s, est.model);
   std::fflush(stdout);
