@@ -1057,8 +1057,8 @@ void print_first_band_diagnostic(const SyntheticSeries& s, const FrameVector& fr
       const ScanDistortionSteps::FrameFit fit = steps.fit_frame(frames.frame(k), k, built_with);
       std::printf("  frame %zu:", k);
       for (std::size_t b = 0; b < std::min<std::size_t>(4, fit.bands.size()); ++b) {
-          const Point p = band_position(built_with, k, b, fit.bands[b].t);
-          std::printf(" %+.2f %+.2f", fit.bands[b].dx - p.x, fit.bands[b].dy - p.y);
+        const Point p = band_position(built_with, k, b, fit.bands[b].t);
+        std::printf(" %+.2f %+.2f", fit.bands[b].dx - p.x, fit.bands[b].dy - p.y);
       }
     }
     std::printf("\n");
@@ -1067,7 +1067,8 @@ void print_first_band_diagnostic(const SyntheticSeries& s, const FrameVector& fr
   for (int b = 0; b < 4; ++b) {
     double tj = 0, ej = 0;
     for (int l = b * settings.band_lines; l < (b + 1) * settings.band_lines; ++l)
-      tj += s.line_jitter(0, l) / settings.band_lines, ej += est.jitter[0][static_cast<std::size_t>(l)] / settings.band_lines;
+      tj += s.line_jitter(0, l) / settings.band_lines,
+          ej += est.jitter[0][static_cast<std::size_t>(l)] / settings.band_lines;
     std::printf("  %+.3f / %+.3f", tj, ej);
   }
   double all = 0;
