@@ -1052,6 +1052,25 @@ void print_first_band_diagnostic(const SyntheticSeries& s, const FrameVector& fr
       return;
     }
     steps.set_template(std::move(average), built_with.path, std::move(noise), std::move(own));
+    {
+      const ScanDistortionSteps::FrameFit f0 = steps.fit_frame(frames.frame(0), 0, built_with);
+      std::printf("%-52s    %-36s frame 0's lines fitted per band (of %d):", "", what, settings.band_lines);
+      for (int b = 0; b < 4; ++b) {
+        int fitted = 0;
+        for (int l = b * settings.band_lines; l < (b + 1) * settings.band_lines; ++l)
+          fitted += f0.line_variance.size() > static_cast<std::size_t>(l) &&
+                    std::isfinite(f0.line_variance[static_cast<std::size_t>(l)]);
+        std::printf(" %d", fitted);
+      }
+      double fitted_mean = 0, fitted_count = 0;
+      for (int l = 0; l < settings.band_lines; ++l)
+        if (f0.line_variance.size() > static_cast<std::size_t>(l) &&
+            std::isfinite(f0.line_variance[static_cast<std::size_t>(l)]))
+          fitted_mean += s.line_jitter(0, l), fitted_count += 1;
+      std::printf("; the first band's fitted lines' true mean jitter %+.3f px",
+                  fitted_mean / std::max(1.0, fitted_count));
+      std::printf("\n");
+    }
     std::printf("%-52s    %-36s", "", what);
     for (const std::size_t k : {std::size_t{0}, n / 2}) {
       const ScanDistortionSteps::FrameFit fit = steps.fit_frame(frames.frame(k), k, built_with);
