@@ -833,6 +833,272 @@ void print_template_diagnostic(const SyntheticSeries& s, const FrameVector& fram
       "", error_with(filtered), error_with(plain), error_with(exact), error_with(resampled));
 }
 
+// Where the shrunk jitter error comes from (the engine's last model against
+// the truth): one more round's line fits under a given model and template,
+// each scored three ways against the true jitter (each frame's mean taken
+// off both, as the error is measured): raw (the least-squares offsets),
+// shrunk as the engine does (finish_jitter, the path unchanged) and shrunk
+// with the true jitter variance (tau = the draw's jitter) and the lines'
+// measured variances (the textbook posterior mean). The fits: the engine's
+// model and template (a further round); the true path with the estimate's
+// jitter, the template built from that model; the same against the true
+// model's average; the same against the clean specimen.
+void print_jitter_diagnostic(const SyntheticSeries& s, const FrameVector& frames, const ScanModel& est,
+                             const ScanModel& oracle, const ScanDistortionSettings& settings) {
+  const ScanTiming& t = s.scan_timing();
+  const std::size_t n = s.frame_count();
+  const std::size_t lines = static_cast<std::size_t>(t.lines());
+  const double tau2 = s.options().jitter * s.options().jitter;
+  struct Score {
+    double raw = 0, engine = 0, posterior = 0, gain = 0;
+  };
+  auto score = [&](const ScanDistortionSteps& steps, const ScanModel& model, bool calibration = false) {
+    double sums[3] = {}, count = 0, gain = 0;
+    std::vector<std::array<double, 3>> cal;  // (v, raw error^2, truth^2)
+    double reg[5] = {};                      // raw ~ alpha truth + beta previous: normal equations
+    for (std::size_t k = 0; k < n; ++k) {
+      const ScanDistortionSteps::FrameFit fit = steps.fit_frame(frames.frame(k), k, model);
+      if (fit.line_offset.size() != lines) continue;
+      const std::vector<double> shrunk = steps.finish_jitter(fit, k, model.path, model.path);
+      double tm = 0, om = 0, c = 0;
+      for (std::size_t l = 0; l < lines; ++l) tm += s.line_jitter(k, static_cast<int>(l)) / static_cast<double>(lines);
+      for (std::size_t l = 0; l < lines; ++l)
+        if (std::isfinite(fit.line_variance[l])) om += fit.line_offset[l], c += 1;
+      om /= std::max(1.0, c);
+      for (std::size_t l = 0; l < lines; ++l) {
+        const double truth = s.line_jitter(k, static_cast<int>(l)) - tm;
+        const double v = fit.line_variance[l];
+        const double raw = std::isfinite(v) ? fit.line_offset[l] - om : 0.0;
+        const double g = std::isfinite(v) ? tau2 / (tau2 + v) : 0.0;
+        sums[0] += (raw - truth) * (raw - truth);
+        sums[1] += (shrunk[l] - truth) * (shrunk[l] - truth);
+        sums[2] += (g * raw - truth) * (g * raw - truth);
+        gain += g, count += 1;
+        if (calibration && std::isfinite(v)) {
+          cal.push_back({v, (raw - truth) * (raw - truth), truth * truth});
+          const double prev = model.jitter[k][l];
+          reg[0] += truth * truth, reg[1] += truth * prev, reg[2] += prev * prev, reg[3] += truth * raw,
+              reg[4] += prev * raw;
+        }
+      }
+    }
+    if (calibration && !cal.empty()) {
+      const double det = reg[0] * reg[2] - reg[1] * reg[1];
+      std::printf("%-52s  raw offset ~ %.3f truth + %.3f previous estimate (raw ~ %.3f truth alone)\n", "",
+                  (reg[3] * reg[2] - reg[4] * reg[1]) / det, (reg[4] * reg[0] - reg[3] * reg[1]) / det,
+                  reg[3] / reg[0]);
+      std::sort(cal.begin(), cal.end());
+      const std::size_t bins = 10;
+      std::printf("%-52s  by the line's variance v (deciles): mean v / mean raw error^2 / mean truth^2:", "");
+      for (std::size_t b = 0; b < bins; ++b) {
+        double m[3] = {};
+        const std::size_t i0 = b * cal.size() / bins, i1 = (b + 1) * cal.size() / bins;
+        for (std::size_t i = i0; i < i1; ++i)
+          for (int q = 0; q < 3; ++q) m[q] += cal[i][static_cast<std::size_t>(q)] / static_cast<double>(i1 - i0);
+        std::printf("  %.4f/%.4f/%.4f", m[0], m[1], m[2]);
+      }
+      std::printf("\n");
+    }
+    Score r;
+    r.raw = std::sqrt(sums[0] / count), r.engine = std::sqrt(sums[1] / count), r.posterior = std::sqrt(sums[2] / count),
+    r.gain = gain / count;
+    return r;
+  };
+  auto with_template = [&](const ScanModel& built_with, const ScanModel& fitted) {
+    ScanDistortionSteps steps(t, settings, n);
+    AverageNoise noise;
+    std::vector<FrameContribution> own;
+    SpecimenImage average =
+        average_in_specimen_coordinates(frames, t, built_with, &noise, &own, nullptr, steps.template_from_sample());
+    steps.set_template(std::move(average), built_with.path, std::move(noise), std::move(own));
+    return score(steps, fitted, &built_with == &est);
+  };
+  ScanModel true_path = est;
+  true_path.path = oracle.path;
+  const Score a = with_template(est, est);
+  const Score b = with_template(true_path, true_path);
+  const Score c = with_template(oracle, true_path);
+  // The clean specimen (coverage so large that a frame's own samples change nothing).
+  AverageNoise noise;
+  std::vector<FrameContribution> own;
+  SpecimenImage clean = average_in_specimen_coordinates(frames, t, oracle, &noise, &own);
+  std::vector<Point> points;
+  for (int j = 0; j < clean.image.height; ++j)
+    for (int i = 0; i < clean.image.width; ++i) points.push_back({clean.origin.x + i, clean.origin.y + j});
+  clean.image = s.specimen(points, clean.image.width, clean.image.height);
+  for (float& v : clean.coverage.pixels) v = v > 0 ? 1e9f : 0.0f;
+  ScanDistortionSettings plain = settings;
+  plain.filter_template = false;
+  ScanDistortionSteps exact(t, plain, n);
+  exact.set_template(clean, oracle.path);
+  const Score d = score(exact, true_path);
+  auto line = [](const char* what, const Score& r) {
+    std::printf("%-52s  %-58s raw %.4f  engine-shrunk %.4f  posterior (tau true) %.4f  (mean gain %.3f)\n", "", what,
+                r.raw, r.engine, r.posterior, r.gain);
+  };
+  line("jitter, a further round: the estimate's model", a);
+  line("  the true path, the estimate's jitter, its template", b);
+  line("  the true path, the estimate's jitter, true-model template", c);
+  line("  the true path, the estimate's jitter, clean specimen", d);
+}
+
+// Experiment: each specimen row's mean jitter (lines whose fast axes are
+// parallel, binned by where across that axis they run) taken off by
+// empirical Bayes.
+ScanModel row_corrected(const SyntheticSeries& s, const ScanModel& est, double bin_px) {
+  const ScanTiming& t = s.scan_timing();
+  ScanModel m = est;
+  struct Item {
+    long group, bin;
+    std::size_t k;
+    int l;
+    double sign;
+  };
+  std::vector<Item> items;
+  for (std::size_t k = 0; k < s.frame_count(); ++k) {
+    const Point f = t.fast_axis(k);
+    const bool flip = f.x < -1e-6 || (std::fabs(f.x) <= 1e-6 && f.y < 0);
+    const Point c = flip ? Point{-f.x, -f.y} : f;
+    const Point perp{-c.y, c.x};
+    const long group = std::lround(std::atan2(c.y, c.x) * 180.0 / kPi);
+    for (int l = 0; l < t.lines(); ++l) {
+      const Point mid = t.turn(k).apply(0.5 * t.samples_per_line(), l + 0.5);
+      const Point d = est.path.at(t.line_mid_time(k, l));
+      const double across = (mid.x + d.x) * perp.x + (mid.y + d.y) * perp.y;
+      items.push_back({group, std::lround(std::floor(across / bin_px)), k, l, flip ? -1.0 : 1.0});
+    }
+  }
+  std::sort(items.begin(), items.end(),
+            [](const Item& a, const Item& b) { return a.group != b.group ? a.group < b.group : a.bin < b.bin; });
+  auto value = [&](const Item& it) { return it.sign * m.jitter[it.k][static_cast<std::size_t>(it.l)]; };
+  // Pass 1: within-bin variance A and the variance of the bins' means.
+  struct Bin {
+    std::size_t i0, i1;
+    double mean;
+  };
+  std::vector<Bin> bins;
+  double within = 0, within_n = 0;
+  for (std::size_t i = 0; i < items.size();) {
+    std::size_t j = i;
+    double sum = 0;
+    while (j < items.size() && items[j].group == items[i].group && items[j].bin == items[i].bin)
+      sum += value(items[j++]);
+    const double mean = sum / static_cast<double>(j - i);
+    for (std::size_t q = i; q < j; ++q) within += std::pow(value(items[q]) - mean, 2);
+    within_n += static_cast<double>(j - i - 1);
+    bins.push_back({i, j, mean});
+    i = j;
+  }
+  const double A = within / std::max(1.0, within_n);
+  double mean_sq = 0, expected = 0, nb = 0;
+  for (const Bin& b : bins)
+    if (b.i1 - b.i0 >= 2) mean_sq += b.mean * b.mean, expected += A / static_cast<double>(b.i1 - b.i0), nb += 1;
+  const double E = std::max(0.0, (mean_sq - expected) / nb);
+  std::printf("%-52s  rows of %.2f px: %zu bins, within-row variance %.4f, the rows' common variance %.4f\n", "",
+              bin_px, bins.size(), A, E);
+  for (const Bin& b : bins) {
+    const double m_b = static_cast<double>(b.i1 - b.i0);
+    const double c = E > 0 ? E / (E + A / m_b) : 0.0;
+    for (std::size_t q = b.i0; q < b.i1; ++q)
+      m.jitter[items[q].k][static_cast<std::size_t>(items[q].l)] -= items[q].sign * c * b.mean;
+  }
+  return m;
+}
+
+// Frame 0's first bands, fitted once more (a round's fit_frame) under a given
+// model against the template built with it: each band's sample (path plus
+// the band's offset) minus the model's path at the band's time, i.e. the
+// offset the band asks of the model. Under the true model (its average as
+// template) every band should ask ~0; under the estimate's, what the
+// estimate's next round would move.
+void print_first_band_diagnostic(const SyntheticSeries& s, const FrameVector& frames, const ScanModel& est,
+                                 const ScanModel& oracle, const ScanDistortionSettings& settings) {
+  const ScanTiming& t = s.scan_timing();
+  const std::size_t n = s.frame_count();
+  // The model's position of band b (its path at the band's time and its lines' mean jitter).
+  auto band_position = [&](const ScanModel& m, std::size_t k, std::size_t b, double time) {
+    const int l0 = static_cast<int>(b) * settings.band_lines, l1 = std::min(t.lines(), l0 + settings.band_lines);
+    double j = 0;
+    for (int l = l0; l < l1; ++l) j += m.jitter[k][static_cast<std::size_t>(l)] / (l1 - l0);
+    const Point p = m.path.at(time), f = t.fast_axis(k);
+    return Point{p.x + j * f.x, p.y + j * f.y};
+  };
+  auto offsets = [&](const ScanModel& built_with, const char* what, bool clean) {
+    ScanDistortionSteps steps(t, settings, n);
+    AverageNoise noise;
+    std::vector<FrameContribution> own;
+    SpecimenImage average =
+        average_in_specimen_coordinates(frames, t, built_with, &noise, &own, nullptr, steps.template_from_sample());
+    if (clean) {
+      std::vector<Point> points;
+      for (int j = 0; j < average.image.height; ++j)
+        for (int i = 0; i < average.image.width; ++i) points.push_back({average.origin.x + i, average.origin.y + j});
+      average.image = s.specimen(points, average.image.width, average.image.height);
+      for (float& v : average.coverage.pixels) v = v > 0 ? 1e9f : 0.0f;
+      ScanDistortionSettings plain = settings;
+      plain.filter_template = false;
+      ScanDistortionSteps exact(t, plain, n);
+      exact.set_template(std::move(average), built_with.path);
+      std::printf("%-52s    %-36s", "", what);
+      for (const std::size_t k : {std::size_t{0}, n / 2}) {
+        const ScanDistortionSteps::FrameFit fit = exact.fit_frame(frames.frame(k), k, built_with);
+        std::printf("  frame %zu:", k);
+        for (std::size_t b = 0; b < std::min<std::size_t>(4, fit.bands.size()); ++b) {
+          const Point p = band_position(built_with, k, b, fit.bands[b].t);
+          std::printf(" %+.2f %+.2f", fit.bands[b].dx - p.x, fit.bands[b].dy - p.y);
+        }
+      }
+      std::printf("\n");
+      return;
+    }
+    steps.set_template(std::move(average), built_with.path, std::move(noise), std::move(own));
+    {
+      const ScanDistortionSteps::FrameFit f0 = steps.fit_frame(frames.frame(0), 0, built_with);
+      std::printf("%-52s    %-36s frame 0's lines fitted per band (of %d):", "", what, settings.band_lines);
+      for (int b = 0; b < 4; ++b) {
+        int fitted = 0;
+        for (int l = b * settings.band_lines; l < (b + 1) * settings.band_lines; ++l)
+          fitted += f0.line_variance.size() > static_cast<std::size_t>(l) &&
+                    std::isfinite(f0.line_variance[static_cast<std::size_t>(l)]);
+        std::printf(" %d", fitted);
+      }
+      double fitted_mean = 0, fitted_count = 0;
+      for (int l = 0; l < settings.band_lines; ++l)
+        if (f0.line_variance.size() > static_cast<std::size_t>(l) &&
+            std::isfinite(f0.line_variance[static_cast<std::size_t>(l)]))
+          fitted_mean += s.line_jitter(0, l), fitted_count += 1;
+      std::printf("; the first band's fitted lines' true mean jitter %+.3f px",
+                  fitted_mean / std::max(1.0, fitted_count));
+      std::printf("\n");
+    }
+    std::printf("%-52s    %-36s", "", what);
+    for (const std::size_t k : {std::size_t{0}, n / 2}) {
+      const ScanDistortionSteps::FrameFit fit = steps.fit_frame(frames.frame(k), k, built_with);
+      std::printf("  frame %zu:", k);
+      for (std::size_t b = 0; b < std::min<std::size_t>(4, fit.bands.size()); ++b) {
+        const Point p = band_position(built_with, k, b, fit.bands[b].t);
+        std::printf(" %+.2f %+.2f", fit.bands[b].dx - p.x, fit.bands[b].dy - p.y);
+      }
+    }
+    std::printf("\n");
+  };
+  std::printf("%-52s  frame 0's first 4 bands' mean jitter, true / estimated (px):", "");
+  for (int b = 0; b < 4; ++b) {
+    double tj = 0, ej = 0;
+    for (int l = b * settings.band_lines; l < (b + 1) * settings.band_lines; ++l)
+      tj += s.line_jitter(0, l) / settings.band_lines,
+          ej += est.jitter[0][static_cast<std::size_t>(l)] / settings.band_lines;
+    std::printf("  %+.3f / %+.3f", tj, ej);
+  }
+  double all = 0;
+  for (int l = 0; l < t.lines(); ++l) all += s.line_jitter(0, l) / t.lines();
+  std::printf("  (frame's true mean %+.3f)\n", all);
+  std::printf("%-52s  the first 4 bands' offsets from the model (x y, px), one more fit:\n", "");
+  offsets(oracle, "the true model, its average", false);
+  offsets(oracle, "the true model, the clean specimen", true);
+  offsets(est, "the estimate, its average", false);
+}
+
 // Line l of frame k: the estimate's position (path at the line's middle and
 // jitter along the fast axis) minus the true one (`gauge`: truth_gauge(s)).
 Point line_position_error(const SyntheticSeries& s, const ScanModel& est, std::size_t k, int l, Point gauge) {
@@ -1157,10 +1423,19 @@ void run_case(const Case& c, const ScanDistortionSettings& settings, int threads
       (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu, corrected_cpu,
       (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
   print_line_sigma_calibration(s, est);
-  if (diagnose_template) print_template_diagnostic(s, frames_in_memory, oracle, case_settings);
+  if (diagnose_template) {
+    print_template_diagnostic(s, frames_in_memory, oracle, case_settings);
+    print_jitter_diagnostic(s, frames_in_memory, est.model, oracle, case_settings);
+    for (const double bin : {0.5, 1.0, 2.0}) {
+      const Errors r = line_errors(s, row_corrected(s, est.model, bin), rigid);
+      std::printf("%-52s  rows' mean taken off: jitter error %.4f px  fast-axis position %.4f (common %.4f)\n", "",
+                  r.jitter, r.position, r.position_common);
+    }
+  }
   if (diagnose_errors) {
     print_error_diagnostic(s, frames_in_memory, est.model, region, r_oracle);
     print_edge_diagnostic(s, est, case_settings.band_lines);
+    print_first_band_diagnostic(s, frames_in_memory, est.model, oracle, case_settings);
   }
   if (s.options().scan_hysteresis != 0.0) print_line_field_errors(s, est.model);
   std::fflush(stdout);

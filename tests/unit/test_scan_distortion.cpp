@@ -597,6 +597,33 @@ TEST(ScanDistortion, LineFitPrecisionMatchesItsScatterUnderShotNoise) {
   EXPECT_LT(ratio, 1.25) << "the lines scatter more than predicted";
 }
 
+// The jitter's variance pooled over frames: frames whose own estimates
+// scatter within their sampling error share the pooled variance; a frame
+// whose jitter is far larger keeps (most of) its own and lifts the others
+// only a little; a frame without line fits gets none.
+TEST(ScanDistortion, JitterVariancePooledOverFramesThatShareIt) {
+  const SyntheticSeries s(scanned_series());
+  ScanDistortionSteps steps(s.scan_timing(), ScanDistortionSettings{}, 11);
+  const double lines = 256.0, v = 0.04, tau2 = 0.09;
+  std::vector<ScanDistortionSteps::JitterSpread> frames;
+  for (int k = 0; k < 10; ++k) {
+    // Each frame's excess within a third of its sampling sd, 2^1/2 (tau2 + v) / lines^1/2.
+    const double own = tau2 + (k % 2 ? 1.0 : -1.0) * 0.3 * std::sqrt(2.0 / lines) * (tau2 + v);
+    frames.push_back({lines * (own + v), lines * v, lines});
+  }
+  const std::vector<double> shared = steps.pooled_jitter_variances(frames);
+  ASSERT_EQ(shared.size(), frames.size());
+  for (const double t : shared) EXPECT_NEAR(t, tau2, 1e-12) << "frames that share the variance get the pooled one";
+
+  frames.push_back({lines * (0.25 + v), lines * v, lines});  // one frame with far more jitter
+  frames.push_back({});                                      // and one without line fits
+  const std::vector<double> mixed = steps.pooled_jitter_variances(frames);
+  ASSERT_EQ(mixed.size(), frames.size());
+  EXPECT_GT(mixed[10], 0.2) << "the frame with more jitter keeps most of its own";
+  for (int k = 0; k < 10; ++k) EXPECT_NEAR(mixed[static_cast<std::size_t>(k)], tau2, 0.02);
+  EXPECT_LT(mixed[11], 0.0) << "no lines, no variance";
+}
+
 // A frame with nothing of the specimen in it (here: noise only) cannot be
 // followed: fewer than half its bands register, it is flagged and left out
 // of the average, and the others' drift is not bent by it. Frames the caller

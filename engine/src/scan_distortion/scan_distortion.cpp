@@ -1225,36 +1225,92 @@ double jitter_standard_error(double tau2, double hi, double v, double u) {
 
 }  // namespace
 
+ScanDistortionSteps::JitterSpread ScanDistortionSteps::jitter_spread(const FrameFit& fit, std::size_t k,
+                                                                     const DriftPath& before,
+                                                                     const DriftPath& after) const {
+  JitterSpread out;
+  const std::size_t lines = static_cast<std::size_t>(timing_.lines());
+  if (fit.line_offset.size() != lines) return out;
+  const std::vector<double> u = unexplained_offsets(fit, k, before, after);
+  double mean = 0.0;
+  for (std::size_t l = 0; l < lines; ++l)
+    if (std::isfinite(fit.line_variance[l])) mean += u[l], out.count += 1;
+  if (out.count == 0) return out;
+  mean /= out.count;
+  for (std::size_t l = 0; l < lines; ++l)
+    if (std::isfinite(fit.line_variance[l]))
+      out.spread += (u[l] - mean) * (u[l] - mean), out.noise += fit.line_variance[l];
+  return out;
+}
+
+std::vector<double> ScanDistortionSteps::unexplained_offsets(const FrameFit& fit, std::size_t k,
+                                                             const DriftPath& before, const DriftPath& after) const {
+  // What the new path does not explain of each line's offset.
+  const Point fast = timing_.fast_axis(k);
+  std::vector<double> u(fit.line_offset.size());
+  for (std::size_t l = 0; l < u.size(); ++l) {
+    const double t = timing_.line_mid_time(k, static_cast<int>(l));
+    const Point a = after.at(t), b = before.at(t);
+    u[l] = fit.line_offset[l] - ((a.x - b.x) * fast.x + (a.y - b.y) * fast.y);
+  }
+  return u;
+}
+
+std::vector<double> ScanDistortionSteps::pooled_jitter_variances(const std::vector<JitterSpread>& frames) const {
+  const double top = settings_.jitter_prior * settings_.jitter_prior;
+  std::vector<double> out(frames.size(), -1.0);  // -1: no lines (finish_jitter has nothing to shrink)
+  double excess = 0.0, count = 0.0;
+  for (const JitterSpread& f : frames) excess += f.spread - f.noise, count += f.count;
+  if (!(count > 0)) return out;
+  const double pooled = std::clamp(excess / count, 0.0, top);
+  // Each frame's estimate t_k = (spread - noise) / count and its sampling
+  // variance 2 (tau^2 + mean v)^2 / count (a sum of count squares); the
+  // frames' true variances scatter by what t_k scatter beyond that.
+  double scatter = 0.0, sampling = 0.0, used = 0.0;
+  std::vector<double> own(frames.size()), own_var(frames.size());
+  for (std::size_t k = 0; k < frames.size(); ++k) {
+    const JitterSpread& f = frames[k];
+    if (!(f.count > 1)) continue;
+    own[k] = (f.spread - f.noise) / f.count;
+    own_var[k] = 2.0 * std::pow(pooled + f.noise / f.count, 2) / f.count;
+    scatter += (own[k] - pooled) * (own[k] - pooled), sampling += own_var[k], used += 1;
+  }
+  const double between = used > 1 ? std::max(0.0, (scatter - sampling) / used) : 0.0;
+  for (std::size_t k = 0; k < frames.size(); ++k) {
+    if (!(frames[k].count > 0)) continue;
+    const double weight = frames[k].count > 1 && between > 0 ? between / (between + own_var[k]) : 0.0;
+    out[k] = std::clamp(pooled + weight * (own[k] - pooled), 0.0, top);
+  }
+  return out;
+}
+
 std::vector<double> ScanDistortionSteps::finish_jitter(const FrameFit& fit, std::size_t k, const DriftPath& before,
                                                        const DriftPath& after, std::vector<double>* sigma,
-                                                       Point path_unresolved_sd) const {
+                                                       Point path_unresolved_sd, double pooled_tau2) const {
   const std::size_t lines = static_cast<std::size_t>(timing_.lines());
   std::vector<double> jitter(lines, 0.0);
   if (sigma) sigma->assign(lines, settings_.jitter_prior);  // no fit: the prior's
   if (fit.line_offset.size() != lines) return jitter;
   // What the new path does not explain of each line's offset. Its frame
-  // mean is the gauge between the two (the path's constant shift, d(0) = 0),
-  // not jitter.
+  // mean is the gauge between the two (the path's constant shift), not
+  // jitter.
   const Point fast = timing_.fast_axis(k);
-  std::vector<double> u(lines);
-  double mean = 0.0, count = 0.0;
-  for (std::size_t l = 0; l < lines; ++l) {
-    const double t = timing_.line_mid_time(k, static_cast<int>(l));
-    const Point a = after.at(t), b = before.at(t);
-    u[l] = fit.line_offset[l] - ((a.x - b.x) * fast.x + (a.y - b.y) * fast.y);
-    if (std::isfinite(fit.line_variance[l])) mean += u[l], count += 1;
-  }
+  const std::vector<double> u = unexplained_offsets(fit, k, before, after);
+  const JitterSpread spread = jitter_spread(fit, k, before, after);
+  const double count = spread.count;
   if (count == 0) return jitter;
-  mean /= count;
-  // Shrinkage with the jitter's variance estimated from the frame itself
-  // (empirical Bayes): the spread of the offsets minus what their noise
-  // explains. A series without jitter gets ~0, not noise fitted as jitter;
-  // the prior setting only bounds it.
-  double spread = 0.0, noise_part = 0.0;
+  double mean = 0.0;
   for (std::size_t l = 0; l < lines; ++l)
-    if (std::isfinite(fit.line_variance[l]))
-      spread += (u[l] - mean) * (u[l] - mean), noise_part += fit.line_variance[l];
-  const double tau2 = std::clamp((spread - noise_part) / count, 0.0, settings_.jitter_prior * settings_.jitter_prior);
+    if (std::isfinite(fit.line_variance[l])) mean += u[l];
+  mean /= count;
+  // Shrinkage with the jitter's variance estimated from the data (empirical
+  // Bayes): the spread of the offsets minus what their noise explains, the
+  // frame's own or pooled over the series. A series without jitter gets ~0,
+  // not noise fitted as jitter; the prior setting only bounds it.
+  const double tau2 = pooled_tau2 >= 0.0 ? pooled_tau2
+                                         : std::clamp((spread.spread - spread.noise) / count, 0.0,
+                                                      settings_.jitter_prior * settings_.jitter_prior);
+  const double noise_part = spread.noise;
   if (sigma) {
     // tau^2 is itself estimated from the frame's lines: its upper bound (two
     // standard errors, (2 / lines)^1/2 (tau^2 + mean v) each) in the
@@ -1432,10 +1488,13 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
     model.path = steps.fit_path(samples);
     if (settings.estimate_jitter) {
       const Point unresolved = steps.path_unresolved_sd(samples);
-      for (std::size_t k = 0; k < n; ++k) {
-        result.jitter_sigma.resize(n);
-        model.jitter[k] = steps.finish_jitter(lines[k], k, previous, model.path, &result.jitter_sigma[k], unresolved);
-      }
+      std::vector<ScanDistortionSteps::JitterSpread> spreads(n);
+      for (std::size_t k = 0; k < n; ++k) spreads[k] = steps.jitter_spread(lines[k], k, previous, model.path);
+      const std::vector<double> tau2 = steps.pooled_jitter_variances(spreads);
+      result.jitter_sigma.resize(n);
+      for (std::size_t k = 0; k < n; ++k)
+        model.jitter[k] =
+            steps.finish_jitter(lines[k], k, previous, model.path, &result.jitter_sigma[k], unresolved, tau2[k]);
     }
     // The jitter is what the round's own path leaves of the lines' offsets;
     // only the path is taken halfway (halving the jitter as well slowed the

@@ -223,13 +223,28 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
       if (flags[k] && !steps->left_out(k)) steps->leave_out(k);
     samples = allgather_records(ctx.comm, samples);
     const DriftPath previous = out.model.path;
+    together(ctx, [&] { out.model.path = steps->fit_path(samples); });
+    // Every frame's jitter spread, for the variance pooled over the series
+    // (each rank's frames' own, summed: the others' are 0).
+    std::vector<double> spread(3 * n, 0.0);
+    if (settings.estimate_jitter) {
+      together(ctx, [&] {
+        for (std::size_t k = lo; k < hi; ++k) {
+          const ScanDistortionSteps::JitterSpread f = steps->jitter_spread(lines[k - lo], k, previous, out.model.path);
+          spread[3 * k] = f.spread, spread[3 * k + 1] = f.noise, spread[3 * k + 2] = f.count;
+        }
+      });
+      MPI_Allreduce(MPI_IN_PLACE, spread.data(), static_cast<int>(spread.size()), MPI_DOUBLE, MPI_SUM, ctx.comm);
+    }
     together(ctx, [&] {
-      out.model.path = steps->fit_path(samples);
       if (settings.estimate_jitter) {
+        std::vector<ScanDistortionSteps::JitterSpread> spreads(n);
+        for (std::size_t k = 0; k < n; ++k) spreads[k] = {spread[3 * k], spread[3 * k + 1], spread[3 * k + 2]};
+        const std::vector<double> tau2 = steps->pooled_jitter_variances(spreads);
         const Point unresolved = steps->path_unresolved_sd(samples);  // every rank has every sample
         for (std::size_t k = lo; k < hi; ++k)
-          out.model.jitter[k] =
-              steps->finish_jitter(lines[k - lo], k, previous, out.model.path, &out.jitter_sigma[k], unresolved);
+          out.model.jitter[k] = steps->finish_jitter(lines[k - lo], k, previous, out.model.path, &out.jitter_sigma[k],
+                                                     unresolved, tau2[k]);
       }
       if (steps->halves_steps())
         out.model.path = steps->halfway(out.model.path, previous);  // as estimate_scan_distortion

@@ -485,8 +485,27 @@ class ScanDistortionSteps {
   // line has no fit), plus the drift the path `after` leaves unresolved along
   // the fast axis (`path_unresolved_sd`: DriftPathUncertainty::residual_sigma
   // of its samples), which is in each line's offset and shrunk with it.
+  // `tau2` (when >= 0): the frame's jitter variance as pooled over the
+  // series (pooled_jitter_variances); otherwise the frame's own estimate.
   std::vector<double> finish_jitter(const FrameFit& fit, std::size_t k, const DriftPath& before, const DriftPath& after,
-                                    std::vector<double>* sigma = nullptr, Point path_unresolved_sd = {}) const;
+                                    std::vector<double>* sigma = nullptr, Point path_unresolved_sd = {},
+                                    double tau2 = -1.0) const;
+  // What frame k's fitted lines say of its jitter variance, once the path is
+  // fitted (as finish_jitter): the sum of squares of the offsets the path
+  // `after` leaves (frame mean removed), the sum of their fit variances, and
+  // the lines counted. All 0 for a frame without line fits.
+  struct JitterSpread {
+    double spread = 0.0, noise = 0.0, count = 0.0;
+  };
+  JitterSpread jitter_spread(const FrameFit& fit, std::size_t k, const DriftPath& before, const DriftPath& after) const;
+  // Each frame's jitter variance for finish_jitter, from every frame's
+  // spread (in frame order; the same on every rank): the frame's own
+  // estimate (spread - noise) / count drawn toward the series' pooled one by
+  // how little the frames' estimates scatter beyond their sampling error
+  // (empirical Bayes over frames: one frame's 256 lines read its variance to
+  // ~13%; a series whose frames share the jitter's variance gets the pooled
+  // one, a frame whose jitter differs keeps its own). Bounded by the prior.
+  std::vector<double> pooled_jitter_variances(const std::vector<JitterSpread>& frames) const;
   // The standard error of the path fit_path() fits to these samples, relative
   // to its mean over every line of the series (lines.csv's sigma_dx, sigma_dy;
   // DriftPathUncertainty), and of that mean.
@@ -544,6 +563,10 @@ class ScanDistortionSteps {
   // k's jitter when the template was built).
   std::shared_ptr<const Template> template_without(const Frame& frame, std::size_t k, const std::vector<double>& jitter,
                                                    const std::vector<double>& field) const;
+  // Each line's offset less what the path `after` moved from `before` along
+  // frame k's fast axis.
+  std::vector<double> unexplained_offsets(const FrameFit& fit, std::size_t k, const DriftPath& before,
+                                          const DriftPath& after) const;
   LineFieldBasis field_basis_;
   ScanTiming timing_;
   ScanDistortionSettings settings_;
