@@ -166,6 +166,28 @@ void fit_own_frames(const FrameSource& frames, ScanDistortionSteps& steps, const
 }
 }  // namespace
 
+// Every frame's jitter variance pooled over the series
+// (ScanDistortionSteps::pooled_jitter_variances) from the frames' spreads,
+// each rank's frames' own summed over the ranks (the others' are 0 here).
+std::vector<double> pooled_jitter_variances(const ScanDistortionSteps& steps,
+                                            const std::vector<ScanDistortionSteps::FrameFit>& lines, std::size_t lo,
+                                            std::size_t hi, const DriftPath& previous, const DriftPath& path,
+                                            std::size_t n, RunContext& ctx) {
+  std::vector<double> spread(3 * n, 0.0);
+  together(ctx, [&] {
+    for (std::size_t k = lo; k < hi; ++k) {
+      const ScanDistortionSteps::JitterSpread f = steps.jitter_spread(lines[k - lo], k, previous, path);
+      spread[3 * k] = f.spread, spread[3 * k + 1] = f.noise, spread[3 * k + 2] = f.count;
+    }
+  });
+  MPI_Allreduce(MPI_IN_PLACE, spread.data(), static_cast<int>(spread.size()), MPI_DOUBLE, MPI_SUM, ctx.comm);
+  std::vector<ScanDistortionSteps::JitterSpread> spreads(n);
+  for (std::size_t k = 0; k < n; ++k) spreads[k] = {spread[3 * k], spread[3 * k + 1], spread[3 * k + 2]};
+  std::vector<double> tau2;
+  together(ctx, [&] { tau2 = steps.pooled_jitter_variances(spreads); });
+  return tau2;
+}
+
 DistributedDistortion correct_scan_distortion(const FrameSource& frames, const ScanTiming& timing,
                                               const std::vector<Point>& rigid_drift,
                                               const ScanDistortionSettings& settings, RunContext& ctx, int threads,
@@ -224,23 +246,11 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
     samples = allgather_records(ctx.comm, samples);
     const DriftPath previous = out.model.path;
     together(ctx, [&] { out.model.path = steps->fit_path(samples); });
-    // Every frame's jitter spread, for the variance pooled over the series
-    // (each rank's frames' own, summed: the others' are 0).
-    std::vector<double> spread(3 * n, 0.0);
-    if (settings.estimate_jitter) {
-      together(ctx, [&] {
-        for (std::size_t k = lo; k < hi; ++k) {
-          const ScanDistortionSteps::JitterSpread f = steps->jitter_spread(lines[k - lo], k, previous, out.model.path);
-          spread[3 * k] = f.spread, spread[3 * k + 1] = f.noise, spread[3 * k + 2] = f.count;
-        }
-      });
-      MPI_Allreduce(MPI_IN_PLACE, spread.data(), static_cast<int>(spread.size()), MPI_DOUBLE, MPI_SUM, ctx.comm);
-    }
+    std::vector<double> tau2;
+    if (settings.estimate_jitter)
+      tau2 = pooled_jitter_variances(*steps, lines, lo, hi, previous, out.model.path, n, ctx);
     together(ctx, [&] {
       if (settings.estimate_jitter) {
-        std::vector<ScanDistortionSteps::JitterSpread> spreads(n);
-        for (std::size_t k = 0; k < n; ++k) spreads[k] = {spread[3 * k], spread[3 * k + 1], spread[3 * k + 2]};
-        const std::vector<double> tau2 = steps->pooled_jitter_variances(spreads);
         const Point unresolved = steps->path_unresolved_sd(samples);  // every rank has every sample
         for (std::size_t k = lo; k < hi; ++k)
           out.model.jitter[k] = steps->finish_jitter(lines[k - lo], k, previous, out.model.path, &out.jitter_sigma[k],
