@@ -1319,6 +1319,22 @@ void print_edge_diagnostic(const SyntheticSeries& s, const ScanDistortionResult&
 
 // One case: synthesise, register rigidly, correct, average under the
 // oracle, print the figures.
+// The region the residuals are taken over: specimen points every frame
+// covers under the true model, shrunk by 8 px so that no fit samples an edge.
+std::vector<Point> covered_by_every_frame(const SpecimenImage& oracle_avg, std::size_t frames) {
+  std::vector<Point> region;
+  const int ow = oracle_avg.coverage.width, oh = oracle_avg.coverage.height;
+  for (int j = 8; j < oh - 8; ++j)
+    for (int i = 8; i < ow - 8; ++i) {
+      bool all = true;
+      for (int dj = -8; dj <= 8 && all; dj += 8)
+        for (int di = -8; di <= 8 && all; di += 8)
+          all = oracle_avg.coverage.at(i + di, j + dj) >= static_cast<float>(frames);
+      if (all) region.push_back({oracle_avg.origin.x + i, oracle_avg.origin.y + j});
+    }
+  return region;
+}
+
 void run_case(const Case& c, const ScanDistortionSettings& settings, int threads, bool diagnose_template,
               bool diagnose_errors) {
   SyntheticSeries s(c.synth);
@@ -1359,18 +1375,7 @@ void run_case(const Case& c, const ScanDistortionSettings& settings, int threads
   const ScanModel oracle = oracle_model(s);
   const SpecimenImage oracle_avg = average_in_specimen_coordinates(frames_in_memory, timing, oracle);
 
-  // The region: specimen points every frame covers under the true model,
-  // shrunk by 8 px so that no fit samples an edge.
-  std::vector<Point> region;
-  const int ow = oracle_avg.coverage.width, oh = oracle_avg.coverage.height;
-  for (int j = 8; j < oh - 8; ++j)
-    for (int i = 8; i < ow - 8; ++i) {
-      bool all = true;
-      for (int dj = -8; dj <= 8 && all; dj += 8)
-        for (int di = -8; di <= 8 && all; di += 8)
-          all = oracle_avg.coverage.at(i + di, j + dj) >= static_cast<float>(s.frame_count());
-      if (all) region.push_back({oracle_avg.origin.x + i, oracle_avg.origin.y + j});
-    }
+  const std::vector<Point> region = covered_by_every_frame(oracle_avg, s.frame_count());
   if (region.size() < 1000) {
     std::printf("%-52s  skipped: the frames share only %zu px\n", c.name.c_str(), region.size());
     return;
