@@ -119,6 +119,8 @@ class RankSchedule {
   std::optional<std::pair<std::size_t, std::size_t>> claim_dearest(std::size_t x, bool own_front, bool siblings,
                                                                    double at_least);
   std::optional<std::pair<std::size_t, std::size_t>> cut_fold(std::size_t x, bool urgent);
+  // Thread t's exclusive ⊕ before is known: its tail [its start, hi) opens, its left part is to fold.
+  void open_tail(std::size_t t);
   bool all_done() const {
     for (const Tail& tail : tails_)
       if (tail.state == TailState::undecided || (tail.state == TailState::open && tail.remaining > 0)) return false;
@@ -337,6 +339,17 @@ std::optional<std::pair<std::size_t, std::size_t>> RankSchedule::cut_fold(std::s
   return std::make_pair(owner, end);
 }
 
+void RankSchedule::open_tail(std::size_t t) {
+  Tail& tail = tails_[t];
+  tail.state = TailState::open;
+  tail.lo = lo_[t], tail.split = starts_[t], tail.hi = hi_[t];
+  tail.fold_front = tail.lo, tail.fold_end = tail.split, tail.folded = tail.lo;
+  tail.cut = tail.cut_ready = tail.split;
+  tail.remaining = tail.hi - tail.split;
+  tail.claimed.assign(tail.hi - tail.lo, 0);
+  tail.done.assign(tail.hi - tail.lo, 0);
+}
+
 double RankSchedule::final_phase(double exclusive, double master) {
   double sum = 0.0;
   std::size_t count = 0;
@@ -372,17 +385,7 @@ double RankSchedule::final_phase(double exclusive, double master) {
     finish = std::max(finish, now);
     bool changed = me.ends != Ends::nothing;
     switch (me.ends) {
-      case Ends::base: {  // exclusive ⊕ before known: the tail opens
-        Tail& tail = tails_[x];
-        tail.state = TailState::open;
-        tail.lo = lo_[x], tail.split = starts_[x], tail.hi = hi_[x];
-        tail.fold_front = tail.lo, tail.fold_end = tail.split, tail.folded = tail.lo;
-        tail.cut = tail.cut_ready = tail.split;
-        tail.remaining = tail.hi - tail.split;
-        tail.claimed.assign(tail.hi - tail.lo, 0);
-        tail.done.assign(tail.hi - tail.lo, 0);
-        break;
-      }
+      case Ends::base: open_tail(x); break;  // exclusive ⊕ before known
       case Ends::element: tails_[me.owner].done[me.element - tails_[me.owner].lo] = 1; break;
       case Ends::fold: tails_[x].folded = me.element + 1; break;
       case Ends::cut_local: tails_[me.owner].cut_ready = me.element + 1; break;
