@@ -298,3 +298,40 @@ TEST(DriftPathUncertainty, OneDirectionHoldsTheWalkInsideABand) {
   EXPECT_NEAR(u.residual_sigma().x * u.residual_sigma().x, walk, 0.25 * walk);
   EXPECT_NEAR(u.residual_sigma().y * u.residual_sigma().y, walk, 0.25 * walk);
 }
+
+TEST(DriftPathUncertainty, TwoFramesInOneDirectionHoldWhatTheyShare) {
+  // Two frames of 8 bands in one direction (a fly-back between them), white
+  // noise along the fast axis x (sd 0.1, the lines' jitter) and y (0.02).
+  // Given their fast axis (two frames followed, each the other's template),
+  // the unresolved drift is one figure for both axes, the larger, and the
+  // fast axis's sigma^2 holds the samples' white part along it on top
+  // (0.01 px^2 over the draws); the other axis's does not.
+  std::mt19937 rng(47);
+  std::normal_distribution<double> fast_noise(0.0, 0.1), slow_noise(0.0, 0.02);
+  DriftPathSettings ps;
+  ps.knot_spacing = 0.25;
+  ps.smoothing = 1e-2;
+  auto gauge = [](std::size_t i) { return (static_cast<double>(i) + 0.5) / kGauge; };
+  const int draws = 400;
+  const double end = 2.25;
+  double added_x = 0.0, added_y = 0.0;
+  for (int d = 0; d < draws; ++d) {
+    std::vector<DriftSample> s;
+    for (int k = 0; k < 2; ++k)
+      for (int b = 0; b < 8; ++b) {
+        const double t = 1.25 * k + (b + 0.5) / 8.0;
+        s.push_back({t, truth_x(t) + fast_noise(rng), truth_y(t) + slow_noise(rng), 1.0});
+      }
+    const DriftPathUncertainty none = DriftPathUncertainty::of(s, 0.0, end, ps, kGauge, gauge);
+    const DriftPathUncertainty along_x = DriftPathUncertainty::of(s, 0.0, end, ps, kGauge, gauge, {}, Point{1.0, 0.0});
+    const DriftPathUncertainty along_y = DriftPathUncertainty::of(s, 0.0, end, ps, kGauge, gauge, {}, Point{0.0, 1.0});
+    const double larger = std::max(std::pow(none.residual_sigma().x, 2), std::pow(none.residual_sigma().y, 2));
+    EXPECT_NEAR(std::pow(along_x.residual_sigma().y, 2), larger, 1e-12);
+    EXPECT_NEAR(std::pow(along_y.residual_sigma().x, 2), larger, 1e-12);
+    added_x += (std::pow(along_x.residual_sigma().x, 2) - larger) / draws;
+    added_y += (std::pow(along_y.residual_sigma().y, 2) - larger) / draws;
+    EXPECT_GE(along_x.sigma(0.5).x, none.sigma(0.5).x);
+  }
+  EXPECT_NEAR(added_x, 0.01, 0.003);
+  EXPECT_NEAR(added_y, 0.0004, 0.0003);  // y's white part
+}

@@ -264,6 +264,41 @@ double within_band_walk(const std::vector<DriftSample>& samples, int axis) {
   return white_sample_noise(samples, axis).walk / 6.0;
 }
 
+// The samples' white variance along a unit direction, per sample at their
+// mean 1 / weight (omega mean(1 / w)); down to 4 triples a lag (two frames
+// of 8 bands, no fly-back between them).
+double white_per_sample(const std::vector<DriftSample>& samples, Point along) {
+  const double omega = white_sample_noise(
+                           samples, [along](const DriftSample&) { return along; }, 4)
+                           .scale;
+  double inv = 0.0, n = 0.0;
+  for (const DriftSample& s : samples)
+    if (s.weight > 0.0 && std::isfinite(s.weight)) inv += 1.0 / s.weight, n += 1.0;
+  return n > 0.0 ? omega * inv / n : 0.0;
+}
+
+// Two frames in one direction, each the other's template: the samples
+// hold only what differs between the frames, the path keeps what they
+// share, and no residual shows that. Measured on bench_scan_distortion's
+// 2-frame one-direction pair (seeds 2-8, 11): the path's error along the
+// fast axis ~0.1 px at every seed, the same bowl in both frames (seed 11:
+// +0.17 .. -0.15 px), against an unresolved-drift sd of 0.04-0.07 px read
+// from 16 residuals; path z-RMS x 1.736, y 1.294 over the seeds. Two parts:
+// - the unresolved drift, one figure for both axes, the larger of the two:
+//   a drift's walk is the same along both, and 16 residuals an axis read it
+//   poorly (seed 5: y 0.033 px against x 0.066, its y z 2.36);
+// - along the fast axis, the lines' jitter and noise common to the two
+//   frames, at the samples' white part along it (white_per_sample). A
+//   quarter or half of it (the jitter's common half alone) left x at z-RMS
+//   1.39 / 1.28 over the seeds; the common part also holds the walk's bend
+//   shared by both frames, which two frames' lag fit does not read.
+void two_frames_unseen(double& nugget_x, double& nugget_y, const std::vector<DriftSample>& samples, Point fast) {
+  nugget_x = nugget_y = std::max(nugget_x, nugget_y);
+  const double common = white_per_sample(samples, fast);
+  nugget_x += fast.x * fast.x * common;
+  nugget_y += fast.y * fast.y * common;
+}
+
 // The samples' white scale (omega of white_sample_noise) along x and y.
 // Without fast_axis: estimated along x and y. With it: along each sample's
 // frame's fast and slow axes, each sample's share turned into x and y
@@ -491,7 +526,7 @@ SandwichExtra direction_sandwich(const std::vector<UsedSample>& kept, int axis, 
 DriftPathUncertainty DriftPathUncertainty::of(const std::vector<DriftSample>& samples, double t_begin, double t_end,
                                               const DriftPathSettings& settings, std::size_t gauge_count,
                                               const std::function<double(std::size_t)>& gauge_time,
-                                              const std::function<Point(double)>& fast_axis) {
+                                              const std::function<Point(double)>& fast_axis, Point two_frames_fast) {
   const DriftPath path = DriftPath::fit(samples, t_begin, t_end, settings);  // validates; the residuals' path
   DriftPathUncertainty u;
   const std::size_t n = path.coefficient_count();
@@ -608,6 +643,8 @@ DriftPathUncertainty DriftPathUncertainty::of(const std::vector<DriftSample>& sa
     const double walk = std::min(within_band_walk(samples, 0), within_band_walk(samples, 1));
     u.axis_[0].nugget += walk;
     u.axis_[1].nugget += walk;
+    if (two_frames_fast.x != 0.0 || two_frames_fast.y != 0.0)
+      two_frames_unseen(u.axis_[0].nugget, u.axis_[1].nugget, samples, two_frames_fast);
   }
   return u;
 }

@@ -947,7 +947,8 @@ DriftPathUncertainty ScanDistortionSteps::path_uncertainty(const std::vector<Dri
     };
   return DriftPathUncertainty::of(
       samples, 0.0, t_end(), ps, frames_ * lines,
-      [&](std::size_t i) { return timing_.line_mid_time(i / lines, static_cast<int>(i % lines)); }, fast_axis);
+      [&](std::size_t i) { return timing_.line_mid_time(i / lines, static_cast<int>(i % lines)); }, fast_axis,
+      !several && halves_steps() ? timing_.fast_axis(0) : Point{});
 }
 
 Point ScanDistortionSteps::path_unresolved_sd(const std::vector<DriftSample>& samples) const {

@@ -138,10 +138,13 @@ class DriftPathUncertainty {
   // unresolved drift is one figure for x and y, read mostly from the
   // residuals along each frame's slow axis (the fast axis's hold the
   // jitter and noise correlated from band to band, which is not drift).
+  // two_frames_fast: two frames followed in one direction, each the other's
+  // template: their fast axis (unit; {} otherwise). The path's sigma then
+  // holds what the two frames share, which no residual shows.
   static DriftPathUncertainty of(const std::vector<DriftSample>& samples, double t_begin, double t_end,
                                  const DriftPathSettings& settings, std::size_t gauge_count,
                                  const std::function<double(std::size_t)>& gauge_time,
-                                 const std::function<Point(double)>& fast_axis = {});
+                                 const std::function<Point(double)>& fast_axis = {}, Point two_frames_fast = {});
   // Of d(t) - mean over the gauge times of d.
   Point sigma(double t) const;
   // Of that mean (the common offset) itself.
