@@ -42,6 +42,31 @@ bool band_cholesky(std::vector<std::array<double, kBand>>& a) {
   return true;
 }
 
+// The band of Z = M^-1 from M's factor l (band_cholesky), by Takahashi's
+// recursion: Z = L^-T L^-1, so for j >= i,
+// Z(i, j) = [i == j] / L(i, i)^2 - sum_{k > i} L(k, i) Z(k, j) / L(i, i).
+std::vector<std::array<double, kBand>> band_of_inverse(const std::vector<std::array<double, kBand>>& l) {
+  const std::size_t n = l.size();
+  std::vector<std::array<double, kBand>> z(n, std::array<double, kBand>{});
+  auto z_at = [&z](std::size_t r, std::size_t c) {  // Z(r, c), |r - c| < kBand
+    const std::size_t lo = std::min(r, c);
+    return z[lo][std::min<std::size_t>(r + c - 2 * lo, kBand - 1)];
+  };
+  for (std::size_t i = n; i-- > 0;) {
+    const double lii = l[i][0];
+    for (std::size_t off = kBand - 1; off >= 1; --off) {
+      if (i + off >= n) continue;
+      double s = 0.0;
+      for (std::size_t k = 1; k < kBand && i + k < n; ++k) s += l[i][k] * z_at(i + k, i + off);
+      z[i][off] = -s / lii;
+    }
+    double s = 0.0;
+    for (std::size_t k = 1; k < kBand && i + k < n; ++k) s += l[i][k] * z[i][k];
+    z[i][0] = 1.0 / (lii * lii) - s / lii;
+  }
+  return z;
+}
+
 void band_solve(const std::vector<std::array<double, kBand>>& l, std::vector<double>& b) {
   const std::size_t n = l.size();
   for (std::size_t i = 0; i < n; ++i) {  // L z = b
@@ -581,26 +606,8 @@ DriftPathUncertainty DriftPathUncertainty::of(const std::vector<DriftSample>& sa
       for (std::size_t i = 0; i < 3; ++i)
         for (std::size_t k = i; k < 3; ++k) m[j + i][k - i] += lambda * v[i] * v[k];
     if (!band_cholesky(m)) throw bad_input("drift path: the fit is singular");
-    // The band of Z = M^-1 from the factor (Takahashi): Z = L^-T L^-1, so for
-    // j >= i, Z(i, j) = [i == j] / L(i, i)^2 - sum_{k > i} L(k, i) Z(k, j) / L(i, i).
     Axis& a = u.axis_[axis];
-    a.z.assign(n, std::array<double, 4>{});
-    auto z_at = [&a](std::size_t r, std::size_t c) {  // Z(r, c), |r - c| < kBand
-      const std::size_t lo = std::min(r, c);
-      return a.z[lo][std::min<std::size_t>(r + c - 2 * lo, kBand - 1)];
-    };
-    for (std::size_t i = n; i-- > 0;) {
-      const double lii = m[i][0];
-      for (std::size_t off = kBand - 1; off >= 1; --off) {
-        if (i + off >= n) continue;
-        double s = 0.0;
-        for (std::size_t k = 1; k < kBand && i + k < n; ++k) s += m[i][k] * z_at(i + k, i + off);
-        a.z[i][off] = -s / lii;
-      }
-      double s = 0.0;
-      for (std::size_t k = 1; k < kBand && i + k < n; ++k) s += m[i][k] * a.z[i][k];
-      a.z[i][0] = 1.0 / (lii * lii) - s / lii;
-    }
+    a.z = band_of_inverse(m);
     double edf = 0.0;  // trace(M^-1 A^T W A)
     for (std::size_t i = 0; i < n; ++i) {
       edf += g[i][0] * a.z[i][0];
