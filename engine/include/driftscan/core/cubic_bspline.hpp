@@ -104,18 +104,17 @@ inline void transpose_strip(Frame& f, int y0, int rows, float* buf, int strip, b
     float* row[4] = {f.row(y0 + r0), f.row(y0 + r0 + 1), f.row(y0 + r0 + 2), f.row(y0 + r0 + 3)};
     for (int x = 0; x < n4; x += 4) {
       float* b = buf + static_cast<std::size_t>(x) * strip + r0;
+      const std::ptrdiff_t s1 = strip, s2 = 2 * s1, s3 = 3 * s1;
       __m128 v0, v1, v2, v3;
       if (in) {
         v0 = _mm_loadu_ps(row[0] + x), v1 = _mm_loadu_ps(row[1] + x), v2 = _mm_loadu_ps(row[2] + x),
         v3 = _mm_loadu_ps(row[3] + x);
       } else {
-        v0 = _mm_loadu_ps(b), v1 = _mm_loadu_ps(b + strip), v2 = _mm_loadu_ps(b + 2 * strip),
-        v3 = _mm_loadu_ps(b + 3 * strip);
+        v0 = _mm_loadu_ps(b), v1 = _mm_loadu_ps(b + s1), v2 = _mm_loadu_ps(b + s2), v3 = _mm_loadu_ps(b + s3);
       }
       _MM_TRANSPOSE4_PS(v0, v1, v2, v3);
       if (in) {
-        _mm_storeu_ps(b, v0), _mm_storeu_ps(b + strip, v1), _mm_storeu_ps(b + 2 * strip, v2),
-            _mm_storeu_ps(b + 3 * strip, v3);
+        _mm_storeu_ps(b, v0), _mm_storeu_ps(b + s1, v1), _mm_storeu_ps(b + s2, v2), _mm_storeu_ps(b + s3, v3);
       } else {
         _mm_storeu_ps(row[0] + x, v0), _mm_storeu_ps(row[1] + x, v1), _mm_storeu_ps(row[2] + x, v2),
             _mm_storeu_ps(row[3] + x, v3);
