@@ -1023,6 +1023,19 @@ void print_first_band_diagnostic(const SyntheticSeries& s, const FrameVector& fr
     const Point p = m.path.at(time), f = t.fast_axis(k);
     return Point{p.x + j * f.x, p.y + j * f.y};
   };
+  // Frames 0 and n/2: the first 4 bands' offsets asked of `built_with` against steps' template.
+  auto print_band_offsets = [&](const ScanDistortionSteps& steps, const ScanModel& built_with, const char* what) {
+    std::printf("%-52s    %-36s", "", what);
+    for (const std::size_t k : {std::size_t{0}, n / 2}) {
+      const ScanDistortionSteps::FrameFit fit = steps.fit_frame(frames.frame(k), k, built_with);
+      std::printf("  frame %zu:", k);
+      for (std::size_t b = 0; b < std::min<std::size_t>(4, fit.bands.size()); ++b) {
+        const Point p = band_position(built_with, k, b, fit.bands[b].t);
+        std::printf(" %+.2f %+.2f", fit.bands[b].dx - p.x, fit.bands[b].dy - p.y);
+      }
+    }
+    std::printf("\n");
+  };
   auto offsets = [&](const ScanModel& built_with, const char* what, bool clean) {
     ScanDistortionSteps steps(t, settings, n);
     AverageNoise noise;
@@ -1039,16 +1052,7 @@ void print_first_band_diagnostic(const SyntheticSeries& s, const FrameVector& fr
       plain.filter_template = false;
       ScanDistortionSteps exact(t, plain, n);
       exact.set_template(std::move(average), built_with.path);
-      std::printf("%-52s    %-36s", "", what);
-      for (const std::size_t k : {std::size_t{0}, n / 2}) {
-        const ScanDistortionSteps::FrameFit fit = exact.fit_frame(frames.frame(k), k, built_with);
-        std::printf("  frame %zu:", k);
-        for (std::size_t b = 0; b < std::min<std::size_t>(4, fit.bands.size()); ++b) {
-          const Point p = band_position(built_with, k, b, fit.bands[b].t);
-          std::printf(" %+.2f %+.2f", fit.bands[b].dx - p.x, fit.bands[b].dy - p.y);
-        }
-      }
-      std::printf("\n");
+      print_band_offsets(exact, built_with, what);
       return;
     }
     steps.set_template(std::move(average), built_with.path, std::move(noise), std::move(own));
@@ -1071,16 +1075,7 @@ void print_first_band_diagnostic(const SyntheticSeries& s, const FrameVector& fr
                   fitted_mean / std::max(1.0, fitted_count));
       std::printf("\n");
     }
-    std::printf("%-52s    %-36s", "", what);
-    for (const std::size_t k : {std::size_t{0}, n / 2}) {
-      const ScanDistortionSteps::FrameFit fit = steps.fit_frame(frames.frame(k), k, built_with);
-      std::printf("  frame %zu:", k);
-      for (std::size_t b = 0; b < std::min<std::size_t>(4, fit.bands.size()); ++b) {
-        const Point p = band_position(built_with, k, b, fit.bands[b].t);
-        std::printf(" %+.2f %+.2f", fit.bands[b].dx - p.x, fit.bands[b].dy - p.y);
-      }
-    }
-    std::printf("\n");
+    print_band_offsets(steps, built_with, what);
   };
   std::printf("%-52s  frame 0's first 4 bands' mean jitter, true / estimated (px):", "");
   for (int b = 0; b < 4; ++b) {
