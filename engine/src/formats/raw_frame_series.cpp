@@ -7,6 +7,16 @@
 
 namespace driftscan {
 
+RawFrameLayout RawFrameLayout::contiguous(RawType type, ByteOrder order, std::uint64_t first, const SignalInfo& info) {
+  const std::uint64_t frame_bytes =
+      static_cast<std::uint64_t>(info.width) * static_cast<std::uint64_t>(info.height) * raw_type_bytes(type);
+  RawFrameLayout layout;
+  layout.type = type;
+  layout.order = order;
+  layout.offset = [first, frame_bytes](std::size_t k) { return first + frame_bytes * k; };
+  return layout;
+}
+
 RawFrameSeries::RawFrameSeries(std::shared_ptr<const BinaryFile> file, SignalInfo info, RawFrameLayout layout,
                                std::size_t cache_bytes)
     : file_(std::move(file)), info_(std::move(info)), layout_(std::move(layout)), cache_(cache_bytes) {

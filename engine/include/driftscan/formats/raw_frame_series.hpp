@@ -20,6 +20,9 @@ struct RawFrameLayout {
   ByteOrder order = ByteOrder::little;
   // Byte offset of frame k's first pixel; may read the file (SER's table).
   std::function<std::uint64_t(std::size_t)> offset;
+
+  // Frames stored back to back from byte `first` on (DM, MRC).
+  static RawFrameLayout contiguous(RawType type, ByteOrder order, std::uint64_t first, const SignalInfo& info);
 };
 
 class RawFrameSeries : public FrameSource {

@@ -370,13 +370,8 @@ std::unique_ptr<FrameSource> open_dm_signal(const std::string& path, std::size_t
   if (index >= c.images.size())
     f->fail("no signal " + std::to_string(index) + " (the file holds " + std::to_string(c.images.size()) + ")");
   const DmImage& im = c.images[index];
-  const std::uint64_t frame_bytes =
-      static_cast<std::uint64_t>(im.info.width) * static_cast<std::uint64_t>(im.info.height) * raw_type_bytes(im.type);
-  RawFrameLayout layout;
-  layout.type = im.type;
-  layout.order = c.order;
-  layout.offset = [base = im.data_offset, frame_bytes](std::size_t k) { return base + frame_bytes * k; };
-  return std::make_unique<RawFrameSeries>(f, im.info, std::move(layout), cache_bytes);
+  return std::make_unique<RawFrameSeries>(
+      f, im.info, RawFrameLayout::contiguous(im.type, c.order, im.data_offset, im.info), cache_bytes);
 }
 
 }  // namespace

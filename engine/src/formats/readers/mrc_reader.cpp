@@ -79,13 +79,8 @@ std::unique_ptr<FrameSource> open_mrc_signal(const std::string& path, std::size_
   auto f = BinaryFile::open(path);
   MrcLayout m = parse(*f);
   if (index != 0) f->fail("MRC files hold one signal (asked for signal " + std::to_string(index) + ")");
-  const std::uint64_t frame_bytes =
-      static_cast<std::uint64_t>(m.info.width) * static_cast<std::uint64_t>(m.info.height) * raw_type_bytes(m.type);
-  RawFrameLayout layout;
-  layout.type = m.type;
-  layout.order = m.order;
-  layout.offset = [base = m.data_offset, frame_bytes](std::size_t k) { return base + frame_bytes * k; };
-  return std::make_unique<RawFrameSeries>(f, m.info, std::move(layout), cache_bytes);
+  return std::make_unique<RawFrameSeries>(f, m.info, RawFrameLayout::contiguous(m.type, m.order, m.data_offset, m.info),
+                                          cache_bytes);
 }
 
 }  // namespace
