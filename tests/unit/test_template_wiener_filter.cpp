@@ -168,22 +168,3 @@ TEST(TemplateWienerFilter, CoefficientsOfADifferenceAddToTheWholeAveragesAwayFro
   Frame wrong(130, 97, 0.0f);
   EXPECT_THROW(filter.add_filtered_coefficients(wrong, whole), Error);
 }
-
-// The transform's size: the next size with no prime factor above 5, except
-// where the fixed table of sizes FFTW is measured faster on holds a smaller
-// one (a 4096² series' grid of ~4101 px filters on 4116, not 4320).
-TEST(TemplateWienerFilter, TransformSizesComeFromTheFixedTable) {
-  EXPECT_EQ(template_transform_size(1036), 1080);  // 1024² frames: 5-smooth
-  EXPECT_EQ(template_transform_size(1080), 1080);
-  EXPECT_EQ(template_transform_size(2049), 2058);
-  EXPECT_EQ(template_transform_size(2065), 2160);  // past 2058: the 5-smooth 2160
-  EXPECT_EQ(template_transform_size(4113), 4116);
-  EXPECT_EQ(template_transform_size(4117), 4158);
-  EXPECT_EQ(template_transform_size(4200), 4212);
-  EXPECT_EQ(template_transform_size(4213), 4320);
-  EXPECT_EQ(template_transform_size(4096), 4096);  // 5-smooth itself
-  const Frame a(300, 290, 1.0f), d(300, 290, 0.0f);
-  const TemplateWienerFilter filter(a, d, 3, 3);
-  EXPECT_EQ(filter.transform_width(), template_transform_size(312));
-  EXPECT_EQ(filter.transform_height(), template_transform_size(302));
-}

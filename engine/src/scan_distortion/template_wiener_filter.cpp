@@ -15,36 +15,18 @@ namespace {
 // Padding at least this wide on the right and bottom, for the blend below.
 constexpr int kBlend = 12;
 
-// Sizes with a factor 7, 11 or 13 that FFTW (ESTIMATE plans, float, one
-// thread) transforms faster than the next size with no prime factor above 5.
-// Measured r2c + c2r pairs of n x n, thread CPU seconds, 3 to 5 runs each
-// (docs/benchmarks.md, issue 36's eleventh pass): 2058 0.075-0.093 against
-// 2160's 0.093-0.127; 4116 0.30-0.49, 4158 0.39-0.40 and 4212 0.36-0.39
-// against 4320's 0.52-0.61. A fixed table, never timed during a run: every
-// rank and machine filters on the same grid, so lines.csv does not depend on
-// the load of the moment. Ascending.
-constexpr int kFastMixedSizes[] = {2058, 4116, 4158, 4212};
-
-}  // namespace
-
-// No prime factor above 5 in general: FFTW is several times faster there
-// than on a size with a large prime factor (a grid 328 wide is 8 x 41), and
-// 7 was slower still (330 x 300: 343 x 315 took 1.49 ms a filtering,
-// 360 x 320 0.89 ms), except on the table's sizes.
-int template_transform_size(int n) {
-  int m = std::max(1, n);
-  for (;; ++m) {
+// The smallest n' >= n with no prime factor above 5: FFTW is several times
+// faster there than on a size with a large prime factor (a grid 328 wide is
+// 8 x 41), and 7 was slower still (330 x 300: 343 x 315 took 1.49 ms a
+// filtering, 360 x 320 0.89 ms).
+int fft_friendly(int n) {
+  for (int m = std::max(1, n);; ++m) {
     int r = m;
     for (const int p : {2, 3, 5})
       while (r % p == 0) r /= p;
-    if (r == 1) break;
+    if (r == 1) return m;
   }
-  for (const int size : kFastMixedSizes)
-    if (size >= n) return std::min(m, size);
-  return m;
 }
-
-namespace {
 
 double mean_of(const Frame& f) {
   double s = 0.0;
@@ -133,10 +115,10 @@ std::vector<double> smoothed(const std::vector<double>& p, int w, int h, int r) 
 
 TemplateWienerFilter::TemplateWienerFilter(const Frame& average, const Frame& half_difference, std::size_t even,
                                            std::size_t odd)
-    : fft_(template_transform_size(average.width + kBlend), template_transform_size(average.height + kBlend)),
+    : fft_(fft_friendly(average.width + kBlend), fft_friendly(average.height + kBlend)),
       width_(average.width),
       height_(average.height),
-      spectrum_width_(template_transform_size(average.width + kBlend) / 2 + 1) {
+      spectrum_width_(fft_friendly(average.width + kBlend) / 2 + 1) {
   if (half_difference.width != average.width || half_difference.height != average.height)
     throw failure("template filter: the half difference is " + std::to_string(half_difference.width) + "x" +
                   std::to_string(half_difference.height) + ", the average " + std::to_string(average.width) + "x" +

@@ -25,12 +25,6 @@
 
 namespace driftscan {
 
-// The transform's size for an image n px wide (high) with its padding: the
-// smallest size >= n with no prime factor above 5, or a size from a fixed
-// table of ones FFTW is measured faster on (4116 for a 4101 px grid, not
-// 4320). The same on every rank and machine.
-int template_transform_size(int n);
-
 class TemplateWienerFilter {
  public:
   // `average`: the average of `even` + `odd` frames; `half_difference`: the
