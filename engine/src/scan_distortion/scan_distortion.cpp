@@ -22,8 +22,9 @@ namespace {
 
 // The 4x4 spline taps of the fits and the sampling, in two builds: SSE2
 // (every x86-64) and AVX2 + FMA (bspline_taps.hpp). The loops that take the
-// second are compiled for that target as a whole (the *_avx2 wrappers below:
-// flatten inlines everything they call) and chosen per call by simd_level().
+// second are compiled for that target (the *_avx2 wrappers below: flatten
+// inlines what they call, the taps and the template's lookups included; a
+// few library calls stay calls) and chosen per call by simd_level().
 struct Sse2Taps {
   static void gradient(const float* p, std::size_t stride, float fx, float fy, float& v, float& gx, float& gy) {
     bspline_taps_gradient(p, stride, fx, fy, v, gx, gy);
@@ -1132,8 +1133,8 @@ FieldSums line_field_sums(const LineFieldBasis& basis, const ScanTiming& timing,
 }
 
 // The fits' per-band and per-line work, built for AVX2 + FMA: the same
-// bodies with the FMA taps, all they call inlined (flatten) so that the
-// whole loop is compiled for the target.
+// bodies with the FMA taps, what they call inlined (flatten) so that the
+// loops are compiled for the target.
 template <class... A>
 [[gnu::flatten]] DRIFTSCAN_AVX2_TARGET BandFit fit_band_avx2(A&&... a) {
   return fit_band<FmaTaps>(std::forward<A>(a)...);
