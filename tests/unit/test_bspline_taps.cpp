@@ -2,6 +2,7 @@
 // double reference sample_bspline() and its weights' derivatives.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -77,3 +78,33 @@ TEST(BsplineTaps, AtWholePixelsTheSplineInterpolatesTheSamples) {
       ASSERT_NEAR(bspline_taps_value(c.row(y - 1) + x - 1, static_cast<std::size_t>(c.width), 0.0f, 0.0f),
                   samples.at(x, y), 1e-5);
 }
+
+#if defined(DRIFTSCAN_FMA_TAPS)
+// The AVX2 + FMA build of the taps (run only where the CPU has them) against
+// the double reference and the SSE2 build: within float rounding, both the
+// value and the gradient.
+TEST(BsplineTaps, FmaBuildAgreesWithTheReferenceAndTheSse2Build) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
+  const Frame c = random_coefficients(41, 35);
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<double> ux(1.0, 37.999), uy(1.0, 31.999);
+  double largest = 0.0;
+  for (int n = 0; n < 3000; ++n) {
+    const double x = ux(rng), y = uy(rng);
+    const int ix = static_cast<int>(x), iy = static_cast<int>(y);
+    const float* p = c.row(iy - 1) + ix - 1;
+    const auto stride = static_cast<std::size_t>(c.width);
+    const float fx = static_cast<float>(x - ix), fy = static_cast<float>(y - iy);
+    float v, gx, gy, v2, gx2, gy2;
+    bspline_taps_gradient(p, stride, fx, fy, v, gx, gy);
+    bspline_taps_gradient_fma(p, stride, fx, fy, v2, gx2, gy2);
+    const float value = bspline_taps_value_fma(p, stride, fx, fy);
+    ASSERT_NEAR(value, sample_bspline(c, x, y), 2e-4) << "at " << x << ", " << y;
+    ASSERT_NEAR(v2, v, 1e-4f * (1.0f + std::fabs(v)));
+    ASSERT_NEAR(gx2, gx, 1e-4f * (1.0f + std::fabs(gx))) << "at " << x << ", " << y;
+    ASSERT_NEAR(gy2, gy, 1e-4f * (1.0f + std::fabs(gy))) << "at " << x << ", " << y;
+    largest = std::max(largest, static_cast<double>(std::fabs(gy2 - gy)));
+  }
+  EXPECT_GT(largest, 0.0);  // the build fused its multiply-adds (else it is the SSE2 one)
+}
+#endif

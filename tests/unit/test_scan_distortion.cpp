@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../../engine/src/registration/simd_level.hpp"
 #include "driftscan/core/error.hpp"
 #include "driftscan/core/frame_source.hpp"
 #include "driftscan/core/progress.hpp"
@@ -202,6 +204,39 @@ TEST(ScanDistortion, PerLineDriftErrorIsWellBelowRigid) {
   // Lines that run between atom rows see little along the fast axis at this
   // dose, so only part of the jitter is recoverable; the rest the prior keeps at 0.
   EXPECT_LT(jitter_err, 0.7 * jitter_none);
+}
+
+// The fits and the sampling in their AVX2 + FMA build (taken where the CPU
+// has it) and in the baseline SSE2 one: the same estimate within float
+// rounding's reach, far below the 0.001 px the results are held to, and not
+// the same to the last bit (the FMA build really ran).
+TEST(ScanDistortion, Avx2AndBaselineBuildsGiveTheSameEstimate) {
+  force_simd_level(SimdLevel::avx2);
+  if (simd_level() != SimdLevel::avx2) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
+  SyntheticSeries s(scanned_series());
+  const ScanTiming& t = s.scan_timing();
+  const std::vector<Point> rigid = rigid_drift(s);
+  ScanDistortionSettings settings;
+  settings.band_lines = 16;
+  settings.max_band_offset = 0.3 * 9.0;
+  const ScanDistortionResult fast = estimate_scan_distortion(s, t, rigid, settings);
+  force_simd_level(SimdLevel::baseline);
+  const ScanDistortionResult base = estimate_scan_distortion(s, t, rigid, settings);
+  force_simd_level(SimdLevel::avx2);
+  double path = 0.0, jitter = 0.0;
+  for (std::size_t k = 0; k < s.frame_count(); ++k)
+    for (int l = 0; l < t.lines(); ++l) {
+      const Point a = fast.model.path.at(t.line_mid_time(k, l)), b = base.model.path.at(t.line_mid_time(k, l));
+      path = std::max({path, std::fabs(a.x - b.x), std::fabs(a.y - b.y)});
+      const auto at = static_cast<std::size_t>(l);
+      const double ja = k < fast.model.jitter.size() && at < fast.model.jitter[k].size() ? fast.model.jitter[k][at] : 0;
+      const double jb = k < base.model.jitter.size() && at < base.model.jitter[k].size() ? base.model.jitter[k][at] : 0;
+      jitter = std::max(jitter, std::fabs(ja - jb));
+    }
+  std::printf("AVX2 + FMA against SSE2: path %.2g px, jitter %.2g px at most\n", path, jitter);
+  EXPECT_LT(path, 1e-4);
+  EXPECT_LT(jitter, 1e-4);
+  EXPECT_GT(std::max(path, jitter), 0.0);
 }
 
 TEST(ScanDistortion, PixelShowingInvertsProbed) {

@@ -8,28 +8,58 @@
 #include <exception>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "driftscan/averaging/standard_error.hpp"
 #include "driftscan/core/bspline_taps.hpp"
 #include "driftscan/core/cubic_bspline.hpp"
 #include "driftscan/core/error.hpp"
 #include "driftscan/core/scan_rotation.hpp"
+#include "registration/simd_level.hpp"
 
 namespace driftscan {
 namespace {
+
+// The 4x4 spline taps of the fits and the sampling, in two builds: SSE2
+// (every x86-64) and AVX2 + FMA (bspline_taps.hpp). The loops that take the
+// second are compiled for that target (the *_avx2 wrappers below: flatten
+// inlines what they call, the taps and the template's lookups included; a
+// few library calls stay calls) and chosen per call by simd_level().
+struct Sse2Taps {
+  static void gradient(const float* p, std::size_t stride, float fx, float fy, float& v, float& gx, float& gy) {
+    bspline_taps_gradient(p, stride, fx, fy, v, gx, gy);
+  }
+  static float value(const float* p, std::size_t stride, float fx, float fy) {
+    return bspline_taps_value(p, stride, fx, fy);
+  }
+};
+#if defined(DRIFTSCAN_FMA_TAPS)
+struct FmaTaps {
+  DRIFTSCAN_AVX2_TARGET static void gradient(const float* p, std::size_t stride, float fx, float fy, float& v,
+                                             float& gx, float& gy) {
+    bspline_taps_gradient_fma(p, stride, fx, fy, v, gx, gy);
+  }
+  DRIFTSCAN_AVX2_TARGET static float value(const float* p, std::size_t stride, float fx, float fy) {
+    return bspline_taps_value_fma(p, stride, fx, fy);
+  }
+};
+#else
+using FmaTaps = Sse2Taps;
+#endif
 
 // The cubic B-spline of `coeffs` at (x, y) and its gradient; false when the
 // 4x4 taps leave the image (no clamped edge values in a fit).
 // Inlined into the fits' loops (called a few times a pixel per round; as a
 // call, the compiler split off its body and passed every result through memory).
+template <class Taps>
 [[gnu::always_inline]] inline bool sample_with_gradient(const Frame& coeffs, double x, double y, double& v, double& gx,
                                                         double& gy) {
   if (!(x >= 1.0 && y >= 1.0)) return false;
   const int ix = static_cast<int>(x), iy = static_cast<int>(y);  // x, y >= 1: truncation is floor
   if (ix + 2 >= coeffs.width || iy + 2 >= coeffs.height) return false;
   float fv, fgx, fgy;
-  bspline_taps_gradient(coeffs.row(iy - 1) + ix - 1, static_cast<std::size_t>(coeffs.width), static_cast<float>(x - ix),
-                        static_cast<float>(y - iy), fv, fgx, fgy);
+  Taps::gradient(coeffs.row(iy - 1) + ix - 1, static_cast<std::size_t>(coeffs.width), static_cast<float>(x - ix),
+                 static_cast<float>(y - iy), fv, fgx, fgy);
   v = fv, gx = fgx, gy = fgy;
   return true;
 }
@@ -42,6 +72,7 @@ struct Template {
   double min_coverage = 1.0;
 
   // Value and gradient at specimen point q; false where the average is thin.
+  template <class Taps = Sse2Taps>
   bool at(Point q, double& v, double& gx, double& gy) const {
     const double x = q.x - image->origin.x, y = q.y - image->origin.y;
     // Nearest pixel for the coverage test; x, y >= -0.5 there, so truncation rounds.
@@ -49,12 +80,13 @@ struct Template {
     const int nx = static_cast<int>(x + 0.5), ny = static_cast<int>(y + 0.5);  // NOLINT(bugprone-incorrect-roundings)
     if (nx >= image->coverage.width || ny >= image->coverage.height) return false;
     if (image->coverage.at(nx, ny) < min_coverage) return false;
-    return sample_with_gradient(coeffs, x, y, v, gx, gy);
+    return sample_with_gradient<Taps>(coeffs, x, y, v, gx, gy);
   }
   // The same wherever frames cover every tap of the cubic B-spline at q
   // (a tap on a pixel none covers holds the average's mean, and one frame
   // k alone covered still holds frame k's value in its leave-one-out
   // template: either would bend v), with the coverage c at q.
+  template <class Taps = Sse2Taps>
   bool covered_at(Point q, double& v, double& gx, double& gy, double& c) const {
     const double x = q.x - image->origin.x, y = q.y - image->origin.y;
     if (!(x >= 1.0 && y >= 1.0)) return false;
@@ -64,7 +96,7 @@ struct Template {
       for (int i = ix - 1; i <= ix + 2; ++i)
         if (image->coverage.at(i, j) < 1.0f) return false;
     c = image->coverage.at(x - ix < 0.5 ? ix : ix + 1, y - iy < 0.5 ? iy : iy + 1);
-    return sample_with_gradient(coeffs, x, y, v, gx, gy);
+    return sample_with_gradient<Taps>(coeffs, x, y, v, gx, gy);
   }
 };
 
@@ -119,6 +151,7 @@ struct NoiseModel {
   double weight(double v) const { return 1.0 / std::max(floor, a + b * v); }
 };
 
+template <class Taps>
 BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pixels, double mean_time,
                  const FrameScanMap& map, const Template& tpl, double max_offset, Point fast) {
   BandFit fit;
@@ -143,7 +176,7 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
     fit.evaluated_at = fit.delta;
     for (std::size_t i = 0; i < pixels.size(); ++i) {
       double v, gx, gy;
-      if (!tpl.at({q[i].x + fit.delta.x, q[i].y + fit.delta.y}, v, gx, gy)) {
+      if (!tpl.at<Taps>({q[i].x + fit.delta.x, q[i].y + fit.delta.y}, v, gx, gy)) {
         fit.value[i] = fit.gradient[i] = std::numeric_limits<float>::quiet_NaN();
         continue;
       }
@@ -216,6 +249,7 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
 // over lines, is the variance scale of the estimates as they really scatter (template noise and misfit included, which
 // the pixel noise alone misses). `q` are the points the line's pixels show without jitter (read only by the steps that
 // do not reuse first_value).
+template <class Taps>
 double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>>& pixels, const std::vector<Point>& q,
                        Point fast, const Template& tpl, const NoiseModel& noise, double j, double max_jitter,
                        double& information, double split[2], const float* first_value = nullptr,
@@ -241,7 +275,7 @@ double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>
           v = first_value[i], g = first_gradient[i];
         } else {
           double gx, gy;
-          if (!tpl.at({q[i].x + j * fast.x, q[i].y + j * fast.y}, v, gx, gy)) continue;
+          if (!tpl.at<Taps>({q[i].x + j * fast.x, q[i].y + j * fast.y}, v, gx, gy)) continue;
           g = gx * fast.x + gy * fast.y;
         }
         const double r = frame.at(pixels[i].first, pixels[i].second) - v;
@@ -634,6 +668,35 @@ SpecimenGrid SpecimenGrid::covering(const SpecimenExtent& extent, const ScanTimi
   return g;
 }
 
+namespace {
+// One output row of sample_in_specimen_coordinates: the spline of `coeffs`
+// at the frame points `showing` (NaN outside the frame or before from_sample).
+template <class Taps>
+void sample_row(const Frame& coeffs, const FrameScanMap& map, const Point* showing, int count, double from_sample,
+                float* row) {
+  const int w = coeffs.width, h = coeffs.height;
+  const std::size_t stride = static_cast<std::size_t>(w);
+  for (int i = 0; i < count; ++i) {
+    const Point p = showing[i];
+    if (p.x < 0.0 || p.y < 0.0 || p.x > w - 1 || p.y > h - 1) continue;
+    if (from_sample > 0.0 && map.sample_at(p) < from_sample) continue;
+    const int ix = static_cast<int>(p.x), iy = static_cast<int>(p.y);  // p >= 0: truncation is floor
+    if (ix >= 1 && iy >= 1 && ix + 2 < w && iy + 2 < h) {
+      row[i] =
+          Taps::value(coeffs.row(iy - 1) + ix - 1, stride, static_cast<float>(p.x - ix), static_cast<float>(p.y - iy));
+    } else {
+      row[i] = static_cast<float>(sample_bspline(coeffs, p.x, p.y));  // edge taps clamped
+    }
+  }
+}
+// Its AVX2 + FMA build (see Sse2Taps).
+[[gnu::flatten]] DRIFTSCAN_AVX2_TARGET void sample_row_avx2(const Frame& coeffs, const FrameScanMap& map,
+                                                            const Point* showing, int count, double from_sample,
+                                                            float* row) {
+  sample_row<FmaTaps>(coeffs, map, showing, count, from_sample, row);
+}
+}  // namespace
+
 FrameContribution sample_in_specimen_coordinates(const Frame& frame, const FrameScanMap& map_with_jitter,
                                                  const SpecimenGrid& grid, double from_sample) {
   // Each line at its own fast-axis position first, then the smooth map.
@@ -641,7 +704,7 @@ FrameContribution sample_in_specimen_coordinates(const Frame& frame, const Frame
   const FrameScanMap map = map_with_jitter.without_jitter();
   bspline_prefilter(coeffs);
   const int w = frame.width, h = frame.height;
-  const std::size_t stride = static_cast<std::size_t>(w);
+  const bool avx2 = simd_level() == SimdLevel::avx2;
   // Only the grid pixels in the frame's footprint (the box its border maps
   // to, with a margin): the grid spans the whole series' drift, up to twice
   // a frame's area, and outside the footprint every inverse is wasted.
@@ -661,18 +724,8 @@ FrameContribution sample_in_specimen_coordinates(const Frame& frame, const Frame
       // Along an output row the pixel stays on one line for long runs.
       map.pixels_showing_row({grid.origin.x + c.i0, grid.origin.y + c.j0 + j}, c.width, showing.data());
       float* row = c.value.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(c.width);
-      for (int i = 0; i < c.width; ++i) {
-        const Point p = showing[static_cast<std::size_t>(i)];
-        if (p.x < 0.0 || p.y < 0.0 || p.x > w - 1 || p.y > h - 1) continue;
-        if (from_sample > 0.0 && map.sample_at(p) < from_sample) continue;
-        const int ix = static_cast<int>(p.x), iy = static_cast<int>(p.y);  // p >= 0: truncation is floor
-        if (ix >= 1 && iy >= 1 && ix + 2 < w && iy + 2 < h) {
-          row[i] = bspline_taps_value(coeffs.row(iy - 1) + ix - 1, stride, static_cast<float>(p.x - ix),
-                                      static_cast<float>(p.y - iy));
-        } else {
-          row[i] = static_cast<float>(sample_bspline(coeffs, p.x, p.y));  // edge taps clamped
-        }
-      }
+      if (avx2) sample_row_avx2(coeffs, map, showing.data(), c.width, from_sample, row);
+      else sample_row<Sse2Taps>(coeffs, map, showing.data(), c.width, from_sample, row);
     }
   }
   return c;
@@ -1047,7 +1100,7 @@ namespace {
 // (frame k's own taken out) adds 1 / c of a frame's noise variance, so where
 // few others saw the specimen clear of their line starts a sample says less.
 // Where none did, it says nothing.
-template <class Template>
+template <class Taps, class Template>
 FieldSums line_field_sums(const LineFieldBasis& basis, const ScanTiming& timing, const Template& tpl,
                           const NoiseModel& noise, const Frame& frame, double field_reach,
                           const std::vector<std::pair<int, int>>& pixels, const std::vector<Point>& q, double j,
@@ -1058,7 +1111,7 @@ FieldSums line_field_sums(const LineFieldBasis& basis, const ScanTiming& timing,
     const double sample = timing.sample_of(pixels[i].first, pixels[i].second);
     if (sample >= field_reach) continue;
     double v, gx, gy, c;
-    if (!tpl.covered_at({q[i].x + j * fast.x, q[i].y + j * fast.y}, v, gx, gy, c)) continue;
+    if (!tpl.template covered_at<Taps>({q[i].x + j * fast.x, q[i].y + j * fast.y}, v, gx, gy, c)) continue;
     const double g = gx * fast.x + gy * fast.y;
     const double w = noise.weight(v) * c / (c + 1.0);
     const double e = frame.at(pixels[i].first, pixels[i].second) - v;
@@ -1077,6 +1130,22 @@ FieldSums line_field_sums(const LineFieldBasis& basis, const ScanTiming& timing,
     }
   }
   return out_sums;
+}
+
+// The fits' per-band and per-line work, built for AVX2 + FMA: the same
+// bodies with the FMA taps, what they call inlined (flatten) so that the
+// loops are compiled for the target.
+template <class... A>
+[[gnu::flatten]] DRIFTSCAN_AVX2_TARGET BandFit fit_band_avx2(A&&... a) {
+  return fit_band<FmaTaps>(std::forward<A>(a)...);
+}
+template <class... A>
+[[gnu::flatten]] DRIFTSCAN_AVX2_TARGET double fit_line_jitter_avx2(A&&... a) {
+  return fit_line_jitter<FmaTaps>(std::forward<A>(a)...);
+}
+template <class... A>
+[[gnu::flatten]] DRIFTSCAN_AVX2_TARGET FieldSums line_field_sums_avx2(A&&... a) {
+  return line_field_sums<FmaTaps>(std::forward<A>(a)...);
 }
 
 // Each line's whole fast-axis offset from the template's path (its band's
@@ -1111,14 +1180,18 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
   const std::vector<double> field = field_basis_.tabulate(coefficients);
   const auto tpl = template_without(frame, k, current, field);
   FrameFit out;
+  const bool avx2 = simd_level() == SimdLevel::avx2;
   std::vector<BandFit> fits(bands_.size());
   {
     const FrameScanMap map(timing_, model.path, current, k, field);
 #pragma omp parallel for schedule(dynamic, 1)
-    for (long b = 0; b < static_cast<long>(bands_.size()); ++b)
-      fits[static_cast<std::size_t>(b)] = fit_band(frame, bands_[static_cast<std::size_t>(b)],
-                                                   timing_.frame_start(k) + band_time_[static_cast<std::size_t>(b)],
-                                                   map, *tpl, settings_.max_band_offset, timing_.fast_axis(k));
+    for (long b = 0; b < static_cast<long>(bands_.size()); ++b) {
+      const auto at = static_cast<std::size_t>(b);
+      const double t = timing_.frame_start(k) + band_time_[at];
+      fits[at] =
+          avx2 ? fit_band_avx2(frame, bands_[at], t, map, *tpl, settings_.max_band_offset, timing_.fast_axis(k))
+               : fit_band<Sse2Taps>(frame, bands_[at], t, map, *tpl, settings_.max_band_offset, timing_.fast_axis(k));
+    }
   }
   // Each band's offset from the model at its centre line, for the lines.
   std::vector<double> centre;
@@ -1186,12 +1259,18 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
         q[i] = {p.x + d.x, p.y + d.y};
       }
     }
-    raw[at] = fit_line_jitter(frame, pixels, q, fast, *tpl, noise_model, jitter[at], settings_.max_jitter,
-                              information[at], &split[2 * at], reuse ? f.value.data() + first : nullptr,
-                              reuse ? f.gradient.data() + first : nullptr);
+    const float* first_value = reuse ? f.value.data() + first : nullptr;
+    const float* first_gradient = reuse ? f.gradient.data() + first : nullptr;
+    raw[at] =
+        avx2 ? fit_line_jitter_avx2(frame, pixels, q, fast, *tpl, noise_model, jitter[at], settings_.max_jitter,
+                                    information[at], &split[2 * at], first_value, first_gradient)
+             : fit_line_jitter<Sse2Taps>(frame, pixels, q, fast, *tpl, noise_model, jitter[at], settings_.max_jitter,
+                                         information[at], &split[2 * at], first_value, first_gradient);
     if (!field_basis_.empty())
-      field_sums[at] =
-          line_field_sums(field_basis_, timing_, *tpl, noise_model, frame, field_reach, pixels, q, raw[at], fast);
+      field_sums[at] = avx2 ? line_field_sums_avx2(field_basis_, timing_, *tpl, noise_model, frame, field_reach, pixels,
+                                                   q, raw[at], fast)
+                            : line_field_sums<Sse2Taps>(field_basis_, timing_, *tpl, noise_model, frame, field_reach,
+                                                        pixels, q, raw[at], fast);
   }
   if (!field_basis_.empty()) {
     // The change of the field: least squares over every line of the frame
