@@ -1001,7 +1001,7 @@ void ScanDistortionSteps::set_template(SpecimenImage average, const DriftPath& b
   // (a revolving dose-4 series: 10 of frame 0's first 16 lines), their
   // template's larger noise weighed in (at_for_lines). Not with a line
   // field: its template leaves out every line's first samples, and the fused
-  // average of bench_scan_distortion's line-field case was 0.5-1.5 points
+  // average of bench_scan_distortion's line-field case was 0.1-1.6 points
   // further from the oracle with it.
   t->line_min_coverage = field_basis_.empty() ? 1.0 : t->min_coverage;
   template_ = std::move(t);
