@@ -48,6 +48,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -939,6 +940,28 @@ void print_jitter_diagnostic(const SyntheticSeries& s, const FrameVector& frames
   line("jitter, a further round: the estimate's model", a);
   line("  the true path, the estimate's jitter, its template", b);
   line("  the true path, the estimate's jitter, true-model template", c);
+  // The template built with the true jitter plus errors as large as the
+  // estimate's (each frame's RMS) but drawn independently of the data: if
+  // this matches the true-model template, the estimate's template loses by
+  // where its errors come from (the fitted frames' own noise), not by their
+  // size.
+  {
+    ScanModel scrambled = oracle;
+    std::mt19937 draw(12345);
+    for (std::size_t k = 0; k < n; ++k) {
+      double tm = 0, em = 0, e2 = 0;
+      for (std::size_t l = 0; l < lines; ++l) tm += s.line_jitter(k, static_cast<int>(l)) / static_cast<double>(lines);
+      for (std::size_t l = 0; l < lines; ++l) em += est.jitter[k][l] / static_cast<double>(lines);
+      for (std::size_t l = 0; l < lines; ++l) {
+        const double e = (est.jitter[k][l] - em) - (s.line_jitter(k, static_cast<int>(l)) - tm);
+        e2 += e * e / static_cast<double>(lines);
+      }
+      std::normal_distribution<double> error(0.0, std::sqrt(e2));
+      for (std::size_t l = 0; l < lines; ++l) scrambled.jitter[k][l] += error(draw);
+    }
+    line("  the true path, the estimate's jitter, template true + independent errors",
+         with_template(scrambled, true_path));
+  }
   line("  the true path, the estimate's jitter, clean specimen", d);
 }
 
