@@ -163,11 +163,15 @@ void StreamedLagSum::emit(int y) {
     prefix_[0] = 0;
     for (int x = 0; x < w_; ++x) prefix_[static_cast<std::size_t>(x) + 1] = acc += col[x];
     double* out = boxed_.data() + static_cast<std::size_t>(j) * n;
-    for (int g = 0; g < n; ++g) {
+    const double* p = prefix_.data();
+    int g = 0;
+    for (; g < n && x0_ + g * stride_ - R_ < 0; ++g)
+      out[g] = p[std::min(w_, x0_ + g * stride_ + R_ + 1)];  // clipped on the left (and maybe the right)
+    for (; g < n && x0_ + g * stride_ + R_ + 1 <= w_; ++g) {
       const int x = x0_ + g * stride_;
-      out[g] = prefix_[static_cast<std::size_t>(std::min(w_, x + R_ + 1))] -
-               prefix_[static_cast<std::size_t>(std::max(0, x - R_))];
+      out[g] = p[x + R_ + 1] - p[x - R_];
     }
+    for (; g < n; ++g) out[g] = p[w_] - p[x0_ + g * stride_ - R_];  // clipped on the right
   }
   for (int i = 0; i < channels_; ++i) {
     const float* a = raw(y, i);

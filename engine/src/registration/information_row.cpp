@@ -30,7 +30,7 @@ DRIFTSCAN_KERNEL void store(float* p, const V& v) {
   std::memcpy(p, &v, sizeof v);
 }
 DRIFTSCAN_KERNEL float total(float v) { return v; }
-DRIFTSCAN_KERNEL float total(v8 v) {
+DRIFTSCAN_KERNEL float total(const v8& v) {
   float s = 0;
   for (int k = 0; k < 8; ++k) s += v[k];
   return s;

@@ -435,24 +435,38 @@ class LevelSolver {
   // The gain and offset fitted at S over the set (built at S): evaluate's
   // alpha and beta (its sums by the vector row kernel, in another order), the
   // rest of the pass left as it is; what the information pass needs of it.
-  Pass fit_at(const Transform& S) const {
+  // On sets of up to kKeptSamples pixels the samples are kept for the
+  // information pass's rows at the same S (load_row), which would sample them again.
+  Pass fit_at(const Transform& S) {
     double sg = 0, sgg = 0, sfg = 0;
     std::vector<float> g, col, wrow;
+    std::size_t total = 0;
+    for (const Span& s : spans_) total += static_cast<std::size_t>(s.x1 - s.x0 + 1);
+    const bool keep = total <= kKeptSamples;
+    kept_samples_.clear();
+    kept_at_.clear();
+    if (keep) kept_samples_.reserve(total), kept_at_.reserve(spans_.size());
     for (const Span& s : spans_) {
       const auto len = static_cast<std::size_t>(s.x1 - s.x0 + 1);
       g.resize(len);
       wrow.resize(len);
       row_weights(s, wrow.data());
       sample_span(S, s, g.data(), col);
+      if (keep) {
+        kept_at_.push_back(kept_samples_.size());
+        kept_samples_.insert(kept_samples_.end(), g.begin(), g.end());
+      }
       GainFitRowSums row;
       gain_fit_row(static_cast<int>(len), wrow.data(), g.data(), ref_.row(s.y) + s.x0, row);
       sg += row.sg, sgg += row.sgg, sfg += row.sfg;
     }
+    if (keep) kept_S_ = S;
     const GainFit fit = gain_fit(n_, sf_, sff_, sg, sgg, sfg);
     Pass p;
     p.alpha = fit.alpha, p.beta = fit.beta;
     return p;
   }
+  static constexpr std::size_t kKeptSamples = std::size_t{1} << 20;
 
   // The two matrices of the estimate's covariance A^-1 M A^-T at S. The
   // estimating equation is b = sum w J_f r = 0 (w: the overlap's weights, J_f:
@@ -692,7 +706,12 @@ class LevelSolver {
     if (si < 0) return;
     const Span& s = spans_[static_cast<std::size_t>(si)];
     const int len = s.x1 - s.x0 + 1;
-    sample_span(S, s, rows.G[slot].data() + s.x0, col);
+    if (!kept_at_.empty() && same_transform(kept_S_, S)) {
+      const float* kept = kept_samples_.data() + kept_at_[static_cast<std::size_t>(si)];
+      std::copy(kept, kept + len, rows.G[slot].data() + s.x0);
+    } else {
+      sample_span(S, s, rows.G[slot].data() + s.x0, col);
+    }
     row_weights(s, rows.W[slot].data() + s.x0);
     const float* w = rows.W[slot].data() + s.x0;
     unsigned char* in = rows.in[slot].data() + s.x0;
@@ -1274,6 +1293,13 @@ class LevelSolver {
   std::array<double, 6> ssd_{}, ssdf_{};
   int threads_ = 1;
   CoreMemo* memo_ = nullptr;
+  // fit_at's samples per span (kept_at_: each span's first; empty: none) and their S.
+  std::vector<float> kept_samples_;
+  std::vector<std::size_t> kept_at_;
+  Transform kept_S_;
+  static bool same_transform(const Transform& a, const Transform& b) {
+    return a.a == b.a && a.b == b.b && a.c == b.c && a.d == b.d && a.tx == b.tx && a.ty == b.ty;
+  }
 };
 
 Transform scale_translation(Transform t, double s) {

@@ -1,6 +1,8 @@
 // The signal gradient's share of the noise correlation; see signal_lag_factor.hpp.
 #include "driftscan/registration/signal_lag_factor.hpp"
 
+#include "registration/simd_level.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -25,6 +27,41 @@ std::vector<double> prefilter_autocorrelation(double sigma) {
 
 int signal_lag_stride(double prefilter_sigma) {
   return prefilter_sigma > 0 ? std::max(1, static_cast<int>(std::lround(1.5 * prefilter_sigma))) : 1;
+}
+
+namespace {
+
+// out[x] = sum_t a[t + r] in[x + t], t = -r..r in order, x = 0..n-1 (in[-r..n-1+r] exist).
+DRIFTSCAN_KERNEL void smooth(const float* in, int n, const float* a, int r, float* out) {
+  std::fill(out, out + n, 0.0f);
+  for (int t = -r; t <= r; ++t) {
+    const float at = a[t + r];
+    const float* src = in + t;
+#pragma omp simd
+    for (int x = 0; x < n; ++x) out[x] += at * src[x];
+  }
+}
+DRIFTSCAN_AVX2_TARGET void smooth_avx2(const float* in, int n, const float* a, int r, float* out) {
+  smooth(in, n, a, r, out);
+}
+void smooth_baseline(const float* in, int n, const float* a, int r, float* out) { smooth(in, n, a, r, out); }
+
+// out[x] += a in[x], x = 0..n-1.
+DRIFTSCAN_KERNEL void axpy(float* out, const float* in, float a, int n) {
+#pragma omp simd
+  for (int x = 0; x < n; ++x) out[x] += a * in[x];
+}
+DRIFTSCAN_AVX2_TARGET void axpy_avx2(float* out, const float* in, float a, int n) { axpy(out, in, a, n); }
+void axpy_baseline(float* out, const float* in, float a, int n) { axpy(out, in, a, n); }
+
+}  // namespace
+
+void SignalLagSums::add_scaled(float* out, const float* in, float a, int n) {
+  (simd_level() == SimdLevel::avx2 ? axpy_avx2 : axpy_baseline)(out, in, a, n);
+}
+
+void SignalLagSums::smooth_row(const float* in, int n, const float* a, int r, float* out) {
+  (simd_level() == SimdLevel::avx2 ? smooth_avx2 : smooth_baseline)(in, n, a, r, out);
 }
 
 SignalLagSums::SignalLagSums(int width, int height, double prefilter_sigma, int stride, int row_step) {
@@ -68,31 +105,31 @@ void SignalLagSums::add_row(int y, const std::array<const float*, 2>& jf, const 
   for (std::size_t axis = 0; axis < 2; ++axis) {
     float* hs = hs_[axis].data() + static_cast<std::size_t>(y) * nx;
     const float* in = jg[axis];
-    // Columns whose window lies inside the row, 8 at a time: eight
-    // independent sums (each over t in the same order as the loop below).
+    // Columns whose window lies inside the row: every column from the first
+    // such subgrid column to the last smoothed at once by the vector kernel
+    // (each column's sum over t in the same order as smoothed_at's), the
+    // subgrid's picked from them; the edge columns one at a time.
     std::size_t X = 0;
-    constexpr std::size_t block = 8;
     const auto first_inside = static_cast<std::size_t>((r + stride_ - 1) / stride_);
     for (; X < first_inside && X < nx; ++X) hs[X] = smoothed_at(in, static_cast<int>(X) * stride_, r);
-    for (; X + block <= nx && static_cast<int>(X + block - 1) * stride_ + r <= width_ - 1; X += block) {
-      float v[block] = {};
-      const float* base = in + static_cast<std::ptrdiff_t>(X) * stride_;
-      for (int t = -r; t <= r; ++t) {
-        const float at = a_[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)];
-        for (std::size_t k = 0; k < block; ++k) v[k] += at * base[static_cast<std::ptrdiff_t>(k) * stride_ + t];
-      }
-      for (std::size_t k = 0; k < block; ++k) hs[X + k] = v[k];
+    std::size_t last_inside = X;  // one past
+    while (last_inside < nx && static_cast<int>(last_inside) * stride_ + r <= width_ - 1) ++last_inside;
+    if (last_inside > X) {
+      const std::size_t start = X;
+      const int x0 = static_cast<int>(start) * stride_, n = static_cast<int>(last_inside - 1) * stride_ - x0 + 1;
+      row_.resize(static_cast<std::size_t>(n));
+      smooth_row(in + x0, n, a_.data(), r, row_.data());
+      for (; X < last_inside; ++X) hs[X] = row_[(X - start) * static_cast<std::size_t>(stride_)];
     }
     for (; X < nx; ++X) hs[X] = smoothed_at(in, static_cast<int>(X) * stride_, r);
     if (!on_grid) continue;
+    float* jfs = jf_[axis].data() + static_cast<std::size_t>(y / stride_) * nx;
+    float* jgs = jg_[axis].data() + static_cast<std::size_t>(y / stride_) * nx;
+    const float *jfa = jf[axis], *jga = jg[axis];
+    const auto step = static_cast<std::size_t>(stride_);
+    for (std::size_t X2 = 0; X2 < nx; ++X2) jfs[X2] = jfa[X2 * step], jgs[X2] = jga[X2 * step];
     unsigned char any = 0;
-    for (std::size_t X2 = 0; X2 < nx; ++X2) {
-      const int x = static_cast<int>(X2) * stride_;
-      const std::size_t at = static_cast<std::size_t>(y / stride_) * nx + X2;
-      jf_[axis][at] = jf[axis][x];
-      jg_[axis][at] = jg[axis][x];
-      any |= jf[axis][x] != 0.0f ? 1 : 0;
-    }
+    for (std::size_t X2 = 0; X2 < nx; ++X2) any |= jfs[X2] != 0.0f ? 1 : 0;
     products_[static_cast<std::size_t>(y / stride_)] |= any;
   }
 }
@@ -126,7 +163,7 @@ std::array<double, 2> SignalLagSums::factor() const {
       for (int t = lo; t <= hi; t += row_step_) {
         const float at = a_[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)];
         const float* row = hs_[axis].data() + (static_cast<std::size_t>(y) + static_cast<std::size_t>(t)) * nx;
-        for (std::size_t X = 0; X < nx; ++X) s[X] += at * row[X];
+        add_scaled(s.data(), row, at, static_cast<int>(nx));
       }
       for (std::size_t X = 0; X < nx; ++X) {
         const float f = jf_[axis][static_cast<std::size_t>(Y) * nx + X];
