@@ -155,6 +155,62 @@ DRIFTSCAN_AVX2_TARGET void fit_avx2(int n, const float* w, const float* g, const
 }
 void fit_baseline(int n, const float* w, const float* g, const float* f, GainFitRowSums& s) { fit(n, w, g, f, s); }
 
+DRIFTSCAN_KERNEL void sample(const SplineRow& s, int n, float* col, float* out) {
+  const float *r0 = s.rows[0], *r1 = s.rows[1], *r2 = s.rows[2], *r3 = s.rows[3];
+  const float w0 = s.wy[0], w1 = s.wy[1], w2 = s.wy[2], w3 = s.wy[3];
+#pragma omp simd
+  for (int i = 0; i < n + 3; ++i) col[i] = w0 * r0[i] + w1 * r1[i] + w2 * r2[i] + w3 * r3[i];
+  const float v0 = s.wx[0], v1 = s.wx[1], v2 = s.wx[2], v3 = s.wx[3];
+#pragma omp simd
+  for (int i = 0; i < n; ++i) out[i] = v0 * col[i] + v1 * col[i + 1] + v2 * col[i + 2] + v3 * col[i + 3];
+}
+DRIFTSCAN_AVX2_TARGET void sample_avx2(const SplineRow& s, int n, float* col, float* out) { sample(s, n, col, out); }
+void sample_baseline(const SplineRow& s, int n, float* col, float* out) { sample(s, n, col, out); }
+
+DRIFTSCAN_KERNEL void gradient(const SplineRow& s, int n, float* c, float* gx, float* gy) {
+  const float *r0 = s.rows[0], *r1 = s.rows[1], *r2 = s.rows[2], *r3 = s.rows[3];
+  // The weights in locals: the stores below could alias s for the compiler.
+  const float w0 = s.wy[0], w1 = s.wy[1], w2 = s.wy[2], w3 = s.wy[3];
+  const float d0 = s.dy[0], d1 = s.dy[1], d2 = s.dy[2], d3 = s.dy[3];
+  float* cd = c + n + 3;
+#pragma omp simd
+  for (int i = 0; i < n + 3; ++i) {
+    c[i] = w0 * r0[i] + w1 * r1[i] + w2 * r2[i] + w3 * r3[i];
+    cd[i] = d0 * r0[i] + d1 * r1[i] + d2 * r2[i] + d3 * r3[i];
+  }
+  const float e0 = s.dx[0], e1 = s.dx[1], e2 = s.dx[2], e3 = s.dx[3];
+  const float v0 = s.wx[0], v1 = s.wx[1], v2 = s.wx[2], v3 = s.wx[3];
+#pragma omp simd
+  for (int i = 0; i < n; ++i) {
+    gx[i] = e0 * c[i] + e1 * c[i + 1] + e2 * c[i + 2] + e3 * c[i + 3];
+    gy[i] = v0 * cd[i] + v1 * cd[i + 1] + v2 * cd[i + 2] + v3 * cd[i + 3];
+  }
+}
+DRIFTSCAN_AVX2_TARGET void gradient_avx2(const SplineRow& s, int n, float* c, float* gx, float* gy) {
+  gradient(s, n, c, gx, gy);
+}
+void gradient_baseline(const SplineRow& s, int n, float* c, float* gx, float* gy) { gradient(s, n, c, gx, gy); }
+
+template <class V>
+DRIFTSCAN_KERNEL void lag_at(const float* f, const float* s, const float* g, int i, V& fs, V& fg) {
+  const V fv = load<V>(f + i);
+  fs += fv * load<V>(s + i), fg += fv * load<V>(g + i);
+}
+DRIFTSCAN_KERNEL void lag_row(int n, const float* f, const float* s, const float* g, float& fs, float& fg) {
+  v8 bs{}, bg{};
+  int i = 0;
+  for (; i + 8 <= n; i += 8) lag_at(f, s, g, i, bs, bg);
+  float ts = 0, tg = 0;
+  for (; i < n; ++i) lag_at(f, s, g, i, ts, tg);
+  fs = total(bs) + ts, fg = total(bg) + tg;
+}
+DRIFTSCAN_AVX2_TARGET void lag_row_avx2(int n, const float* f, const float* s, const float* g, float& fs, float& fg) {
+  lag_row(n, f, s, g, fs, fg);
+}
+void lag_row_baseline(int n, const float* f, const float* s, const float* g, float& fs, float& fg) {
+  lag_row(n, f, s, g, fs, fg);
+}
+
 DRIFTSCAN_AVX2_TARGET void full_avx2(const InformationRow& r, const InformationRowOut& o, InformationRowSums& s) {
   if (r.exact_gx) full<true>(r, o, s);
   else full<false>(r, o, s);
@@ -191,6 +247,18 @@ void information_row_u(const InformationRow& r, const InformationRowOut& out, bo
 
 void gain_fit_row(int n, const float* w, const float* g, const float* f, GainFitRowSums& sums) {
   (simd_level() == SimdLevel::avx2 ? fit_avx2 : fit_baseline)(n, w, g, f, sums);
+}
+
+void sample_spline_row(const SplineRow& s, int n, float* col, float* out) {
+  (simd_level() == SimdLevel::avx2 ? sample_avx2 : sample_baseline)(s, n, col, out);
+}
+
+void spline_gradient_row(const SplineRow& s, int n, float* col, float* gx, float* gy) {
+  (simd_level() == SimdLevel::avx2 ? gradient_avx2 : gradient_baseline)(s, n, col, gx, gy);
+}
+
+void lag_factor_row(int n, const float* f, const float* s, const float* g, float& fs, float& fg) {
+  (simd_level() == SimdLevel::avx2 ? lag_row_avx2 : lag_row_baseline)(n, f, s, g, fs, fg);
 }
 
 }  // namespace driftscan

@@ -59,4 +59,22 @@ struct GainFitRowSums {
 };
 void gain_fit_row(int n, const float* w, const float* g, const float* f, GainFitRowSums& sums);
 
+// The moving frame's cubic spline along a row at one fractional offset (a
+// translation): four coefficient rows from the first tap's column, the
+// weights down (wy) and across (wx), and for the gradient their derivatives
+// (dy, dx). The same float operations in the same order as the refinement's
+// sampling (refinement.cpp: sample_span, spline_gradient_span), by the vector kernels.
+struct SplineRow {
+  const float* rows[4] = {};
+  float wy[4] = {}, wx[4] = {}, dy[4] = {}, dx[4] = {};
+};
+// out[0..n): the spline's values; col: n + 3 floats of scratch.
+void sample_spline_row(const SplineRow& s, int n, float* col, float* out);
+// gx, gy [0..n): its gradient; col: 2 (n + 3) floats of scratch.
+void spline_gradient_row(const SplineRow& s, int n, float* col, float* gx, float* gy);
+
+// Sums over a row of the lag factor's subgrid: sum f s and sum f g (in float;
+// the terms where f is 0 add nothing).
+void lag_factor_row(int n, const float* f, const float* s, const float* g, float& fs, float& fg);
+
 }  // namespace driftscan

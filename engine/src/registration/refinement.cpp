@@ -451,7 +451,7 @@ class LevelSolver {
       g.resize(len);
       wrow.resize(len);
       row_weights(s, wrow.data());
-      sample_span(S, s, g.data(), col);
+      sample_span_fast(S, s, g.data(), col);
       if (keep) {
         kept_at_.push_back(kept_samples_.size());
         kept_samples_.insert(kept_samples_.end(), g.begin(), g.end());
@@ -710,7 +710,7 @@ class LevelSolver {
       const float* kept = kept_samples_.data() + kept_at_[static_cast<std::size_t>(si)];
       std::copy(kept, kept + len, rows.G[slot].data() + s.x0);
     } else {
-      sample_span(S, s, rows.G[slot].data() + s.x0, col);
+      sample_span_fast(S, s, rows.G[slot].data() + s.x0, col);
     }
     row_weights(s, rows.W[slot].data() + s.x0);
     const float* w = rows.W[slot].data() + s.x0;
@@ -814,7 +814,9 @@ class LevelSolver {
         information_row_margin(r, o);
       } else {
         if (A_exact) {
-          spline_gradient_span(S, s, exact_gx.data() + x0, exact_gy.data() + x0, col);
+          const SplineRow taps = translation_taps(S, s, true);
+          col.resize(2 * (static_cast<std::size_t>(s.x1 - s.x0) + 4));
+          spline_gradient_row(taps, s.x1 - s.x0 + 1, col.data(), exact_gx.data() + x0, exact_gy.data() + x0);
           r.exact_gx = exact_gx.data() + x0, r.exact_gy = exact_gy.data() + x0;
         }
         information_row_full(r, o, sums);
@@ -1209,6 +1211,32 @@ class LevelSolver {
       for (int j = 0; j < 4; ++j, r += stride) v += wy[j] * (wx[0] * r[0] + wx[1] * r[1] + wx[2] * r[2] + wx[3] * r[3]);
       out[i] = static_cast<float>(v);
     }
+  }
+
+  // A translation's spline taps along span s (sample_span's, and with
+  // `derivatives` spline_gradient_span's), for the vector row kernels.
+  SplineRow translation_taps(const Transform& S, const Span& s, bool derivatives) const {
+    const double sy = s.y + S.ty;
+    const int iy = static_cast<int>(std::floor(sy));
+    const int ftx = static_cast<int>(std::floor(S.tx));
+    double wy[4], wx[4], dy[4] = {}, dx[4] = {};
+    bspline_weights(sy - iy, wy);
+    bspline_weights(S.tx - ftx, wx);
+    if (derivatives) bspline_weight_derivatives(sy - iy, dy), bspline_weight_derivatives(S.tx - ftx, dx);
+    const int base = s.x0 + ftx - 1;
+    SplineRow t;
+    for (int k = 0; k < 4; ++k) {
+      t.rows[k] = mov_.row(iy - 1 + k) + base;
+      t.wy[k] = static_cast<float>(wy[k]), t.wx[k] = static_cast<float>(wx[k]);
+      t.dy[k] = static_cast<float>(dy[k]), t.dx[k] = static_cast<float>(dx[k]);
+    }
+    return t;
+  }
+  // sample_span's values (the same float operations), a translation's by the vector kernel.
+  void sample_span_fast(const Transform& S, const Span& s, float* out, std::vector<float>& col) const {
+    if (model_ != MotionModel::translation) return sample_span(S, s, out, col);
+    col.resize(static_cast<std::size_t>(s.x1 - s.x0) + 4);
+    sample_spline_row(translation_taps(S, s, false), s.x1 - s.x0 + 1, col.data(), out);
   }
 
   // d(g o S)/dq along span s, g the moving frame's cubic spline, exactly:

@@ -1,6 +1,7 @@
 // The signal gradient's share of the noise correlation; see signal_lag_factor.hpp.
 #include "driftscan/registration/signal_lag_factor.hpp"
 
+#include "registration/information_row.hpp"
 #include "registration/simd_level.hpp"
 
 #include <algorithm>
@@ -112,8 +113,9 @@ void SignalLagSums::add_row(int y, const std::array<const float*, 2>& jf, const 
     std::size_t X = 0;
     const auto first_inside = static_cast<std::size_t>((r + stride_ - 1) / stride_);
     for (; X < first_inside && X < nx; ++X) hs[X] = smoothed_at(in, static_cast<int>(X) * stride_, r);
-    std::size_t last_inside = X;  // one past
-    while (last_inside < nx && static_cast<int>(last_inside) * stride_ + r <= width_ - 1) ++last_inside;
+    // One past the last column whose window ends inside the row.
+    const std::size_t last_inside =
+        width_ - 1 - r < 0 ? X : std::min(nx, static_cast<std::size_t>((width_ - 1 - r) / stride_) + 1);
     if (last_inside > X) {
       const std::size_t start = X;
       const int x0 = static_cast<int>(start) * stride_, n = static_cast<int>(last_inside - 1) * stride_ - x0 + 1;
@@ -165,12 +167,11 @@ std::array<double, 2> SignalLagSums::factor() const {
         const float* row = hs_[axis].data() + (static_cast<std::size_t>(y) + static_cast<std::size_t>(t)) * nx;
         add_scaled(s.data(), row, at, static_cast<int>(nx));
       }
-      for (std::size_t X = 0; X < nx; ++X) {
-        const float f = jf_[axis][static_cast<std::size_t>(Y) * nx + X];
-        if (f == 0.0f) continue;  // outside the overlap: no term
-        lagged += static_cast<double>(f) * s[X];
-        power += static_cast<double>(f) * jg_[axis][static_cast<std::size_t>(Y) * nx + X];
-      }
+      // Outside the overlap f is 0: no term. In float along the row, double over rows.
+      float fs = 0, fg = 0;
+      lag_factor_row(static_cast<int>(nx), jf_[axis].data() + static_cast<std::size_t>(Y) * nx, s.data(),
+                     jg_[axis].data() + static_cast<std::size_t>(Y) * nx, fs, fg);
+      lagged += fs, power += fg;
     }
     // Too little signal for the ratio to mean anything: leave the smooth-signal model.
     lagged *= row_step_;  // the odd taps the even ones stand for
