@@ -145,23 +145,6 @@ TEST(StreamedLagSum, BaselineAndAvx2KernelsAgree) {
   for (std::size_t k = 0; k < base.size(); ++k) EXPECT_NEAR(base[k], fast[k], 1e-13 * scale[k]) << "entry " << k;
 }
 
-TEST(StreamedLagSum, WindowSumPairIsTwoWindowSumsToTheLastBit) {
-  // The two running sums in one loop must not be merged or reordered by the
-  // compiler: each output bit for bit what window_sum gives its row alone.
-  std::mt19937 rng(5);
-  std::normal_distribution<float> value(0.0f, 3.0f);
-  for (auto [n, lo, hi] : {std::array<int, 3>{64, -4, 4}, {37, 0, 6}, {5, -12, 12}, {128, -1, 0}}) {
-    std::vector<float> a(static_cast<std::size_t>(n)), b(a.size());
-    for (std::size_t i = 0; i < a.size(); ++i) a[i] = value(rng), b[i] = 100.0f * value(rng);
-    std::vector<float> wa(a.size()), wb(a.size()), pa(a.size()), pb(a.size());
-    window_sum(a.data(), wa.data(), n, 1, lo, hi);
-    window_sum(b.data(), wb.data(), n, 1, lo, hi);
-    window_sum_pair(a.data(), pa.data(), b.data(), pb.data(), n, lo, hi);
-    EXPECT_EQ(0, std::memcmp(wa.data(), pa.data(), sizeof(float) * a.size())) << n << " " << lo << ".." << hi;
-    EXPECT_EQ(0, std::memcmp(wb.data(), pb.data(), sizeof(float) * a.size())) << n << " " << lo << ".." << hi;
-  }
-}
-
 TEST(StreamedLagSum, LagSumOfAnImpulseCountsTheWindow) {
   // u_0 = 1 at one pixel, u_1 = 1 on a 3x3 block around it: sum u_0 box(u_1)
   // counts the block's pixels within R of the impulse (all 9 for R >= 1).

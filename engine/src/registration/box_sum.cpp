@@ -19,18 +19,6 @@ void window_sum(const float* in, float* out, int n, std::ptrdiff_t step, int lo,
   }
 }
 
-void window_sum_pair(const float* in0, float* out0, const float* in1, float* out1, int n, int lo, int hi) {
-  double a0 = 0, a1 = 0;
-  for (int k = lo; k <= hi; ++k)
-    if (k >= 0 && k < n) a0 += in0[k], a1 += in1[k];
-  for (int i = 0; i < n; ++i) {
-    out0[i] = static_cast<float>(a0);
-    out1[i] = static_cast<float>(a1);
-    if (i + hi + 1 < n && i + hi + 1 >= 0) a0 += in0[i + hi + 1], a1 += in1[i + hi + 1];
-    if (i + lo >= 0 && i + lo < n) a0 -= in0[i + lo], a1 -= in1[i + lo];
-  }
-}
-
 void box_sum(std::vector<float>& v, int w, int h, int lo, int hi) {
   const auto W = static_cast<std::ptrdiff_t>(w);
   std::vector<float> line(static_cast<std::size_t>(w));

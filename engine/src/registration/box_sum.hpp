@@ -15,10 +15,6 @@ namespace driftscan {
 // apart (zero outside): a running sum, O(n) whatever the window.
 void window_sum(const float* in, float* out, int n, std::ptrdiff_t step, int lo, int hi);
 
-// window_sum of two rows at once (step 1): the same sums, two independent
-// running sums in one loop instead of one latency-bound chain at a time.
-void window_sum_pair(const float* in0, float* out0, const float* in1, float* out1, int n, int lo, int hi);
-
 // v (w x h) replaced by its sum over the offsets lo <= dx, dy <= hi around
 // every pixel (zero outside): running sums, along rows in place, down the
 // columns a row at a time (sequential memory on big frames).
