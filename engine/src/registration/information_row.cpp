@@ -211,6 +211,24 @@ void lag_row_baseline(int n, const float* f, const float* s, const float* g, flo
   lag_row(n, f, s, g, fs, fg);
 }
 
+// out[x] = sum_t a[t + r] in[x + t], t = -r..r in order: eight columns at a
+// time held in a register across the taps.
+template <class V>
+DRIFTSCAN_KERNEL void smooth_at(const float* in, const float* a, int r, int x, float* out) {
+  V acc{};
+  for (int t = -r; t <= r; ++t) acc += a[t + r] * load<V>(in + x + t);
+  store(out + x, acc);
+}
+DRIFTSCAN_KERNEL void smooth(const float* in, int n, const float* a, int r, float* out) {
+  int x = 0;
+  for (; x + 8 <= n; x += 8) smooth_at<v8>(in, a, r, x, out);
+  for (; x < n; ++x) smooth_at<float>(in, a, r, x, out);
+}
+DRIFTSCAN_AVX2_TARGET void smooth_avx2(const float* in, int n, const float* a, int r, float* out) {
+  smooth(in, n, a, r, out);
+}
+void smooth_baseline(const float* in, int n, const float* a, int r, float* out) { smooth(in, n, a, r, out); }
+
 DRIFTSCAN_AVX2_TARGET void full_avx2(const InformationRow& r, const InformationRowOut& o, InformationRowSums& s) {
   if (r.exact_gx) full<true>(r, o, s);
   else full<false>(r, o, s);
@@ -259,6 +277,10 @@ void spline_gradient_row(const SplineRow& s, int n, float* col, float* gx, float
 
 void lag_factor_row(int n, const float* f, const float* s, const float* g, float& fs, float& fg) {
   (simd_level() == SimdLevel::avx2 ? lag_row_avx2 : lag_row_baseline)(n, f, s, g, fs, fg);
+}
+
+void smooth_columns(const float* in, int n, const float* a, int r, float* out) {
+  (simd_level() == SimdLevel::avx2 ? smooth_avx2 : smooth_baseline)(in, n, a, r, out);
 }
 
 }  // namespace driftscan

@@ -77,4 +77,8 @@ void spline_gradient_row(const SplineRow& s, int n, float* col, float* gx, float
 // the terms where f is 0 add nothing).
 void lag_factor_row(int n, const float* f, const float* s, const float* g, float& fs, float& fg);
 
+// The lag factor's smoothing along x: out[x] = sum_t a[t + r] in[x + t],
+// t = -r..r in order, x = 0..n-1 (in[-r .. n - 1 + r] exist).
+void smooth_columns(const float* in, int n, const float* a, int r, float* out);
+
 }  // namespace driftscan

@@ -713,10 +713,11 @@ class LevelSolver {
       sample_span_fast(S, s, rows.G[slot].data() + s.x0, col);
     }
     row_weights(s, rows.W[slot].data() + s.x0);
+    std::fill(rows.sampled[slot].begin() + s.x0, rows.sampled[slot].begin() + s.x1 + 1, 1.0f);
+    if (model_ == MotionModel::translation) return;  // its row kernels read W and `sampled`, not `in`
     const float* w = rows.W[slot].data() + s.x0;
     unsigned char* in = rows.in[slot].data() + s.x0;
     for (int i = 0; i < len; ++i) in[i] = w[i] > 0 ? 1 : 2;  // 2: sampled, not used
-    std::fill(rows.sampled[slot].begin() + s.x0, rows.sampled[slot].begin() + s.x1 + 1, 1.0f);
   }
 
   // For each row y of the set that `bands` computes, in order: u_c = w J_f,c

@@ -32,21 +32,6 @@ int signal_lag_stride(double prefilter_sigma) {
 
 namespace {
 
-// out[x] = sum_t a[t + r] in[x + t], t = -r..r in order, x = 0..n-1 (in[-r..n-1+r] exist).
-DRIFTSCAN_KERNEL void smooth(const float* in, int n, const float* a, int r, float* out) {
-  std::fill(out, out + n, 0.0f);
-  for (int t = -r; t <= r; ++t) {
-    const float at = a[t + r];
-    const float* src = in + t;
-#pragma omp simd
-    for (int x = 0; x < n; ++x) out[x] += at * src[x];
-  }
-}
-DRIFTSCAN_AVX2_TARGET void smooth_avx2(const float* in, int n, const float* a, int r, float* out) {
-  smooth(in, n, a, r, out);
-}
-void smooth_baseline(const float* in, int n, const float* a, int r, float* out) { smooth(in, n, a, r, out); }
-
 // out[x] += a in[x], x = 0..n-1.
 DRIFTSCAN_KERNEL void axpy(float* out, const float* in, float a, int n) {
 #pragma omp simd
@@ -62,7 +47,7 @@ void SignalLagSums::add_scaled(float* out, const float* in, float a, int n) {
 }
 
 void SignalLagSums::smooth_row(const float* in, int n, const float* a, int r, float* out) {
-  (simd_level() == SimdLevel::avx2 ? smooth_avx2 : smooth_baseline)(in, n, a, r, out);
+  smooth_columns(in, n, a, r, out);
 }
 
 SignalLagSums::SignalLagSums(int width, int height, double prefilter_sigma, int stride, int row_step) {
