@@ -441,13 +441,17 @@ class LevelSolver {
     double sg = 0, sgg = 0, sfg = 0;
     std::vector<float> g, col, wrow;
     std::size_t total = 0;
-    for (const Span& s : spans_) total += static_cast<std::size_t>(s.x1 - s.x0 + 1);
+    for (const Span& s : spans_) {
+      const int count = s.x1 - s.x0 + 1;
+      total += static_cast<std::size_t>(count);
+    }
     const bool keep = total <= kKeptSamples;
     kept_samples_.clear();
     kept_at_.clear();
     if (keep) kept_samples_.reserve(total), kept_at_.reserve(spans_.size());
     for (const Span& s : spans_) {
-      const auto len = static_cast<std::size_t>(s.x1 - s.x0 + 1);
+      const int count = s.x1 - s.x0 + 1;
+      const auto len = static_cast<std::size_t>(count);
       g.resize(len);
       wrow.resize(len);
       row_weights(s, wrow.data());
