@@ -62,8 +62,9 @@ void gain_fit_row(int n, const float* w, const float* g, const float* f, GainFit
 // The moving frame's cubic spline along a row at one fractional offset (a
 // translation): four coefficient rows from the first tap's column, the
 // weights down (wy) and across (wx), and for the gradient their derivatives
-// (dy, dx). The same float operations in the same order as the refinement's
-// sampling (refinement.cpp: sample_span, spline_gradient_span), by the vector kernels.
+// (dy, dx). The refinement's sampling expressions (refinement.cpp:
+// sample_span, spline_gradient_span) by the vector kernels; the AVX2 build
+// contracts them to FMA, so their last bits may differ from the refinement's.
 struct SplineRow {
   const float* rows[4] = {};
   float wy[4] = {}, wx[4] = {}, dy[4] = {}, dx[4] = {};

@@ -1237,7 +1237,7 @@ class LevelSolver {
     }
     return t;
   }
-  // sample_span's values (the same float operations), a translation's by the vector kernel.
+  // sample_span's values (to their last bits: the AVX2 kernel uses FMA), a translation's by the vector kernel.
   void sample_span_fast(const Transform& S, const Span& s, float* out, std::vector<float>& col) const {
     if (model_ != MotionModel::translation) return sample_span(S, s, out, col);
     col.resize(static_cast<std::size_t>(s.x1 - s.x0) + 4);

@@ -93,7 +93,7 @@ void SignalLagSums::add_row(int y, const std::array<const float*, 2>& jf, const 
     const float* in = jg[axis];
     // Columns whose window lies inside the row: every column from the first
     // such subgrid column to the last smoothed at once by the vector kernel
-    // (each column's sum over t in the same order as smoothed_at's), the
+    // (each column's sum over t in smoothed_at's order; FMA in AVX2), the
     // subgrid's picked from them; the edge columns one at a time.
     std::size_t X = 0;
     const auto first_inside = static_cast<std::size_t>((r + stride_ - 1) / stride_);
