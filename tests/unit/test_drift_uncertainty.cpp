@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../../engine/src/registration/simd_level.hpp"
 #include "csv_test_file.hpp"
 #include "driftscan/core/error.hpp"
 #include "driftscan/pipeline/register_pipeline.hpp"
@@ -573,6 +574,36 @@ TEST(DriftUncertainty, KeptCoreRowSumsGiveTheSameInformationBitForBit) {
   const auto frame1_as_reference = refine.prepare(s.frame(1), true);
   const RefineInformation swapped = refine.information(*frame1_as_reference, *m1, t1);
   EXPECT_FALSE(same(first, swapped));
+}
+
+TEST(DriftUncertainty, BaselineAndAvx2KernelsGiveTheSameInformation) {
+  // The information pass's row kernels run as AVX2 where the CPU has it and
+  // as their SSE2 build elsewhere: the same sums to float rounding, every row
+  // and on thin bands.
+  SynthOptions o = small(61, 6);
+  o.frames = 2;
+  o.width = 160, o.height = 1024;  // 1024 rows: thin bands at 0.15
+  SyntheticSeries s(o);
+  for (double rows : {1.0, 0.15}) {
+    RefineOptions ro;
+    ro.information_rows = rows;
+    const Refinement refine(s.width(), s.height(), ro);
+    const auto reference = refine.prepare(s.frame(0), true);
+    const auto moving = refine.prepare(s.frame(1), false);
+    const Transform t = Transform::translation(1.3, -0.7);
+    force_simd_level(SimdLevel::baseline);
+    const RefineInformation base = refine.information(*reference, *moving, t);
+    force_simd_level(SimdLevel::avx2);
+    const RefineInformation fast = refine.information(*reference, *moving, t);
+    ASSERT_FALSE(base.singular);
+    ASSERT_FALSE(fast.singular);
+    for (std::size_t k : {std::size_t{28}, std::size_t{29}, std::size_t{35}})  // tx tx, tx ty, ty ty
+      EXPECT_NEAR(fast.covariance[k], base.covariance[k], 1e-5 * std::sqrt(base.covariance[28] * base.covariance[35]))
+          << "entry " << k << ", rows " << rows;
+    EXPECT_NEAR(fast.residual_rms, base.residual_rms, 1e-5 * base.residual_rms);
+    EXPECT_NEAR(fast.alpha, base.alpha, 1e-6);
+    for (std::size_t a = 0; a < 2; ++a) EXPECT_NEAR(fast.signal_lag_factor[a], base.signal_lag_factor[a], 1e-5);
+  }
 }
 
 namespace {

@@ -1,6 +1,8 @@
 // Box sums and streamed lag sums; see box_sum.hpp.
 #include "registration/box_sum.hpp"
 
+#include "registration/simd_level.hpp"
+
 #include <algorithm>
 #include <climits>
 
@@ -14,18 +16,6 @@ void window_sum(const float* in, float* out, int n, std::ptrdiff_t step, int lo,
     out[i * step] = static_cast<float>(acc);
     if (i + hi + 1 < n && i + hi + 1 >= 0) acc += in[(i + hi + 1) * step];
     if (i + lo >= 0 && i + lo < n) acc -= in[(i + lo) * step];
-  }
-}
-
-void window_sum_pair(const float* in0, float* out0, const float* in1, float* out1, int n, int lo, int hi) {
-  double a0 = 0, a1 = 0;
-  for (int k = lo; k <= hi; ++k)
-    if (k >= 0 && k < n) a0 += in0[k], a1 += in1[k];
-  for (int i = 0; i < n; ++i) {
-    out0[i] = static_cast<float>(a0);
-    out1[i] = static_cast<float>(a1);
-    if (i + hi + 1 < n && i + hi + 1 >= 0) a0 += in0[i + hi + 1], a1 += in1[i + hi + 1];
-    if (i + lo >= 0 && i + lo < n) a0 -= in0[i + lo], a1 -= in1[i + lo];
   }
 }
 
@@ -66,9 +56,35 @@ StreamedLagSum::StreamedLagSum(int w, int h, int channels, int R, int x0, int x1
       slots_(2 * R + 2),
       row_in_slot_(static_cast<std::size_t>(slots_), -1),
       raw_(static_cast<std::size_t>(slots_) * channels * w),
-      boxed_(raw_.size()),
       column_(static_cast<std::size_t>(channels) * w, 0.0),
+      prefix_(static_cast<std::size_t>(w) + 1, 0.0),
+      boxed_(static_cast<std::size_t>(channels) * (x1 >= x0 ? (x1 - x0) / std::max(1, stride) + 1 : 0)),
+      picked_(boxed_.size() / static_cast<std::size_t>(std::max(1, channels))),
       pending_(static_cast<std::size_t>(channels) * w) {}
+
+namespace {
+
+// col += sign * row over n columns.
+DRIFTSCAN_KERNEL void column_update(double* col, const float* row, int n, double sign) {
+#pragma omp simd
+  for (int x = 0; x < n; ++x) col[x] += sign * static_cast<double>(row[x]);
+}
+DRIFTSCAN_AVX2_TARGET void column_update_avx2(double* col, const float* row, int n, double sign) {
+  column_update(col, row, n, sign);
+}
+void column_update_baseline(double* col, const float* row, int n, double sign) { column_update(col, row, n, sign); }
+
+// sum a[g] b[g] over n.
+DRIFTSCAN_KERNEL double dot(const double* a, const double* b, int n) {
+  double acc = 0;
+#pragma omp simd reduction(+ : acc)
+  for (int g = 0; g < n; ++g) acc += a[g] * b[g];
+  return acc;
+}
+DRIFTSCAN_AVX2_TARGET double dot_avx2(const double* a, const double* b, int n) { return dot(a, b, n); }
+double dot_baseline(const double* a, const double* b, int n) { return dot(a, b, n); }
+
+}  // namespace
 
 float* StreamedLagSum::next_row(int c) {
   float* p = pending_.data() + static_cast<std::size_t>(c) * w_;
@@ -77,100 +93,80 @@ float* StreamedLagSum::next_row(int c) {
 }
 
 const float* StreamedLagSum::raw(int r, int c) const {
+  if (r < 0) return nullptr;
   const int s = r % slots_;
-  if (r < 0 || row_in_slot_[static_cast<std::size_t>(s)] != r) return nullptr;  // a zero row
+  if (row_in_slot_[static_cast<std::size_t>(s)] != r) return nullptr;  // a zero row
   return raw_.data() + (static_cast<std::size_t>(s) * channels_ + c) * w_;
-}
-
-const float* StreamedLagSum::boxed(int r, int c) const {
-  const int s = r % slots_;
-  if (r < 0 || row_in_slot_[static_cast<std::size_t>(s)] != r) return nullptr;
-  return boxed_.data() + (static_cast<std::size_t>(s) * channels_ + c) * w_;
 }
 
 void StreamedLagSum::add_row(int y) {
   if (y <= last_row_ || y >= h_) return;
-  advance(y - 1);  // every row before y is known now (zero when not added)
+  catch_up(y - 1);  // every row before y has entered (zero when not added); y's slot is free
   const int s = y % slots_;
   row_in_slot_[static_cast<std::size_t>(s)] = y;
   const std::size_t first = static_cast<std::size_t>(s) * channels_ * w_;
   std::copy(pending_.begin(), pending_.begin() + static_cast<long>(channels_) * w_,
             raw_.begin() + static_cast<long>(first));
-  int c = 0;
-  for (; c + 1 < channels_; c += 2) {
-    const std::size_t at = first + static_cast<std::size_t>(c) * w_, next = at + w_;
-    window_sum_pair(raw_.data() + at, boxed_.data() + at, raw_.data() + next, boxed_.data() + next, w_, -R_, R_);
-  }
-  if (c < channels_) {
-    const std::size_t at = first + static_cast<std::size_t>(c) * w_;
-    window_sum(raw_.data() + at, boxed_.data() + at, w_, 1, -R_, R_);
-  }
   last_row_ = y;
+  catch_up(y);
 }
 
-void StreamedLagSum::finish() { advance(INT_MAX); }
+void StreamedLagSum::finish() { catch_up(h_ - 1 + R_); }
 
-// box_sum's sequence: add rows 0..R, then per row y: emit y, add y + R + 1,
-// subtract y - R. Operation op: op <= R adds row op; after that (op - R - 1)
-// = 3 y + k, k = 0 emit, 1 add, 2 subtract.
-void StreamedLagSum::advance(int known) {
-  const long total = R_ + 1 + 3L * h_;
-  for (; op_ < total; ++op_) {
-    if (op_ <= R_) {
-      const int r = static_cast<int>(op_);
-      if (r < h_ && r > known) return;
-      add(r, 1.0);
-      continue;
-    }
-    const long q = op_ - R_ - 1;
-    const int y = static_cast<int>(q / 3);
-    switch (q % 3) {
-      case 0: emit(y); break;
-      case 1:
-        if (y + R_ + 1 < h_ && y + R_ + 1 > known) return;
-        add(y + R_ + 1, 1.0);
-        break;
-      default: add(y - R_, -1.0); break;
-    }
-  }
+void StreamedLagSum::catch_up(int r) {
+  for (int k = stepped_ + 1; k <= r; ++k) step(k);
+  stepped_ = std::max(stepped_, r);
 }
 
-void StreamedLagSum::add(int r, double sign) {
-  if (r < 0 || r >= h_) return;
-  for (int c = 0; c < channels_; ++c) {
-    const float* b = boxed(r, c);
-    if (!b) return;  // a zero row adds nothing (the sums are never -0)
-    double* col = column_.data() + static_cast<std::size_t>(c) * w_;
-    for (int x = 0; x < w_; ++x) col[x] += sign * b[x];
+void StreamedLagSum::step(int r) {
+  const bool avx2 = simd_level() == SimdLevel::avx2;
+  auto update = [&](int row, double sign) {
+    for (int c = 0; c < channels_; ++c) {
+      const float* b = raw(row, c);
+      if (!b) return;  // a zero row changes nothing
+      double* col = column_.data() + static_cast<std::size_t>(c) * w_;
+      (avx2 ? column_update_avx2 : column_update_baseline)(col, b, w_, sign);
+    }
+    in_window_ += sign > 0 ? 1 : -1;
+  };
+  if (raw(r - 2 * R_ - 1, 0)) {
+    update(r - 2 * R_ - 1, -1.0);
+    // No row left in the window: its sums are 0 exactly (no rounding carried on).
+    if (in_window_ == 0) std::fill(column_.begin(), column_.end(), 0.0);
   }
+  if (r < h_ && raw(r, 0)) update(r, 1.0);
+  emit(r - R_);
 }
 
 void StreamedLagSum::emit(int y) {
   if (y < y0_ || y > y1_ || (y - y0_) % stride_ != 0 || !bands_.measured(y) || !raw(y, 0))
     return;  // a zero row adds only zeros
-  // Two channels i per pass over the row: two independent chains (each sum
-  // still takes its terms in x order). Four chains at once let GCC 12's SLP
-  // vectoriser change the sums' last bits; two do not.
+  const int n = static_cast<int>(picked_.size());
+  const bool avx2 = simd_level() == SimdLevel::avx2;
+  // Each channel's box sums at the grid's columns: the window along x from
+  // the column sums' prefix sums (clipped at the row's ends).
   for (int j = 0; j < channels_; ++j) {
     const double* col = column_.data() + static_cast<std::size_t>(j) * w_;
-    int i = 0;
-    for (; i + 1 < channels_; i += 2) {
-      const float *a0 = raw(y, i), *a1 = raw(y, i + 1);
-      double& acc0 = sums_[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)];
-      double& acc1 = sums_[static_cast<std::size_t>(i + 1) * 6 + static_cast<std::size_t>(j)];
-      double s0 = acc0, s1 = acc1;
-      for (int x = x0_; x <= x1_; x += stride_) {
-        const float b = static_cast<float>(col[x]);
-        s0 += static_cast<double>(a0[x]) * b;
-        s1 += static_cast<double>(a1[x]) * b;
-      }
-      acc0 = s0, acc1 = s1;
+    double acc = 0;
+    prefix_[0] = 0;
+    for (int x = 0; x < w_; ++x) prefix_[static_cast<std::size_t>(x) + 1] = acc += col[x];
+    double* out = boxed_.data() + static_cast<std::size_t>(j) * n;
+    const double* p = prefix_.data();
+    int g = 0;
+    for (; g < n && x0_ + g * stride_ - R_ < 0; ++g)
+      out[g] = p[std::min(w_, x0_ + g * stride_ + R_ + 1)];  // clipped on the left (and maybe the right)
+    for (; g < n && x0_ + g * stride_ + R_ + 1 <= w_; ++g) {
+      const int x = x0_ + g * stride_;
+      out[g] = p[x + R_ + 1] - p[x - R_];
     }
-    if (i < channels_) {
-      const float* ai = raw(y, i);
-      double& acc = sums_[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)];
-      for (int x = x0_; x <= x1_; x += stride_) acc += static_cast<double>(ai[x]) * static_cast<float>(col[x]);
-    }
+    for (; g < n; ++g) out[g] = p[w_] - p[x0_ + g * stride_ - R_];  // clipped on the right
+  }
+  for (int i = 0; i < channels_; ++i) {
+    const float* a = raw(y, i);
+    for (int g = 0; g < n; ++g) picked_[static_cast<std::size_t>(g)] = a[x0_ + g * stride_];
+    for (int j = 0; j < channels_; ++j)
+      sums_[static_cast<std::size_t>(i) * 6 + static_cast<std::size_t>(j)] +=
+          (avx2 ? dot_avx2 : dot_baseline)(picked_.data(), boxed_.data() + static_cast<std::size_t>(j) * n, n);
   }
 }
 

@@ -17,6 +17,7 @@
 #include "driftscan/core/error.hpp"
 #include "driftscan/registration/signal_lag_factor.hpp"
 #include "registration/box_sum.hpp"
+#include "registration/information_row.hpp"
 #include "registration/row_bands.hpp"
 
 namespace driftscan {
@@ -431,6 +432,46 @@ class LevelSolver {
     return p;
   }
 
+  // The gain and offset fitted at S over the set (built at S): evaluate's
+  // alpha and beta (its sums by the vector row kernel, in another order), the
+  // rest of the pass left as it is; what the information pass needs of it.
+  // On sets of up to kKeptSamples pixels the samples are kept for the
+  // information pass's rows at the same S (load_row), which would sample them again.
+  Pass fit_at(const Transform& S) {
+    double sg = 0, sgg = 0, sfg = 0;
+    std::vector<float> g, col, wrow;
+    std::size_t total = 0;
+    for (const Span& s : spans_) {
+      const int count = s.x1 - s.x0 + 1;
+      total += static_cast<std::size_t>(count);
+    }
+    const bool keep = total <= kKeptSamples;
+    kept_samples_.clear();
+    kept_at_.clear();
+    if (keep) kept_samples_.reserve(total), kept_at_.reserve(spans_.size());
+    for (const Span& s : spans_) {
+      const int count = s.x1 - s.x0 + 1;
+      const auto len = static_cast<std::size_t>(count);
+      g.resize(len);
+      wrow.resize(len);
+      row_weights(s, wrow.data());
+      sample_span_fast(S, s, g.data(), col);
+      if (keep) {
+        kept_at_.push_back(kept_samples_.size());
+        kept_samples_.insert(kept_samples_.end(), g.begin(), g.end());
+      }
+      GainFitRowSums row;
+      gain_fit_row(static_cast<int>(len), wrow.data(), g.data(), ref_.row(s.y) + s.x0, row);
+      sg += row.sg, sgg += row.sgg, sfg += row.sfg;
+    }
+    if (keep) kept_S_ = S;
+    const GainFit fit = gain_fit(n_, sf_, sff_, sg, sgg, sfg);
+    Pass p;
+    p.alpha = fit.alpha, p.beta = fit.beta;
+    return p;
+  }
+  static constexpr std::size_t kKeptSamples = std::size_t{1} << 20;
+
   // The two matrices of the estimate's covariance A^-1 M A^-T at S. The
   // estimating equation is b = sum w J_f r = 0 (w: the overlap's weights, J_f:
   // the reference's steepest-descent images, r = alpha g(S(q)) + beta - f the
@@ -584,7 +625,7 @@ class LevelSolver {
           lx0(std::clamp((l.qx0_ + l.qx1_) / 2 - lw / 2, 0, l.ref_.width - lw)),
           ly0(std::clamp((l.qy0_ + l.qy1_) / 2 - lh / 2, 0, l.ref_.height - lh)),
           sums(reused_sums(lw, lh, prefilter_sigma, row_step)) {
-      const auto n = static_cast<std::size_t>(lw);
+      const auto n = static_cast<std::size_t>(l.ref_.width);
       jf = {std::vector<float>(n, 0.0f), std::vector<float>(n, 0.0f)};
       jg = jf;
     }
@@ -592,16 +633,18 @@ class LevelSolver {
     // windows and no products of its own (jf 0).
     void add(int x, int y, float w, const std::array<double, 6>& sf, const std::array<double, 6>& sg, bool measured) {
       if (x < lx0 || x >= lx0 + lw || y < ly0 || y >= ly0 + lh) return;
-      const auto li = static_cast<std::size_t>(x - lx0);
+      const auto li = static_cast<std::size_t>(x);
       for (std::size_t a = 0; a < 2; ++a) {
         jf[a][li] = measured ? static_cast<float>(w * sf[tx + a]) : 0.0f;
         jg[a][li] = static_cast<float>(w * sg[tx + a]);
       }
     }
     // Row y is complete: to the sums, and the row buffers cleared for the next.
+    // The rows are the frame's width (the translation's row kernel writes
+    // them whole); the window's columns start at lx0.
     void end_row(int y) {
-      if (y < ly0 || y >= ly0 + lh) return;
-      sums.add_row(y - ly0, {jf[0].data(), jf[1].data()}, {jg[0].data(), jg[1].data()});
+      if (y >= ly0 && y < ly0 + lh)
+        sums.add_row(y - ly0, {jf[0].data() + lx0, jf[1].data() + lx0}, {jg[0].data() + lx0, jg[1].data() + lx0});
       for (std::size_t a = 0; a < 2; ++a) {
         std::fill(jf[a].begin(), jf[a].end(), 0.0f);
         std::fill(jg[a].begin(), jg[a].end(), 0.0f);
@@ -616,7 +659,7 @@ class LevelSolver {
     }
     std::size_t tx;
     int lw, lh, lx0, ly0;
-    std::array<std::vector<float>, 2> jf, jg;  // the current row
+    std::array<std::vector<float>, 2> jf, jg;  // the current row, the frame's width
     SignalLagSums& sums;
     std::array<double, 6> lag0{};  // sum u_i^2 over the set (noise_information's check of M)
   };
@@ -630,10 +673,12 @@ class LevelSolver {
         G[s].resize(static_cast<std::size_t>(w));
         W[s].resize(static_cast<std::size_t>(w));
         in[s].resize(static_cast<std::size_t>(w));
+        sampled[s].resize(static_cast<std::size_t>(w));
       }
     }
     int w;
     std::array<std::vector<float>, 3> G, W;
+    std::array<std::vector<float>, 3> sampled;  // in != 0 as 1.0f (the translation's row kernel)
     std::array<std::vector<unsigned char>, 3> in;
     std::array<int, 3> row{-1, -1, -1};
   };
@@ -660,12 +705,20 @@ class LevelSolver {
       std::fill(rows.G[slot].begin() + zero.first, rows.G[slot].begin() + zero.second, 0.0f);
       std::fill(rows.W[slot].begin() + zero.first, rows.W[slot].begin() + zero.second, 0.0f);
       std::fill(rows.in[slot].begin() + zero.first, rows.in[slot].begin() + zero.second, 0);
+      std::fill(rows.sampled[slot].begin() + zero.first, rows.sampled[slot].begin() + zero.second, 0.0f);
     }
     if (si < 0) return;
     const Span& s = spans_[static_cast<std::size_t>(si)];
     const int len = s.x1 - s.x0 + 1;
-    sample_span(S, s, rows.G[slot].data() + s.x0, col);
+    if (!kept_at_.empty() && same_transform(kept_S_, S)) {
+      const float* kept = kept_samples_.data() + kept_at_[static_cast<std::size_t>(si)];
+      std::copy(kept, kept + len, rows.G[slot].data() + s.x0);
+    } else {
+      sample_span_fast(S, s, rows.G[slot].data() + s.x0, col);
+    }
     row_weights(s, rows.W[slot].data() + s.x0);
+    std::fill(rows.sampled[slot].begin() + s.x0, rows.sampled[slot].begin() + s.x1 + 1, 1.0f);
+    if (model_ == MotionModel::translation) return;  // its row kernels read W and `sampled`, not `in`
     const float* w = rows.W[slot].data() + s.x0;
     unsigned char* in = rows.in[slot].data() + s.x0;
     for (int i = 0; i < len; ++i) in[i] = w[i] > 0 ? 1 : 2;  // 2: sampled, not used
@@ -693,6 +746,11 @@ class LevelSolver {
     residual_ss = 0;
     A.fill(0);
     if (A_exact) A_exact->fill(0);
+    if (model_ == MotionModel::translation) {
+      translation_noise_rows(S, pass, gain, offset, out, done, A, residual_ss, pick, bands, window, power, A_exact,
+                             rows, span_of_row);
+      return;
+    }
     for (const Span& s : spans_) {
       if (!bands.computed(s.y)) continue;
       const bool kept = pick.kept(s.y), measured = bands.measured(s.y);
@@ -712,6 +770,79 @@ class LevelSolver {
       if (kept && window) window->end_row(s.y);
       done(s.y);
     }
+  }
+
+  // noise_rows for a translation: each row's terms by the vector row kernels
+  // (information_row.hpp; float within a row, double over rows), the same
+  // rows and sums as noise_row and noise_u_row take.
+  template <class Out, class Done>
+  void translation_noise_rows(const Transform& S, const Pass& pass, double gain, double offset, Out out, Done done,
+                              std::array<double, 36>& A, double& residual_ss, RowPick pick, const RowBands& bands,
+                              LagWindow* window, std::array<double, 6>* power, std::array<double, 36>* A_exact,
+                              SampledRows& rows, const std::vector<int>& span_of_row) const {
+    const auto w = static_cast<std::size_t>(ref_.width);
+    std::vector<float> col, exact_gx(A_exact ? w : 0), exact_gy(exact_gx.size());
+    // Where jf and jg go without a window (the Gram matrix's pass): written, not read.
+    std::array<std::vector<float>, 2> spare_jf, spare_jg;
+    if (!window) spare_jf = spare_jg = {std::vector<float>(w), std::vector<float>(w)};
+    std::array<double, 4> a{}, ae{};
+    std::array<double, 2> lag0{}, pw{};
+    for (const Span& s : spans_) {
+      if (!bands.computed(s.y)) continue;
+      const bool kept = pick.kept(s.y), measured = bands.measured(s.y);
+      for (int y = kept ? s.y - 1 : s.y; y <= (kept ? s.y + 1 : s.y); ++y) load_row(S, y, rows, span_of_row, col);
+      const auto x0 = static_cast<std::size_t>(s.x0);
+      const std::size_t mid = static_cast<std::size_t>(s.y % 3), up = static_cast<std::size_t>((s.y + 2) % 3),
+                        down = static_cast<std::size_t>((s.y + 1) % 3);
+      InformationRow r;
+      r.n = s.x1 - s.x0 + 1;
+      r.w = rows.W[mid].data() + x0;
+      r.g = rows.G[mid].data() + x0;
+      r.in = rows.sampled[mid].data() + x0;
+      if (kept) {
+        r.g_up = rows.G[up].data() + x0, r.g_down = rows.G[down].data() + x0;
+        r.in_up = rows.sampled[up].data() + x0, r.in_down = rows.sampled[down].data() + x0;
+      }
+      r.f = ref_.row(s.y) + x0, r.fx = gx_.row(s.y) + x0, r.fy = gy_.row(s.y) + x0;
+      r.alpha = static_cast<float>(pass.alpha), r.beta = static_cast<float>(pass.beta);
+      r.gain = static_cast<float>(gain), r.offset = static_cast<float>(offset);
+      InformationRowOut o;
+      for (std::size_t c = 0; c < 2; ++c) {
+        o.u[c] = out(s.y, static_cast<int>(c)) + x0;
+        o.jf[c] = (window ? window->jf[c] : spare_jf[c]).data() + x0;
+        o.jg[c] = (window ? window->jg[c] : spare_jg[c]).data() + x0;
+      }
+      InformationRowSums sums;
+      if (!kept) {
+        information_row_u(r, o, measured, sums);
+      } else if (!measured) {
+        information_row_margin(r, o);
+      } else {
+        if (A_exact) {
+          const SplineRow taps = translation_taps(S, s, true);
+          col.resize(2 * (static_cast<std::size_t>(s.x1 - s.x0) + 4));
+          spline_gradient_row(taps, s.x1 - s.x0 + 1, col.data(), exact_gx.data() + x0, exact_gy.data() + x0);
+          r.exact_gx = exact_gx.data() + x0, r.exact_gy = exact_gy.data() + x0;
+        }
+        information_row_full(r, o, sums);
+        for (std::size_t k = 0; k < 4; ++k) a[k] += sums.A[k], ae[k] += sums.A_exact[k];
+        pw[0] += sums.power[0], pw[1] += sums.power[1];
+      }
+      if (measured) {
+        residual_ss += sums.residual_ss;
+        lag0[0] += sums.lag0[0], lag0[1] += sums.lag0[1];
+      }
+      if (kept && window) window->end_row(s.y);
+      done(s.y);
+    }
+    // A = alpha sum w J_f J_g^T (alpha taken out of the rows' sums).
+    for (std::size_t i = 0; i < 2; ++i)
+      for (std::size_t j = 0; j < 2; ++j) {
+        A[i * 6 + j] = pass.alpha * a[i * 2 + j];
+        if (A_exact) (*A_exact)[i * 6 + j] = pass.alpha * ae[i * 2 + j];
+      }
+    if (power) (*power)[0] += pw[0], (*power)[1] += pw[1];
+    if (window) window->lag0[0] += lag0[0], window->lag0[1] += lag0[1];
   }
 
   // A row A skips: noise_row's u, lag0 and residual_ss terms alone (the
@@ -1087,6 +1218,32 @@ class LevelSolver {
     }
   }
 
+  // A translation's spline taps along span s (sample_span's, and with
+  // `derivatives` spline_gradient_span's), for the vector row kernels.
+  SplineRow translation_taps(const Transform& S, const Span& s, bool derivatives) const {
+    const double sy = s.y + S.ty;
+    const int iy = static_cast<int>(std::floor(sy));
+    const int ftx = static_cast<int>(std::floor(S.tx));
+    double wy[4], wx[4], dy[4] = {}, dx[4] = {};
+    bspline_weights(sy - iy, wy);
+    bspline_weights(S.tx - ftx, wx);
+    if (derivatives) bspline_weight_derivatives(sy - iy, dy), bspline_weight_derivatives(S.tx - ftx, dx);
+    const int base = s.x0 + ftx - 1;
+    SplineRow t;
+    for (int k = 0; k < 4; ++k) {
+      t.rows[k] = mov_.row(iy - 1 + k) + base;
+      t.wy[k] = static_cast<float>(wy[k]), t.wx[k] = static_cast<float>(wx[k]);
+      t.dy[k] = static_cast<float>(dy[k]), t.dx[k] = static_cast<float>(dx[k]);
+    }
+    return t;
+  }
+  // sample_span's values (to their last bits: the AVX2 kernel uses FMA), a translation's by the vector kernel.
+  void sample_span_fast(const Transform& S, const Span& s, float* out, std::vector<float>& col) const {
+    if (model_ != MotionModel::translation) return sample_span(S, s, out, col);
+    col.resize(static_cast<std::size_t>(s.x1 - s.x0) + 4);
+    sample_spline_row(translation_taps(S, s, false), s.x1 - s.x0 + 1, col.data(), out);
+  }
+
   // d(g o S)/dq along span s, g the moving frame's cubic spline, exactly:
   // the derivative of the estimating equation b = sum w J_f r along the
   // increment is the spline's, and the central differences of its samples
@@ -1169,6 +1326,13 @@ class LevelSolver {
   std::array<double, 6> ssd_{}, ssdf_{};
   int threads_ = 1;
   CoreMemo* memo_ = nullptr;
+  // fit_at's samples per span (kept_at_: each span's first; empty: none) and their S.
+  std::vector<float> kept_samples_;
+  std::vector<std::size_t> kept_at_;
+  Transform kept_S_;
+  static bool same_transform(const Transform& a, const Transform& b) {
+    return a.a == b.a && a.b == b.b && a.c == b.c && a.d == b.d && a.tx == b.tx && a.ty == b.ty;
+  }
 };
 
 Transform scale_translation(Transform t, double s) {
@@ -1453,7 +1617,7 @@ RefineInformation Refinement::information(const Prepared& reference, const Prepa
   double mean = solver.reference_mean(), variance = solver.reference_variance(), scale = 1.0;
   try {
     if (bands.every_row()) {
-      pass = solver.evaluate(S);
+      pass = solver.fit_at(S);
     } else {
       const LevelSolver::BandFit fit = solver.fit_on_bands(S, bands);
       pass.alpha = fit.alpha, pass.beta = fit.beta;

@@ -1,6 +1,9 @@
 // The signal gradient's share of the noise correlation; see signal_lag_factor.hpp.
 #include "driftscan/registration/signal_lag_factor.hpp"
 
+#include "registration/information_row.hpp"
+#include "registration/simd_level.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -25,6 +28,26 @@ std::vector<double> prefilter_autocorrelation(double sigma) {
 
 int signal_lag_stride(double prefilter_sigma) {
   return prefilter_sigma > 0 ? std::max(1, static_cast<int>(std::lround(1.5 * prefilter_sigma))) : 1;
+}
+
+namespace {
+
+// out[x] += a in[x], x = 0..n-1.
+DRIFTSCAN_KERNEL void axpy(float* out, const float* in, float a, int n) {
+#pragma omp simd
+  for (int x = 0; x < n; ++x) out[x] += a * in[x];
+}
+DRIFTSCAN_AVX2_TARGET void axpy_avx2(float* out, const float* in, float a, int n) { axpy(out, in, a, n); }
+void axpy_baseline(float* out, const float* in, float a, int n) { axpy(out, in, a, n); }
+
+}  // namespace
+
+void SignalLagSums::add_scaled(float* out, const float* in, float a, int n) {
+  (simd_level() == SimdLevel::avx2 ? axpy_avx2 : axpy_baseline)(out, in, a, n);
+}
+
+void SignalLagSums::smooth_row(const float* in, int n, const float* a, int r, float* out) {
+  smooth_columns(in, n, a, r, out);
 }
 
 SignalLagSums::SignalLagSums(int width, int height, double prefilter_sigma, int stride, int row_step) {
@@ -68,31 +91,32 @@ void SignalLagSums::add_row(int y, const std::array<const float*, 2>& jf, const 
   for (std::size_t axis = 0; axis < 2; ++axis) {
     float* hs = hs_[axis].data() + static_cast<std::size_t>(y) * nx;
     const float* in = jg[axis];
-    // Columns whose window lies inside the row, 8 at a time: eight
-    // independent sums (each over t in the same order as the loop below).
+    // Columns whose window lies inside the row: every column from the first
+    // such subgrid column to the last smoothed at once by the vector kernel
+    // (each column's sum over t in smoothed_at's order; FMA in AVX2), the
+    // subgrid's picked from them; the edge columns one at a time.
     std::size_t X = 0;
-    constexpr std::size_t block = 8;
     const auto first_inside = static_cast<std::size_t>((r + stride_ - 1) / stride_);
     for (; X < first_inside && X < nx; ++X) hs[X] = smoothed_at(in, static_cast<int>(X) * stride_, r);
-    for (; X + block <= nx && static_cast<int>(X + block - 1) * stride_ + r <= width_ - 1; X += block) {
-      float v[block] = {};
-      const float* base = in + static_cast<std::ptrdiff_t>(X) * stride_;
-      for (int t = -r; t <= r; ++t) {
-        const float at = a_[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)];
-        for (std::size_t k = 0; k < block; ++k) v[k] += at * base[static_cast<std::ptrdiff_t>(k) * stride_ + t];
-      }
-      for (std::size_t k = 0; k < block; ++k) hs[X + k] = v[k];
+    // One past the last column whose window ends inside the row.
+    const std::size_t last_inside =
+        width_ - 1 - r < 0 ? X : std::min(nx, static_cast<std::size_t>((width_ - 1 - r) / stride_) + 1);
+    if (last_inside > X) {
+      const std::size_t start = X;
+      const int x0 = static_cast<int>(start) * stride_, n = static_cast<int>(last_inside - 1) * stride_ - x0 + 1;
+      row_.resize(static_cast<std::size_t>(n));
+      smooth_row(in + x0, n, a_.data(), r, row_.data());
+      for (; X < last_inside; ++X) hs[X] = row_[(X - start) * static_cast<std::size_t>(stride_)];
     }
     for (; X < nx; ++X) hs[X] = smoothed_at(in, static_cast<int>(X) * stride_, r);
     if (!on_grid) continue;
+    float* jfs = jf_[axis].data() + static_cast<std::size_t>(y / stride_) * nx;
+    float* jgs = jg_[axis].data() + static_cast<std::size_t>(y / stride_) * nx;
+    const float *jfa = jf[axis], *jga = jg[axis];
+    const auto step = static_cast<std::size_t>(stride_);
+    for (std::size_t X2 = 0; X2 < nx; ++X2) jfs[X2] = jfa[X2 * step], jgs[X2] = jga[X2 * step];
     unsigned char any = 0;
-    for (std::size_t X2 = 0; X2 < nx; ++X2) {
-      const int x = static_cast<int>(X2) * stride_;
-      const std::size_t at = static_cast<std::size_t>(y / stride_) * nx + X2;
-      jf_[axis][at] = jf[axis][x];
-      jg_[axis][at] = jg[axis][x];
-      any |= jf[axis][x] != 0.0f ? 1 : 0;
-    }
+    for (std::size_t X2 = 0; X2 < nx; ++X2) any |= jfs[X2] != 0.0f ? 1 : 0;
     products_[static_cast<std::size_t>(y / stride_)] |= any;
   }
 }
@@ -126,14 +150,13 @@ std::array<double, 2> SignalLagSums::factor() const {
       for (int t = lo; t <= hi; t += row_step_) {
         const float at = a_[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)];
         const float* row = hs_[axis].data() + (static_cast<std::size_t>(y) + static_cast<std::size_t>(t)) * nx;
-        for (std::size_t X = 0; X < nx; ++X) s[X] += at * row[X];
+        add_scaled(s.data(), row, at, static_cast<int>(nx));
       }
-      for (std::size_t X = 0; X < nx; ++X) {
-        const float f = jf_[axis][static_cast<std::size_t>(Y) * nx + X];
-        if (f == 0.0f) continue;  // outside the overlap: no term
-        lagged += static_cast<double>(f) * s[X];
-        power += static_cast<double>(f) * jg_[axis][static_cast<std::size_t>(Y) * nx + X];
-      }
+      // Outside the overlap f is 0: no term. In float along the row, double over rows.
+      float fs = 0, fg = 0;
+      lag_factor_row(static_cast<int>(nx), jf_[axis].data() + static_cast<std::size_t>(Y) * nx, s.data(),
+                     jg_[axis].data() + static_cast<std::size_t>(Y) * nx, fs, fg);
+      lagged += fs, power += fg;
     }
     // Too little signal for the ratio to mean anything: leave the smooth-signal model.
     lagged *= row_step_;  // the odd taps the even ones stand for
