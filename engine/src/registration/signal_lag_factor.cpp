@@ -46,10 +46,6 @@ void SignalLagSums::add_scaled(float* out, const float* in, float a, int n) {
   (simd_level() == SimdLevel::avx2 ? axpy_avx2 : axpy_baseline)(out, in, a, n);
 }
 
-void SignalLagSums::smooth_row(const float* in, int n, const float* a, int r, float* out) {
-  smooth_columns(in, n, a, r, out);
-}
-
 SignalLagSums::SignalLagSums(int width, int height, double prefilter_sigma, int stride, int row_step) {
   reset(width, height, prefilter_sigma, stride, row_step);
 }
@@ -91,24 +87,12 @@ void SignalLagSums::add_row(int y, const std::array<const float*, 2>& jf, const 
   for (std::size_t axis = 0; axis < 2; ++axis) {
     float* hs = hs_[axis].data() + static_cast<std::size_t>(y) * nx;
     const float* in = jg[axis];
-    // Columns whose window lies inside the row: every column from the first
-    // such subgrid column to the last smoothed at once by the vector kernel
-    // (each column's sum over t in smoothed_at's order; FMA in AVX2), the
-    // subgrid's picked from them; the edge columns one at a time.
-    std::size_t X = 0;
-    const auto first_inside = static_cast<std::size_t>((r + stride_ - 1) / stride_);
-    for (; X < first_inside && X < nx; ++X) hs[X] = smoothed_at(in, static_cast<int>(X) * stride_, r);
-    // One past the last column whose window ends inside the row.
-    const std::size_t last_inside =
-        width_ - 1 - r < 0 ? X : std::min(nx, static_cast<std::size_t>((width_ - 1 - r) / stride_) + 1);
-    if (last_inside > X) {
-      const std::size_t start = X;
-      const int x0 = static_cast<int>(start) * stride_, n = static_cast<int>(last_inside - 1) * stride_ - x0 + 1;
-      row_.resize(static_cast<std::size_t>(n));
-      smooth_row(in + x0, n, a_.data(), r, row_.data());
-      for (; X < last_inside; ++X) hs[X] = row_[(X - start) * static_cast<std::size_t>(stride_)];
-    }
-    for (; X < nx; ++X) hs[X] = smoothed_at(in, static_cast<int>(X) * stride_, r);
+    // Every subgrid column at once by the vector kernel over the row's
+    // stride phases (each column's sum over t in t order, FMA in
+    // AVX2; the taps off the row add a·0).
+    row_.resize(smooth_columns_strided_scratch(nx_, r, stride_));
+    offsets_.resize(a_.size());
+    smooth_columns_strided(in, width_, nx_, a_.data(), r, stride_, row_.data(), offsets_.data(), hs);
     if (!on_grid) continue;
     float* jfs = jf_[axis].data() + static_cast<std::size_t>(y / stride_) * nx;
     float* jgs = jg_[axis].data() + static_cast<std::size_t>(y / stride_) * nx;
@@ -119,13 +103,6 @@ void SignalLagSums::add_row(int y, const std::array<const float*, 2>& jf, const 
     for (std::size_t X2 = 0; X2 < nx; ++X2) any |= jfs[X2] != 0.0f ? 1 : 0;
     products_[static_cast<std::size_t>(y / stride_)] |= any;
   }
-}
-
-float SignalLagSums::smoothed_at(const float* row, int x, int r) const {
-  const int lo = std::max(-r, -x), hi = std::min(r, width_ - 1 - x);
-  float v = 0;
-  for (int t = lo; t <= hi; ++t) v += a_[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)] * row[x + t];
-  return v;
 }
 
 std::array<double, 2> SignalLagSums::factor() const {
