@@ -68,14 +68,16 @@ void SignalLagSums::reset(int width, int height, double prefilter_sigma, int str
                    full.begin() + static_cast<std::ptrdiff_t>(full.size() / 2) + reach + 1);
   }
   a_ = a_kept_;
-  // assign() keeps the vectors' memory: a reused object zeroes, it does not
-  // allocate (and fault in) three frame-sized buffers per frame.
+  // resize() keeps the vectors' memory: a reused object does not allocate
+  // (and fault in) three frame-sized buffers per frame, nor zero them: a row
+  // never added is skipped where it would be read (added_, products_).
   const auto nx = static_cast<std::size_t>(nx_);
   for (std::size_t axis = 0; axis < 2; ++axis) {
-    hs_[axis].assign(nx * static_cast<std::size_t>(height_), 0.0f);
-    jf_[axis].assign(nx * static_cast<std::size_t>(ny_), 0.0f);
-    jg_[axis].assign(nx * static_cast<std::size_t>(ny_), 0.0f);
+    hs_[axis].resize(nx * static_cast<std::size_t>(height_));
+    jf_[axis].resize(nx * static_cast<std::size_t>(ny_));
+    jg_[axis].resize(nx * static_cast<std::size_t>(ny_));
   }
+  added_.assign(static_cast<std::size_t>(height_), 0);
   products_.assign(static_cast<std::size_t>(ny_), 0);
 }
 
@@ -84,6 +86,7 @@ void SignalLagSums::add_row(int y, const std::array<const float*, 2>& jf, const 
   const int r = static_cast<int>(a_.size() / 2);
   const auto nx = static_cast<std::size_t>(nx_);
   const bool on_grid = y % stride_ == 0;
+  added_[static_cast<std::size_t>(y)] = 1;
   for (std::size_t axis = 0; axis < 2; ++axis) {
     float* hs = hs_[axis].data() + static_cast<std::size_t>(y) * nx;
     const float* in = jg[axis];
@@ -125,6 +128,7 @@ std::array<double, 2> SignalLagSums::factor() const {
       // column's sum takes its terms in t order, as one column at a time would.
       std::fill(s.begin(), s.end(), 0.0f);
       for (int t = lo; t <= hi; t += row_step_) {
+        if (!added_[static_cast<std::size_t>(y + t)]) continue;  // a zero row: at 0 adds nothing
         const float at = a_[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)];
         const float* row = hs_[axis].data() + (static_cast<std::size_t>(y) + static_cast<std::size_t>(t)) * nx;
         add_scaled(s.data(), row, at, static_cast<int>(nx));

@@ -45,7 +45,8 @@ class SignalLagSums {
   double a_sigma_ = 0;
   std::array<std::vector<float>, 2> hs_;       // jg smoothed along x, subgrid columns x every row
   std::array<std::vector<float>, 2> jf_, jg_;  // on the subgrid
-  std::vector<unsigned char> products_;        // per subgrid row: some jf is not 0
+  std::vector<unsigned char> products_;        // per subgrid row: added, and some jf is not 0
+  std::vector<unsigned char> added_;           // per row: add_row was called (else hs_'s row is stale, read as 0)
   std::vector<float> row_;                     // add_row's row split by stride phase (kept between rows)
   std::vector<int> offsets_;                   // add_row's taps' offsets into row_
 };
