@@ -235,8 +235,10 @@ TEST(DriftUncertainty, StridedLagSmoothingEqualsTheClippedSums) {
             for (int t = -r; t <= r; ++t) {
               const int x = X * s + t;
               if (x < 0 || x >= width) continue;
-              want += a[static_cast<std::size_t>(t + r)] * in[static_cast<std::size_t>(x)];
-              scale += std::abs(a[static_cast<std::size_t>(t + r)] * in[static_cast<std::size_t>(x)]);
+              const float term =
+                  a[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)] * in[static_cast<std::size_t>(x)];
+              want += term;
+              scale += std::abs(term);
             }
             const float g = got[static_cast<std::size_t>(X)];
             if (level == SimdLevel::baseline)

@@ -248,9 +248,10 @@ DRIFTSCAN_KERNEL void smooth_strided(const float* in, int width, int m, const fl
     int j = 0;
     for (; j < lo; ++j) q[j] = 0.0f;
     if (s == 2) {
-      for (; j < hi; ++j) q[j] = from[2 * j];  // the usual stride, vectorised by the compiler
+      for (; j < hi; ++j)
+        q[j] = from[2 * static_cast<std::ptrdiff_t>(j)];  // the usual stride, vectorised by the compiler
     } else {
-      for (; j < hi; ++j) q[j] = from[j * s];
+      for (; j < hi; ++j) q[j] = from[static_cast<std::ptrdiff_t>(j) * s];
     }
     for (; j < len; ++j) q[j] = 0.0f;
   }

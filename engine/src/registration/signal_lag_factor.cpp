@@ -128,7 +128,8 @@ std::array<double, 2> SignalLagSums::factor() const {
       // column's sum takes its terms in t order, as one column at a time would.
       std::fill(s.begin(), s.end(), 0.0f);
       for (int t = lo; t <= hi; t += row_step_) {
-        if (!added_[static_cast<std::size_t>(y + t)]) continue;  // a zero row: at 0 adds nothing
+        if (!added_[static_cast<std::size_t>(y) + static_cast<std::size_t>(t)])
+          continue;  // a zero row: at 0 adds nothing
         const float at = a_[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)];
         const float* row = hs_[axis].data() + (static_cast<std::size_t>(y) + static_cast<std::size_t>(t)) * nx;
         add_scaled(s.data(), row, at, static_cast<int>(nx));
