@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../../engine/src/registration/information_row.hpp"
 #include "../../engine/src/registration/simd_level.hpp"
 #include "csv_test_file.hpp"
 #include "driftscan/core/error.hpp"
@@ -207,6 +208,50 @@ TEST(DriftUncertainty, CommonShareLeavesTheGradientNoiseProductToEachFrame) {
   EXPECT_LT(common_fraction(0.5, 0.2, 0.3), common_fraction(0.5, 0.6, 0.3));
   EXPECT_LT(common_fraction(0.5, 0.01, 0.3), 0.05);
   EXPECT_GT(common_fraction(0.5, 0.01, 0.3), 0.0);
+}
+
+// The lag factor's smoothing at every s-th column (the row split by stride
+// phase, zero-padded at its ends) against the clipped sum one column at a
+// time: to the last bit in the baseline build (no FMA), to float rounding in
+// AVX2's.
+TEST(DriftUncertainty, StridedLagSmoothingEqualsTheClippedSums) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> val(-1.0f, 1.0f);
+  for (SimdLevel level : {SimdLevel::baseline, SimdLevel::avx2}) {
+    force_simd_level(level);
+    for (int s : {1, 2, 3, 4}) {
+      for (int r : {1, 2, 5, 9}) {
+        for (int width : {1, 7, 17, 40, 64, 101}) {
+          std::vector<float> in(static_cast<std::size_t>(width)), a(2 * static_cast<std::size_t>(r) + 1);
+          for (float& v : in) v = val(rng);
+          for (float& v : a) v = val(rng);
+          const int m = (width + s - 1) / s;
+          std::vector<float> phases(smooth_columns_strided_scratch(m, r, s), -7.0f);
+          std::vector<int> offsets(a.size());
+          std::vector<float> got(static_cast<std::size_t>(m) + 1, 99.0f);
+          smooth_columns_strided(in.data(), width, m, a.data(), r, s, phases.data(), offsets.data(), got.data());
+          for (int X = 0; X < m; ++X) {
+            float want = 0, scale = 0;
+            for (int t = -r; t <= r; ++t) {
+              const int x = X * s + t;
+              if (x < 0 || x >= width) continue;
+              const float term =
+                  a[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)] * in[static_cast<std::size_t>(x)];
+              want += term;
+              scale += std::abs(term);
+            }
+            const float g = got[static_cast<std::size_t>(X)];
+            if (level == SimdLevel::baseline)
+              EXPECT_EQ(want, g) << "s " << s << " r " << r << " width " << width << " column " << X;
+            else
+              EXPECT_NEAR(want, g, 1e-6f * scale) << "s " << s << " r " << r << " width " << width << " column " << X;
+          }
+          EXPECT_EQ(got[static_cast<std::size_t>(m)], 99.0f) << "written past m";
+        }
+      }
+    }
+  }
+  force_simd_level(SimdLevel::avx2);
 }
 
 TEST(DriftUncertainty, SignalLagFactorIsTheNoiseCorrelationTheSignalSees) {

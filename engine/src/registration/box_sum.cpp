@@ -57,7 +57,7 @@ StreamedLagSum::StreamedLagSum(int w, int h, int channels, int R, int x0, int x1
       row_in_slot_(static_cast<std::size_t>(slots_), -1),
       raw_(static_cast<std::size_t>(slots_) * channels * w),
       column_(static_cast<std::size_t>(channels) * w, 0.0),
-      prefix_(static_cast<std::size_t>(w) + 1, 0.0),
+      prefix_(static_cast<std::size_t>(channels) * (static_cast<std::size_t>(w) + 1), 0.0),
       boxed_(static_cast<std::size_t>(channels) * (x1 >= x0 ? (x1 - x0) / std::max(1, stride) + 1 : 0)),
       picked_(boxed_.size() / static_cast<std::size_t>(std::max(1, channels))),
       pending_(static_cast<std::size_t>(channels) * w) {}
@@ -144,14 +144,33 @@ void StreamedLagSum::emit(int y) {
   const int n = static_cast<int>(picked_.size());
   const bool avx2 = simd_level() == SimdLevel::avx2;
   // Each channel's box sums at the grid's columns: the window along x from
-  // the column sums' prefix sums (clipped at the row's ends).
-  for (int j = 0; j < channels_; ++j) {
+  // the column sums' prefix sums (clipped at the row's ends). The prefix sums
+  // of two channels at a time: each is a chain of dependent adds, two run
+  // side by side (the same sums, in the same order).
+  const auto pw = static_cast<std::size_t>(w_) + 1;
+  int j = 0;
+  for (; j + 1 < channels_; j += 2) {
+    const double* c0 = column_.data() + static_cast<std::size_t>(j) * w_;
+    const double* c1 = c0 + w_;
+    double* p0 = prefix_.data() + static_cast<std::size_t>(j) * pw;
+    double* p1 = p0 + pw;
+    double a0 = 0, a1 = 0;
+    p0[0] = p1[0] = 0;
+    for (int x = 0; x < w_; ++x) {
+      p0[x + 1] = a0 += c0[x];
+      p1[x + 1] = a1 += c1[x];
+    }
+  }
+  for (; j < channels_; ++j) {
     const double* col = column_.data() + static_cast<std::size_t>(j) * w_;
+    double* p = prefix_.data() + static_cast<std::size_t>(j) * pw;
     double acc = 0;
-    prefix_[0] = 0;
-    for (int x = 0; x < w_; ++x) prefix_[static_cast<std::size_t>(x) + 1] = acc += col[x];
+    p[0] = 0;
+    for (int x = 0; x < w_; ++x) p[x + 1] = acc += col[x];
+  }
+  for (j = 0; j < channels_; ++j) {
     double* out = boxed_.data() + static_cast<std::size_t>(j) * n;
-    const double* p = prefix_.data();
+    const double* p = prefix_.data() + static_cast<std::size_t>(j) * pw;
     int g = 0;
     for (; g < n && x0_ + g * stride_ - R_ < 0; ++g)
       out[g] = p[std::min(w_, x0_ + g * stride_ + R_ + 1)];  // clipped on the left (and maybe the right)

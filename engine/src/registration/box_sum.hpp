@@ -56,7 +56,7 @@ class StreamedLagSum {
   std::vector<int> row_in_slot_;   // -1: none
   std::vector<float> raw_;         // slots x channels x w
   std::vector<double> column_;     // channels x w: each column's sum over the window's rows
-  std::vector<double> prefix_;     // w + 1: a column sum's prefix sums along x (emit)
+  std::vector<double> prefix_;     // channels x (w + 1): the column sums' prefix sums along x (emit)
   std::vector<double> boxed_;      // channels x grid columns: the box sums at the grid row (emit)
   std::vector<double> picked_;     // grid columns: one channel's values at the grid row (emit)
   std::vector<float> pending_;     // channels x w: the row being filled

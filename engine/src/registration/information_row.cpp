@@ -3,6 +3,8 @@
 
 #include "registration/simd_level.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 // The 8-float vectors pass between always-inline functions of this file
@@ -211,23 +213,69 @@ void lag_row_baseline(int n, const float* f, const float* s, const float* g, flo
   lag_row(n, f, s, g, fs, fg);
 }
 
-// out[x] = sum_t a[t + r] in[x + t], t = -r..r in order: eight columns at a
-// time held in a register across the taps.
+// The same sums at every s-th column only: the row split into its s phases
+// (phase p holds in[-r + p + j s]), so that each output column's tap u reads
+// phase u mod s at j = X + u / s and eight output columns stay contiguous.
+// Each column's taps are added in t order, as one column at a time would,
+// eight columns to a register across the taps.
 template <class V>
-DRIFTSCAN_KERNEL void smooth_at(const float* in, const float* a, int r, int x, float* out) {
+DRIFTSCAN_KERNEL void strided_at(const float* ph, const float* a, const int* off, int taps, int X, float* out) {
   V acc{};
-  for (int t = -r; t <= r; ++t) acc += a[t + r] * load<V>(in + x + t);
-  store(out + x, acc);
+  for (int u = 0; u < taps; ++u) acc += a[u] * load<V>(ph + off[u] + X);
+  store(out + X, acc);
 }
-DRIFTSCAN_KERNEL void smooth(const float* in, int n, const float* a, int r, float* out) {
-  int x = 0;
-  for (; x + 8 <= n; x += 8) smooth_at<v8>(in, a, r, x, out);
-  for (; x < n; ++x) smooth_at<float>(in, a, r, x, out);
+template <class V>
+DRIFTSCAN_KERNEL void pair_at(const float* even, const float* odd, const float* a, int taps, int X, float* out) {
+  V acc{};
+  int u = 0;
+  for (; u + 1 < taps; u += 2) {
+    acc += a[u] * load<V>(even + u / 2 + X);
+    acc += a[u + 1] * load<V>(odd + u / 2 + X);
+  }
+  if (u < taps) acc += a[u] * load<V>(even + u / 2 + X);
+  store(out + X, acc);
 }
-DRIFTSCAN_AVX2_TARGET void smooth_avx2(const float* in, int n, const float* a, int r, float* out) {
-  smooth(in, n, a, r, out);
+DRIFTSCAN_KERNEL void smooth_strided(const float* in, int width, int m, const float* a, int r, int s, float* ph,
+                                     int* off, float* out) {
+  const int taps = 2 * r + 1, len = (m + 7) / 8 * 8 + 2 * r / s + 1;
+  for (int p = 0; p < s; ++p) {
+    // Phase p, j-th value: in[-r + p + j s], 0 off the row (a clipped
+    // window's missing taps: adding a·0 leaves every sum as it was).
+    float* q = ph + static_cast<std::ptrdiff_t>(p) * len;
+    const int lo = std::min(len, r - p <= 0 ? 0 : (r - p + s - 1) / s);
+    const int hi = std::max(lo, std::min(len, width - 1 + r - p < 0 ? 0 : (width - 1 + r - p) / s + 1));
+    const float* from = in - r + p;
+    int j = 0;
+    for (; j < lo; ++j) q[j] = 0.0f;
+    if (s == 2) {
+      for (; j < hi; ++j)
+        q[j] = from[2 * static_cast<std::ptrdiff_t>(j)];  // the usual stride, vectorised by the compiler
+    } else {
+      for (; j < hi; ++j) q[j] = from[static_cast<std::ptrdiff_t>(j) * s];
+    }
+    for (; j < len; ++j) q[j] = 0.0f;
+  }
+  int X = 0;
+  float last[8];
+  if (s == 2) {  // the taps alternate between the two phases: no offsets table
+    for (; X + 8 <= m; X += 8) pair_at<v8>(ph, ph + len, a, taps, X, out);
+    if (X < m) pair_at<v8>(ph + X, ph + len + X, a, taps, 0, last);
+  } else {
+    for (int u = 0; u < taps; ++u) off[u] = (u % s) * len + u / s;
+    for (; X + 8 <= m; X += 8) strided_at<v8>(ph, a, off, taps, X, out);
+    if (X < m) strided_at<v8>(ph + X, a, off, taps, 0, last);
+  }
+  // The last block's columns past m read the zero padding; only m are kept.
+  for (int k = 0; X + k < m; ++k) out[X + k] = last[k];
 }
-void smooth_baseline(const float* in, int n, const float* a, int r, float* out) { smooth(in, n, a, r, out); }
+DRIFTSCAN_AVX2_TARGET void smooth_strided_avx2(const float* in, int width, int m, const float* a, int r, int s,
+                                               float* ph, int* off, float* out) {
+  smooth_strided(in, width, m, a, r, s, ph, off, out);
+}
+void smooth_strided_baseline(const float* in, int width, int m, const float* a, int r, int s, float* ph, int* off,
+                             float* out) {
+  smooth_strided(in, width, m, a, r, s, ph, off, out);
+}
 
 DRIFTSCAN_AVX2_TARGET void full_avx2(const InformationRow& r, const InformationRowOut& o, InformationRowSums& s) {
   if (r.exact_gx) full<true>(r, o, s);
@@ -279,8 +327,14 @@ void lag_factor_row(int n, const float* f, const float* s, const float* g, float
   (simd_level() == SimdLevel::avx2 ? lag_row_avx2 : lag_row_baseline)(n, f, s, g, fs, fg);
 }
 
-void smooth_columns(const float* in, int n, const float* a, int r, float* out) {
-  (simd_level() == SimdLevel::avx2 ? smooth_avx2 : smooth_baseline)(in, n, a, r, out);
+std::size_t smooth_columns_strided_scratch(int m, int r, int s) {
+  return static_cast<std::size_t>(s) * static_cast<std::size_t>((m + 7) / 8 * 8 + 2 * r / s + 1);
+}
+
+void smooth_columns_strided(const float* in, int width, int m, const float* a, int r, int s, float* phases,
+                            int* offsets, float* out) {
+  (simd_level() == SimdLevel::avx2 ? smooth_strided_avx2 : smooth_strided_baseline)(in, width, m, a, r, s, phases,
+                                                                                    offsets, out);
 }
 
 }  // namespace driftscan

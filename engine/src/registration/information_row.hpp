@@ -4,6 +4,8 @@
 // row, the sums in float per row (vector lanes) and in double over rows.
 // Compiled for AVX2 + FMA beside the baseline build (simd_level.hpp).
 
+#include <cstddef>
+
 namespace driftscan {
 
 // Pixels 0..n-1 of a row of the overlap; the row's neighbours above and
@@ -78,8 +80,14 @@ void spline_gradient_row(const SplineRow& s, int n, float* col, float* gx, float
 // the terms where f is 0 add nothing).
 void lag_factor_row(int n, const float* f, const float* s, const float* g, float& fs, float& fg);
 
-// The lag factor's smoothing along x: out[x] = sum_t a[t + r] in[x + t],
-// t = -r..r in order, x = 0..n-1 (in[-r .. n - 1 + r] exist).
-void smooth_columns(const float* in, int n, const float* a, int r, float* out);
+// The lag factor's smoothing along x at every s-th column of a row of
+// `width`: out[X] = sum_t a[t + r] in[X s + t] over the t (-r..r, in order)
+// with X s + t inside the row, X = 0..m-1. The taps read the row's s phases
+// (zero-padded at both ends), so only the kept columns are smoothed and the
+// edge columns take the same vector path. phases: scratch of
+// smooth_columns_strided_scratch(m, r, s) floats, offsets: of 2 r + 1 ints.
+std::size_t smooth_columns_strided_scratch(int m, int r, int s);
+void smooth_columns_strided(const float* in, int width, int m, const float* a, int r, int s, float* phases,
+                            int* offsets, float* out);
 
 }  // namespace driftscan

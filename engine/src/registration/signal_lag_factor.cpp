@@ -46,10 +46,6 @@ void SignalLagSums::add_scaled(float* out, const float* in, float a, int n) {
   (simd_level() == SimdLevel::avx2 ? axpy_avx2 : axpy_baseline)(out, in, a, n);
 }
 
-void SignalLagSums::smooth_row(const float* in, int n, const float* a, int r, float* out) {
-  smooth_columns(in, n, a, r, out);
-}
-
 SignalLagSums::SignalLagSums(int width, int height, double prefilter_sigma, int stride, int row_step) {
   reset(width, height, prefilter_sigma, stride, row_step);
 }
@@ -72,14 +68,16 @@ void SignalLagSums::reset(int width, int height, double prefilter_sigma, int str
                    full.begin() + static_cast<std::ptrdiff_t>(full.size() / 2) + reach + 1);
   }
   a_ = a_kept_;
-  // assign() keeps the vectors' memory: a reused object zeroes, it does not
-  // allocate (and fault in) three frame-sized buffers per frame.
+  // resize() keeps the vectors' memory: a reused object does not allocate
+  // (and fault in) three frame-sized buffers per frame, nor zero them: a row
+  // never added is skipped where it would be read (added_, products_).
   const auto nx = static_cast<std::size_t>(nx_);
   for (std::size_t axis = 0; axis < 2; ++axis) {
-    hs_[axis].assign(nx * static_cast<std::size_t>(height_), 0.0f);
-    jf_[axis].assign(nx * static_cast<std::size_t>(ny_), 0.0f);
-    jg_[axis].assign(nx * static_cast<std::size_t>(ny_), 0.0f);
+    hs_[axis].resize(nx * static_cast<std::size_t>(height_));
+    jf_[axis].resize(nx * static_cast<std::size_t>(ny_));
+    jg_[axis].resize(nx * static_cast<std::size_t>(ny_));
   }
+  added_.assign(static_cast<std::size_t>(height_), 0);
   products_.assign(static_cast<std::size_t>(ny_), 0);
 }
 
@@ -88,27 +86,16 @@ void SignalLagSums::add_row(int y, const std::array<const float*, 2>& jf, const 
   const int r = static_cast<int>(a_.size() / 2);
   const auto nx = static_cast<std::size_t>(nx_);
   const bool on_grid = y % stride_ == 0;
+  added_[static_cast<std::size_t>(y)] = 1;
   for (std::size_t axis = 0; axis < 2; ++axis) {
     float* hs = hs_[axis].data() + static_cast<std::size_t>(y) * nx;
     const float* in = jg[axis];
-    // Columns whose window lies inside the row: every column from the first
-    // such subgrid column to the last smoothed at once by the vector kernel
-    // (each column's sum over t in smoothed_at's order; FMA in AVX2), the
-    // subgrid's picked from them; the edge columns one at a time.
-    std::size_t X = 0;
-    const auto first_inside = static_cast<std::size_t>((r + stride_ - 1) / stride_);
-    for (; X < first_inside && X < nx; ++X) hs[X] = smoothed_at(in, static_cast<int>(X) * stride_, r);
-    // One past the last column whose window ends inside the row.
-    const std::size_t last_inside =
-        width_ - 1 - r < 0 ? X : std::min(nx, static_cast<std::size_t>((width_ - 1 - r) / stride_) + 1);
-    if (last_inside > X) {
-      const std::size_t start = X;
-      const int x0 = static_cast<int>(start) * stride_, n = static_cast<int>(last_inside - 1) * stride_ - x0 + 1;
-      row_.resize(static_cast<std::size_t>(n));
-      smooth_row(in + x0, n, a_.data(), r, row_.data());
-      for (; X < last_inside; ++X) hs[X] = row_[(X - start) * static_cast<std::size_t>(stride_)];
-    }
-    for (; X < nx; ++X) hs[X] = smoothed_at(in, static_cast<int>(X) * stride_, r);
+    // Every subgrid column at once by the vector kernel over the row's
+    // stride phases (each column's sum over t in t order, FMA in
+    // AVX2; the taps off the row add a·0).
+    row_.resize(smooth_columns_strided_scratch(nx_, r, stride_));
+    offsets_.resize(a_.size());
+    smooth_columns_strided(in, width_, nx_, a_.data(), r, stride_, row_.data(), offsets_.data(), hs);
     if (!on_grid) continue;
     float* jfs = jf_[axis].data() + static_cast<std::size_t>(y / stride_) * nx;
     float* jgs = jg_[axis].data() + static_cast<std::size_t>(y / stride_) * nx;
@@ -119,13 +106,6 @@ void SignalLagSums::add_row(int y, const std::array<const float*, 2>& jf, const 
     for (std::size_t X2 = 0; X2 < nx; ++X2) any |= jfs[X2] != 0.0f ? 1 : 0;
     products_[static_cast<std::size_t>(y / stride_)] |= any;
   }
-}
-
-float SignalLagSums::smoothed_at(const float* row, int x, int r) const {
-  const int lo = std::max(-r, -x), hi = std::min(r, width_ - 1 - x);
-  float v = 0;
-  for (int t = lo; t <= hi; ++t) v += a_[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)] * row[x + t];
-  return v;
 }
 
 std::array<double, 2> SignalLagSums::factor() const {
@@ -148,6 +128,8 @@ std::array<double, 2> SignalLagSums::factor() const {
       // column's sum takes its terms in t order, as one column at a time would.
       std::fill(s.begin(), s.end(), 0.0f);
       for (int t = lo; t <= hi; t += row_step_) {
+        if (!added_[static_cast<std::size_t>(y) + static_cast<std::size_t>(t)])
+          continue;  // a zero row: at 0 adds nothing
         const float at = a_[static_cast<std::size_t>(t) + static_cast<std::size_t>(r)];
         const float* row = hs_[axis].data() + (static_cast<std::size_t>(y) + static_cast<std::size_t>(t)) * nx;
         add_scaled(s.data(), row, at, static_cast<int>(nx));

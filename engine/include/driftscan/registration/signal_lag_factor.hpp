@@ -36,11 +36,6 @@ class SignalLagSums {
   std::array<double, 2> factor() const;
 
  private:
-  // (a * row)(x) at one column x, clipped to the row (r: a's half-width).
-  float smoothed_at(const float* row, int x, int r) const;
-  // smoothed_at at n consecutive columns whose windows lie inside the row
-  // (in: the first one's column), by the vector kernel.
-  static void smooth_row(const float* in, int n, const float* a, int r, float* out);
   // out[x] += a in[x] over n columns, by the vector kernel (factor's column sums).
   static void add_scaled(float* out, const float* in, float a, int n);
 
@@ -50,8 +45,10 @@ class SignalLagSums {
   double a_sigma_ = 0;
   std::array<std::vector<float>, 2> hs_;       // jg smoothed along x, subgrid columns x every row
   std::array<std::vector<float>, 2> jf_, jg_;  // on the subgrid
-  std::vector<unsigned char> products_;        // per subgrid row: some jf is not 0
-  std::vector<float> row_;                     // add_row's smoothed columns (kept between rows)
+  std::vector<unsigned char> products_;        // per subgrid row: added, and some jf is not 0
+  std::vector<unsigned char> added_;           // per row: add_row was called (else hs_'s row is stale, read as 0)
+  std::vector<float> row_;                     // add_row's row split by stride phase (kept between rows)
+  std::vector<int> offsets_;                   // add_row's taps' offsets into row_
 };
 
 // The subgrid step for a prefilter of `sigma` px: ~1.5 sigma (1 below 2/3 px).
