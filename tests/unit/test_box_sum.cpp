@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "../../engine/src/registration/box_sum.hpp"
-#include "../../engine/src/registration/simd_level.hpp"
+#include "driftscan/core/simd_level.hpp"
 
 namespace driftscan {
 namespace {

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "../../engine/src/registration/information_row.hpp"
-#include "../../engine/src/registration/simd_level.hpp"
 #include "csv_test_file.hpp"
 #include "driftscan/core/error.hpp"
+#include "driftscan/core/simd_level.hpp"
 #include "driftscan/pipeline/register_pipeline.hpp"
 #include "driftscan/registration/drift_table.hpp"
 #include "driftscan/registration/drift_uncertainty.hpp"

@@ -16,10 +16,10 @@
 #include <tuple>
 #include <vector>
 
-#include "../../engine/src/registration/simd_level.hpp"
 #include "driftscan/core/error.hpp"
 #include "driftscan/core/frame_source.hpp"
 #include "driftscan/core/progress.hpp"
+#include "driftscan/core/simd_level.hpp"
 #include "driftscan/pipeline/register_pipeline.hpp"
 #include "driftscan/pipeline/serial_register.hpp"
 #include "driftscan/scan_distortion/scan_distortion.hpp"

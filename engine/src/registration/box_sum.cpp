@@ -1,7 +1,7 @@
 // Box sums and streamed lag sums; see box_sum.hpp.
 #include "registration/box_sum.hpp"
 
-#include "registration/simd_level.hpp"
+#include "driftscan/core/simd_level.hpp"
 
 #include <algorithm>
 #include <climits>

@@ -1,7 +1,7 @@
 // The information pass's row kernels; see information_row.hpp.
 #include "registration/information_row.hpp"
 
-#include "registration/simd_level.hpp"
+#include "driftscan/core/simd_level.hpp"
 
 #include <algorithm>
 #include <cstddef>

@@ -1,8 +1,8 @@
 // The signal gradient's share of the noise correlation; see signal_lag_factor.hpp.
 #include "driftscan/registration/signal_lag_factor.hpp"
 
+#include "driftscan/core/simd_level.hpp"
 #include "registration/information_row.hpp"
-#include "registration/simd_level.hpp"
 
 #include <algorithm>
 #include <cmath>

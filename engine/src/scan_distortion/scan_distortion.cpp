@@ -15,7 +15,7 @@
 #include "driftscan/core/cubic_bspline.hpp"
 #include "driftscan/core/error.hpp"
 #include "driftscan/core/scan_rotation.hpp"
-#include "registration/simd_level.hpp"
+#include "driftscan/core/simd_level.hpp"
 
 namespace driftscan {
 namespace {

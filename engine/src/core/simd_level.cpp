@@ -1,5 +1,5 @@
 // The kernels' vector level; see simd_level.hpp.
-#include "registration/simd_level.hpp"
+#include "driftscan/core/simd_level.hpp"
 
 #include <atomic>
 

@@ -1,8 +1,9 @@
 #pragma once
-// Which vector instructions the information pass's per-pixel kernels use
-// (refinement.cpp, box_sum.cpp): AVX2 + FMA where the CPU has them, chosen per
-// call, else the baseline (SSE2) build of the same loops. The engine is not
-// compiled for AVX2 as a whole: it must run on any x86-64.
+// Which vector instructions the per-pixel kernels use (the information
+// pass's rows and lag sums in registration/, the scan-distortion fits and
+// sampling): AVX2 + FMA where the CPU has them, chosen per call, else the
+// baseline (SSE2) build of the same loops. The engine is not compiled for
+// AVX2 as a whole: it must run on any x86-64.
 
 namespace driftscan {
 
