@@ -471,10 +471,16 @@ TEST(ScanDistortion, SerpentineAndRotatedScansToo) {
 
 namespace {
 
-// The first n frames of scanned_series() averaged in specimen coordinates
-// near the true model, with each frame's kept contribution.
+// The first n frames of a scanned series (scanned_series() unless given)
+// averaged in specimen coordinates near the true model, with each frame's
+// kept contribution; with `true_jitter` the model holds every line's true jitter.
 struct AveragedScan {
-  explicit AveragedScan(std::size_t n) : series(scanned_series()), model(model_near_truth(series, n)) {
+  explicit AveragedScan(std::size_t n, const SynthOptions& o = scanned_series(), bool true_jitter = false)
+      : series(o), model(model_near_truth(series, n)) {
+    if (true_jitter)
+      for (std::size_t k = 0; k < n; ++k)
+        for (int l = 0; l < series.scan_timing().lines(); ++l)
+          model.jitter[k][static_cast<std::size_t>(l)] = series.line_jitter(k, l);
     for (std::size_t k = 0; k < n; ++k) frames.push_back(series.frame(k));
     average = average_in_specimen_coordinates(FrameVector(frames), series.scan_timing(), model, &noise, &own);
   }
@@ -601,20 +607,14 @@ TEST(ScanDistortion, LineFitPrecisionMatchesItsScatterUnderShotNoise) {
   SynthOptions o = scanned_series();
   o.dose = 6.0;  // a few counts a pixel: the noise's variance follows the signal
   o.jitter = 0.5;
-  SyntheticSeries s(o);
+  AveragedScan scan(o.frames, o, true);
+  const SyntheticSeries& s = scan.series;
   const ScanTiming& t = s.scan_timing();
   const std::size_t n = s.frame_count();
-  std::vector<Frame> frames;
-  for (std::size_t k = 0; k < n; ++k) frames.push_back(s.frame(k));
-  FrameVector source(frames);
-  ScanModel model = model_near_truth(s, n);
-  for (std::size_t k = 0; k < n; ++k)
-    for (int l = 0; l < t.lines(); ++l) model.jitter[k][static_cast<std::size_t>(l)] = s.line_jitter(k, l);
-  AverageNoise noise;
-  std::vector<FrameContribution> own;
-  const SpecimenImage average = average_in_specimen_coordinates(source, t, model, &noise, &own);
+  const std::vector<Frame>& frames = scan.frames;
+  const ScanModel& model = scan.model;
   ScanDistortionSteps steps(t, ScanDistortionSettings{}, n);
-  steps.set_template(average, model.path, noise, std::move(own));
+  steps.set_template(scan.average, model.path, scan.noise, std::move(scan.own));
   double error = 0.0, predicted = 0.0, count = 0.0;
   for (std::size_t k = 0; k < n; ++k) {
     const auto fit = steps.fit_frame(frames[k], k, model);
@@ -639,20 +639,14 @@ TEST(ScanDistortion, LineFitPrecisionMatchesItsScatterUnderShotNoise) {
 TEST(ScanDistortion, LinesFewOtherFramesSawAreFittedToo) {
   SynthOptions o = scanned_series();
   o.jitter = 0.5;
-  SyntheticSeries s(o);
+  AveragedScan scan(o.frames, o, true);
+  const SyntheticSeries& s = scan.series;
   const ScanTiming& t = s.scan_timing();
   const std::size_t n = s.frame_count();
-  std::vector<Frame> frames;
-  for (std::size_t k = 0; k < n; ++k) frames.push_back(s.frame(k));
-  FrameVector source(frames);
-  ScanModel model = model_near_truth(s, n);
-  for (std::size_t k = 0; k < n; ++k)
-    for (int l = 0; l < t.lines(); ++l) model.jitter[k][static_cast<std::size_t>(l)] = s.line_jitter(k, l);
-  AverageNoise noise;
-  std::vector<FrameContribution> own;
-  const SpecimenImage average = average_in_specimen_coordinates(source, t, model, &noise, &own);
+  const std::vector<Frame>& frames = scan.frames;
+  const ScanModel& model = scan.model;
   ScanDistortionSteps steps(t, ScanDistortionSettings{}, n);
-  steps.set_template(average, model.path, noise, std::move(own));
+  steps.set_template(scan.average, model.path, scan.noise, std::move(scan.own));
   // The drift moves the specimen 1.5 px a frame down: of frame 0's first 12
   // lines, the first ones no other frame saw at all, the next ones at most a
   // few (the band fits need n / 4 = 4 of them); the same for the last
