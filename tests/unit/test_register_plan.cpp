@@ -127,6 +127,58 @@ TEST(RegisterPlan, SerialExecutorResumesToTheSameDrift) {
   }
 }
 
+// With two threads the serial executor computes each frame's uncertainty
+// beside the scan's next step (one thread: after its own step): the same
+// calls on the same registrations, so drift and sigma are bit for bit those
+// of one thread.
+TEST(RegisterPlan, SerialExecutorGivesTheSameSigmaOnOneAndTwoThreads) {
+  SynthOptions o;
+  o.frames = 12;
+  o.width = o.height = 128;
+  o.dose = 8;
+  o.seed = 5;
+  SyntheticSeries frames(o);
+  TempDir dir;
+  auto progress = make_silent_progress();
+  CancelToken cancel;
+  std::vector<RegisterResult> runs;
+  for (const int threads : {1, 2}) {
+    Job job = register_job((dir.path / ("t" + std::to_string(threads))).string());
+    job.input = "synthetic";
+    job.execution.threads = threads;
+    OutputSet set(job.output, "register");
+    runs.push_back(register_serial(job, plan_register(job, 1), frames, *progress, cancel, set));
+    set.commit();
+  }
+  const RegisterResult &one = runs[0], &two = runs[1];
+  ASSERT_EQ(one.uncertainty.size(), o.frames);
+  ASSERT_EQ(two.uncertainty.size(), o.frames);
+  for (std::size_t k = 0; k < o.frames; ++k) {
+    EXPECT_EQ(one.registrations[k].transform.tx, two.registrations[k].transform.tx) << k;
+    EXPECT_EQ(one.registrations[k].transform.ty, two.registrations[k].transform.ty) << k;
+    EXPECT_EQ(one.uncertainty[k].sigma_dx, two.uncertainty[k].sigma_dx) << k;
+    EXPECT_EQ(one.uncertainty[k].sigma_dy, two.uncertainty[k].sigma_dy) << k;
+    EXPECT_EQ(one.uncertainty[k].cov_dxdy, two.uncertainty[k].cov_dxdy) << k;
+  }
+  EXPECT_GT(two.uncertainty[o.frames - 1].sigma_dx, 0.0);  // the last frame's, after the scan's last step
+}
+
+// The scan-distortion correction's threads: as many as asked where the
+// budget holds their grids; at 4096² the default 2 GB holds one thread's.
+TEST(RegisterPlan, ScanDistortionThreadsFitTheBudget) {
+  Job job = register_job("out");  // 2 threads, 2048 MB
+  EXPECT_EQ(scan_distortion_threads(job, 2048, 2048), 2);
+  EXPECT_EQ(scan_distortion_threads(job, 4096, 4096), 1);
+  job.execution.memory_budget_mb = 4096;
+  EXPECT_EQ(scan_distortion_threads(job, 4096, 4096), 2);
+  job.execution.threads = 8;
+  EXPECT_EQ(scan_distortion_threads(job, 4096, 4096), 2);  // 32 + 20 t grids of 64 MB within 4 GB: t = 2
+  EXPECT_EQ(scan_distortion_threads(job, 256, 256), 8);
+  job.execution.threads = 1;
+  job.execution.memory_budget_mb = 64;
+  EXPECT_EQ(scan_distortion_threads(job, 4096, 4096), 1);  // never fewer than one
+}
+
 // The prepared-frame cache: unchanged on small frames; on large ones big
 // enough for frame 0's reference pyramid and one moving pyramid (else every
 // scan step rebuilds frame 0's), but never past 3/8 of the memory budget.

@@ -55,6 +55,43 @@ std::size_t kept_contribution_bytes(const Job& job) {
 }
 
 namespace {
+// Threads, from 1 up to `threads`, while one thread's bytes and `more` for
+// each further thread stay within the job's budget.
+int threads_within_budget(const Job& job, double one, double more) {
+  const double budget = job.execution.memory_budget_mb * 1024.0 * 1024.0;
+  int threads = 1;
+  while (threads < job.execution.threads && one + threads * more <= budget) ++threads;
+  return threads;
+}
+
+double grid_bytes(int width, int height) {
+  return static_cast<double>(std::max(0, width)) * std::max(0, height) * sizeof(float);
+}
+}  // namespace
+
+// Peak resident memory in the distributed scan (`register --scan-distortion`,
+// one rank, 10 x 4096²): one thread 1.25 GB, two 2.21 GB: a second worker
+// adds ~15 float grids of the frame's size. One is taken as 100 MB and 20
+// grids (the frame and prepared caches, within their own bounds), a further
+// worker as 16.
+int registration_scan_threads(const Job& job, int width, int height) {
+  const double grid = grid_bytes(width, height);
+  return threads_within_budget(job, 100.0 * 1024.0 * 1024.0 + 20.0 * grid, 16.0 * grid);
+}
+
+// Peak resident memory of `register --scan-distortion`, one process, on
+// this engine (10 x 4096², 8 x 2048², 16 x 1024², 8 x 512² synthetic series):
+// one thread 1.84 GB, 0.64, 0.26, 0.07 GB; each second thread adds 1.05 GB,
+// 0.23, 0.09, 0.016 GB: 14-20 float grids of the frame's size (its frame,
+// the template without it, its samples and the fits' buffers). What one
+// thread needs is taken as 100 MB and 32 grids (over the 27-45 measured), a
+// further thread as 20.
+int scan_distortion_threads(const Job& job, int width, int height) {
+  const double grid = grid_bytes(width, height);
+  return threads_within_budget(job, 100.0 * 1024.0 * 1024.0 + 32.0 * grid, 20.0 * grid);
+}
+
+namespace {
 
 // A single rank resumes a multi-rank run's checkpoints through the
 // distributed executor (it merges per-rank files; the serial one reads only its own).

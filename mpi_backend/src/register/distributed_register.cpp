@@ -305,7 +305,8 @@ struct RegisterRun {
         followed_prefix(first_frames > 0),
         n(frames->frame_count()),
         block(own_block(ctx.comm, n)),
-        op(*frames, job.registration, 1, prepared_cache_bytes(job, frames->width(), frames->height())) {
+        op(*frames, job.registration, 1, prepared_cache_bytes(job, frames->width(), frames->height())),
+        scan_threads(registration_scan_threads(job, frames->width(), frames->height())) {
     res.seconds.open = timer.total();  // indexing the file (and the operator's set-up)
     if (job.scan.correct_distortion) {
       // Checked before any work: impossible timing or bands that do not fit
@@ -336,6 +337,8 @@ struct RegisterRun {
   const std::size_t n;
   const FrameBlock block;  // this rank's frames from the scan on (res.registrations, res.uncertainty)
   RegistrationOperator op;
+  // The scan's threads per rank: those of the job that the memory budget holds (register_plan.hpp).
+  const int scan_threads;
 
   // From the resume phase on.
   CheckpointState known;    // what the checkpoints held (sized only when resuming from some)
@@ -410,7 +413,13 @@ void resume(RegisterRun& run) {
                          (uncertainty_known ? ", and the uncertainty" : "")
                    : std::to_string(left) + " outputs left in " + std::to_string(run.gaps.size()) + " gap(s)"));
   }
-  run.plan = plan_scan(run.gaps, ctx, run.threads);
+  if (ctx.rank == 0 && run.scan_threads < run.threads && !run.gaps.empty())
+    ctx.progress.log(LogLevel::info,
+                     "scan: " + std::to_string(run.scan_threads) + " of " + std::to_string(run.threads) +
+                         " threads per rank: the memory budget (" + message_number(job.execution.memory_budget_mb) +
+                         " MB, execution.memory_budget_mb) holds the pyramids of " + std::to_string(run.scan_threads) +
+                         " at " + std::to_string(run.frames->width()) + "x" + std::to_string(run.frames->height()));
+  run.plan = plan_scan(run.gaps, ctx, run.scan_threads);
   run.elements = NeededElements(run.plan.table, run.known);
   // Position 0 of a gap after a known output is that output, not a new one.
   if (run.plan.skip_first && run.plan.seq_hi > 0) run.elements.set(*run.known.outputs[run.plan.start]);
@@ -465,14 +474,14 @@ std::vector<Registration> scan_gap(RegisterRun& run) {
   options.algorithm = global_scan_algorithm_from_string(job.execution.scan_algorithm);
   options.strategy = local_strategy_from_string(job.execution.local_strategy);
   options.work_stealing = job.execution.work_stealing;
-  options.threads = run.threads;
+  options.threads = run.scan_threads;
   WorkStealingScan scan(run.ctx.comm, options);
   // The element table is the block (position 0 after a known output: that output).
   const std::vector<Registration>& block = run.elements.block();
   run.ctx.progress.phase("scan", block.size());
   // The checkpoint saves the outputs from `computed` (outliving a cancel).
   std::vector<Registration> computed;
-  run.in_scan.emplace(run.op, run.block.first, run.block.last, run.threads == 1);
+  run.in_scan.emplace(run.op, run.block.first, run.block.last, run.scan_threads == 1);
   run.checkpoint->keep_on_cancel([&] {
     scan.run_into(
         block, computed, [&run](const Registration& a, const Registration& b) { return run.combine(a, b); }, &run.trace,
@@ -498,14 +507,14 @@ std::vector<Registration> finish_chains(RegisterRun& run) {
   std::size_t mine = 0;
   for (const auto& g : my_gaps) mine += g.size();
   ctx.progress.phase("scan", mine);
-  begin_trace(run.trace, ctx.comm, run.threads);
+  begin_trace(run.trace, ctx.comm, run.scan_threads);
   run.trace.details() = {{"resume", "chains"}, {"gaps", run.gaps.size()}};
   std::vector<std::vector<Registration>> chains(my_gaps.size());
   std::mutex error_mu;
   std::string error;
   ErrorKind error_kind = ErrorKind::failure;
   const long count = static_cast<long>(my_gaps.size());
-#pragma omp parallel for schedule(dynamic, 1) num_threads(run.threads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(run.scan_threads)
   for (long i = 0; i < count; ++i) {
     const OutputGap g = my_gaps[static_cast<std::size_t>(i)];
     const int thread = omp_get_thread_num();
@@ -672,9 +681,16 @@ void correct_distortion(RegisterRun& run) {
   }
   run.op.release_prepared();  // the rigid phases are done: their pyramids' memory goes to the correction's grids
   release_free_memory();
+  const int threads = scan_distortion_threads(job, run.frames->width(), run.frames->height());
+  if (run.ctx.rank == 0 && threads < run.threads)
+    run.ctx.progress.log(LogLevel::info,
+                         "scan distortion: " + std::to_string(threads) + " of " + std::to_string(run.threads) +
+                             " threads per rank: the memory budget (" + message_number(job.execution.memory_budget_mb) +
+                             " MB, execution.memory_budget_mb) holds the working grids of " + std::to_string(threads) +
+                             " at " + std::to_string(run.frames->width()) + "x" + std::to_string(run.frames->height()));
   // Frames scanned in several directions are corrected as recorded (the timing turns each one).
-  run.distortion = correct_scan_distortion(recorded_frames(*run.frames), *run.timing, rigid, settings, run.ctx,
-                                           run.threads, leave_out, kept_contribution_bytes(job));
+  run.distortion = correct_scan_distortion(recorded_frames(*run.frames), *run.timing, rigid, settings, run.ctx, threads,
+                                           leave_out, kept_contribution_bytes(job));
   if (run.ctx.rank == 0 && !run.distortion->not_followed.empty()) {
     std::string list;
     for (std::size_t i = 0; i < run.distortion->not_followed.size() && i < 20; ++i)
@@ -798,6 +814,7 @@ void write_outputs(RegisterRun& run, OutputSet& set) {
   run.ctx.progress.phase("write", 4);
   nlohmann::json extra;
   extra["execution"] = {{"threads", run.threads},
+                        {"scan_threads", run.scan_threads},
                         {"ranks", run.ctx.size},
                         {"scan", run.plan.scan_mode ? "work-stealing" : "chains from checkpointed outputs"},
                         {"resumed", run.known.files > 0},

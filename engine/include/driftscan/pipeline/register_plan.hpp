@@ -62,4 +62,20 @@ std::size_t prepared_cache_bytes(const Job& job, int width, int height);
 // be written sampled again: the same values either way.
 std::size_t kept_contribution_bytes(const Job& job);
 
+// The distributed scan's threads per rank for frames of width x height, at
+// most execution.threads: each worker scans from its own segment start
+// (a reference pyramid of its own beside frame 0's) with its moving pyramid
+// and the refinement's buffers, so a worker is added only while
+// execution.memory_budget_mb holds them (estimates from measured peaks,
+// registration_scan_threads in register_plan.cpp). At least 1.
+int registration_scan_threads(const Job& job, int width, int height);
+
+// The scan-distortion correction's threads for frames of width x height, at
+// most execution.threads: each thread fits and resamples one frame at a time
+// with grids of its own, so a thread is added only while
+// execution.memory_budget_mb holds what one thread needs and the extra
+// thread's grids too (estimates from measured peaks, scan_distortion_threads
+// in register_plan.cpp). At least 1.
+int scan_distortion_threads(const Job& job, int width, int height);
+
 }  // namespace driftscan
