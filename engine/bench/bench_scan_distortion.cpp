@@ -769,6 +769,20 @@ void print_line_field_errors(const SyntheticSeries& s, const ScanModel& model) {
       std::sqrt(shared_zero / first), std::sqrt(own_err / count), std::sqrt(own_zero / count));
 }
 
+// The clean specimen on `grid`'s pixels (specimen coordinates, the engine's
+// gauge): the generator's coordinates are the engine's plus truth_gauge.
+// Rendered without it, a template stood about a pixel off the frames placed
+// by the true model (the diagnostics' band offsets read +0.9 px) and its
+// line fits lost to that offset, not to the estimator.
+Frame clean_specimen_on(const SyntheticSeries& s, const SpecimenImage& grid) {
+  const Point gauge = truth_gauge(s);
+  std::vector<Point> points;
+  for (int j = 0; j < grid.image.height; ++j)
+    for (int i = 0; i < grid.image.width; ++i)
+      points.push_back({grid.origin.x + i + gauge.x, grid.origin.y + j + gauge.y});
+  return s.specimen(points, grid.image.width, grid.image.height);
+}
+
 // Where the line fits lose against the Cramer-Rao floor: each line's offset
 // fitted once (from no jitter, as the first round) under the true path
 // against three templates — the frames averaged under the true model through
@@ -811,10 +825,7 @@ void print_template_diagnostic(const SyntheticSeries& s, const FrameVector& fram
   // The clean specimen on the same grid; a coverage so large that taking a
   // frame's own samples out changes nothing.
   SpecimenImage clean = average;
-  std::vector<Point> points;
-  for (int j = 0; j < average.image.height; ++j)
-    for (int i = 0; i < average.image.width; ++i) points.push_back({average.origin.x + i, average.origin.y + j});
-  clean.image = s.specimen(points, average.image.width, average.image.height);
+  clean.image = clean_specimen_on(s, average);
   for (std::size_t i = 0; i < clean.coverage.pixels.size(); ++i)
     clean.coverage.pixels[i] = average.coverage.pixels[i] > 0 ? 1e9f : 0.0f;
   ScanDistortionSteps exact(t, plain_settings, n);
@@ -923,10 +934,7 @@ void print_jitter_diagnostic(const SyntheticSeries& s, const FrameVector& frames
   AverageNoise noise;
   std::vector<FrameContribution> own;
   SpecimenImage clean = average_in_specimen_coordinates(frames, t, oracle, &noise, &own);
-  std::vector<Point> points;
-  for (int j = 0; j < clean.image.height; ++j)
-    for (int i = 0; i < clean.image.width; ++i) points.push_back({clean.origin.x + i, clean.origin.y + j});
-  clean.image = s.specimen(points, clean.image.width, clean.image.height);
+  clean.image = clean_specimen_on(s, clean);
   for (float& v : clean.coverage.pixels) v = v > 0 ? 1e9f : 0.0f;
   ScanDistortionSettings plain = settings;
   plain.filter_template = false;
@@ -1066,10 +1074,7 @@ void print_first_band_diagnostic(const SyntheticSeries& s, const FrameVector& fr
     SpecimenImage average =
         average_in_specimen_coordinates(frames, t, built_with, &noise, &own, nullptr, steps.template_from_sample());
     if (clean) {
-      std::vector<Point> points;
-      for (int j = 0; j < average.image.height; ++j)
-        for (int i = 0; i < average.image.width; ++i) points.push_back({average.origin.x + i, average.origin.y + j});
-      average.image = s.specimen(points, average.image.width, average.image.height);
+      average.image = clean_specimen_on(s, average);
       for (float& v : average.coverage.pixels) v = v > 0 ? 1e9f : 0.0f;
       ScanDistortionSettings plain = settings;
       plain.filter_template = false;
