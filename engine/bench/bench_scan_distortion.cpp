@@ -971,6 +971,74 @@ void print_jitter_diagnostic(const SyntheticSeries& s, const FrameVector& frames
          with_template(scrambled, true_path));
   }
   line("  the true path, the estimate's jitter, clean specimen", d);
+  // Cross-fitting (K folds of whole direction cycles): each frame fitted
+  // against a template whose other folds' jitter was fitted again without
+  // its fold (a round against the average of the other folds alone), so
+  // that their errors do not hold its own noise; its own fold's as
+  // estimated. Scored as the further round above (the estimate's path).
+  std::size_t cycle = 1;
+  while (cycle < n && std::fabs(s.scan_rotation_deg(cycle) - s.scan_rotation_deg(0)) > 1e-9) ++cycle;
+  for (const std::size_t folds : {std::size_t{2}, std::size_t{4}}) {
+    auto fold_of = [&](std::size_t k) { return (k / cycle) % folds; };
+    double sums[3] = {}, count = 0;
+    ScanModel cross = est;
+    std::vector<std::vector<std::vector<double>>> without(folds);
+    for (std::size_t f = 0; f < folds; ++f) {
+      ScanDistortionSteps aux(t, settings, n);
+      for (std::size_t k = 0; k < n; ++k)
+        if (fold_of(k) == f) aux.leave_out(k);
+      AverageNoise an;
+      std::vector<FrameContribution> own;
+      SpecimenImage average = average_in_specimen_coordinates(frames, t, est, &an, &own, &aux.left_out_frames(),
+                                                              aux.template_from_sample());
+      aux.set_template(std::move(average), est.path, std::move(an), std::move(own));
+      std::vector<ScanDistortionSteps::FrameFit> fits(n);
+      std::vector<ScanDistortionSteps::JitterSpread> spreads(n);
+      for (std::size_t k = 0; k < n; ++k)
+        if (fold_of(k) != f) {
+          fits[k] = aux.fit_frame(frames.frame(k), k, est);
+          spreads[k] = aux.jitter_spread(fits[k], k, est.path, est.path);
+        }
+      const std::vector<double> tau = aux.pooled_jitter_variances(spreads);
+      without[f] = est.jitter;
+      for (std::size_t k = 0; k < n; ++k)
+        if (fold_of(k) != f) without[f][k] = aux.finish_jitter(fits[k], k, est.path, est.path, nullptr, {}, tau[k]);
+    }
+    for (std::size_t f = 0; f < folds; ++f) {
+      ScanModel m = est;
+      m.jitter = without[f];
+      ScanDistortionSteps steps(t, settings, n);
+      AverageNoise an;
+      std::vector<FrameContribution> own;
+      SpecimenImage average =
+          average_in_specimen_coordinates(frames, t, m, &an, &own, nullptr, steps.template_from_sample());
+      steps.set_template(std::move(average), est.path, std::move(an), std::move(own));
+      for (std::size_t k = 0; k < n; ++k) {
+        if (fold_of(k) != f) continue;
+        const ScanDistortionSteps::FrameFit fit = steps.fit_frame(frames.frame(k), k, est);
+        if (fit.line_offset.size() != lines) continue;
+        const std::vector<double> shrunk = steps.finish_jitter(fit, k, est.path, est.path);
+        cross.jitter[k] = shrunk;
+        double tm = 0, om = 0, c = 0;
+        for (std::size_t l = 0; l < lines; ++l)
+          tm += s.line_jitter(k, static_cast<int>(l)) / static_cast<double>(lines);
+        for (std::size_t l = 0; l < lines; ++l)
+          if (std::isfinite(fit.line_variance[l])) om += fit.line_offset[l], c += 1;
+        om /= std::max(1.0, c);
+        for (std::size_t l = 0; l < lines; ++l) {
+          const double truth = s.line_jitter(k, static_cast<int>(l)) - tm, v = fit.line_variance[l];
+          const double raw = std::isfinite(v) ? fit.line_offset[l] - om : 0.0;
+          const double g = std::isfinite(v) ? tau2 / (tau2 + v) : 0.0;
+          sums[0] += (raw - truth) * (raw - truth), sums[1] += (shrunk[l] - truth) * (shrunk[l] - truth),
+              sums[2] += (g * raw - truth) * (g * raw - truth), count += 1;
+        }
+      }
+    }
+    char what[96];
+    std::snprintf(what, sizeof what, "jitter, a further round, cross-fitted template (%zu folds)", folds);
+    std::printf("%-52s  %-58s raw %.4f  engine-shrunk %.4f  posterior (tau true) %.4f\n", "", what,
+                std::sqrt(sums[0] / count), std::sqrt(sums[1] / count), std::sqrt(sums[2] / count));
+  }
 }
 
 // Experiment: each specimen row's mean jitter (lines whose fast axes are
