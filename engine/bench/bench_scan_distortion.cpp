@@ -970,6 +970,29 @@ void print_jitter_diagnostic(const SyntheticSeries& s, const FrameVector& frames
     line("  the true path, the estimate's jitter, template true + independent errors",
          with_template(scrambled, true_path));
   }
+  // The estimate's own errors (each frame's mean off), but each frame's
+  // moved to the next frame of its direction (a direction cycle on): the
+  // errors' pattern along a frame kept, their lining up between frames
+  // over the same specimen rows broken. Between the two lines above: if
+  // this matches the independent errors, the template loses by errors
+  // shared across frames at the same place; if it matches its own, by
+  // each frame's own error pattern.
+  {
+    std::size_t cycle = 1;
+    while (cycle < n && std::fabs(s.scan_rotation_deg(cycle) - s.scan_rotation_deg(0)) > 1e-9) ++cycle;
+    ScanModel moved = oracle;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t from = k + cycle < n ? k + cycle : k % cycle;  // the same direction, a cycle on
+      double tm = 0, em = 0;
+      for (std::size_t l = 0; l < lines; ++l)
+        tm += s.line_jitter(from, static_cast<int>(l)) / static_cast<double>(lines),
+            em += est.jitter[from][l] / static_cast<double>(lines);
+      for (std::size_t l = 0; l < lines; ++l)
+        moved.jitter[k][l] += (est.jitter[from][l] - em) - (s.line_jitter(from, static_cast<int>(l)) - tm);
+    }
+    line("  the true path, the estimate's jitter, template true + errors moved a cycle on",
+         with_template(moved, true_path));
+  }
   line("  the true path, the estimate's jitter, clean specimen", d);
   // Cross-fitting (K folds of whole direction cycles): each frame fitted
   // against a template whose other folds' jitter was fitted again without
