@@ -672,6 +672,48 @@ TEST(ScanDistortion, LinesFewOtherFramesSawAreFittedToo) {
   EXPECT_LT(std::sqrt(error / fitted), 0.5 * std::sqrt(zero / fitted)) << "the edge lines' offsets hold their jitter";
 }
 
+// A line on the thin edge of the average (its pixels' weights scaled down
+// by the template's share there) is no less precise than its variance says:
+// over the edge lines of the first and last frames, the offsets' squared
+// errors against the truth come to about their variances, as over the
+// lines in the middle of the frames. 1 / information (the down-weighted
+// sums) read those lines' variance share^-1 times too large.
+TEST(ScanDistortion, EdgeLinesVariancesMatchTheirErrors) {
+  SynthOptions o = scanned_series();
+  o.jitter = 0.5;
+  AveragedScan scan(o.frames, o, true);
+  const SyntheticSeries& s = scan.series;
+  const ScanTiming& t = s.scan_timing();
+  const std::size_t n = s.frame_count();
+  ScanDistortionSteps steps(t, ScanDistortionSettings{}, n);
+  steps.set_template(scan.average, scan.model.path, scan.noise, std::move(scan.own));
+  double edge[2] = {}, middle[2] = {};  // sum of squared errors, sum of variances
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto fit = steps.fit_frame(scan.frames[k], k, scan.model);
+    ASSERT_EQ(fit.line_offset.size(), static_cast<std::size_t>(t.lines()));
+    double mean = 0.0, count = 0.0;  // the frame's mean offset is the path's
+    for (int l = 0; l < t.lines(); ++l)
+      if (std::isfinite(fit.line_variance[static_cast<std::size_t>(l)]))
+        mean += fit.line_offset[static_cast<std::size_t>(l)] - s.line_jitter(k, l), count += 1;
+    mean /= std::max(1.0, count);
+    for (int l = 0; l < t.lines(); ++l) {
+      const auto at = static_cast<std::size_t>(l);
+      if (!std::isfinite(fit.line_variance[at])) continue;
+      const bool on_edge = (k == 0 && l < 12) || (k == n - 1 && l >= t.lines() - 12);
+      const bool inner = k > 0 && k + 1 < n && l >= 32 && l < t.lines() - 32;
+      if (!on_edge && !inner) continue;
+      double* sums = on_edge ? edge : middle;
+      sums[0] += std::pow(fit.line_offset[at] - s.line_jitter(k, l) - mean, 2), sums[1] += fit.line_variance[at];
+    }
+  }
+  ASSERT_GT(edge[1], 0.0);
+  ASSERT_GT(middle[1], 0.0);
+  const double edge_ratio = edge[0] / edge[1], middle_ratio = middle[0] / middle[1];
+  std::printf("squared error / variance: edge lines %.3f, middle lines %.3f\n", edge_ratio, middle_ratio);
+  EXPECT_GT(edge_ratio, 0.6 * middle_ratio) << "the edge lines' variances are not inflated";
+  EXPECT_LT(edge_ratio, 2.0 * middle_ratio);
+}
+
 // The jitter's variance pooled over frames: frames whose own estimates
 // scatter within their sampling error share the pooled variance; a frame
 // whose jitter is far larger keeps (most of) its own and lifts the others

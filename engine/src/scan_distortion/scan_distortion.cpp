@@ -283,10 +283,19 @@ double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>
     // Each half in a loop of its own with the sums in locals (through a
     // pointer into h they went to memory at every pixel): the same additions
     // in the same order.
-    double h[2][6] = {};
+    // Then w e, w e g, w e g^2: a pixel's weight w carries its template's
+    // share (at_for_lines), which is no inverse variance, so the fit's
+    // variance is the sandwich sum w^2 g^2 var / (sum w g^2)^2, not
+    // 1 / sum w g^2 (that read a line on the thin edge of the average
+    // share^-1 times less precise than it is, and shrank its jitter the
+    // more). var = (1 + 1 / c) / nw relative to the well-covered pixels'
+    // (1 + 1 / m) / nw (nw the noise model's weight; c the template's frames
+    // there, m its min_coverage): w^2 var = w e with e = share (1 + 1 / c) /
+    // (1 + 1 / m), 1 where share is.
+    double h[2][9] = {};
     const bool reuse = iteration == 0 && first_value;
     auto sum_half = [&](std::size_t i0, std::size_t i1, double* out) {
-      double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0, s5 = 0.0;
+      double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0, s5 = 0.0, s6 = 0.0, s7 = 0.0, s8 = 0.0;
       for (std::size_t i = i0; i < i1; ++i) {
         double v, g, share = 1.0;
         if (reuse) {  // the band's last evaluation, at this very point
@@ -299,9 +308,16 @@ double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>
         }
         const double r = frame.at(pixels[i].first, pixels[i].second) - v;
         const double w = noise.weight(v) * share;
+        double ws = w;
+        if (share < 1.0) {
+          const double c = tpl.min_coverage * std::sqrt(share);
+          ws = w * share * (1.0 + 1.0 / c) / (1.0 + 1.0 / tpl.min_coverage);
+        }
         s0 += w * g, s1 += w * r, s2 += w * g * g, s3 += w * g * r, s4 += w, s5 += 1.0;
+        s6 += ws, s7 += ws * g, s8 += ws * g * g;
       }
-      out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3, out[4] = s4, out[5] = s5;
+      out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3, out[4] = s4, out[5] = s5, out[6] = s6, out[7] = s7,
+      out[8] = s8;
     };
     sum_half(0, half, h[0]);
     sum_half(half, pixels.size(), h[1]);
@@ -310,8 +326,16 @@ double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>
       cgg = a[4] > 0 ? a[2] - a[0] * a[0] / a[4] : 0.0;
       cgr = a[4] > 0 ? a[3] - a[0] * a[1] / a[4] : 0.0;
     };
-    double all[6];
-    for (int m = 0; m < 6; ++m) all[m] = h[0][m] + h[1][m];
+    // The inverse variance of the offset from a set of sums with centred
+    // information cgg: cgg itself where every share is 1 (the same sums).
+    auto precision = [](const double* a, double cgg) {
+      if (a[6] == a[4] && a[7] == a[0] && a[8] == a[2]) return cgg;
+      const double mean_g = a[0] / a[4];
+      const double sandwich = a[8] - 2.0 * mean_g * a[7] + mean_g * mean_g * a[6];
+      return sandwich > 0 ? cgg * cgg / sandwich : cgg;
+    };
+    double all[9];
+    for (int m = 0; m < 9; ++m) all[m] = h[0][m] + h[1][m];
     if (all[5] < 8) {
       information = 0.0;
       return start;
@@ -322,13 +346,13 @@ double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>
       information = 0.0;
       return start;
     }
-    information = cgg;
+    information = precision(all, cgg);
     double gg[2], gr[2];
     centred(h[0], gg[0], gr[0]);
     centred(h[1], gg[1], gr[1]);
     if (gg[0] > 0 && gg[1] > 0 && h[0][5] >= 4 && h[1][5] >= 4) {
       const double d = gr[0] / gg[0] - gr[1] / gg[1];
-      split[0] = d * d, split[1] = 1.0 / gg[0] + 1.0 / gg[1];
+      split[0] = d * d, split[1] = 1.0 / precision(h[0], gg[0]) + 1.0 / precision(h[1], gg[1]);
     } else {
       split[0] = split[1] = 0.0;
     }
