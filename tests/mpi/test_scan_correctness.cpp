@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <random>
@@ -127,6 +128,37 @@ TEST(ScanCorrectness, MatrixProductModPrime) {
 TEST(ScanCorrectness, StringConcatenationVariableSize) {
   check_all_configurations(
       strings(1000), [](const std::string& a, const std::string& b) { return a + b; }, {1, 3}, element_counts());
+}
+
+// One rank with one thread (a --scan-distortion register at --threads 1):
+// its reduce's running sums are already the prefixes, so every element is
+// combined once (not reduced, then scanned again) and every prefix is
+// reported once, in order, as it is found. Each process runs its own
+// one-rank scan (MPI_COMM_SELF), whatever the world's size.
+TEST(ScanCorrectness, OneWorkerCombinesEachElementOnce) {
+  const std::vector<Mat2> all = matrices(100);
+  const std::vector<Mat2> expected = sequential_inclusive_scan(all, multiply);
+  for (auto algorithm : all_global_scan_algorithms())
+    for (bool stealing : {false, true}) {
+      WorkStealingScan scan(MPI_COMM_SELF, ScanOptions{algorithm, LocalStrategy::reduce_then_scan, stealing, 1});
+      std::atomic<int> calls{0};
+      std::vector<std::size_t> reported;
+      std::vector<Mat2> got = scan.run(
+          all,
+          [&](const Mat2& a, const Mat2& b) {
+            ++calls;
+            return multiply(a, b);
+          },
+          nullptr,
+          [&](std::size_t k, const Mat2& prefix) {
+            EXPECT_TRUE(prefix == expected[k]) << "element " << k;
+            reported.push_back(k);
+          });
+      EXPECT_TRUE(got == expected) << to_string(algorithm) << (stealing ? " stealing" : "");
+      EXPECT_EQ(calls.load(), 99) << to_string(algorithm) << (stealing ? " stealing" : "");
+      ASSERT_EQ(reported.size(), all.size());
+      for (std::size_t k = 0; k < reported.size(); ++k) EXPECT_EQ(reported[k], k);
+    }
 }
 
 // The matrix operator really is non-commutative, so the test above can see order errors.

@@ -475,6 +475,7 @@ class ScanRun {
     ScanPartial<T> sum;
     if (options_.strategy == LocalStrategy::scan_then_map) sum = scan_segment_locally(t, seg);
     else if (options_.steals() && (tree_.workers() > 1 || line_)) sum = steal_segment(t, seg);
+    else if (folds_head(t)) sum = fold_head(t, seg);
     else sum = reduce_segment(t, seg);
     tree_.node(0, t) = std::move(sum);
     segments_[t] = seg;
@@ -489,6 +490,27 @@ class ScanRun {
       acc = combine_partials(acc, element(k), applier(t, ScanPhase::local_scan, false));
       if (acc.has_value()) set_out(k, acc.value());
     }
+    return acc;
+  }
+
+  // Reduce-then-scan without stealing, rank 0's master: its segment begins
+  // the sequence, so the running sum of its reduce is each element's final
+  // prefix, bracketed as its final phase would (a left fold from the first
+  // element). Reported at once, the reduce is also its final phase: with one
+  // worker in all (one rank, one thread) each element is combined once, not
+  // twice.
+  bool folds_head(std::size_t t) const {
+    return t == 0 && rank_ == 0 && options_.strategy == LocalStrategy::reduce_then_scan &&
+           !(options_.steals() && (tree_.workers() > 1 || line_));
+  }
+  ScanPartial<T> fold_head(std::size_t t, const SegmentRange& seg) {
+    ScanPartial<T> acc = element(seg.lo);
+    finish(seg.lo, at(seg.lo));
+    for (std::size_t k = seg.lo + 1; k < seg.hi && !acc.failed(); ++k) {
+      acc = combine_partials(acc, element(k), applier(t, ScanPhase::final_scan, false));
+      if (acc.has_value()) finish(k, acc.value());
+    }
+    if (acc.failed()) final_status_[t] = acc;
     return acc;
   }
 
@@ -724,6 +746,8 @@ class ScanRun {
       map_segment(t, start.before);
     } else if (t == 0 && rank_ == 0 && options_.steals() && (tree_.workers() > 1 || line_)) {
       publish_head();
+    } else if (folds_head(t)) {
+      return;  // fold_head() left every prefix of its segment, and reported them
     } else {
       scan_segment(t, start);
     }
