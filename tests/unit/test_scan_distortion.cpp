@@ -493,6 +493,23 @@ struct AveragedScan {
   SpecimenImage average;
 };
 
+// The scanned series with 0.5 px jitter, averaged under its true model
+// (jitter included), and the steps with that average as their template.
+struct StepsOnTrueAverage {
+  static SynthOptions jittered() {
+    SynthOptions o = scanned_series();
+    o.jitter = 0.5;
+    return o;
+  }
+  StepsOnTrueAverage()
+      : scan(jittered().frames, jittered(), true),
+        steps(scan.series.scan_timing(), ScanDistortionSettings{}, scan.series.frame_count()) {
+    steps.set_template(scan.average, scan.model.path, scan.noise, std::move(scan.own));
+  }
+  AveragedScan scan;
+  ScanDistortionSteps steps;
+};
+
 // Frame k fitted by two template sources: the same bands and line offsets, bit for bit.
 void expect_same_fits(const ScanDistortionSteps& a_steps, const ScanDistortionSteps& b_steps, const Frame& frame,
                       std::size_t k, const ScanModel& model) {
@@ -637,16 +654,13 @@ TEST(ScanDistortion, LineFitPrecisionMatchesItsScatterUnderShotNoise) {
 // fitted all the same, against the template of the frames that did, and
 // their offsets hold their jitter: they are not left at 0.
 TEST(ScanDistortion, LinesFewOtherFramesSawAreFittedToo) {
-  SynthOptions o = scanned_series();
-  o.jitter = 0.5;
-  AveragedScan scan(o.frames, o, true);
-  const SyntheticSeries& s = scan.series;
+  const StepsOnTrueAverage on;
+  const SyntheticSeries& s = on.scan.series;
   const ScanTiming& t = s.scan_timing();
   const std::size_t n = s.frame_count();
-  const std::vector<Frame>& frames = scan.frames;
-  const ScanModel& model = scan.model;
-  ScanDistortionSteps steps(t, ScanDistortionSettings{}, n);
-  steps.set_template(scan.average, model.path, scan.noise, std::move(scan.own));
+  const std::vector<Frame>& frames = on.scan.frames;
+  const ScanModel& model = on.scan.model;
+  const ScanDistortionSteps& steps = on.steps;
   // The drift moves the specimen 1.5 px a frame down: of frame 0's first 12
   // lines, the first ones no other frame saw at all, the next ones at most a
   // few (the band fits need n / 4 = 4 of them); the same for the last
@@ -679,14 +693,12 @@ TEST(ScanDistortion, LinesFewOtherFramesSawAreFittedToo) {
 // lines in the middle of the frames. 1 / information (the down-weighted
 // sums) read those lines' variance share^-1 times too large.
 TEST(ScanDistortion, EdgeLinesVariancesMatchTheirErrors) {
-  SynthOptions o = scanned_series();
-  o.jitter = 0.5;
-  AveragedScan scan(o.frames, o, true);
+  const StepsOnTrueAverage on;
+  const AveragedScan& scan = on.scan;
   const SyntheticSeries& s = scan.series;
   const ScanTiming& t = s.scan_timing();
   const std::size_t n = s.frame_count();
-  ScanDistortionSteps steps(t, ScanDistortionSettings{}, n);
-  steps.set_template(scan.average, scan.model.path, scan.noise, std::move(scan.own));
+  const ScanDistortionSteps& steps = on.steps;
   double edge[2] = {}, middle[2] = {};  // sum of squared errors, sum of variances
   for (std::size_t k = 0; k < n; ++k) {
     const auto fit = steps.fit_frame(scan.frames[k], k, scan.model);
