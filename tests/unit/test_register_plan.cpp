@@ -169,10 +169,12 @@ TEST(RegisterPlan, ScanDistortionThreadsFitTheBudget) {
   Job job = register_job("out");  // 2 threads, 2048 MB
   EXPECT_EQ(scan_distortion_threads(job, 2048, 2048), 2);
   EXPECT_EQ(scan_distortion_threads(job, 4096, 4096), 1);
+  EXPECT_EQ(registration_scan_threads(job, 4096, 4096), 2);  // 100 MB + 22 grids within 2 GB
   job.execution.memory_budget_mb = 4096;
   EXPECT_EQ(scan_distortion_threads(job, 4096, 4096), 2);
   job.execution.threads = 8;
-  EXPECT_EQ(scan_distortion_threads(job, 4096, 4096), 2);  // 32 + 20 t grids of 64 MB within 4 GB: t = 2
+  EXPECT_EQ(scan_distortion_threads(job, 4096, 4096), 4);  // 100 MB + (24 + 12 (t - 1)) grids of 64 MB within 4 GB
+  EXPECT_EQ(registration_scan_threads(job, 4096, 4096), 8);
   EXPECT_EQ(scan_distortion_threads(job, 256, 256), 8);
   job.execution.threads = 1;
   job.execution.memory_budget_mb = 64;

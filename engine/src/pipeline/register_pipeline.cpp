@@ -143,6 +143,12 @@ RegistrationScan sequential_registration_scan() {
   };
 }
 
+void release_pair_buffers(int threads) {
+  // The same team size as the pairs' region: the pool's same threads.
+#pragma omp parallel num_threads(std::max(1, threads))
+  PairRegistrationPlan::release_thread_buffers();
+}
+
 std::vector<Registration> compute_pair_elements(const RegistrationOperator& op, std::size_t begin, std::size_t end,
                                                 int threads, Progress* progress, const CancelToken* cancel,
                                                 std::size_t progress_offset) {

@@ -70,25 +70,23 @@ double grid_bytes(int width, int height) {
 }  // namespace
 
 // Peak resident memory in the distributed scan (`register --scan-distortion`,
-// one rank, 10 x 4096²): one thread 1.25 GB, two 2.21 GB: a second worker
-// adds ~15 float grids of the frame's size. One is taken as 100 MB and 20
-// grids (the frame and prepared caches, within their own bounds), a further
-// worker as 16.
+// one rank, 10 x 4096², the pairs' buffers released): the phase holds 1.15 GB
+// with one worker, 1.28 GB with two. One is taken as 100 MB and 18 float
+// grids of the frame's size (the frame and prepared caches, within their own
+// bounds), a further worker as 4 (its moving pyramid and refinement buffers).
 int registration_scan_threads(const Job& job, int width, int height) {
   const double grid = grid_bytes(width, height);
-  return threads_within_budget(job, 100.0 * 1024.0 * 1024.0 + 20.0 * grid, 16.0 * grid);
+  return threads_within_budget(job, 100.0 * 1024.0 * 1024.0 + 18.0 * grid, 4.0 * grid);
 }
 
-// Peak resident memory of `register --scan-distortion`, one process, on
-// this engine (10 x 4096², 8 x 2048², 16 x 1024², 8 x 512² synthetic series):
-// one thread 1.84 GB, 0.64, 0.26, 0.07 GB; each second thread adds 1.05 GB,
-// 0.23, 0.09, 0.016 GB: 14-20 float grids of the frame's size (its frame,
-// the template without it, its samples and the fits' buffers). What one
-// thread needs is taken as 100 MB and 32 grids (over the 27-45 measured), a
-// further thread as 20.
+// Peak resident memory of the scan-distortion phase, one rank, 10 x 4096²
+// (the pairs' buffers released): one thread 1.52 GB, two 2.25 GB: a second
+// thread holds ~11 more float grids of the frame's size (its frame, the
+// template without it, its samples and the fits' buffers). One thread is
+// taken as 100 MB and 24 grids, a further one as 12.
 int scan_distortion_threads(const Job& job, int width, int height) {
   const double grid = grid_bytes(width, height);
-  return threads_within_budget(job, 100.0 * 1024.0 * 1024.0 + 32.0 * grid, 20.0 * grid);
+  return threads_within_budget(job, 100.0 * 1024.0 * 1024.0 + 24.0 * grid, 12.0 * grid);
 }
 
 namespace {

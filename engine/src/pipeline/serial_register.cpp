@@ -135,6 +135,7 @@ class SerialRegister {
           save(false);
         }
       });
+      release_pair_buffers(plan_.threads);
     }
     res_.elements = ck_.elements;
   }

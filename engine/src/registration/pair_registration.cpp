@@ -179,8 +179,13 @@ struct Scratch {
   PairFrameKey kept;
 };
 
-Scratch& thread_scratch(const State& s) {
+Scratch& this_thread_scratch() {
   thread_local Scratch scratch;
+  return scratch;
+}
+
+Scratch& thread_scratch(const State& s) {
+  Scratch& scratch = this_thread_scratch();
   const std::size_t n = s.fft.real_size(), ns = s.fft.spectrum_size();
   if (scratch.a.size() != n || scratch.A.size() != ns) {
     scratch.a = FftBuffer<float>(n);
@@ -485,6 +490,8 @@ double PairRegistrationPlan::correlation_significance(double ncc, double samples
   const double r = std::clamp(ncc, -1.0 + 1e-12, 1.0 - 1e-12);
   return std::atanh(r) * std::sqrt(std::max(samples - 3.0, 0.0));
 }
+
+void PairRegistrationPlan::release_thread_buffers() { this_thread_scratch() = Scratch{}; }
 
 PairShift PairRegistrationPlan::execute(const Frame& fi, const Frame& fk) const {
   return search(fi, fk, nullptr, nullptr);

@@ -941,7 +941,10 @@ DistributedRegisterResult register_distributed(const Job& job, RunContext& ctx, 
   if (run.gaps.empty()) {
     take_checkpointed_scan(run);
   } else {
-    run.timer.run(RegisterPhase::pairs, [&] { compute_pairs(run); });
+    run.timer.run(RegisterPhase::pairs, [&] {
+      compute_pairs(run);
+      release_pair_buffers(run.threads);
+    });
     run.timer.run(RegisterPhase::scan, [&] { scan(run); });
   }
   run.timer.run(RegisterPhase::uncertainty, [&] { uncertainty(run); });

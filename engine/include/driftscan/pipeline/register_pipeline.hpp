@@ -94,6 +94,11 @@ std::vector<Registration> compute_pair_elements(const RegistrationOperator& op, 
                                                 int threads, Progress* progress, const CancelToken* cancel,
                                                 std::size_t progress_offset = 0);
 
+// After phase "pairs": frees the pair registrations' per-thread transform
+// buffers on `threads` threads (the pool's threads keep theirs otherwise, a
+// 4096² pair's ~335 MB each, beside every later phase).
+void release_pair_buffers(int threads);
+
 // Phase "scan": runs `scan` over the elements with `op` wrapped so that
 // every application is recorded in `applications` (thread-safe), counted on
 // `progress` and checks `cancel`.

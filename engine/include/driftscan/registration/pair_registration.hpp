@@ -121,6 +121,11 @@ class PairRegistrationPlan {
   // A correlation coefficient over `samples` independent samples as that
   // standard normal: Fisher's atanh(ncc) sqrt(samples - 3) (0 below 3 samples).
   static double correlation_significance(double ncc, double samples);
+  // Frees the calling thread's transform buffers, which every plan's calls
+  // on that thread share and keep between calls (a 4096² pair's are ~335 MB;
+  // a pool thread's would otherwise live as long as the process). The
+  // thread's next call allocates them again.
+  static void release_thread_buffers();
 
   struct State;
 
