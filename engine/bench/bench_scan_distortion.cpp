@@ -845,6 +845,136 @@ void print_template_diagnostic(const SyntheticSeries& s, const FrameVector& fram
       "", error_with(filtered), error_with(plain), error_with(exact), error_with(resampled));
 }
 
+// The frames in one cycle of scan directions (1 for one direction).
+std::size_t direction_cycle(const SyntheticSeries& s) {
+  std::size_t cycle = 1;
+  while (cycle < s.frame_count() && std::fabs(s.scan_rotation_deg(cycle) - s.scan_rotation_deg(0)) > 1e-9) ++cycle;
+  return cycle;
+}
+
+// The true model with, on each line, an error as large as the estimate's
+// (each frame's RMS, its mean off) but drawn independently of the data: if
+// a template built from it matches the true-model one, the estimate's
+// template loses by where its errors come from (the fitted frames' own
+// noise), not by their size.
+ScanModel with_independent_errors(const SyntheticSeries& s, const ScanModel& est, const ScanModel& oracle) {
+  const std::size_t n = s.frame_count(), lines = static_cast<std::size_t>(s.scan_timing().lines());
+  ScanModel scrambled = oracle;
+  std::mt19937 draw(12345);
+  for (std::size_t k = 0; k < n; ++k) {
+    double tm = 0, em = 0, e2 = 0;
+    for (std::size_t l = 0; l < lines; ++l) tm += s.line_jitter(k, static_cast<int>(l)) / static_cast<double>(lines);
+    for (std::size_t l = 0; l < lines; ++l) em += est.jitter[k][l] / static_cast<double>(lines);
+    for (std::size_t l = 0; l < lines; ++l) {
+      const double e = (est.jitter[k][l] - em) - (s.line_jitter(k, static_cast<int>(l)) - tm);
+      e2 += e * e / static_cast<double>(lines);
+    }
+    std::normal_distribution<double> error(0.0, std::sqrt(e2));
+    for (std::size_t l = 0; l < lines; ++l) scrambled.jitter[k][l] += error(draw);
+  }
+  return scrambled;
+}
+
+// The true model with the estimate's own errors (each frame's mean off), but
+// each frame's moved to the next frame of its direction (a direction cycle
+// on): the errors' pattern along a frame kept, their lining up between
+// frames over the same specimen rows broken. If a template built from it
+// matches the independent errors, the estimate's template loses by errors
+// shared across frames at the same place; if it matches its own, by each
+// frame's own error pattern.
+ScanModel with_errors_a_cycle_on(const SyntheticSeries& s, const ScanModel& est, const ScanModel& oracle) {
+  const std::size_t n = s.frame_count(), lines = static_cast<std::size_t>(s.scan_timing().lines());
+  const std::size_t cycle = direction_cycle(s);
+  ScanModel moved = oracle;
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t from = k + cycle < n ? k + cycle : k % cycle;  // the same direction, a cycle on
+    double tm = 0, em = 0;
+    for (std::size_t l = 0; l < lines; ++l)
+      tm += s.line_jitter(from, static_cast<int>(l)) / static_cast<double>(lines),
+          em += est.jitter[from][l] / static_cast<double>(lines);
+    for (std::size_t l = 0; l < lines; ++l)
+      moved.jitter[k][l] += (est.jitter[from][l] - em) - (s.line_jitter(from, static_cast<int>(l)) - tm);
+  }
+  return moved;
+}
+
+// Cross-fitting (K folds of whole direction cycles): each frame fitted
+// against a template whose other folds' jitter was fitted again without
+// its fold (a round against the average of the other folds alone), so
+// that their errors do not hold its own noise; its own fold's as
+// estimated. Scored as the further round above (the estimate's path).
+void print_cross_fitted_rounds(const SyntheticSeries& s, const FrameVector& frames, const ScanModel& est,
+                               const ScanDistortionSettings& settings) {
+  const ScanTiming& t = s.scan_timing();
+  const std::size_t n = s.frame_count();
+  const std::size_t lines = static_cast<std::size_t>(t.lines());
+  const double tau2 = s.options().jitter * s.options().jitter;
+  const std::size_t cycle = direction_cycle(s);
+  for (const std::size_t folds : {std::size_t{2}, std::size_t{4}}) {
+    const auto started = std::chrono::steady_clock::now();
+    auto fold_of = [&](std::size_t k) { return (k / cycle) % folds; };
+    double sums[3] = {}, count = 0;
+    ScanModel cross = est;
+    std::vector<std::vector<std::vector<double>>> without(folds);
+    for (std::size_t f = 0; f < folds; ++f) {
+      ScanDistortionSteps aux(t, settings, n);
+      for (std::size_t k = 0; k < n; ++k)
+        if (fold_of(k) == f) aux.leave_out(k);
+      AverageNoise an;
+      std::vector<FrameContribution> own;
+      SpecimenImage average = average_in_specimen_coordinates(frames, t, est, &an, &own, &aux.left_out_frames(),
+                                                              aux.template_from_sample());
+      aux.set_template(std::move(average), est.path, std::move(an), std::move(own));
+      std::vector<ScanDistortionSteps::FrameFit> fits(n);
+      std::vector<ScanDistortionSteps::JitterSpread> spreads(n);
+      for (std::size_t k = 0; k < n; ++k)
+        if (fold_of(k) != f) {
+          fits[k] = aux.fit_frame(frames.frame(k), k, est);
+          spreads[k] = aux.jitter_spread(fits[k], k, est.path, est.path);
+        }
+      const std::vector<double> tau = aux.pooled_jitter_variances(spreads);
+      without[f] = est.jitter;
+      for (std::size_t k = 0; k < n; ++k)
+        if (fold_of(k) != f) without[f][k] = aux.finish_jitter(fits[k], k, est.path, est.path, nullptr, {}, tau[k]);
+    }
+    for (std::size_t f = 0; f < folds; ++f) {
+      ScanModel m = est;
+      m.jitter = without[f];
+      ScanDistortionSteps steps(t, settings, n);
+      AverageNoise an;
+      std::vector<FrameContribution> own;
+      SpecimenImage average =
+          average_in_specimen_coordinates(frames, t, m, &an, &own, nullptr, steps.template_from_sample());
+      steps.set_template(std::move(average), est.path, std::move(an), std::move(own));
+      for (std::size_t k = 0; k < n; ++k) {
+        if (fold_of(k) != f) continue;
+        const ScanDistortionSteps::FrameFit fit = steps.fit_frame(frames.frame(k), k, est);
+        if (fit.line_offset.size() != lines) continue;
+        const std::vector<double> shrunk = steps.finish_jitter(fit, k, est.path, est.path);
+        cross.jitter[k] = shrunk;
+        double tm = 0, om = 0, c = 0;
+        for (std::size_t l = 0; l < lines; ++l)
+          tm += s.line_jitter(k, static_cast<int>(l)) / static_cast<double>(lines);
+        for (std::size_t l = 0; l < lines; ++l)
+          if (std::isfinite(fit.line_variance[l])) om += fit.line_offset[l], c += 1;
+        om /= std::max(1.0, c);
+        for (std::size_t l = 0; l < lines; ++l) {
+          const double truth = s.line_jitter(k, static_cast<int>(l)) - tm, v = fit.line_variance[l];
+          const double raw = std::isfinite(v) ? fit.line_offset[l] - om : 0.0;
+          const double g = std::isfinite(v) ? tau2 / (tau2 + v) : 0.0;
+          sums[0] += (raw - truth) * (raw - truth), sums[1] += (shrunk[l] - truth) * (shrunk[l] - truth),
+              sums[2] += (g * raw - truth) * (g * raw - truth), count += 1;
+        }
+      }
+    }
+    char what[96];
+    std::snprintf(what, sizeof what, "jitter, a further round, cross-fitted template (%zu folds)", folds);
+    std::printf("%-52s  %-58s raw %.4f  engine-shrunk %.4f  posterior (tau true) %.4f  (%.2f s wall)\n", "", what,
+                std::sqrt(sums[0] / count), std::sqrt(sums[1] / count), std::sqrt(sums[2] / count),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  }
+}
+
 // Where the shrunk jitter error comes from (the engine's last model against
 // the truth): one more round's line fits under a given model and template,
 // each scored three ways against the true jitter (each frame's mean taken
@@ -948,122 +1078,12 @@ void print_jitter_diagnostic(const SyntheticSeries& s, const FrameVector& frames
   line("jitter, a further round: the estimate's model", a);
   line("  the true path, the estimate's jitter, its template", b);
   line("  the true path, the estimate's jitter, true-model template", c);
-  // The template built with the true jitter plus errors as large as the
-  // estimate's (each frame's RMS) but drawn independently of the data: if
-  // this matches the true-model template, the estimate's template loses by
-  // where its errors come from (the fitted frames' own noise), not by their
-  // size.
-  {
-    ScanModel scrambled = oracle;
-    std::mt19937 draw(12345);
-    for (std::size_t k = 0; k < n; ++k) {
-      double tm = 0, em = 0, e2 = 0;
-      for (std::size_t l = 0; l < lines; ++l) tm += s.line_jitter(k, static_cast<int>(l)) / static_cast<double>(lines);
-      for (std::size_t l = 0; l < lines; ++l) em += est.jitter[k][l] / static_cast<double>(lines);
-      for (std::size_t l = 0; l < lines; ++l) {
-        const double e = (est.jitter[k][l] - em) - (s.line_jitter(k, static_cast<int>(l)) - tm);
-        e2 += e * e / static_cast<double>(lines);
-      }
-      std::normal_distribution<double> error(0.0, std::sqrt(e2));
-      for (std::size_t l = 0; l < lines; ++l) scrambled.jitter[k][l] += error(draw);
-    }
-    line("  the true path, the estimate's jitter, template true + independent errors",
-         with_template(scrambled, true_path));
-  }
-  // The estimate's own errors (each frame's mean off), but each frame's
-  // moved to the next frame of its direction (a direction cycle on): the
-  // errors' pattern along a frame kept, their lining up between frames
-  // over the same specimen rows broken. Between the two lines above: if
-  // this matches the independent errors, the template loses by errors
-  // shared across frames at the same place; if it matches its own, by
-  // each frame's own error pattern.
-  {
-    std::size_t cycle = 1;
-    while (cycle < n && std::fabs(s.scan_rotation_deg(cycle) - s.scan_rotation_deg(0)) > 1e-9) ++cycle;
-    ScanModel moved = oracle;
-    for (std::size_t k = 0; k < n; ++k) {
-      const std::size_t from = k + cycle < n ? k + cycle : k % cycle;  // the same direction, a cycle on
-      double tm = 0, em = 0;
-      for (std::size_t l = 0; l < lines; ++l)
-        tm += s.line_jitter(from, static_cast<int>(l)) / static_cast<double>(lines),
-            em += est.jitter[from][l] / static_cast<double>(lines);
-      for (std::size_t l = 0; l < lines; ++l)
-        moved.jitter[k][l] += (est.jitter[from][l] - em) - (s.line_jitter(from, static_cast<int>(l)) - tm);
-    }
-    line("  the true path, the estimate's jitter, template true + errors moved a cycle on",
-         with_template(moved, true_path));
-  }
+  line("  the true path, the estimate's jitter, template true + independent errors",
+       with_template(with_independent_errors(s, est, oracle), true_path));
+  line("  the true path, the estimate's jitter, template true + errors moved a cycle on",
+       with_template(with_errors_a_cycle_on(s, est, oracle), true_path));
   line("  the true path, the estimate's jitter, clean specimen", d);
-  // Cross-fitting (K folds of whole direction cycles): each frame fitted
-  // against a template whose other folds' jitter was fitted again without
-  // its fold (a round against the average of the other folds alone), so
-  // that their errors do not hold its own noise; its own fold's as
-  // estimated. Scored as the further round above (the estimate's path).
-  std::size_t cycle = 1;
-  while (cycle < n && std::fabs(s.scan_rotation_deg(cycle) - s.scan_rotation_deg(0)) > 1e-9) ++cycle;
-  for (const std::size_t folds : {std::size_t{2}, std::size_t{4}}) {
-    const auto started = std::chrono::steady_clock::now();
-    auto fold_of = [&](std::size_t k) { return (k / cycle) % folds; };
-    double sums[3] = {}, count = 0;
-    ScanModel cross = est;
-    std::vector<std::vector<std::vector<double>>> without(folds);
-    for (std::size_t f = 0; f < folds; ++f) {
-      ScanDistortionSteps aux(t, settings, n);
-      for (std::size_t k = 0; k < n; ++k)
-        if (fold_of(k) == f) aux.leave_out(k);
-      AverageNoise an;
-      std::vector<FrameContribution> own;
-      SpecimenImage average = average_in_specimen_coordinates(frames, t, est, &an, &own, &aux.left_out_frames(),
-                                                              aux.template_from_sample());
-      aux.set_template(std::move(average), est.path, std::move(an), std::move(own));
-      std::vector<ScanDistortionSteps::FrameFit> fits(n);
-      std::vector<ScanDistortionSteps::JitterSpread> spreads(n);
-      for (std::size_t k = 0; k < n; ++k)
-        if (fold_of(k) != f) {
-          fits[k] = aux.fit_frame(frames.frame(k), k, est);
-          spreads[k] = aux.jitter_spread(fits[k], k, est.path, est.path);
-        }
-      const std::vector<double> tau = aux.pooled_jitter_variances(spreads);
-      without[f] = est.jitter;
-      for (std::size_t k = 0; k < n; ++k)
-        if (fold_of(k) != f) without[f][k] = aux.finish_jitter(fits[k], k, est.path, est.path, nullptr, {}, tau[k]);
-    }
-    for (std::size_t f = 0; f < folds; ++f) {
-      ScanModel m = est;
-      m.jitter = without[f];
-      ScanDistortionSteps steps(t, settings, n);
-      AverageNoise an;
-      std::vector<FrameContribution> own;
-      SpecimenImage average =
-          average_in_specimen_coordinates(frames, t, m, &an, &own, nullptr, steps.template_from_sample());
-      steps.set_template(std::move(average), est.path, std::move(an), std::move(own));
-      for (std::size_t k = 0; k < n; ++k) {
-        if (fold_of(k) != f) continue;
-        const ScanDistortionSteps::FrameFit fit = steps.fit_frame(frames.frame(k), k, est);
-        if (fit.line_offset.size() != lines) continue;
-        const std::vector<double> shrunk = steps.finish_jitter(fit, k, est.path, est.path);
-        cross.jitter[k] = shrunk;
-        double tm = 0, om = 0, c = 0;
-        for (std::size_t l = 0; l < lines; ++l)
-          tm += s.line_jitter(k, static_cast<int>(l)) / static_cast<double>(lines);
-        for (std::size_t l = 0; l < lines; ++l)
-          if (std::isfinite(fit.line_variance[l])) om += fit.line_offset[l], c += 1;
-        om /= std::max(1.0, c);
-        for (std::size_t l = 0; l < lines; ++l) {
-          const double truth = s.line_jitter(k, static_cast<int>(l)) - tm, v = fit.line_variance[l];
-          const double raw = std::isfinite(v) ? fit.line_offset[l] - om : 0.0;
-          const double g = std::isfinite(v) ? tau2 / (tau2 + v) : 0.0;
-          sums[0] += (raw - truth) * (raw - truth), sums[1] += (shrunk[l] - truth) * (shrunk[l] - truth),
-              sums[2] += (g * raw - truth) * (g * raw - truth), count += 1;
-        }
-      }
-    }
-    char what[96];
-    std::snprintf(what, sizeof what, "jitter, a further round, cross-fitted template (%zu folds)", folds);
-    std::printf("%-52s  %-58s raw %.4f  engine-shrunk %.4f  posterior (tau true) %.4f  (%.2f s wall)\n", "", what,
-                std::sqrt(sums[0] / count), std::sqrt(sums[1] / count), std::sqrt(sums[2] / count),
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-  }
+  print_cross_fitted_rounds(s, frames, est, settings);
 }
 
 // Experiment: each specimen row's mean jitter (lines whose fast axes are
