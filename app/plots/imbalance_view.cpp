@@ -69,11 +69,13 @@ void ImbalanceView::setTrace(ScanTraceData trace) {
   }
   names_->setRange(0, std::max(1, rows));
 
-  chart_->setTitle(QString("Scan load balance: %1 rank(s) x %2 thread(s), makespan %3 s, imbalance factor %4 "
+  // Short enough for the default window whatever the figures' digits (a
+  // makespan of 0.003872 s cut the longer title of before).
+  chart_->setTitle(QString("Scan load balance: %1 rank(s) x %2 thread(s), makespan %3 s, imbalance %4 "
                            "(max/mean busy)")
                        .arg(trace_.ranks)
                        .arg(trace_.threads)
-                       .arg(trace_.makespan_s, 0, 'g', 4)
+                       .arg(trace_.makespan_s, 0, 'g', 3)
                        .arg(trace_.imbalance, 0, 'f', 3));
   // The totals under the time axis (a chart title is one line).
   time_->setTitleText(QString("time since the scan started (s); %1 applications, idle %2 s (%3% of worker time)")
