@@ -28,7 +28,8 @@
 // on a shared machine with --threads 1) of the estimate against the rigid run.
 //
 //   bench_scan_distortion [--threads N] [--cases 1,2,..] [--frames N] [--size N] [--rounds N] [--band-lines N]
-//                         [--smoothing S] [--no-jitter] [--no-template-filter] [--template-diagnostic]
+//                         [--smoothing S] [--no-jitter] [--no-template-filter]
+//                         [--template-filter-noise-scale S] [--template-diagnostic]
 //                         [--error-diagnostic] [--no-twins]
 //                         [--line-field KNOTS] [--line-field-extent FRACTION] [--line-field-prior PX]
 #include <omp.h>
@@ -1602,6 +1603,8 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--band-lines") && i + 1 < argc) settings.band_lines = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--no-jitter")) settings.estimate_jitter = false;
     else if (!std::strcmp(argv[i], "--no-template-filter")) settings.filter_template = false;
+    else if (!std::strcmp(argv[i], "--template-filter-noise-scale") && i + 1 < argc)
+      settings.template_filter_noise_scale = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--template-diagnostic")) diagnose_template = true;
     else if (!std::strcmp(argv[i], "--no-twins")) twins = false;
     else if (!std::strcmp(argv[i], "--error-diagnostic")) diagnose_errors = true;

@@ -404,6 +404,9 @@ TEST(ScanDistortion, UnworkableSettingsAreOneLineErrors) {
   ScanDistortionSettings offset;
   offset.max_band_offset = 0;
   EXPECT_NE(message(offset, rigid).find("max band offset"), std::string::npos);
+  ScanDistortionSettings filter_scale;
+  filter_scale.template_filter_noise_scale = 0;
+  EXPECT_NE(message(filter_scale, rigid).find("template filter noise scale"), std::string::npos);
   ScanTimingSettings other;
   EXPECT_THROW(estimate_scan_distortion(s, ScanTiming(other, 16, 16), rigid), Error);
 }

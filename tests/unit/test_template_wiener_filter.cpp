@@ -168,3 +168,30 @@ TEST(TemplateWienerFilter, CoefficientsOfADifferenceAddToTheWholeAveragesAwayFro
   Frame wrong(130, 97, 0.0f);
   EXPECT_THROW(filter.add_filtered_coefficients(wrong, whole), Error);
 }
+
+TEST(TemplateWienerFilter, ASmallerNoiseScaleKeepsMoreOfTheAverage) {
+  // The gain is max(0, P - scale N) / P: with the noise counted at half its
+  // power, every frequency keeps at least as much (strictly more where the
+  // Wiener gain was between 0 and 1), and scale 1 is the default filter.
+  const Frame clean = lattice(96, 90);
+  const Halves h = noisy_halves(clean, 2.0, 7);
+  const TemplateWienerFilter wiener(h.average, h.half_difference, 12, 12);
+  const TemplateWienerFilter one(h.average, h.half_difference, 12, 12, 1.0);
+  const TemplateWienerFilter half(h.average, h.half_difference, 12, 12, 0.5);
+  int raised = 0, lowered = 0, differ_from_default = 0;
+  for (int v = 0; v < wiener.transform_height(); ++v)
+    for (int u = 0; u <= wiener.transform_width() / 2; ++u) {
+      const float g = wiener.gain(u, v), g_half = half.gain(u, v);
+      differ_from_default += one.gain(u, v) != g;
+      if (g > 0.05f && g < 0.95f) raised += g_half > g + 1e-6f;
+      lowered += g_half < g - 1e-6f;
+    }
+  std::printf("noise scale 0.5: %d frequencies' gain raised, %d lowered; kept power %.3f -> %.3f\n", raised, lowered,
+              wiener.kept_power(), half.kept_power());
+  EXPECT_EQ(differ_from_default, 0);
+  EXPECT_EQ(lowered, 0);
+  EXPECT_GT(raised, 100);
+  EXPECT_GT(half.kept_power(), wiener.kept_power());
+  EXPECT_THROW(TemplateWienerFilter(h.average, h.half_difference, 12, 12, 0.0), Error);
+  EXPECT_THROW(TemplateWienerFilter(h.average, h.half_difference, 12, 12, std::nan("")), Error);
+}

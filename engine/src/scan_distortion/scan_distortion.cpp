@@ -900,6 +900,8 @@ ScanDistortionSteps::ScanDistortionSteps(const ScanTiming& timing, const ScanDis
   require(settings.max_rounds >= 0, "max rounds must be >= 0 (0: chosen)");
   require(std::isfinite(settings.jitter_prior) && settings.jitter_prior > 0, "jitter prior must be > 0");
   require(std::isfinite(settings.smoothing) && settings.smoothing >= 0, "smoothing must be >= 0");
+  require(std::isfinite(settings.template_filter_noise_scale) && settings.template_filter_noise_scale > 0,
+          "template filter noise scale must be > 0");
   left_out_.assign(frames, 0);
   require(settings.line_field_knots == 0 || (settings.line_field_knots >= 3 && settings.line_field_knots <= 64),
           "line field knots must be 0 (none) or 3 to 64 (got " + std::to_string(settings.line_field_knots) + ")");
@@ -1063,7 +1065,8 @@ void ScanDistortionSteps::set_template(SpecimenImage average, const DriftPath& b
   t->average = std::move(average);
   t->path = built_with;
   if (settings_.filter_template && noise.even > 0 && noise.odd > 0)
-    t->filter = std::make_shared<TemplateWienerFilter>(t->average.image, noise.half_difference, noise.even, noise.odd);
+    t->filter = std::make_shared<TemplateWienerFilter>(t->average.image, noise.half_difference, noise.even, noise.odd,
+                                                       settings_.template_filter_noise_scale);
   noise = {};  // the filter has what it needs of the noise
   // The fits sample leave-one-out templates (template_without). With a
   // filter, theirs are these coefficients plus those of each frame's

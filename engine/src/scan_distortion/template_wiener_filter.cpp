@@ -114,7 +114,7 @@ std::vector<double> smoothed(const std::vector<double>& p, int w, int h, int r) 
 }  // namespace
 
 TemplateWienerFilter::TemplateWienerFilter(const Frame& average, const Frame& half_difference, std::size_t even,
-                                           std::size_t odd)
+                                           std::size_t odd, double noise_scale)
     : fft_(fft_friendly(average.width + kBlend), fft_friendly(average.height + kBlend)),
       width_(average.width),
       height_(average.height),
@@ -124,13 +124,15 @@ TemplateWienerFilter::TemplateWienerFilter(const Frame& average, const Frame& ha
                   std::to_string(half_difference.height) + ", the average " + std::to_string(average.width) + "x" +
                   std::to_string(average.height));
   if (even == 0 || odd == 0) throw failure("template filter: a half of the frames is empty");
+  if (!(std::isfinite(noise_scale) && noise_scale > 0))
+    throw failure("template filter: the noise scale must be > 0 (got " + std::to_string(noise_scale) + ")");
   const int w = fft_.width(), h = fft_.height();
   // The half difference's noise variance is (1/even + 1/odd) of one frame's,
   // the average's 1/(even + odd).
   const double n = static_cast<double>(even + odd);
   const double scale = (1.0 / n) / (1.0 / static_cast<double>(even) + 1.0 / static_cast<double>(odd));
   std::vector<double> noise = power_spectrum_of(fft_, half_difference);
-  for (double& v : noise) v *= scale;
+  for (double& v : noise) v *= scale * noise_scale;
   // The noise spectrum is smooth: a wide window; the specimen's has sharp
   // reflections: a narrow one.
   noise = smoothed(noise, w, h, 3);

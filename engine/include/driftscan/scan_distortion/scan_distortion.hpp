@@ -69,6 +69,15 @@ struct ScanDistortionSettings {
   // Fit against the template through its Wiener filter (TemplateWienerFilter:
   // the noise measured from the even and odd frames' averages).
   bool filter_template = true;
+  // The filter's noise power times this (gain max(0, P - scale N) / P): 1 is
+  // the Wiener filter. Measured on bench_scan_distortion (24 x 256^2, seeds
+  // 1, 2, 3, 11): 0.5 took the revolving real-ABF series' jitter error 1-2.5%
+  // lower (0.1775 -> 0.1731 px at seed 11) and the one-direction real-content
+  // cases' 2-8%, but the lattice cases' 1-6% higher and the lone orthogonal
+  // pair's 11-27%, with fewer cases' jitter sigmas calibrated; on the lattice
+  // 1.25 was 1-4% lower. The best scale follows the content, so 1 stays the
+  // default.
+  double template_filter_noise_scale = 1.0;
   // Each frame's line field (LineFieldBasis): the displacement along the fast
   // axis by place in the line over its first samples (fly-back hysteresis),
   // this many cubic B-spline coefficients per frame (0: none; else >= 3)

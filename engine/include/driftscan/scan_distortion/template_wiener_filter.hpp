@@ -31,7 +31,10 @@ class TemplateWienerFilter {
   // average of the even frames minus that of the odd ones, 0 where either
   // half is missing (same size). Throws a driftscan::Error (failure) on sizes that
   // differ or no frames in a half.
-  TemplateWienerFilter(const Frame& average, const Frame& half_difference, std::size_t even, std::size_t odd);
+  // `noise_scale` (> 0) multiplies the noise power in the gain: 1 is the
+  // Wiener filter, less keeps more of the average.
+  TemplateWienerFilter(const Frame& average, const Frame& half_difference, std::size_t even, std::size_t odd,
+                       double noise_scale = 1.0);
 
   // Filters `image` (the average's size) in place: its mean is kept.
   void apply(Frame& image) const;
