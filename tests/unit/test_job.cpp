@@ -62,6 +62,7 @@ TEST(Job, RoundTripKeepsEverySetting) {
   j.scan.direction = driftscan::ScanDirection::rotated90;
   j.scan.correct_distortion = true;
   j.scan.band_lines = 24;
+  j.scan.template_filter_noise_scale = 0.5;
   j.execution.scan_algorithm = "blelloch";
   j.execution.work_stealing = false;
   j.execution.resume = true;
@@ -75,6 +76,7 @@ TEST(Job, RoundTripKeepsEverySetting) {
   EXPECT_EQ(back.scan.direction, driftscan::ScanDirection::rotated90);
   EXPECT_EQ(a["scan"]["direction"], "rotated90");
   EXPECT_TRUE(back.scan.correct_distortion);
+  EXPECT_EQ(back.scan.distortion().template_filter_noise_scale, 0.5);  // reaches the correction
   EXPECT_EQ(a["registration"]["roi"], json::array({3, 4, 50, 60}));
   EXPECT_EQ(a["driftscan_job"], 1);
 }

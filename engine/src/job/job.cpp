@@ -321,6 +321,7 @@ ScanDistortionSettings ScanSettings::distortion() const {
   d.line_field_knots = line_field_knots;
   d.line_field_extent = line_field_extent;
   d.line_field_prior = line_field_prior;
+  d.template_filter_noise_scale = template_filter_noise_scale;
   return d;
 }
 

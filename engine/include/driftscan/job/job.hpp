@@ -57,10 +57,11 @@ struct ScanSettings {
   int rounds = 0;          // 0: chosen (ScanDistortionSettings::rounds_for: 2 in one direction, 4 in several)
   double smoothing = 0.0;  // 0: chosen per axis from the data (cross-validation)
   bool line_jitter = true;
-  double max_band_offset = 2.0;     // px
-  int line_field_knots = 0;         // each frame's line field (LineFieldBasis coefficients); 0: none
-  double line_field_extent = 0.25;  // over this fraction of each line's first samples
-  double line_field_prior = 0.25;   // px: a frame's field about the shared one (prior std dev)
+  double max_band_offset = 2.0;              // px
+  int line_field_knots = 0;                  // each frame's line field (LineFieldBasis coefficients); 0: none
+  double line_field_extent = 0.25;           // over this fraction of each line's first samples
+  double line_field_prior = 0.25;            // px: a frame's field about the shared one (prior std dev)
+  double template_filter_noise_scale = 1.0;  // the template's Wiener filter's noise power times this
 
   // The timing for the engine (dwell 0 -> 1 us: only ratios of times matter
   // to the correction, so a missing dwell changes nothing but the t column).
