@@ -16,6 +16,7 @@
 #include "driftscan/core/error.hpp"
 #include "driftscan/core/scan_rotation.hpp"
 #include "driftscan/core/simd_level.hpp"
+#include "driftscan/scan_distortion/fast_axis_binning.hpp"
 
 namespace driftscan {
 namespace {
@@ -1596,13 +1597,15 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
   ScanDistortionResult result;
   ScanModel& model = result.model;
   model = steps.initial_model(rigid_drift);
-  for (int round = 0, rounds = settings.rounds_for(timing); round < rounds; ++round) {
+  // One round of `frames` (scanned with `on`) against their average under
+  // `m`, with `st`'s steps.
+  auto run_round = [&](const FrameSource& frames_of, const ScanTiming& on, ScanDistortionSteps& st, ScanModel& m) {
     const auto started = std::chrono::steady_clock::now();
     AverageNoise noise;
     std::vector<FrameContribution> own;
-    SpecimenImage average = average_in_specimen_coordinates(frames, timing, model, &noise, &own,
-                                                            &steps.left_out_frames(), steps.template_from_sample());
-    steps.set_template(std::move(average), model.path, std::move(noise), std::move(own));
+    SpecimenImage average = average_in_specimen_coordinates(frames_of, on, m, &noise, &own, &st.left_out_frames(),
+                                                            st.template_from_sample());
+    st.set_template(std::move(average), m.path, std::move(noise), std::move(own));
     std::vector<DriftSample> samples;
     double precision[2] = {0.0, 0.0};
     std::vector<ScanDistortionSteps::FrameFit> lines(n);  // each frame's line offsets, for its next jitter
@@ -1610,41 +1613,61 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
     for (std::size_t k0 = 0; k0 < n; k0 += batch) {
       std::vector<Frame> held;
       for (std::size_t k = k0; k < std::min(n, k0 + batch); ++k)
-        held.push_back(steps.left_out(k) ? Frame() : frames.frame(k));
-      std::vector<ScanDistortionSteps::FrameFit> fits = steps.fit_frames(held, k0, model);
+        held.push_back(st.left_out(k) ? Frame() : frames_of.frame(k));
+      std::vector<ScanDistortionSteps::FrameFit> fits = st.fit_frames(held, k0, m);
       for (std::size_t i = 0; i < fits.size(); ++i) {
-        if (steps.leave_out_unless_followed(k0 + i, fits[i])) result.not_followed.push_back(k0 + i);
+        if (st.leave_out_unless_followed(k0 + i, fits[i])) result.not_followed.push_back(k0 + i);
         samples.insert(samples.end(), fits[i].bands.begin(), fits[i].bands.end());
         precision[0] += fits[i].precision_sum, precision[1] += fits[i].precision_count;
         fits[i].bands.clear(), fits[i].bands.shrink_to_fit();
         lines[k0 + i] = std::move(fits[i]);
       }
     }
-    steps.drop_template();
-    const DriftPath previous = model.path;
-    model.path = steps.fit_path(samples);
+    st.drop_template();
+    const DriftPath previous = m.path;
+    m.path = st.fit_path(samples);
     if (settings.estimate_jitter) {
-      const Point unresolved = steps.path_unresolved_sd(samples);
+      const Point unresolved = st.path_unresolved_sd(samples);
       std::vector<ScanDistortionSteps::JitterSpread> spreads(n);
-      for (std::size_t k = 0; k < n; ++k) spreads[k] = steps.jitter_spread(lines[k], k, previous, model.path);
-      const std::vector<double> tau2 = steps.pooled_jitter_variances(spreads);
+      for (std::size_t k = 0; k < n; ++k) spreads[k] = st.jitter_spread(lines[k], k, previous, m.path);
+      const std::vector<double> tau2 = st.pooled_jitter_variances(spreads);
       result.jitter_sigma.resize(n);
       for (std::size_t k = 0; k < n; ++k)
-        model.jitter[k] =
-            steps.finish_jitter(lines[k], k, previous, model.path, &result.jitter_sigma[k], unresolved, tau2[k]);
+        m.jitter[k] = st.finish_jitter(lines[k], k, previous, m.path, &result.jitter_sigma[k], unresolved, tau2[k]);
     }
     // The jitter is what the round's own path leaves of the lines' offsets;
     // only the path is taken halfway (halving the jitter as well slowed the
     // orthogonal pair, whose frames pin each other's jitter).
-    if (steps.halves_steps()) model.path = steps.halfway(model.path, previous);
-    steps.finish_fields(lines, 0, model);
+    if (st.halves_steps()) m.path = st.halfway(m.path, previous);
+    st.finish_fields(lines, 0, m);
     if (settings.estimate_jitter)
       result.jitter_precision_px = precision[1] > 0 ? std::sqrt(precision[0] / precision[1]) : 0.0;
     ScanDistortionRound r;
-    r.path_change = steps.path_change(model.path, previous);
+    r.path_change = st.path_change(m.path, previous);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     result.rounds.push_back(r);
     result.band_samples = std::move(samples);
+    return r;
+  };
+  int round = 0;
+  const int rounds = settings.rounds_for(timing);
+  if (FastAxisBinning::applies(timing, settings)) {
+    const FastAxisBinning binning(timing);
+    const FastAxisBinnedFrames binned_frames(frames);
+    ScanDistortionSteps binned_steps(binning.timing(), binning.settings(settings), n);
+    for (std::size_t k = 0; k < n; ++k)
+      if (steps.left_out(k)) binned_steps.leave_out(k);
+    ScanModel binned_model = binning.binned(model);
+    run_round(binned_frames, binning.timing(), binned_steps, binned_model);
+    const DriftPath start = model.path;
+    model = binning.unbinned(binned_model);
+    result.rounds.back().path_change = steps.path_change(model.path, start);  // in full-resolution pixels
+    for (std::size_t k = 0; k < n; ++k)
+      if (binned_steps.left_out(k)) steps.leave_out(k);
+    ++round;
+  }
+  for (; round < rounds; ++round) {
+    const ScanDistortionRound r = run_round(frames, timing, steps, model);
     if (round >= 1 && r.path_change < settings.tolerance) {
       result.converged = true;
       break;
