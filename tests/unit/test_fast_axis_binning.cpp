@@ -168,8 +168,8 @@ TEST(FastAxisBinning, BinnedFirstRoundEndsAsCloseToTheTruth) {
   ASSERT_TRUE(FastAxisBinning::applies(t, settings));
   const ScanDistortionResult binned = estimate_scan_distortion(s, t, rigid, settings);
   const Point ef = errors(s, full.model), eb = errors(s, binned.model);
-  std::printf("full resolution: drift RMS error %.4f px, jitter %.4f px; binned first round: %.4f px, %.4f px\n",
-              ef.x, ef.y, eb.x, eb.y);
+  std::printf("full resolution: drift RMS error %.4f px, jitter %.4f px; binned first round: %.4f px, %.4f px\n", ef.x,
+              ef.y, eb.x, eb.y);
   ASSERT_EQ(binned.rounds.size(), full.rounds.size());
   EXPECT_LT(eb.x, 1.2 * ef.x + 0.01);
   EXPECT_LT(eb.y, 1.2 * ef.y + 0.01);

@@ -210,9 +210,9 @@ ScanDistortionRound run_round(const FrameSource& frames, const ScanTiming& timin
   const auto started = std::chrono::steady_clock::now();
   AverageNoise noise;
   std::vector<FrameContribution> own;  // this rank's frames', for their leave-one-out templates
-  SpecimenImage average = combined_average(frames, timing, out.model, lo, hi, ctx, true, rc.done,
-                                           steps.left_out_frames(), &noise, &own, steps.template_from_sample(),
-                                           rc.kept_bytes);
+  SpecimenImage average =
+      combined_average(frames, timing, out.model, lo, hi, ctx, true, rc.done, steps.left_out_frames(), &noise, &own,
+                       steps.template_from_sample(), rc.kept_bytes);
   together(ctx, [&] { steps.set_template(std::move(average), out.model.path, std::move(noise), std::move(own), lo); });
   // The averaging's grids are freed, the fits' templates are smaller
   // blocks: what the grids held goes back rather than stay beside them.
@@ -220,8 +220,9 @@ ScanDistortionRound run_round(const FrameSource& frames, const ScanTiming& timin
   std::vector<DriftSample> samples;
   double precision[2] = {0.0, 0.0};
   std::vector<ScanDistortionSteps::FrameFit> lines(hi - lo);  // this rank's frames' line offsets, for their jitter
-  together(ctx,
-           [&] { fit_own_frames(frames, steps, out.model, lo, hi, rc.threads, ctx, rc.done, samples, precision, lines); });
+  together(ctx, [&] {
+    fit_own_frames(frames, steps, out.model, lo, hi, rc.threads, ctx, rc.done, samples, precision, lines);
+  });
   steps.drop_template();
   release_free_memory();  // the next average's grids do not fit the templates' blocks
   // Every rank learns which frames the others left out (the flags of one
@@ -240,8 +241,8 @@ ScanDistortionRound run_round(const FrameSource& frames, const ScanTiming& timin
     if (rc.settings.estimate_jitter) {
       const Point unresolved = steps.path_unresolved_sd(samples);  // every rank has every sample
       for (std::size_t k = lo; k < hi; ++k)
-        out.model.jitter[k] = steps.finish_jitter(lines[k - lo], k, previous, out.model.path, &out.jitter_sigma[k],
-                                                  unresolved, tau2[k]);
+        out.model.jitter[k] =
+            steps.finish_jitter(lines[k - lo], k, previous, out.model.path, &out.jitter_sigma[k], unresolved, tau2[k]);
     }
     if (steps.halves_steps()) out.model.path = steps.halfway(out.model.path, previous);  // as estimate_scan_distortion
   });

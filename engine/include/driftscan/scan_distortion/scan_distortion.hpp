@@ -66,7 +66,7 @@ struct ScanDistortionSettings {
   // 2x along the fast axis (FastAxisBinning; frames scanned along rows in one
   // direction, no line field, two rounds or more); 0: never.
   int binned_first_round_from = 1024;
-  double smoothing = 0.0;   // DriftPathSettings::smoothing; 0: each axis's by cross-validation over the bands
+  double smoothing = 0.0;  // DriftPathSettings::smoothing; 0: each axis's by cross-validation over the bands
   bool estimate_jitter = true;
   double jitter_prior = 0.5;  // px: upper bound of the jitter's std dev (the prior itself is estimated from the data)
   double max_jitter = 2.0;    // px: bound on a line's jitter
