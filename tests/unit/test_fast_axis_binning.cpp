@@ -118,8 +118,9 @@ TEST(FastAxisBinning, ModelCarriedToBinnedPixelsShowsTheSamePoints) {
   ScanModel full;
   full.path = DriftPath::fit(samples, 0.0, t.frame_start(4), ps);
   full.jitter.assign(4, std::vector<double>(static_cast<std::size_t>(t.lines())));
-  for (std::size_t k = 0; k < 4; ++k)
-    for (int l = 0; l < t.lines(); ++l) full.jitter[k][static_cast<std::size_t>(l)] = 0.1 * ((l * 7 + k) % 5 - 2);
+  for (int k = 0; k < 4; ++k)
+    for (int l = 0; l < t.lines(); ++l)
+      full.jitter[static_cast<std::size_t>(k)][static_cast<std::size_t>(l)] = 0.1 * ((l * 7 + k) % 5 - 2);
   const ScanModel binned = binning.binned(full);
   // Binned pixel (x, y) is full pixel (2x + 1/2, y): it shows full's point
   // in binned coordinates, ((q.x - 1/2) / 2, q.y).

@@ -1,5 +1,7 @@
 #include "driftscan/scan_distortion/fast_axis_binning.hpp"
 
+#include <cstddef>
+
 #include "driftscan/core/scan_rotation.hpp"
 
 namespace driftscan {
@@ -49,7 +51,7 @@ Frame FastAxisBinning::binned(const Frame& frame) {
   for (int y = 0; y < frame.height; ++y) {
     const float* in = frame.row(y);
     float* o = out.row(y);
-    for (int x = 0; x < out.width; ++x) o[x] = 0.5f * (in[2 * x] + in[2 * x + 1]);
+    for (std::size_t x = 0; x < static_cast<std::size_t>(out.width); ++x) o[x] = 0.5f * (in[2 * x] + in[2 * x + 1]);
   }
   return out;
 }
