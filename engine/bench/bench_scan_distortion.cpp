@@ -32,6 +32,7 @@
 //                         [--template-filter-noise-scale S] [--template-diagnostic]
 //                         [--error-diagnostic] [--no-twins]
 //                         [--line-field KNOTS] [--line-field-extent FRACTION] [--line-field-prior PX]
+//                         [--binned-first-round SAMPLES] (ScanDistortionSettings::binned_first_round_from)
 #include <omp.h>
 #include <unistd.h>
 
@@ -1614,6 +1615,8 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--line-field-prior") && i + 1 < argc)
       settings.line_field_prior = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--smoothing") && i + 1 < argc) settings.smoothing = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--binned-first-round") && i + 1 < argc)
+      settings.binned_first_round_from = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--cases") && i + 1 < argc) {
       for (char* tok = std::strtok(argv[++i], ","); tok; tok = std::strtok(nullptr, ","))
         only.push_back(std::atoi(tok));
@@ -1623,7 +1626,7 @@ int main(int argc, char** argv) {
           "usage: bench_scan_distortion [--threads N] [--cases 1,2] [--frames N] [--size N] [--seed N] [--rounds N] "
           "[--band-lines N] [--smoothing S (0: chosen from the data)] [--no-jitter] "
           "[--no-template-filter] [--template-diagnostic] [--error-diagnostic] [--no-twins] [--line-field KNOTS] "
-          "[--line-field-extent FRACTION] [--line-field-prior PX]\n");
+          "[--line-field-extent FRACTION] [--line-field-prior PX] [--binned-first-round SAMPLES]\n");
       return 2;
     }
   }

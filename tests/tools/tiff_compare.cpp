@@ -2,16 +2,22 @@
 // |a - b| over every pixel, relative to the largest |b| (0 when both are 0).
 // What the integration tests use to hold one average against another.
 //   tiff_compare A.tif B.tif   -> "0.000000123"
+// With the two averages' coverages, only the pixels both cover with the
+// same number of frames are compared, and the pixels whose coverage differs
+// are counted (two maps of one model can put a frame's footprint edge a
+// hair apart, so a point on it may be inside one and outside the other):
+//   tiff_compare A.tif B.tif COVERAGE_A.tif COVERAGE_B.tif   -> "0.000000123 1"
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 
 #include "driftscan/core/error.hpp"
 #include "driftscan/formats/tiff/tiff_series.hpp"
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: tiff_compare A.tif B.tif\n");
+  if (argc != 3 && argc != 5) {
+    std::fprintf(stderr, "usage: tiff_compare A.tif B.tif [COVERAGE_A.tif COVERAGE_B.tif]\n");
     return 2;
   }
   try {
@@ -21,15 +27,32 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "tiff_compare: %s and %s differ in size\n", argv[1], argv[2]);
       return 1;
     }
-    double diff = 0.0, scale = 0.0;
-    for (std::size_t k = 0; k < a->frame_count(); ++k) {
-      const driftscan::Frame fa = a->frame(k), fb = b->frame(k);
-      for (std::size_t i = 0; i < fa.pixels.size(); ++i) {
-        diff = std::max(diff, std::abs(double(fa.pixels[i]) - fb.pixels[i]));
-        scale = std::max(scale, std::abs(double(fb.pixels[i])));
+    std::shared_ptr<const driftscan::FrameSource> ca, cb;
+    if (argc == 5) {
+      ca = driftscan::TiffSeries::open(argv[3]), cb = driftscan::TiffSeries::open(argv[4]);
+      if (ca->frame_count() != a->frame_count() || cb->frame_count() != a->frame_count() ||
+          ca->width() != a->width() || cb->width() != a->width() || ca->height() != a->height() ||
+          cb->height() != a->height()) {
+        std::fprintf(stderr, "tiff_compare: the coverages differ in size from the images\n");
+        return 1;
       }
     }
-    std::printf("%.9g\n", scale > 0 ? diff / scale : diff);
+    double diff = 0.0, scale = 0.0;
+    long differing = 0;
+    for (std::size_t k = 0; k < a->frame_count(); ++k) {
+      const driftscan::Frame fa = a->frame(k), fb = b->frame(k);
+      const driftscan::Frame fca = ca ? ca->frame(k) : driftscan::Frame(), fcb = cb ? cb->frame(k) : driftscan::Frame();
+      for (std::size_t i = 0; i < fa.pixels.size(); ++i) {
+        scale = std::max(scale, std::abs(double(fb.pixels[i])));
+        if (ca && fca.pixels[i] != fcb.pixels[i]) {
+          ++differing;
+          continue;
+        }
+        diff = std::max(diff, std::abs(double(fa.pixels[i]) - fb.pixels[i]));
+      }
+    }
+    if (ca) std::printf("%.9g %ld\n", scale > 0 ? diff / scale : diff, differing);
+    else std::printf("%.9g\n", scale > 0 ? diff / scale : diff);
   } catch (const driftscan::Error& e) {
     std::fprintf(stderr, "tiff_compare: %s\n", e.what());
     return e.exit_code();

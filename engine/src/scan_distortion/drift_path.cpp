@@ -210,6 +210,13 @@ DriftPath DriftPath::shifted(Point offset) const {
   return p;
 }
 
+DriftPath DriftPath::scaled(Point factor) const {
+  DriftPath p = *this;
+  for (double& c : p.cx_) c *= factor.x;
+  for (double& c : p.cy_) c *= factor.y;
+  return p;
+}
+
 void DriftPath::locate(double t, std::size_t& segment, double& u) const {
   const double x = (t - t_begin_) / h_;
   const double s = std::clamp(std::floor(x), 0.0, static_cast<double>(segments_ - 1));

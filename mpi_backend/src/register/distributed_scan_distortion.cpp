@@ -17,6 +17,7 @@
 #include "driftscan/mpi/runtime/collectives.hpp"
 #include "driftscan/mpi/runtime/command_report.hpp"
 #include "driftscan/mpi/runtime/job_input.hpp"
+#include "driftscan/scan_distortion/fast_axis_binning.hpp"
 
 namespace driftscan::mpi {
 namespace {
@@ -188,6 +189,77 @@ std::vector<double> pooled_jitter_variances(const ScanDistortionSteps& steps,
   return tau2;
 }
 
+namespace {
+// What one round needs besides its frames, scan and steps.
+struct RoundContext {
+  const ScanDistortionSettings& settings;
+  RunContext& ctx;
+  std::size_t n, lo, hi;
+  int threads;
+  std::size_t kept_bytes;
+  std::size_t& done;
+};
+
+// One round of `frames` (scanned with `timing`) against their average under
+// out.model, with `steps`: the model, the jitter's sigma and precision and
+// the band samples in `out` are the round's.
+ScanDistortionRound run_round(const FrameSource& frames, const ScanTiming& timing, ScanDistortionSteps& steps,
+                              DistributedDistortion& out, const RoundContext& rc) {
+  RunContext& ctx = rc.ctx;
+  const std::size_t n = rc.n, lo = rc.lo, hi = rc.hi;
+  const auto started = std::chrono::steady_clock::now();
+  AverageNoise noise;
+  std::vector<FrameContribution> own;  // this rank's frames', for their leave-one-out templates
+  SpecimenImage average =
+      combined_average(frames, timing, out.model, lo, hi, ctx, true, rc.done, steps.left_out_frames(), &noise, &own,
+                       steps.template_from_sample(), rc.kept_bytes);
+  together(ctx, [&] { steps.set_template(std::move(average), out.model.path, std::move(noise), std::move(own), lo); });
+  // The averaging's grids are freed, the fits' templates are smaller
+  // blocks: what the grids held goes back rather than stay beside them.
+  release_free_memory();
+  std::vector<DriftSample> samples;
+  double precision[2] = {0.0, 0.0};
+  std::vector<ScanDistortionSteps::FrameFit> lines(hi - lo);  // this rank's frames' line offsets, for their jitter
+  together(ctx, [&] {
+    fit_own_frames(frames, steps, out.model, lo, hi, rc.threads, ctx, rc.done, samples, precision, lines);
+  });
+  steps.drop_template();
+  release_free_memory();  // the next average's grids do not fit the templates' blocks
+  // Every rank learns which frames the others left out (the flags of one
+  // rank's frames are its own).
+  std::vector<unsigned char> flags(steps.left_out_frames().begin(), steps.left_out_frames().end());
+  MPI_Allreduce(MPI_IN_PLACE, flags.data(), static_cast<int>(n), MPI_UNSIGNED_CHAR, MPI_MAX, ctx.comm);
+  for (std::size_t k = 0; k < n; ++k)
+    if (flags[k] && !steps.left_out(k)) steps.leave_out(k);
+  samples = allgather_records(ctx.comm, samples);
+  const DriftPath previous = out.model.path;
+  together(ctx, [&] { out.model.path = steps.fit_path(samples); });
+  std::vector<double> tau2;
+  if (rc.settings.estimate_jitter)
+    tau2 = pooled_jitter_variances(steps, lines, lo, hi, previous, out.model.path, n, ctx);
+  together(ctx, [&] {
+    if (rc.settings.estimate_jitter) {
+      const Point unresolved = steps.path_unresolved_sd(samples);  // every rank has every sample
+      for (std::size_t k = lo; k < hi; ++k)
+        out.model.jitter[k] =
+            steps.finish_jitter(lines[k - lo], k, previous, out.model.path, &out.jitter_sigma[k], unresolved, tau2[k]);
+    }
+    if (steps.halves_steps()) out.model.path = steps.halfway(out.model.path, previous);  // as estimate_scan_distortion
+  });
+  // The shared line field from every rank's frames; this rank's frames' own.
+  steps.finish_fields(lines, lo, out.model, [&](std::vector<double>& pool) {
+    MPI_Allreduce(MPI_IN_PLACE, pool.data(), static_cast<int>(pool.size()), MPI_DOUBLE, MPI_SUM, ctx.comm);
+  });
+  MPI_Allreduce(MPI_IN_PLACE, precision, 2, MPI_DOUBLE, MPI_SUM, ctx.comm);
+  out.jitter_precision_px = precision[1] > 0 ? std::sqrt(precision[0] / precision[1]) : 0.0;
+  ScanDistortionRound r;
+  r.path_change = steps.path_change(out.model.path, previous);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  out.band_samples = std::move(samples);
+  return r;
+}
+}  // namespace
+
 DistributedDistortion correct_scan_distortion(const FrameSource& frames, const ScanTiming& timing,
                                               const std::vector<Point>& rigid_drift,
                                               const ScanDistortionSettings& settings, RunContext& ctx, int threads,
@@ -218,58 +290,33 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
   const int rounds = settings.rounds_for(timing);
   ctx.progress.phase("distortion", mine * (2 * static_cast<std::size_t>(rounds) + 1));
   std::size_t done = 0;
-  for (int round = 0; round < rounds; ++round) {
-    const auto started = std::chrono::steady_clock::now();
-    AverageNoise noise;
-    std::vector<FrameContribution> own;  // this rank's frames', for their leave-one-out templates
-    SpecimenImage average =
-        combined_average(frames, timing, out.model, lo, hi, ctx, true, done, steps->left_out_frames(), &noise, &own,
-                         steps->template_from_sample(), kept_bytes);
-    together(ctx,
-             [&] { steps->set_template(std::move(average), out.model.path, std::move(noise), std::move(own), lo); });
-    // The averaging's grids are freed, the fits' templates are smaller
-    // blocks: what the grids held goes back rather than stay beside them.
-    release_free_memory();
-    std::vector<DriftSample> samples;
-    double precision[2] = {0.0, 0.0};
-    std::vector<ScanDistortionSteps::FrameFit> lines(mine);  // this rank's frames' line offsets, for their jitter
-    together(ctx,
-             [&] { fit_own_frames(frames, *steps, out.model, lo, hi, threads, ctx, done, samples, precision, lines); });
-    steps->drop_template();
-    release_free_memory();  // the next average's grids do not fit the templates' blocks
-    // Every rank learns which frames the others left out (the flags of one
-    // rank's frames are its own).
-    std::vector<unsigned char> flags(steps->left_out_frames().begin(), steps->left_out_frames().end());
-    MPI_Allreduce(MPI_IN_PLACE, flags.data(), static_cast<int>(n), MPI_UNSIGNED_CHAR, MPI_MAX, ctx.comm);
-    for (std::size_t k = 0; k < n; ++k)
-      if (flags[k] && !steps->left_out(k)) steps->leave_out(k);
-    samples = allgather_records(ctx.comm, samples);
-    const DriftPath previous = out.model.path;
-    together(ctx, [&] { out.model.path = steps->fit_path(samples); });
-    std::vector<double> tau2;
-    if (settings.estimate_jitter)
-      tau2 = pooled_jitter_variances(*steps, lines, lo, hi, previous, out.model.path, n, ctx);
+  const RoundContext rc{settings, ctx, n, lo, hi, threads, kept_bytes, done};
+  int round = 0;
+  if (FastAxisBinning::applies(timing, settings)) {
+    // The first round on the frames binned along the fast axis
+    // (fast_axis_binning.hpp): the same steps on half the pixels.
+    std::optional<FastAxisBinning> binning;
+    std::optional<ScanDistortionSteps> binned_steps;
     together(ctx, [&] {
-      if (settings.estimate_jitter) {
-        const Point unresolved = steps->path_unresolved_sd(samples);  // every rank has every sample
-        for (std::size_t k = lo; k < hi; ++k)
-          out.model.jitter[k] = steps->finish_jitter(lines[k - lo], k, previous, out.model.path, &out.jitter_sigma[k],
-                                                     unresolved, tau2[k]);
-      }
-      if (steps->halves_steps())
-        out.model.path = steps->halfway(out.model.path, previous);  // as estimate_scan_distortion
+      binning.emplace(timing);
+      binned_steps.emplace(binning->timing(), binning->settings(settings), n);
+      for (std::size_t k = 0; k < n; ++k)
+        if (steps->left_out(k)) binned_steps->leave_out(k);
+      out.model = binning->binned(out.model);
     });
-    // The shared line field from every rank's frames; this rank's frames' own.
-    steps->finish_fields(lines, lo, out.model, [&](std::vector<double>& pool) {
-      MPI_Allreduce(MPI_IN_PLACE, pool.data(), static_cast<int>(pool.size()), MPI_DOUBLE, MPI_SUM, ctx.comm);
-    });
-    MPI_Allreduce(MPI_IN_PLACE, precision, 2, MPI_DOUBLE, MPI_SUM, ctx.comm);
-    out.jitter_precision_px = precision[1] > 0 ? std::sqrt(precision[0] / precision[1]) : 0.0;
-    ScanDistortionRound r;
-    r.path_change = steps->path_change(out.model.path, previous);
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const FastAxisBinnedFrames binned_frames(frames);
+    const DriftPath start = binning->unbinned(out.model).path;
+    ScanDistortionRound r = run_round(binned_frames, binning->timing(), *binned_steps, out, rc);
+    out.model = binning->unbinned(out.model);
+    for (std::size_t k = 0; k < n; ++k)
+      if (binned_steps->left_out(k)) steps->leave_out(k);
+    r.path_change = steps->path_change(out.model.path, start);  // in full-resolution pixels
     out.rounds.push_back(r);
-    out.band_samples = std::move(samples);
+    ++round;
+  }
+  for (; round < rounds; ++round) {
+    const ScanDistortionRound r = run_round(frames, timing, *steps, out, rc);
+    out.rounds.push_back(r);
     if (round >= 1 && r.path_change < settings.tolerance) {
       out.converged = true;
       break;

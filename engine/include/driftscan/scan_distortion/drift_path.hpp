@@ -88,6 +88,10 @@ class DriftPath {
   // it to every coefficient adds it everywhere): how a path is put in
   // another gauge, e.g. d = 0 at the start of frame 0.
   DriftPath shifted(Point offset) const;
+  // The same path with each axis multiplied by a factor (the spline is linear
+  // in its coefficients): a path fitted on frames binned along one axis, in
+  // the unbinned frames' pixels.
+  DriftPath scaled(Point factor) const;
 
   double t_begin() const { return t_begin_; }
   double t_end() const { return t_end_; }

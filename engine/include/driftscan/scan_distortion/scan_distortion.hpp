@@ -62,7 +62,11 @@ struct ScanDistortionSettings {
   // frames scanned in one direction and 4 for frames in several.
   int rounds_for(const ScanTiming& timing) const;
   double tolerance = 0.02;  // px: converged when d moves less than this between rounds
-  double smoothing = 0.0;   // DriftPathSettings::smoothing; 0: each axis's by cross-validation over the bands
+  // From this many samples per line, the first round runs on frames binned
+  // 2x along the fast axis (FastAxisBinning; frames scanned along rows in one
+  // direction, no line field, two rounds or more); 0: never.
+  int binned_first_round_from = 1024;
+  double smoothing = 0.0;  // DriftPathSettings::smoothing; 0: each axis's by cross-validation over the bands
   bool estimate_jitter = true;
   double jitter_prior = 0.5;  // px: upper bound of the jitter's std dev (the prior itself is estimated from the data)
   double max_jitter = 2.0;    // px: bound on a line's jitter
