@@ -30,9 +30,8 @@ int main(int argc, char** argv) {
     std::shared_ptr<const driftscan::FrameSource> ca, cb;
     if (argc == 5) {
       ca = driftscan::TiffSeries::open(argv[3]), cb = driftscan::TiffSeries::open(argv[4]);
-      if (ca->frame_count() != a->frame_count() || cb->frame_count() != a->frame_count() ||
-          ca->width() != a->width() || cb->width() != a->width() || ca->height() != a->height() ||
-          cb->height() != a->height()) {
+      if (ca->frame_count() != a->frame_count() || cb->frame_count() != a->frame_count() || ca->width() != a->width() ||
+          cb->width() != a->width() || ca->height() != a->height() || cb->height() != a->height()) {
         std::fprintf(stderr, "tiff_compare: the coverages differ in size from the images\n");
         return 1;
       }
