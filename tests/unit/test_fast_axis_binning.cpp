@@ -4,11 +4,8 @@
 // first round is binned ends as close to the truth as a full-resolution one.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -17,44 +14,14 @@
 #include "driftscan/pipeline/serial_register.hpp"
 #include "driftscan/scan_distortion/fast_axis_binning.hpp"
 #include "driftscan/synthetic/synthetic_series.hpp"
+#include "scanned_series.hpp"
 
 using namespace driftscan;
-namespace fs = std::filesystem;
+
+using driftscan::test::rigid_drift;
+using driftscan::test::scanned_series;
 
 namespace {
-
-SynthOptions scanned_series() {
-  SynthOptions o;
-  o.frames = 16;
-  o.width = 128;
-  o.height = 128;
-  o.period = 9.0;
-  o.dose = 20.0;
-  o.drift_linear_x = 3.0;  // pixels per frame time
-  o.drift_linear_y = 1.5;
-  o.drift_wobble = 1.5;
-  o.drift_wobble_period = 3.0;
-  o.drift_step = 0.3;
-  o.jitter = 0.3;
-  o.scan_dwell = 1e-6;
-  o.scan_line_flyback = 0.2;
-  o.scan_frame_flyback = 0.1;
-  o.seed = 5;
-  return o;
-}
-
-std::vector<Point> rigid_drift(const FrameSource& frames) {
-  fs::path dir = fs::temp_directory_path() / ("driftscan_binning_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  auto progress = make_silent_progress();
-  CancelToken cancel;
-  RegisterResult r =
-      register_series(frames, RegistrationSettings{}, AveragingOptions{}, dir.string(), *progress, cancel, 2);
-  fs::remove_all(dir);
-  std::vector<Point> out;
-  for (const Registration& reg : r.registrations) out.push_back({reg.transform.tx, reg.transform.ty});
-  return out;
-}
 
 // RMS over every line of (path - truth) at the line's mid time, the mean
 // difference (the gauge) removed; and of the jitter error, each frame's

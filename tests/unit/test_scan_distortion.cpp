@@ -4,12 +4,9 @@
 // drift must not be made worse.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <limits>
 #include <random>
 #include <string>
@@ -24,31 +21,14 @@
 #include "driftscan/pipeline/serial_register.hpp"
 #include "driftscan/scan_distortion/scan_distortion.hpp"
 #include "driftscan/synthetic/synthetic_series.hpp"
+#include "scanned_series.hpp"
 
 using namespace driftscan;
-namespace fs = std::filesystem;
+
+using driftscan::test::rigid_drift;
+using driftscan::test::scanned_series;
 
 namespace {
-
-SynthOptions scanned_series() {
-  SynthOptions o;
-  o.frames = 16;
-  o.width = 128;
-  o.height = 128;
-  o.period = 9.0;
-  o.dose = 20.0;
-  o.drift_linear_x = 3.0;  // pixels per frame time
-  o.drift_linear_y = 1.5;
-  o.drift_wobble = 1.5;
-  o.drift_wobble_period = 3.0;
-  o.drift_step = 0.3;
-  o.jitter = 0.3;
-  o.scan_dwell = 1e-6;
-  o.scan_line_flyback = 0.2;
-  o.scan_frame_flyback = 0.1;
-  o.seed = 5;
-  return o;
-}
 
 // A smooth test specimen, and a frame showing it through `map`.
 double test_specimen(double x, double y) {
@@ -77,19 +57,6 @@ std::pair<double, double> worst_against_specimen(const Frame& aligned, const Fra
 }
 
 // The rigid result of today's pipeline: one shift per frame (drift.csv convention).
-std::vector<Point> rigid_drift(const FrameSource& frames) {
-  fs::path dir = fs::temp_directory_path() / ("driftscan_scandist_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  auto progress = make_silent_progress();
-  CancelToken cancel;
-  RegisterResult r =
-      register_series(frames, RegistrationSettings{}, AveragingOptions{}, dir.string(), *progress, cancel, 2);
-  fs::remove_all(dir);
-  std::vector<Point> out;
-  for (const Registration& reg : r.registrations) out.push_back({reg.transform.tx, reg.transform.ty});
-  return out;
-}
-
 // RMS over every line of every frame of (estimate - truth), after removing
 // the mean difference: a constant offset only moves the average (the gauge).
 template <class Estimate>

@@ -14,6 +14,16 @@ ScanTiming binned_timing(const ScanTiming& full) {
   s.frame_time = full.frame_time(), s.frame_flyback = 0.0, s.frame_flyback_fraction = 0.0;
   return ScanTiming(s, full.width() / 2, full.height());
 }
+
+// The model in pixels `factor` times as wide: the path's x and every line's
+// jitter (both along the fast axis) scale, y does not.
+ScanModel scaled_along_x(const ScanModel& model, double factor) {
+  ScanModel m = model;
+  m.path = model.path.scaled({factor, 1.0});
+  for (auto& line : m.jitter)
+    for (double& j : line) j *= factor;
+  return m;
+}
 }  // namespace
 
 bool FastAxisBinning::applies(const ScanTiming& timing, const ScanDistortionSettings& settings) {
@@ -30,21 +40,9 @@ ScanDistortionSettings FastAxisBinning::settings(const ScanDistortionSettings& f
   return s;
 }
 
-ScanModel FastAxisBinning::binned(const ScanModel& full) const {
-  ScanModel m = full;
-  m.path = full.path.scaled({0.5, 1.0});
-  for (auto& line : m.jitter)
-    for (double& j : line) j *= 0.5;
-  return m;
-}
+ScanModel FastAxisBinning::binned(const ScanModel& full) const { return scaled_along_x(full, 0.5); }
 
-ScanModel FastAxisBinning::unbinned(const ScanModel& binned) const {
-  ScanModel m = binned;
-  m.path = binned.path.scaled({2.0, 1.0});
-  for (auto& line : m.jitter)
-    for (double& j : line) j *= 2.0;
-  return m;
-}
+ScanModel FastAxisBinning::unbinned(const ScanModel& binned) const { return scaled_along_x(binned, 2.0); }
 
 Frame FastAxisBinning::binned(const Frame& frame) {
   Frame out(frame.width / 2, frame.height);
