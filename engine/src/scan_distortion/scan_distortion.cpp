@@ -1225,6 +1225,41 @@ void set_line_offsets(Fit& out, const std::vector<double>& raw, const std::vecto
   }
 }
 
+// A line's offset from the model as its frame's registered bands say: theirs
+// linearly interpolated between their centre lines (constant beyond the
+// first and last; none when no band registered).
+class BandOffsets {
+ public:
+  void add(double centre_line, Point offset) { centre_.push_back(centre_line), offset_.push_back(offset); }
+  Point at(int line) const {
+    if (centre_.empty()) return {};
+    const double l = line;
+    if (l <= centre_.front()) return offset_.front();
+    if (l >= centre_.back()) return offset_.back();
+    const auto i = static_cast<std::size_t>(std::upper_bound(centre_.begin(), centre_.end(), l) - centre_.begin());
+    const double w = (l - centre_[i - 1]) / (centre_[i] - centre_[i - 1]);
+    return {offset_[i - 1].x + w * (offset_[i].x - offset_[i - 1].x),
+            offset_[i - 1].y + w * (offset_[i].y - offset_[i - 1].y)};
+  }
+
+ private:
+  std::vector<double> centre_;
+  std::vector<Point> offset_;
+};
+
+// The change of the line field: least squares over every line of the frame
+// (in line order: the same sums for any thread count), each line's intensity
+// offset and shift fitted with it (the shift is the line's jitter: the field
+// is what the line's start does apart from it). Left empty below 4 lines.
+void set_field_normals(const std::vector<FieldSums>& field_sums, std::size_t knots,
+                       ScanDistortionSteps::FrameFit& out) {
+  std::vector<double> a(knots * knots, 0.0), b(knots, 0.0);
+  int used = 0;
+  for (const FieldSums& f : field_sums)
+    if (f.add_to(a, b)) ++used;
+  if (used >= 4) out.field_normal = std::move(a), out.field_rhs = std::move(b);
+}
+
 }  // namespace
 
 ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame, std::size_t k,
@@ -1249,9 +1284,7 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
                : fit_band<Sse2Taps>(frame, bands_[at], t, map, *tpl, settings_.max_band_offset, timing_.fast_axis(k));
     }
   }
-  // Each band's offset from the model at its centre line, for the lines.
-  std::vector<double> centre;
-  std::vector<Point> offset;
+  BandOffsets band_offset;  // each band's offset from the model at its centre line, for the lines
   double noise_sums[5] = {};
   for (std::size_t b = 0; b < fits.size(); ++b) {
     const BandFit& f = fits[b];
@@ -1260,23 +1293,10 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
     out.bands.push_back({f.t, f.mean_path.x + f.delta.x, f.mean_path.y + f.delta.y, f.weight});
     out.band_count += 1;
     if (f.explains) out.explained_count += 1;
-    centre.push_back(0.5 * (band_lines_[b].first + band_lines_[b].second - 1));
-    offset.push_back(f.delta);
+    band_offset.add(0.5 * (band_lines_[b].first + band_lines_[b].second - 1), f.delta);
   }
   if (!settings_.estimate_jitter) return out;
 
-  // The line's offset: the bands' linearly interpolated between centres
-  // (constant beyond the first and last; none when no band registered).
-  auto band_offset = [&](int line) -> Point {
-    if (centre.empty()) return {};
-    const double l = line;
-    if (l <= centre.front()) return offset.front();
-    if (l >= centre.back()) return offset.back();
-    const std::size_t i = static_cast<std::size_t>(std::upper_bound(centre.begin(), centre.end(), l) - centre.begin());
-    const double w = (l - centre[i - 1]) / (centre[i] - centre[i - 1]);
-    return {offset[i - 1].x + w * (offset[i].x - offset[i - 1].x),
-            offset[i - 1].y + w * (offset[i].y - offset[i - 1].y)};
-  };
   const NoiseModel noise_model = NoiseModel::fit(noise_sums);
   // Lines without their jitter (the unknown); the fits start from the current one.
   const FrameScanMap map(timing_, model.path, no_jitter, k, field);
@@ -1312,7 +1332,7 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
     bool gaps = false;
     if (reuse)
       for (std::size_t i = 0; i < pixels.size() && !gaps; ++i) gaps = std::isnan(f.value[first + i]);
-    const Point d = reuse ? f.evaluated_at : band_offset(l);
+    const Point d = reuse ? f.evaluated_at : band_offset.at(l);
     placed[at] = d;
     // The points the line shows: for the template samples of a step that
     // does not reuse the band's, for the band's gaps, and for the line
@@ -1339,18 +1359,7 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
                             : line_field_sums<Sse2Taps>(field_basis_, timing_, *tpl, noise_model, frame, field_reach,
                                                         pixels, q, raw[at], fast);
   }
-  if (!field_basis_.empty()) {
-    // The change of the field: least squares over every line of the frame
-    // (in line order: the same sums for any thread count), each line's
-    // intensity offset and shift fitted with it (the shift is the line's
-    // jitter: the field is what the line's start does apart from it).
-    const std::size_t n = static_cast<std::size_t>(field_basis_.knots());
-    std::vector<double> a(n * n, 0.0), b(n, 0.0);
-    int used = 0;
-    for (const FieldSums& f : field_sums)
-      if (f.add_to(a, b)) ++used;
-    if (used >= 4) out.field_normal = std::move(a), out.field_rhs = std::move(b);
-  }
+  if (!field_basis_.empty()) set_field_normals(field_sums, static_cast<std::size_t>(field_basis_.knots()), out);
   set_line_offsets(out, raw, information, split, placed, fast);
   return out;
 }
