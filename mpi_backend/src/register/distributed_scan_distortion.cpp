@@ -314,6 +314,10 @@ DistributedDistortion correct_scan_distortion(const FrameSource& frames, const S
     out.rounds.push_back(r);
     ++round;
   }
+  // A binned round's grids and steps (out of scope now) are blocks of half
+  // a frame's width: they go back rather than stay resident beside the
+  // full-resolution rounds' (+65-170 MB of peak at 10 x 4096^2 otherwise).
+  release_free_memory();
   for (; round < rounds; ++round) {
     const ScanDistortionRound r = run_round(frames, timing, *steps, out, rc);
     out.rounds.push_back(r);
