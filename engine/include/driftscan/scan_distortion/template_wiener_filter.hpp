@@ -12,8 +12,7 @@
 // there is specimen:
 //     gain(f) = max(0, P(f) - N(f)) / P(f),
 // P the average's power and N the noise's, both smoothed over neighbouring
-// frequencies (P over a narrow window only where the wide one would blur a
-// reflection). A lattice keeps its reflections and loses the noise between
+// frequencies. A lattice keeps its reflections and loses the noise between
 // them; broadband content keeps what stands above the noise.
 //
 //   TemplateWienerFilter filter(average, half_difference, even, odd);
