@@ -129,7 +129,7 @@ TEST(TemplateWienerFilter, ContentAsStrongAsTheNoiseKeepsHalfOfIt) {
   // the Wiener gain is 1/2 throughout. Estimated from the average's power at
   // each frequency (which scatters like an exponential variable) the gain
   // 1 - N/P is low on average unless that power is averaged over enough
-  // frequencies (a 3 x 3 window alone: a mean gain of 0.40 here).
+  // frequencies (a 3 x 3 window alone: a mean gain of 0.45 here).
   const int w = 128, hgt = 120;
   std::mt19937 rng(5);
   const double sigma = 2.0;  // per frame: the average of 24 has sigma^2 / 24
