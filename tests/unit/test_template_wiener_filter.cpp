@@ -124,6 +124,32 @@ TEST(TemplateWienerFilter, BroadbandContentKeepsWhatStandsAboveTheNoise) {
   EXPECT_LT(rms_difference(filtered, content), rms_difference(h.average, content));
 }
 
+TEST(TemplateWienerFilter, ContentAsStrongAsTheNoiseKeepsHalfOfIt) {
+  // White content with the power of the average's noise at every frequency:
+  // the Wiener gain is 1/2 throughout. Estimated from the average's power at
+  // each frequency (which scatters like an exponential variable) the gain
+  // 1 - N/P is low on average unless that power is averaged over enough
+  // frequencies (a 3 x 3 window alone: a mean gain of 0.45 here).
+  const int w = 128, hgt = 120;
+  std::mt19937 rng(5);
+  const double sigma = 2.0;  // per frame: the average of 24 has sigma^2 / 24
+  std::normal_distribution<double> content_noise(0.0, sigma / std::sqrt(24.0));
+  Frame content(w, hgt, 0.0f);
+  for (float& v : content.pixels) v = static_cast<float>(content_noise(rng));
+  const Halves h = noisy_halves(content, sigma, 6);
+  const TemplateWienerFilter filter(h.average, h.half_difference, 12, 12);
+  double sum = 0, n = 0;
+  const int tw = filter.transform_width(), th = filter.transform_height();
+  for (int v = 0; v < th; ++v)
+    for (int u = 0; u <= tw / 2; ++u) {
+      const double fx = static_cast<double>(u) / tw, fy = static_cast<double>(v <= th / 2 ? v : th - v) / th;
+      // Inside the band where the Tukey window's edges leave the content white.
+      if (std::hypot(fx, fy) > 0.02 && std::max(fx, fy) < 0.45) sum += filter.gain(u, v), n += 1;
+    }
+  std::printf("white content at the noise's power: mean gain %.3f (Wiener 0.5)\n", sum / n);
+  EXPECT_NEAR(sum / n, 0.5, 0.04);
+}
+
 TEST(TemplateWienerFilter, SizesThatDifferAreAnError) {
   const Frame a(40, 30, 1.0f), b(41, 30, 0.0f);
   EXPECT_THROW(TemplateWienerFilter(a, b, 3, 3), Error);

@@ -111,6 +111,29 @@ std::vector<double> smoothed(const std::vector<double>& p, int w, int h, int r) 
   return out;
 }
 
+// The windows' radii: the noise's and smooth content's (7 x 7
+// frequencies), a reflection's (3 x 3).
+constexpr int kWide = 3, kNarrow = 1;
+
+// The average's power at each frequency, for the gain: the wide window's
+// mean, except where the narrow window's differs from it by more than two
+// of its standard errors (a reflection, or the dip between reflections:
+// there the narrow one). Each frequency's power scatters like an
+// exponential variable, so the 9 of the narrow window alone leave a third
+// of the power in scatter; the gain 1 - N/P, convex in P, came out low on
+// average wherever the content stands near the noise (broadband content's
+// middle frequencies): on a revolving real-ABF dose-4 series the line fits'
+// jitter error was 1.0-1.6% higher with the narrow window everywhere.
+std::vector<double> average_power(const std::vector<double>& raw, int w, int h) {
+  std::vector<double> power = smoothed(raw, w, h, kWide);
+  const std::vector<double> narrow = smoothed(raw, w, h, kNarrow);
+  const double count = (2.0 * kNarrow + 1) * (2.0 * kNarrow + 1);
+  const double limit = 2.0 / std::sqrt(count);  // two standard errors, relative
+  for (std::size_t i = 0; i < power.size(); ++i)
+    if (std::abs(narrow[i] - power[i]) > limit * power[i]) power[i] = narrow[i];
+  return power;
+}
+
 }  // namespace
 
 TemplateWienerFilter::TemplateWienerFilter(const Frame& average, const Frame& half_difference, std::size_t even,
@@ -133,11 +156,10 @@ TemplateWienerFilter::TemplateWienerFilter(const Frame& average, const Frame& ha
   const double scale = (1.0 / n) / (1.0 / static_cast<double>(even) + 1.0 / static_cast<double>(odd));
   std::vector<double> noise = power_spectrum_of(fft_, half_difference);
   for (double& v : noise) v *= scale * noise_scale;
-  // The noise spectrum is smooth: a wide window; the specimen's has sharp
-  // reflections: a narrow one.
-  noise = smoothed(noise, w, h, 3);
+  // The noise spectrum is smooth: a wide window.
+  noise = smoothed(noise, w, h, kWide);
   const std::vector<double> raw = power_spectrum_of(fft_, average);
-  const std::vector<double> power = smoothed(raw, w, h, 1);
+  const std::vector<double> power = average_power(raw, w, h);
   gain_.assign(power.size(), 0.0f);
   double kept = 0.0, total = 0.0;
   for (std::size_t i = 0; i < power.size(); ++i) {
