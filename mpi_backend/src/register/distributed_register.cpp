@@ -1,5 +1,6 @@
 #include "driftscan/mpi/register/distributed_register.hpp"
 #include "driftscan/core/derotated_source.hpp"
+#include "driftscan/core/kept_frames.hpp"
 #include "driftscan/core/omp_threads.hpp"
 
 #include <omp.h>
@@ -689,8 +690,18 @@ void correct_distortion(RegisterRun& run) {
                              " MB, execution.memory_budget_mb) holds the working grids of " + std::to_string(threads) +
                              " at " + std::to_string(run.frames->width()) + "x" + std::to_string(run.frames->height()));
   // Frames scanned in several directions are corrected as recorded (the timing turns each one).
-  run.distortion = correct_scan_distortion(recorded_frames(*run.frames), *run.timing, rigid, settings, run.ctx, threads,
-                                           leave_out, kept_contribution_bytes(job));
+  // The correction reads each frame five times: as many as the budget holds are kept decoded.
+  const KeptFrames frames(recorded_frames(*run.frames),
+                          correction_kept_frame_bytes(job, run.frames->width(), run.frames->height(), threads));
+  run.distortion = correct_scan_distortion(frames, *run.timing, rigid, settings, run.ctx, threads, leave_out,
+                                           kept_contribution_bytes(job));
+  if (run.ctx.rank == 0)
+    run.ctx.progress.log(LogLevel::info, "scan distortion: " + std::to_string(frames.cache().count()) +
+                                             " frame(s) kept decoded (" +
+                                             message_number(frames.cache().size_bytes() / (1024.0 * 1024.0)) +
+                                             " MB), " + std::to_string(frames.cache().hits()) + " of " +
+                                             std::to_string(frames.cache().hits() + frames.cache().misses()) +
+                                             " reads served from them");
   if (run.ctx.rank == 0 && !run.distortion->not_followed.empty()) {
     std::string list;
     for (std::size_t i = 0; i < run.distortion->not_followed.size() && i < 20; ++i)
