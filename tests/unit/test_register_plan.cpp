@@ -215,7 +215,7 @@ TEST(RegisterPlan, KeptFramesTakeWhatTheBudgetLeavesBesideTheCorrection) {
   const std::size_t mb = std::size_t(1) << 20;
   EXPECT_EQ(correction_kept_frame_bytes(job, 4096, 4096, 1), 412 * mb);  // 2048 - 100 - 24 x 64: 6 of 64 MB
   EXPECT_EQ(correction_kept_frame_bytes(job, 4096, 4096, 2), 0u);        // a second thread's grids take it all
-  EXPECT_EQ(correction_kept_frame_bytes(job, 1024, 1024, 2), 2048 * mb - 100 * mb - 36 * 4 * mb);
+  EXPECT_EQ(correction_kept_frame_bytes(job, 1024, 1024, 2), (2048 - 100 - 36 * 4) * mb);
   job.execution.memory_budget_mb = 1024;
   EXPECT_EQ(correction_kept_frame_bytes(job, 4096, 4096, 1), 0u);
 }
