@@ -206,3 +206,16 @@ TEST(RegisterPlan, KeptContributionsComeOutOfTheBudget) {
   job.execution.memory_budget_mb = 16384;  // never more than the 512 MB that pays (later frames are sampled again)
   EXPECT_EQ(kept_contribution_bytes(job), 512 * mb);
 }
+
+// The correction's kept frames: what the budget leaves beside the working
+// set scan_distortion_threads estimates (100 MB and 24 frame-sized grids,
+// 12 more a further thread).
+TEST(RegisterPlan, KeptFramesTakeWhatTheBudgetLeavesBesideTheCorrection) {
+  Job job = register_job("out");
+  const std::size_t mb = std::size_t(1) << 20;
+  EXPECT_EQ(correction_kept_frame_bytes(job, 4096, 4096, 1), 412 * mb);  // 2048 - 100 - 24 x 64: 6 of 64 MB
+  EXPECT_EQ(correction_kept_frame_bytes(job, 4096, 4096, 2), 0u);        // a second thread's grids take it all
+  EXPECT_EQ(correction_kept_frame_bytes(job, 1024, 1024, 2), (2048 - 100 - 36 * 4) * mb);
+  job.execution.memory_budget_mb = 1024;
+  EXPECT_EQ(correction_kept_frame_bytes(job, 4096, 4096, 1), 0u);
+}

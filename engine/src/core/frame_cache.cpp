@@ -2,7 +2,8 @@
 
 namespace driftscan {
 
-FrameCache::FrameCache(std::size_t capacity_bytes) : capacity_(capacity_bytes) {}
+FrameCache::FrameCache(std::size_t capacity_bytes, Eviction eviction)
+    : capacity_(capacity_bytes), eviction_(eviction) {}
 
 std::shared_ptr<const Frame> FrameCache::find(std::size_t key) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -27,6 +28,7 @@ void FrameCache::insert(std::size_t key, std::shared_ptr<const Frame> frame) {
     where_.erase(it);
   }
   if (bytes > capacity_) return;
+  if (eviction_ == Eviction::none && bytes_ + bytes > capacity_) return;  // full: keeps what it holds
   evict_to(capacity_ - bytes);
   lru_.push_front(Entry{key, std::move(frame)});
   where_[key] = lru_.begin();

@@ -89,6 +89,19 @@ int scan_distortion_threads(const Job& job, int width, int height) {
   return threads_within_budget(job, 100.0 * 1024.0 * 1024.0 + 24.0 * grid, 12.0 * grid);
 }
 
+// The same estimate of the correction's working set as scan_distortion_threads:
+// its measured peaks include the reader's cache of frame_cache_mb, full of
+// frames that never hit on the correction's cycles over the series, and the
+// kept frames share theirs with it. What the budget leaves beside that
+// (10 x 4096², one thread: the budget's 2 GB less 1.64 GB, 6 of 10 frames;
+// measured peaks in docs/benchmarks.md, Large frames, fourteenth pass).
+std::size_t correction_kept_frame_bytes(const Job& job, int width, int height, int threads) {
+  const double grid = grid_bytes(width, height);
+  const double working = 100.0 * 1024.0 * 1024.0 + 24.0 * grid + std::max(0, threads - 1) * 12.0 * grid;
+  const double left = job.execution.memory_budget_mb * 1024.0 * 1024.0 - working;
+  return left > 0 ? static_cast<std::size_t>(left) : 0;
+}
+
 namespace {
 
 // A single rank resumes a multi-rank run's checkpoints through the

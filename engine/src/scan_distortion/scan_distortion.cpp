@@ -1553,16 +1553,16 @@ void ScanDistortionSteps::finish_fields(const std::vector<FrameFit>& fits, std::
   }
 }
 
-std::vector<ScanDistortionSteps::FrameFit> ScanDistortionSteps::fit_frames(const std::vector<Frame>& frames,
-                                                                           std::size_t first,
-                                                                           const ScanModel& model) const {
+std::vector<ScanDistortionSteps::FrameFit> ScanDistortionSteps::fit_frames(
+    const std::vector<std::shared_ptr<const Frame>>& frames, std::size_t first, const ScanModel& model) const {
+  static const Frame none;  // a left-out frame's (fit_frame reads nothing of it)
   std::vector<FrameFit> fits(frames.size());
   std::vector<std::exception_ptr> failures(frames.size());
 #pragma omp parallel for schedule(dynamic, 1)
   for (long i = 0; i < static_cast<long>(frames.size()); ++i) {
     const std::size_t at = static_cast<std::size_t>(i);
     try {
-      fits[at] = fit_frame(frames[at], first + at, model);
+      fits[at] = fit_frame(frames[at] ? *frames[at] : none, first + at, model);
     } catch (...) {
       failures[at] = std::current_exception();  // an exception must not leave the parallel region
     }
@@ -1629,9 +1629,9 @@ ScanDistortionResult estimate_scan_distortion(const FrameSource& frames, const S
     std::vector<ScanDistortionSteps::FrameFit> lines(n);  // each frame's line offsets, for its next jitter
     const std::size_t batch = 2 * static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
     for (std::size_t k0 = 0; k0 < n; k0 += batch) {
-      std::vector<Frame> held;
+      std::vector<std::shared_ptr<const Frame>> held;
       for (std::size_t k = k0; k < std::min(n, k0 + batch); ++k)
-        held.push_back(st.left_out(k) ? Frame() : frames_of.frame(k));
+        held.push_back(st.left_out(k) ? nullptr : frames_of.shared_frame(k));
       std::vector<ScanDistortionSteps::FrameFit> fits = st.fit_frames(held, k0, m);
       for (std::size_t i = 0; i < fits.size(); ++i) {
         if (st.leave_out_unless_followed(k0 + i, fits[i])) result.not_followed.push_back(k0 + i);

@@ -1,5 +1,6 @@
 #include "driftscan/mpi/register/distributed_register.hpp"
 #include "driftscan/core/derotated_source.hpp"
+#include "driftscan/core/kept_frames.hpp"
 #include "driftscan/core/omp_threads.hpp"
 
 #include <omp.h>
@@ -359,6 +360,9 @@ struct RegisterRun {
   std::optional<ScanTiming> timing;  // with the scan-distortion correction
   std::string timing_note;           // what of it came from the file's metadata
   std::optional<DistributedDistortion> distortion;
+  // The correction's decoded frames, kept through the rigid average (which
+  // reads them all once more) when that reads the same frames; then freed.
+  std::unique_ptr<KeptFrames> kept;
   int line_field_unseen = 0;  // samples at each line's start no line field could be measured at
 
   // Of every frame, combined over ranks after the scan; the transforms (the
@@ -689,8 +693,20 @@ void correct_distortion(RegisterRun& run) {
                              " MB, execution.memory_budget_mb) holds the working grids of " + std::to_string(threads) +
                              " at " + std::to_string(run.frames->width()) + "x" + std::to_string(run.frames->height()));
   // Frames scanned in several directions are corrected as recorded (the timing turns each one).
-  run.distortion = correct_scan_distortion(recorded_frames(*run.frames), *run.timing, rigid, settings, run.ctx, threads,
-                                           leave_out, kept_contribution_bytes(job));
+  // The correction reads each frame five times: as many as the budget holds are kept decoded.
+  run.kept = std::make_unique<KeptFrames>(
+      recorded_frames(*run.frames),
+      correction_kept_frame_bytes(job, run.frames->width(), run.frames->height(), threads));
+  const KeptFrames& frames = *run.kept;
+  run.distortion = correct_scan_distortion(frames, *run.timing, rigid, settings, run.ctx, threads, leave_out,
+                                           kept_contribution_bytes(job));
+  if (run.ctx.rank == 0)
+    run.ctx.progress.log(LogLevel::info, "scan distortion: " + std::to_string(frames.cache().count()) +
+                                             " frame(s) kept decoded (" +
+                                             message_number(frames.cache().size_bytes() / (1024.0 * 1024.0)) +
+                                             " MB), " + std::to_string(frames.cache().hits()) + " of " +
+                                             std::to_string(frames.cache().hits() + frames.cache().misses()) +
+                                             " reads served from them");
   if (run.ctx.rank == 0 && !run.distortion->not_followed.empty()) {
     std::string list;
     for (std::size_t i = 0; i < run.distortion->not_followed.size() && i < 20; ++i)
@@ -799,9 +815,13 @@ void average(RegisterRun& run) {
   {
     const OmpThreadCount guard(run.threads);
     const MpiAveragingTeam team(run.ctx.comm);
-    res.average = average_selected(*run.frames, run.transforms, run.job.averaging, run.failures, run.above_sigma,
-                                   std::move(run.weights), res.warnings, &run.ctx.progress, &run.ctx.cancel, &team);
+    // The correction's kept frames, where it corrected the frames as they are read (no rotation to undo).
+    const bool same = run.kept && &recorded_frames(*run.frames) == run.frames.get();
+    res.average = average_selected(same ? *run.kept : *run.frames, run.transforms, run.job.averaging, run.failures,
+                                   run.above_sigma, std::move(run.weights), res.warnings, &run.ctx.progress,
+                                   &run.ctx.cancel, &team);
   }
+  run.kept.reset();
 }
 
 // Phase "write" (rank 0): average.tif, coverage.tif and report.json with

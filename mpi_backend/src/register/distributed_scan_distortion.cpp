@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -151,9 +152,9 @@ void fit_own_frames(const FrameSource& frames, ScanDistortionSteps& steps, const
   const std::size_t batch = threads > 1 ? 2 * static_cast<std::size_t>(threads) : 1;
   for (std::size_t k0 = lo; k0 < hi; k0 += batch) {
     ctx.cancel.throw_if_cancelled();
-    std::vector<Frame> held;
+    std::vector<std::shared_ptr<const Frame>> held;
     for (std::size_t k = k0; k < std::min(hi, k0 + batch); ++k)
-      held.push_back(steps.left_out(k) ? Frame() : frames.frame(k));
+      held.push_back(steps.left_out(k) ? nullptr : frames.shared_frame(k));
     std::vector<ScanDistortionSteps::FrameFit> fits = steps.fit_frames(held, k0, model);
     for (std::size_t i = 0; i < fits.size(); ++i) {
       steps.leave_out_unless_followed(k0 + i, fits[i]);

@@ -3,6 +3,10 @@
 // reader serve repeated requests (a frame used by two neighbouring pair
 // registrations, the reference frame) without ever holding a long series.
 // Thread-safe. A frame larger than the whole budget is simply not kept.
+// With Eviction::none a full cache keeps what it holds and takes nothing
+// more: for a reader that goes over the series in order again and again,
+// where evicting the least recent frame would evict the next one asked for
+// (an LRU cache smaller than the cycle never hits on it).
 #include <cstddef>
 #include <list>
 #include <memory>
@@ -15,7 +19,8 @@ namespace driftscan {
 
 class FrameCache {
  public:
-  explicit FrameCache(std::size_t capacity_bytes);
+  enum class Eviction { least_recent, none };
+  explicit FrameCache(std::size_t capacity_bytes, Eviction eviction = Eviction::least_recent);
 
   // The cached frame, or nullptr (and counts a miss).
   std::shared_ptr<const Frame> find(std::size_t key);
@@ -39,6 +44,7 @@ class FrameCache {
   void evict_to(std::size_t budget);  // caller holds mutex_
 
   const std::size_t capacity_;
+  const Eviction eviction_;
   mutable std::mutex mutex_;
   std::list<Entry> lru_;  // front = most recent
   std::unordered_map<std::size_t, std::list<Entry>::iterator> where_;

@@ -62,6 +62,15 @@ std::size_t prepared_cache_bytes(const Job& job, int width, int height);
 // be written sampled again: the same values either way.
 std::size_t kept_contribution_bytes(const Job& job);
 
+// The scan-distortion correction's decoded frames kept for its whole run
+// (KeptFrames: it reads every frame five times) for frames of width x
+// height on `threads` threads: what execution.memory_budget_mb leaves
+// beside the correction's own working set (scan_distortion_threads'
+// estimate for those threads) and the reader's cache of
+// execution.frame_cache_mb, which holds decoded frames of its own. 0 when
+// nothing is left.
+std::size_t correction_kept_frame_bytes(const Job& job, int width, int height, int threads);
+
 // The distributed scan's threads per rank for frames of width x height, at
 // most execution.threads: each worker scans from its own segment start
 // (a reference pyramid of its own beside frame 0's) with its moving pyramid

@@ -551,7 +551,10 @@ class ScanDistortionSteps {
   // copies and transposes around them left a second thread mostly waiting).
   // The results are in frame order, so they combine the same for any thread
   // count; the first failure is rethrown after all threads have finished.
-  std::vector<FrameFit> fit_frames(const std::vector<Frame>& frames, std::size_t first, const ScanModel& model) const;
+  // The frames are shared, not copied (a source that keeps its decoded
+  // frames hands out the one it keeps); a left-out frame may be null.
+  std::vector<FrameFit> fit_frames(const std::vector<std::shared_ptr<const Frame>>& frames, std::size_t first,
+                                   const ScanModel& model) const;
   // Whether a frame's fit followed it: at least half its bands registered
   // against the average and explained by it in part (fewer, and its band
   // samples are more likely a featureless or damaged frame's chance matches
