@@ -95,11 +95,16 @@ int scan_distortion_threads(const Job& job, int width, int height) {
 // kept frames share theirs with it. What the budget leaves beside that
 // (10 x 4096², one thread: the budget's 2 GB less 1.64 GB, 6 of 10 frames;
 // measured peaks in docs/benchmarks.md, Large frames, fourteenth pass).
-std::size_t correction_kept_frame_bytes(const Job& job, int width, int height, int threads) {
+// Less than half the rank's frames kept saves less than half the decoding
+// while holding the memory the whole run (100 x 4096², or a long series of
+// small frames, would sit at the budget for a few per cent): none then.
+std::size_t correction_kept_frame_bytes(const Job& job, int width, int height, int threads, std::size_t frames) {
   const double grid = grid_bytes(width, height);
   const double working = 100.0 * 1024.0 * 1024.0 + 24.0 * grid + std::max(0, threads - 1) * 12.0 * grid;
   const double left = job.execution.memory_budget_mb * 1024.0 * 1024.0 - working;
-  return left > 0 ? static_cast<std::size_t>(left) : 0;
+  const double all = static_cast<double>(frames) * grid;
+  if (left < 0.5 * all) return 0;
+  return static_cast<std::size_t>(std::min(left, all));
 }
 
 namespace {

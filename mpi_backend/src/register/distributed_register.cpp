@@ -693,10 +693,13 @@ void correct_distortion(RegisterRun& run) {
                              " MB, execution.memory_budget_mb) holds the working grids of " + std::to_string(threads) +
                              " at " + std::to_string(run.frames->width()) + "x" + std::to_string(run.frames->height()));
   // Frames scanned in several directions are corrected as recorded (the timing turns each one).
-  // The correction reads each frame five times: as many as the budget holds are kept decoded.
+  // The correction reads each of this rank's frames five times: as many as the budget holds are kept decoded.
+  const std::size_t n = run.frames->frame_count(), ranks = static_cast<std::size_t>(run.ctx.size),
+                    rank = static_cast<std::size_t>(run.ctx.rank);
+  const std::size_t own = n * (rank + 1) / ranks - n * rank / ranks;  // correct_scan_distortion's split
   run.kept = std::make_unique<KeptFrames>(
       recorded_frames(*run.frames),
-      correction_kept_frame_bytes(job, run.frames->width(), run.frames->height(), threads));
+      correction_kept_frame_bytes(job, run.frames->width(), run.frames->height(), threads, own));
   const KeptFrames& frames = *run.kept;
   run.distortion = correct_scan_distortion(frames, *run.timing, rigid, settings, run.ctx, threads, leave_out,
                                            kept_contribution_bytes(job));

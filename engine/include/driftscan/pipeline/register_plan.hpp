@@ -67,9 +67,9 @@ std::size_t kept_contribution_bytes(const Job& job);
 // height on `threads` threads: what execution.memory_budget_mb leaves
 // beside the correction's own working set (scan_distortion_threads'
 // estimate for those threads) and the reader's cache of
-// execution.frame_cache_mb, which holds decoded frames of its own. 0 when
-// nothing is left.
-std::size_t correction_kept_frame_bytes(const Job& job, int width, int height, int threads);
+// execution.frame_cache_mb, which holds decoded frames of its own; at most
+// the rank's `frames` frames, and 0 when that is less than half of them.
+std::size_t correction_kept_frame_bytes(const Job& job, int width, int height, int threads, std::size_t frames);
 
 // The distributed scan's threads per rank for frames of width x height, at
 // most execution.threads: each worker scans from its own segment start
