@@ -216,7 +216,7 @@ TEST(RegisterPlan, KeptFramesTakeWhatTheBudgetLeavesBesideTheCorrection) {
   EXPECT_EQ(correction_kept_frame_bytes(job, 4096, 4096, 1, 10), 412 * mb);  // 2048 - 100 - 24 x 64: 6 of 64 MB
   EXPECT_EQ(correction_kept_frame_bytes(job, 4096, 4096, 2, 10), 0u);        // a second thread's grids take it all
   EXPECT_EQ(correction_kept_frame_bytes(job, 1024, 1024, 2, 600), (2048 - 100 - 36 * 4) * mb);  // 451 of 600
-  EXPECT_EQ(correction_kept_frame_bytes(job, 1024, 1024, 2, 20), 20 * 4 * mb);  // the rank's frames, no more
+  EXPECT_EQ(correction_kept_frame_bytes(job, 1024, 1024, 2, 20), 80 * mb);  // the rank's 20 frames of 4 MB, no more
   // Less than half the rank's frames kept: none (100 x 4096², or 8,000 of 1024²).
   EXPECT_EQ(correction_kept_frame_bytes(job, 4096, 4096, 1, 100), 0u);
   EXPECT_EQ(correction_kept_frame_bytes(job, 1024, 1024, 2, 8000), 0u);
