@@ -356,7 +356,12 @@ double jitter_floor(const SyntheticSeries& s, bool specimen_learned = false) {
 // 1 / I_fast and S = tau^2 + sigma^2. The walk's part a line cannot tell
 // from its jitter (the second term) is what jitter_floor leaves out: it
 // assumes the drift known.
-double jitter_floor_drift_learned(const SyntheticSeries& s) {
+// With `specimen_learned`, each line's information along either axis is
+// first cut to the share a template learned from the other frames keeps
+// (learned_specimen_share): the two costs together, the floor of an estimate
+// that knows neither the specimen nor the drift (neither cost is the other's:
+// one is the template's noise, the other the walk's, so the bound takes both).
+double jitter_floor_drift_learned(const SyntheticSeries& s, bool specimen_learned = false) {
   const SynthOptions& o = s.options();
   if (!(o.jitter > 0)) return 0.0;
   const ScanTiming& t = s.scan_timing();
@@ -364,8 +369,20 @@ double jitter_floor_drift_learned(const SyntheticSeries& s) {
   const double q = o.drift_step * o.drift_step / t.frame_time();  // px^2 per second per axis
   const std::size_t n = s.frame_count(), lines = static_cast<std::size_t>(t.lines());
   std::vector<double> info_fast, info_slow;  // every line of every frame, in time order
+  const Point recorded_fast = t.fast_axis(), recorded_slow{-recorded_fast.y, recorded_fast.x};
+  const double read2 = o.read_noise * o.read_noise;
   for (std::size_t k = 0; k < n; ++k) {
-    const LineInformation info = line_information(s, s.clean_frame(k));
+    const Frame clean = s.clean_frame(k);
+    LineInformation info = line_information(s, clean);
+    if (specimen_learned) {
+      double var = 0.0;
+      for (const float v : clean.pixels) var += (o.dose > 0 ? std::max(0.0f, v) : 0.0) + read2;
+      var /= static_cast<double>(clean.pixels.size());
+      const double fast_share = learned_specimen_share(clean, var, n, recorded_fast);
+      const double slow_share = learned_specimen_share(clean, var, n, recorded_slow);
+      for (double& i : info.fast) i *= fast_share;
+      for (double& i : info.slow) i *= slow_share;
+    }
     info_fast.insert(info_fast.end(), info.fast.begin(), info.fast.end());
     info_slow.insert(info_slow.end(), info.slow.begin(), info.slow.end());
   }
@@ -1532,6 +1549,7 @@ void run_case(const Case& c, const ScanDistortionSettings& settings, int threads
   const double floor = jitter_floor(s);
   const double learned_floor = jitter_floor(s, true);
   const double drift_learned_floor = jitter_floor_drift_learned(s);
+  const double both_learned_floor = jitter_floor_drift_learned(s, true);
   // The floor one direction cannot go below (the average's own row offsets),
   // of the same frames scanned in one direction: the last figure of the
   // jitter's, for a series in several directions too (its frames' own row
@@ -1548,6 +1566,12 @@ void run_case(const Case& c, const ScanDistortionSettings& settings, int threads
                                                            ? drift_learned_floor
                                                            : jitter_floor_drift_learned(one_direction_series),
                                                        row_gauge);
+  // And with the specimen learned too: the floor of a one-direction estimate
+  // that, like every estimate here, learns the specimen from the same frames.
+  const double single_both_learned_floor = std::hypot(one_direction.scan_rotation_deg == c.synth.scan_rotation_deg
+                                                          ? both_learned_floor
+                                                          : jitter_floor_drift_learned(one_direction_series, true),
+                                                      row_gauge);
   std::printf(
       "%-52s  residual oracle %.4f  corrected %.4f (%+.1f%%)  rigid %.4f (%+.1f%%)  oracle in the estimate's gauge "
       "%.4f: corrected %+.1f%% (gauge %+.3f, %+.3f px)\n",
@@ -1556,14 +1580,15 @@ void run_case(const Case& c, const ScanDistortionSettings& settings, int threads
   std::printf(
       "%-52s  per-line drift error %.4f px (rigid %.4f)  jitter error %.4f px (%.4f if 0, line fit precision %.4f,"
       " Cramer-Rao floor %.4f, with the average's row offsets %.4f, with the specimen learned %.4f,"
-      " with the drift learned %.4f, one direction with the drift learned %.4f)"
+      " with the drift learned %.4f, with the specimen and the drift learned %.4f,"
+      " one direction with the drift learned %.4f, with the specimen and the drift learned %.4f)"
       "  fast-axis line position error %.4f px (common to a row %.4f px)"
       "  rounds %zu converged %d not followed %zu"
       "  wall rigid %.2f s + correction %.2f s = %.2fx rigid  (cpu %.2f s + %.2f s = %.2fx)  region %zu px\n",
       "", e.line_drift, e.rigid_line_drift, e.jitter, e.jitter_zero, est.jitter_precision_px, floor, single_floor,
-      learned_floor, drift_learned_floor, single_drift_learned_floor, e.position, e.position_common, est.rounds.size(),
-      est.converged ? 1 : 0, est.not_followed.size(), rigid_wall, corrected_wall,
-      (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu, corrected_cpu,
+      learned_floor, drift_learned_floor, both_learned_floor, single_drift_learned_floor, single_both_learned_floor,
+      e.position, e.position_common, est.rounds.size(), est.converged ? 1 : 0, est.not_followed.size(), rigid_wall,
+      corrected_wall, (rigid_wall + corrected_wall) / rigid_wall, rigid_cpu, corrected_cpu,
       (rigid_cpu + corrected_cpu) / std::max(rigid_cpu, 1e-9), region.size());
   print_line_sigma_calibration(s, est);
   if (diagnose_template) {
