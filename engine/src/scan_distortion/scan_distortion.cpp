@@ -17,6 +17,7 @@
 #include "driftscan/core/scan_rotation.hpp"
 #include "driftscan/core/simd_level.hpp"
 #include "driftscan/scan_distortion/fast_axis_binning.hpp"
+#include "driftscan/scan_distortion/line_noise_model.hpp"
 
 namespace driftscan {
 namespace {
@@ -136,7 +137,7 @@ struct BandFit {
   Point mean_path;  // mean of d(t) over the pixels used
   bool ok = false;
   // At the last step, sums for the noise's dependence on the intensity
-  // (NoiseModel): count, v, v^2, r^2, v r^2 over the pixels used.
+  // (LineNoiseModel): count, v, v^2, r^2, v r^2 over the pixels used.
   double noise_sums[5] = {};
   // The last step's template value and gradient along the fast axis at each
   // pixel (NaN where the template is thin), evaluated with the band moved by
@@ -144,72 +145,6 @@ struct BandFit {
   // instead of sampling the template again.
   Point evaluated_at;
   std::vector<float> value, gradient;
-};
-
-// A frame's template samples by brightness: per bin of the template's value
-// v (an eighth of the template's level wide, the last open), the pixels,
-// their v and their squared template gradient along the frame's fast axis.
-// The noise model's floor reads where the content's structure is from it.
-struct IntensityBins {
-  static constexpr int kBins = 16;
-  explicit IntensityBins(double level) : per_unit(level > 0 ? 8.0 / level : 0.0) {}
-  double per_unit;  // bins per unit of v
-  double count[kBins] = {}, value[kBins] = {}, gradient2[kBins] = {};
-  void add(double v, double g) {
-    const int bin = std::min(kBins - 1, static_cast<int>(std::max(0.0, v) * per_unit));
-    count[bin] += 1.0, value[bin] += v, gradient2[bin] += g * g;
-  }
-};
-
-// The pixel noise's variance as a function of the template's value v:
-// a + b v (shot noise grows with the signal, a detector's read noise does
-// not), fitted per frame to its bands' squared residuals. Weights 1/var make
-// the line fits nearly the efficient estimate under shot noise and leave
-// them plain least squares where the noise does not depend on the signal.
-// Measured with the true model and the average as template on
-// bench_scan_distortion's first case (shot noise): a line's offset error
-// 0.139 -> 0.124 px, and its predicted precision 0.090 (too optimistic:
-// unweighted, the bright pixels' larger noise was not in it) -> 0.125 px.
-struct NoiseModel {
-  double a = 1.0, b = 0.0, floor = 1.0;
-  // `bins` (when given): the frame's template samples by brightness, for
-  // the floor below.
-  static NoiseModel fit(const double s[5], const IntensityBins* bins = nullptr) {
-    NoiseModel m;
-    if (!(s[0] > 8)) return m;
-    const double mean_v = s[1] / s[0], mean_r2 = s[3] / s[0];
-    const double vv = s[2] / s[0] - mean_v * mean_v, vr = s[4] / s[0] - mean_v * mean_r2;
-    m.b = vv > 0 ? std::max(0.0, vr / vv) : 0.0;
-    m.a = mean_r2 - m.b * mean_v;
-    // The floor: no pixel weighs more than one at the darkest brightness
-    // where the template still shows the content's structure (a bin of
-    // enough pixels whose mean squared gradient along the fast axis is at
-    // least half the frame's), nor more than ten times the mean noise's; without
-    // bins, than the mean noise's. Below that brightness a dark, flat
-    // background would weigh in with the template's errors and little of the
-    // specimen's gradient: on bench_scan_distortion's hex lattices (most
-    // pixels a dark background) the Poisson weights down to a tenth of the
-    // mean took the jitter error 1-10% up, while on the real ABF content
-    // (dark columns on a bright background, where the gradients are) they
-    // took it 1.5-4.3% down. With the floor at the structured brightness,
-    // seed 11: real ABF revolving at dose 4 0.1749 -> 0.1674 px, the other
-    // real-content cases 1.5-2.2% down, every hex case within 0.0004 px.
-    m.floor = std::max(1e-12, mean_r2);
-    if (bins) {
-      double pixels = 0.0, gradient2 = 0.0;
-      for (int i = 0; i < IntensityBins::kBins; ++i) pixels += bins->count[i], gradient2 += bins->gradient2[i];
-      const double enough = std::max(200.0, 0.005 * pixels);
-      for (int i = 0; i < IntensityBins::kBins && pixels > 0 && gradient2 > 0; ++i) {
-        if (bins->count[i] < enough) continue;
-        if (bins->gradient2[i] / bins->count[i] < 0.5 * gradient2 / pixels) continue;
-        const double v = bins->value[i] / bins->count[i];
-        m.floor = std::clamp(m.a + m.b * v, 0.1 * m.floor, m.floor);
-        break;
-      }
-    }
-    return m;
-  }
-  double weight(double v) const { return 1.0 / std::max(floor, a + b * v); }
 };
 
 template <class Taps>
@@ -312,7 +247,7 @@ BandFit fit_band(const Frame& frame, const std::vector<std::pair<int, int>>& pix
 // do not reuse first_value).
 template <class Taps>
 double fit_line_jitter(const Frame& frame, const std::vector<std::pair<int, int>>& pixels, const std::vector<Point>& q,
-                       Point fast, const Template& tpl, const NoiseModel& noise, double j, double max_jitter,
+                       Point fast, const Template& tpl, const LineNoiseModel& noise, double j, double max_jitter,
                        double& information, double split[2], const float* first_value = nullptr,
                        const float* first_gradient = nullptr) {
   information = 0.0;
@@ -1204,7 +1139,7 @@ namespace {
 // Where none did, it says nothing.
 template <class Taps, class Template>
 FieldSums line_field_sums(const LineFieldBasis& basis, const ScanTiming& timing, const Template& tpl,
-                          const NoiseModel& noise, const Frame& frame, double field_reach,
+                          const LineNoiseModel& noise, const Frame& frame, double field_reach,
                           const std::vector<std::pair<int, int>>& pixels, const std::vector<Point>& q, double j,
                           Point fast) {
   const int n = basis.knots();
@@ -1332,13 +1267,10 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
   }
   BandOffsets band_offset;  // each band's offset from the model at its centre line, for the lines
   double noise_sums[5] = {};
-  IntensityBins brightness(tpl->level);
   for (std::size_t b = 0; b < fits.size(); ++b) {
     const BandFit& f = fits[b];
     if (!f.ok) continue;
     for (int m = 0; m < 5; ++m) noise_sums[m] += f.noise_sums[m];
-    for (std::size_t i = 0; i < f.value.size(); ++i)
-      if (!std::isnan(f.value[i])) brightness.add(f.value[i], f.gradient[i]);
     out.bands.push_back({f.t, f.mean_path.x + f.delta.x, f.mean_path.y + f.delta.y, f.weight});
     out.band_count += 1;
     if (f.explains) out.explained_count += 1;
@@ -1346,7 +1278,14 @@ ScanDistortionSteps::FrameFit ScanDistortionSteps::fit_frame(const Frame& frame,
   }
   if (!settings_.estimate_jitter) return out;
 
-  const NoiseModel noise_model = NoiseModel::fit(noise_sums, &brightness);
+  // The noise model's floor from where the frame's bands sampled the template
+  // last (its brightness and gradient at every pixel).
+  IntensityBins brightness(tpl->level);
+  for (const BandFit& f : fits)
+    if (f.ok)
+      for (std::size_t i = 0; i < f.value.size(); ++i)
+        if (!std::isnan(f.value[i])) brightness.add(f.value[i], f.gradient[i]);
+  const LineNoiseModel noise_model = LineNoiseModel::fit(noise_sums, &brightness);
   // Lines without their jitter (the unknown); the fits start from the current one.
   const FrameScanMap map(timing_, model.path, no_jitter, k, field);
   std::vector<double> jitter = current;
