@@ -723,6 +723,56 @@ TEST(ScanDistortion, JitterVariancePooledOverFramesThatShareIt) {
   EXPECT_LT(mixed[11], 0.0) << "no lines, no variance";
 }
 
+// Frames scanned in several directions: the drift path has about two knots a
+// band (here 32 a frame) instead of one every two bands, so it follows a
+// drift that wanders from band to band (the slow axes' samples hold no
+// jitter); frames in one direction keep the coarser knots. Noise-free band
+// samples of a random walk (0.3 px per frame time) and hardly any smoothing:
+// how near the path can pass them.
+TEST(ScanDistortion, SeveralScanDirectionsGetFinerPathKnots) {
+  ScanTimingSettings ts;
+  ts.dwell = 1e-6;
+  const std::size_t frames = 8;
+  std::mt19937 rng(7);
+  std::normal_distribution<double> step(0.0, 0.3 / 4.0);  // 16 bands a frame
+  auto fitted_rms = [&](std::vector<double> rotations, double& knot_spacing, double& frame_time) {
+    ts.rotation_deg = std::move(rotations);
+    const ScanTiming timing(ts, 256, 256);
+    ScanDistortionSettings settings;
+    settings.smoothing = 1e-3;  // nearly through the samples, as far as the knots let it
+    const ScanDistortionSteps steps(timing, settings, frames);
+    std::vector<DriftSample> samples;
+    rng.seed(7);
+    double x = 0.0, y = 0.0;
+    for (std::size_t k = 0; k < frames; ++k)
+      for (int b = 0; b < 16; ++b) {
+        x += step(rng), y += step(rng);
+        samples.push_back({timing.line_mid_time(k, 16 * b + 8), x, y, 1.0});
+      }
+    const DriftPath path = steps.fit_path(samples);
+    knot_spacing = path.knot_spacing(), frame_time = timing.frame_time();
+    // Against the samples, the gauge's constant taken out.
+    Point mean;
+    for (const DriftSample& d : samples) {
+      const Point p = path.at(d.t);
+      mean.x += (p.x - d.dx) / samples.size(), mean.y += (p.y - d.dy) / samples.size();
+    }
+    double sum = 0.0;
+    for (const DriftSample& d : samples) {
+      const Point p = path.at(d.t);
+      sum += std::pow(p.x - d.dx - mean.x, 2) + std::pow(p.y - d.dy - mean.y, 2);
+    }
+    return std::sqrt(sum / (2.0 * samples.size()));
+  };
+  double one_knots = 0.0, several_knots = 0.0, frame_time = 0.0;
+  const double one = fitted_rms({}, one_knots, frame_time);
+  const double several = fitted_rms({0.0, 90.0, 180.0, 270.0}, several_knots, frame_time);
+  EXPECT_NEAR(one_knots, frame_time / 8.0, 1e-9 * frame_time) << "one direction: a knot every two bands";
+  EXPECT_NEAR(several_knots, frame_time / 32.0, 1e-9 * frame_time) << "several directions: two knots a band";
+  EXPECT_LT(several, 0.1 * one) << "the finer knots follow the band-to-band walk (one direction " << one
+                                << " px, several " << several << " px)";
+}
+
 // A frame with nothing of the specimen in it (here: noise only) cannot be
 // followed: fewer than half its bands register, it is flagged and left out
 // of the average, and the others' drift is not bent by it. Frames the caller

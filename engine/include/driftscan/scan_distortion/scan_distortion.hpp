@@ -583,6 +583,11 @@ class ScanDistortionSteps {
   // frame k's fast axis.
   std::vector<double> unexplained_offsets(const FrameFit& fit, std::size_t k, const DriftPath& before,
                                           const DriftPath& after) const;
+  // Whether the frames are scanned in more than one direction (a fast axis
+  // differs from frame 0's).
+  bool several_directions() const;
+  // The drift path's knot spacing (fit_path, path_uncertainty, halfway).
+  double path_knot_spacing() const;
   LineFieldBasis field_basis_;
   ScanTiming timing_;
   ScanDistortionSettings settings_;
