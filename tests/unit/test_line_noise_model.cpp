@@ -31,6 +31,16 @@ std::vector<double> spread(double lo, double hi, int count) {
   return v;
 }
 
+// Two populations of pixel values (spread()) and their mean: the bins' level.
+std::vector<double> two_populations(double lo1, double hi1, int n1, double lo2, double hi2, int n2, double& mean) {
+  std::vector<double> v = spread(lo1, hi1, n1);
+  const std::vector<double> more = spread(lo2, hi2, n2);
+  v.insert(v.end(), more.begin(), more.end());
+  mean = 0.0;
+  for (const double x : v) mean += x / static_cast<double>(v.size());
+  return v;
+}
+
 }  // namespace
 
 TEST(LineNoiseModel, FitsShotNoiseAndFloorsAtTheMeanWithoutBins) {
@@ -67,11 +77,8 @@ TEST(LineNoiseModel, DarkStructureWeighsByItsShotNoise) {
 // template gradient is noise), so they weigh no more than the pixels where
 // the structure starts.
 TEST(LineNoiseModel, FlatDarkBackgroundWeighsNoMoreThanWhereTheStructureStarts) {
-  std::vector<double> v = spread(0.1, 0.4, 30000);  // background
-  const std::vector<double> atoms = spread(0.4, 4.0, 10000);
-  v.insert(v.end(), atoms.begin(), atoms.end());
   double mean = 0.0;
-  for (const double x : v) mean += x / static_cast<double>(v.size());
+  const std::vector<double> v = two_populations(0.1, 0.4, 30000, 0.4, 4.0, 10000, mean);  // background, atoms
   double sums[5] = {};
   IntensityBins bins(mean);
   // Gradient 0.05 in the background, growing with the brightness on the atoms' flanks.
@@ -101,11 +108,8 @@ TEST(LineNoiseModel, FloorStaysWithinATenthOfTheMeanNoiseAndAllOfIt) {
     EXPECT_NEAR(m.floor, 1.0, 1e-9);
   }
   {
-    std::vector<double> v = spread(0.0, 0.05, 4000);  // nearly black, structured
-    const std::vector<double> bright = spread(5.0, 6.0, 4000);
-    v.insert(v.end(), bright.begin(), bright.end());
     double mean = 0.0;
-    for (const double x : v) mean += x / static_cast<double>(v.size());
+    const std::vector<double> v = two_populations(0.0, 0.05, 4000, 5.0, 6.0, 4000, mean);  // nearly black, bright
     double sums[5] = {};
     IntensityBins bins(mean);
     shot_noise_pixels(
@@ -118,11 +122,10 @@ TEST(LineNoiseModel, FloorStaysWithinATenthOfTheMeanNoiseAndAllOfIt) {
 
 // Too few pixels in a bin do not set the floor (200, and 0.5% of the frame's).
 TEST(LineNoiseModel, ThinBinsDoNotSetTheFloor) {
-  std::vector<double> v = spread(0.05, 0.2, 150);  // a few dark, structured pixels
-  const std::vector<double> rest = spread(1.5, 2.5, 20000);
-  v.insert(v.end(), rest.begin(), rest.end());
+  double mean = 0.0;
+  const std::vector<double> v = two_populations(0.05, 0.2, 150, 1.5, 2.5, 20000, mean);  // a few dark pixels
   double sums[5] = {};
-  IntensityBins bins(2.0);
+  IntensityBins bins(mean);
   shot_noise_pixels(
       v, [](double) { return 1.0; }, sums, bins);
   const LineNoiseModel m = LineNoiseModel::fit(sums, &bins);
