@@ -322,22 +322,27 @@ LineInformation line_information(const SyntheticSeries& s, const Frame& clean) {
   return out;
 }
 
+// The clean frame's mean pixel variance under s's noise: Poisson (when
+// dosed) plus read noise.
+double mean_pixel_variance(const SyntheticSeries& s, const Frame& clean) {
+  const SynthOptions& o = s.options();
+  const double read2 = o.read_noise * o.read_noise;
+  double var = 0.0;
+  for (const float v : clean.pixels) var += (o.dose > 0 ? std::max(0.0f, v) : 0.0) + read2;
+  return var / static_cast<double>(clean.pixels.size());
+}
+
 double jitter_floor(const SyntheticSeries& s, bool specimen_learned = false) {
   const SynthOptions& o = s.options();
   if (!(o.jitter > 0)) return 0.0;
   const Point fast = s.scan_timing().fast_axis();
-  const double read2 = o.read_noise * o.read_noise;
   double sum = 0.0;
   std::size_t count = 0;
   for (std::size_t k = 0; k < s.frame_count(); ++k) {
     const Frame clean = s.clean_frame(k);
     const std::vector<double> information = line_information(s, clean).fast;
     double share = 1.0;
-    if (specimen_learned) {
-      double var = 0.0;
-      for (const float v : clean.pixels) var += (o.dose > 0 ? std::max(0.0f, v) : 0.0) + read2;
-      share = learned_specimen_share(clean, var / static_cast<double>(clean.pixels.size()), s.frame_count(), fast);
-    }
+    if (specimen_learned) share = learned_specimen_share(clean, mean_pixel_variance(s, clean), s.frame_count(), fast);
     for (const double i : information) sum += 1.0 / (i * share + 1.0 / (o.jitter * o.jitter)), ++count;
   }
   return std::sqrt(sum / static_cast<double>(count));
@@ -370,14 +375,11 @@ double jitter_floor_drift_learned(const SyntheticSeries& s, bool specimen_learne
   const std::size_t n = s.frame_count(), lines = static_cast<std::size_t>(t.lines());
   std::vector<double> info_fast, info_slow;  // every line of every frame, in time order
   const Point recorded_fast = t.fast_axis(), recorded_slow{-recorded_fast.y, recorded_fast.x};
-  const double read2 = o.read_noise * o.read_noise;
   for (std::size_t k = 0; k < n; ++k) {
     const Frame clean = s.clean_frame(k);
     LineInformation info = line_information(s, clean);
     if (specimen_learned) {
-      double var = 0.0;
-      for (const float v : clean.pixels) var += (o.dose > 0 ? std::max(0.0f, v) : 0.0) + read2;
-      var /= static_cast<double>(clean.pixels.size());
+      const double var = mean_pixel_variance(s, clean);
       const double fast_share = learned_specimen_share(clean, var, n, recorded_fast);
       const double slow_share = learned_specimen_share(clean, var, n, recorded_slow);
       for (double& i : info.fast) i *= fast_share;
