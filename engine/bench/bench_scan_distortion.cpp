@@ -956,7 +956,8 @@ void print_cross_fitted_rounds(const SyntheticSeries& s, const FrameVector& fram
       const std::vector<double> tau = aux.pooled_jitter_variances(spreads);
       without[f] = est.jitter;
       for (std::size_t k = 0; k < n; ++k)
-        if (fold_of(k) != f) without[f][k] = aux.finish_jitter(fits[k], k, est.path, est.path, nullptr, {}, tau[k]);
+        if (fold_of(k) != f)
+          without[f][k] = aux.finish_jitter(fits[k], k, est.path, est.path, nullptr, nullptr, tau[k]);
     }
     for (std::size_t f = 0; f < folds; ++f) {
       ScanModel m = est;

@@ -240,10 +240,11 @@ ScanDistortionRound run_round(const FrameSource& frames, const ScanTiming& timin
     tau2 = pooled_jitter_variances(steps, lines, lo, hi, previous, out.model.path, n, ctx);
   together(ctx, [&] {
     if (rc.settings.estimate_jitter) {
-      const Point unresolved = steps.path_unresolved_sd(samples);  // every rank has every sample
+      // Every rank has every sample: the same path sigma on each.
+      const DriftPathUncertainty path_sigma = steps.path_uncertainty_if_any(samples);
       for (std::size_t k = lo; k < hi; ++k)
         out.model.jitter[k] =
-            steps.finish_jitter(lines[k - lo], k, previous, out.model.path, &out.jitter_sigma[k], unresolved, tau2[k]);
+            steps.finish_jitter(lines[k - lo], k, previous, out.model.path, &out.jitter_sigma[k], &path_sigma, tau2[k]);
     }
     if (steps.halves_steps()) out.model.path = steps.halfway(out.model.path, previous);  // as estimate_scan_distortion
   });

@@ -495,14 +495,15 @@ class ScanDistortionSteps {
   // `sigma` (when given): each line's standard error of that jitter, the
   // shrinkage's posterior one, sqrt(tau^2 v / (tau^2 + v)) with v the line
   // fit's variance and tau^2 the frame's jitter variance (its prior sd where a
-  // line has no fit), plus the drift the path `after` leaves unresolved along
-  // the fast axis (`path_unresolved_sd`: DriftPathUncertainty::residual_sigma
-  // of its samples), which is in each line's offset and shrunk with it.
+  // line has no fit), plus the path `after`'s own error along the fast axis at
+  // the line's time (`path_sigma`, the path's uncertainty from the same
+  // samples: its fit's and the drift it leaves unresolved), which is in each
+  // line's offset and shrunk with it (none when null).
   // `tau2` (when >= 0): the frame's jitter variance as pooled over the
   // series (pooled_jitter_variances); otherwise the frame's own estimate.
   std::vector<double> finish_jitter(const FrameFit& fit, std::size_t k, const DriftPath& before, const DriftPath& after,
-                                    std::vector<double>* sigma = nullptr, Point path_unresolved_sd = {},
-                                    double tau2 = -1.0) const;
+                                    std::vector<double>* sigma = nullptr,
+                                    const DriftPathUncertainty* path_sigma = nullptr, double tau2 = -1.0) const;
   // What frame k's fitted lines say of its jitter variance, once the path is
   // fitted (as finish_jitter): the sum of squares of the offsets the path
   // `after` leaves (frame mean removed), the sum of their fit variances, and
@@ -523,9 +524,8 @@ class ScanDistortionSteps {
   // to its mean over every line of the series (lines.csv's sigma_dx, sigma_dy;
   // DriftPathUncertainty), and of that mean.
   DriftPathUncertainty path_uncertainty(const std::vector<DriftSample>& samples) const;
-  // Its residual_sigma() (the drift the path leaves unresolved), for
-  // finish_jitter's sigma; 0 if it cannot be had.
-  Point path_unresolved_sd(const std::vector<DriftSample>& samples) const;
+  // The same for finish_jitter's sigma; empty() if it cannot be had.
+  DriftPathUncertainty path_uncertainty_if_any(const std::vector<DriftSample>& samples) const;
   // The next model's line fields of frames first, first + 1, ... (their
   // fits `fits`); the other frames' are left as they are. Each frame's field
   // is the series' shared field plus the frame's own deviation (prior std
