@@ -983,6 +983,21 @@ SynthOptions bench_drift(unsigned seed, std::size_t frames, int size, double dos
   o.seed = seed;
   return o;
 }
+
+// The squares of each line's jitter error over its sigma_jitter added to z2,
+// the lines to n: the error against the truth less each frame's mean jitter
+// (that mean is the path's, to any estimate).
+void add_jitter_z2(const SyntheticSeries& s, const ScanDistortionResult& r, double& z2, std::size_t& n) {
+  const ScanTiming& t = s.scan_timing();
+  for (std::size_t k = 0; k < s.frame_count(); ++k) {
+    double frame_mean = 0.0;
+    for (int l = 0; l < t.lines(); ++l) frame_mean += s.line_jitter(k, l) / t.lines();
+    for (int l = 0; l < t.lines(); ++l, ++n) {
+      const auto at = static_cast<std::size_t>(l);
+      z2 += std::pow((r.model.jitter[k][at] - (s.line_jitter(k, l) - frame_mean)) / r.jitter_sigma[k][at], 2);
+    }
+  }
+}
 }  // namespace
 
 // lines.csv's sigma_dx / sigma_dy against the truth on bench_scan_distortion's
@@ -1019,16 +1034,8 @@ TEST(ScanDistortion, LineSigmasAreCalibratedAgainstTheTruth) {
         const Point sigma = r.path_sigma.sigma(t.line_mid_time(k, l));
         z2[0] += std::pow((e[i].x - mean.x) / sigma.x, 2), z2[1] += std::pow((e[i].y - mean.y) / sigma.y, 2);
       }
-    // The jitter against the truth less each frame's mean (the path's, to any estimate).
     ASSERT_EQ(r.jitter_sigma.size(), s.frame_count());
-    for (std::size_t k = 0; k < s.frame_count(); ++k) {
-      double frame_mean = 0.0;
-      for (int l = 0; l < t.lines(); ++l) frame_mean += s.line_jitter(k, l) / t.lines();
-      for (int l = 0; l < t.lines(); ++l, ++nj) {
-        const auto at = static_cast<std::size_t>(l);
-        z2[2] += std::pow((r.model.jitter[k][at] - (s.line_jitter(k, l) - frame_mean)) / r.jitter_sigma[k][at], 2);
-      }
-    }
+    add_jitter_z2(s, r, z2[2], nj);
   }
   for (int axis = 0; axis < 3; ++axis) {
     const double z = std::sqrt(z2[axis] / static_cast<double>(axis < 2 ? n : nj));
@@ -1060,17 +1067,10 @@ TEST(ScanDistortion, JitterSigmasHoldThePathsErrorOnALoneOrthogonalPair) {
     const ScanDistortionResult r = estimate_scan_distortion(frames, t, rigid, ScanDistortionSettings{});
     ASSERT_EQ(r.jitter_sigma.size(), s.frame_count());
     double seed_z2 = 0.0;
-    for (std::size_t k = 0; k < s.frame_count(); ++k) {
-      double frame_mean = 0.0;
-      for (int l = 0; l < t.lines(); ++l) frame_mean += s.line_jitter(k, l) / t.lines();
-      for (int l = 0; l < t.lines(); ++l, ++n) {
-        const auto at = static_cast<std::size_t>(l);
-        const double z = (r.model.jitter[k][at] - (s.line_jitter(k, l) - frame_mean)) / r.jitter_sigma[k][at];
-        seed_z2 += z * z;
-      }
-    }
-    std::printf("seed %u: jitter z-RMS %.3f\n", seed, std::sqrt(seed_z2 / (s.frame_count() * t.lines())));
-    z2 += seed_z2;
+    std::size_t seed_n = 0;
+    add_jitter_z2(s, r, seed_z2, seed_n);
+    std::printf("seed %u: jitter z-RMS %.3f\n", seed, std::sqrt(seed_z2 / static_cast<double>(seed_n)));
+    z2 += seed_z2, n += seed_n;
   }
   const double z = std::sqrt(z2 / static_cast<double>(n));
   std::printf("one orthogonal pair, four seeds: jitter z-RMS %.3f\n", z);
